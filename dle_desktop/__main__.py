@@ -1,0 +1,3 @@
+from dle_desktop.cli import main
+
+raise SystemExit(main())

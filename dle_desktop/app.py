@@ -1,0 +1,115 @@
+"""Composition root: paths → logging → settings → engine → (GUI | headless)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import threading
+from dataclasses import dataclass
+
+from dle_desktop.engine import Engine, source_from_spec
+from dle_desktop.engine_thread import EngineThread
+from dle_desktop.errors import DleError
+from dle_desktop.logging_setup import configure_logging
+from dle_desktop.server.app import ServerRunner
+from dle_desktop.state.paths import AppPaths, resolve_paths
+from dle_desktop.state.secrets import SecretStore
+from dle_desktop.state.settings import Settings, SettingsStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Context:
+    paths: AppPaths
+    store: SettingsStore
+    settings: Settings
+    secrets: SecretStore
+
+
+def make_context(data_dir: str | None, log_to_stderr: bool = True) -> Context:
+    paths = resolve_paths(data_dir).ensure()
+    configure_logging(paths.logs_dir, to_stderr=log_to_stderr)
+    store = SettingsStore(paths.settings_file)
+    settings = store.load()
+    return Context(paths, store, settings, SecretStore())
+
+
+def make_engine(ctx: Context, vault_specs: list[str] | None) -> Engine:
+    override = [source_from_spec(s, ctx.secrets) for s in vault_specs] if vault_specs else None
+    return Engine(ctx.paths, ctx.settings, ctx.secrets, vault_override=override)
+
+
+class Runtime:
+    """The engine and its HTTP server running on the engine thread: shared by GUI and headless."""
+
+    def __init__(self, ctx: Context, engine: Engine, host: str | None = None, port: int | None = None,
+                 serve: bool = True) -> None:
+        self.ctx = ctx
+        self.engine = engine
+        self.thread = EngineThread()
+        self.server: ServerRunner | None = None
+        self.server_error: str | None = None
+        self._host = host or ctx.settings.server_host
+        self._port = ctx.settings.server_port if port is None else port
+        self._serve = serve and ctx.settings.server_enabled if port is None else serve
+
+    def start(self) -> Runtime:
+        self.thread.start()
+        self.thread.call(self.engine.start(), timeout=60)
+        if self._serve:
+            self.server = ServerRunner(self.engine, self._host, self._port)
+            try:
+                self.thread.call(self.server.start(), timeout=30)
+            except DleError as exc:
+                self.server_error = str(exc)
+                self.server = None
+                log.error("%s", exc)
+        return self
+
+    def stop(self) -> None:
+        if not self.thread.alive:
+            return
+        try:
+            if self.server is not None:
+                self.thread.call(self.server.stop(), timeout=15)
+            self.thread.call(self.engine.stop(), timeout=15)
+        except Exception:  # noqa: BLE001 - shutting down regardless
+            log.exception("error while stopping")
+        finally:
+            self.thread.stop()
+
+
+def run_headless(ctx: Context, engine: Engine, host: str | None, port: int | None) -> int:
+    runtime = Runtime(ctx, engine, host, port, serve=True)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    runtime.start()
+    if runtime.server is None:
+        print(f"error: {runtime.server_error}", flush=True)
+        runtime.stop()
+        return 2
+    print(f"listening on {runtime.server.url}", flush=True)
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        runtime.stop()
+        print("stopped", flush=True)
+    return 0
+
+
+def index_once(engine: Engine, force: bool = False):
+    """Build (or reconcile from cache) the index once, without watcher or server."""
+
+    async def go():
+        engine.indexer.load_cache()
+        try:
+            return await engine.indexer.sync_all(force=force)
+        finally:
+            for s in engine.sources:
+                await s.close()
+
+    return asyncio.run(go())

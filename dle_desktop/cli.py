@@ -1,0 +1,102 @@
+"""Command line: `dle-desktop` opens the app; subcommands script the same engine."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from dle_desktop import __version__
+from dle_desktop.errors import DleError
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", metavar="DIR", help="keep settings, cache and logs in DIR (default: the platform's app folders)")
+    p.add_argument("--vault", action="append", metavar="PATH|URL",
+                   help="a vault folder, or http(s)://KEY@HOST:PORT for an Obsidian REST vault (repeatable)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dle-desktop", description="DLE Desktop: a native lore engine for SillyTavern.")
+    parser.add_argument("--version", action="version", version=f"dle-desktop {__version__}")
+    _common(parser)
+    parser.add_argument("--minimized", action="store_true", help="start in the system tray without showing the window")
+    sub = parser.add_subparsers(dest="command")
+
+    p = sub.add_parser("index", help="index the vaults and print the entries")
+    _common(p)
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    p.add_argument("--force", action="store_true", help="re-parse every note, ignoring the cache")
+    p.add_argument("--no-content", action="store_true", help="leave entry content out of the JSON")
+
+    p = sub.add_parser("health", help="run the vault health check")
+    _common(p)
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+    p = sub.add_parser("serve", help="run the engine and HTTP server without a window")
+    _common(p)
+    p.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port to bind (default from settings, 8765; 0 = any free port)")
+    return parser
+
+
+def _print_index(result, as_json: bool, with_content: bool) -> None:
+    snap = result.snapshot
+    if as_json:
+        json.dump(snap.to_json(with_content=with_content), sys.stdout, ensure_ascii=False, indent=1)
+        sys.stdout.write("\n")
+        return
+    print(f"{len(snap)} entries, {len(snap.skipped)} skipped, {result.seconds * 1000:.0f} ms")
+    for e in snap.entries:
+        flags = "".join(c for c, on in (("C", e.constant), ("S", e.seed), ("B", e.bootstrap), ("G", e.guide)) if on)
+        print(f"  {e.vault}:{e.path}  [{flags or '-'}] p{e.priority} ~{e.token_estimate}t  keys: {', '.join(e.keys)}")
+    for s in snap.skipped:
+        print(f"  skipped {s.vault}:{s.path}: {s.reason}" + (f" (line {s.line})" if s.line else ""))
+    for w in snap.warnings:
+        print(f"  warning: {w}")
+
+
+def _print_health(report, as_json: bool) -> None:
+    if as_json:
+        json.dump(report.to_json(), sys.stdout, ensure_ascii=False, indent=1)
+        sys.stdout.write("\n")
+        return
+    for label, items in (("ERROR", report.errors), ("WARNING", report.warnings), ("INFO", report.info)):
+        for f in items:
+            who = f"{f.entry}: " if f.entry else ""
+            print(f"{label:7} [{f.code}] {who}{f.message}")
+    e, w, i = report.counts
+    print(f"{e} errors, {w} warnings, {i} info")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        from dle_desktop.app import index_once, make_context, make_engine, run_headless
+
+        if args.command in ("index", "health"):
+            ctx = make_context(args.data_dir)
+            engine = make_engine(ctx, args.vault)
+            result = index_once(engine, force=getattr(args, "force", False))
+            if args.command == "index":
+                _print_index(result, args.json, not args.no_content)
+            else:
+                _print_health(engine.health(), args.json)
+            return 0
+        if args.command == "serve":
+            ctx = make_context(args.data_dir)
+            return run_headless(ctx, make_engine(ctx, args.vault), args.host, args.port)
+        from dle_desktop.ui.launch import run_gui
+
+        return run_gui(args)
+    except DleError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `dle-desktop index --json | head`
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -1,0 +1,242 @@
+"""Immutable index snapshots: entries after multi-vault conflict resolution, resolved links,
+dangling references stripped, a link graph and BM25. Readers holding a snapshot are never
+disturbed by a rebuild; the engine swaps in a new one atomically."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from dle_desktop.core.bm25 import Bm25Index, document_text
+from dle_desktop.core.body import estimate_tokens
+from dle_desktop.core.entry import Entry, Skip
+from dle_desktop.core.fields import DEFAULT_DEFINITIONS, FieldDefinitions
+
+CONFLICT_MODES = ("all", "first", "last", "merge")
+_versions = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class VaultSlice:
+    """What one vault contributed to a build, before cross-vault resolution."""
+
+    name: str
+    entries: tuple[Entry, ...]
+    skipped: tuple[Skip, ...] = ()
+    problems: tuple[str, ...] = ()
+    error: str | None = None  # the vault could not be read; its previous slice was kept
+
+
+def _merge_copies(copies: Sequence[Entry]) -> Entry:
+    first = copies[0]
+
+    def union(attr: str) -> tuple:
+        return tuple(dict.fromkeys(x for e in copies for x in getattr(e, attr)))
+
+    custom: dict = {}
+    for e in copies:
+        for k, v in e.custom_fields.items():
+            current = custom.get(k)
+            if isinstance(v, tuple):  # list fields are united
+                base = current if isinstance(current, tuple) else (() if current is None else (current,))
+                custom[k] = tuple(dict.fromkeys(base + v))
+            elif current is None:  # the first scalar wins
+                custom[k] = v
+    content = "\n\n---\n\n".join(e.content for e in copies)
+    return dataclasses.replace(
+        first,
+        keys=union("keys"), tags=union("tags"), links=union("links"),
+        original_requires=union("original_requires"), original_excludes=union("original_excludes"),
+        original_cascade_links=union("original_cascade_links"),
+        requires=union("original_requires"), excludes=union("original_excludes"),
+        cascade_links=union("original_cascade_links"),
+        content=content, token_estimate=estimate_tokens(content),
+        constant=any(e.constant for e in copies), seed=any(e.seed for e in copies),
+        bootstrap=any(e.bootstrap for e in copies), guide=any(e.guide for e in copies),
+        summary=next((e.summary for e in copies if e.summary), ""),
+        custom_fields=custom,
+    )
+
+
+def resolve_conflicts(slices: Sequence[VaultSlice], mode: str) -> tuple[list[Entry], list[str]]:
+    """Apply DLE's multi-vault conflict mode to entries sharing a title (case-insensitive)."""
+    entries = [e for s in slices for e in s.entries]
+    notes: list[str] = []
+    if len(slices) < 2:
+        return entries, notes
+    groups: dict[str, list[Entry]] = {}
+    for e in entries:
+        groups.setdefault(e.title.lower(), []).append(e)
+    out: list[Entry] = []
+    emitted: set[str] = set()
+    for e in entries:
+        key = e.title.lower()
+        copies = groups[key]
+        vaults = list(dict.fromkeys(c.vault for c in copies))
+        if len(vaults) < 2 or mode == "all":
+            out.append(e)
+            continue
+        if key in emitted:
+            continue
+        emitted.add(key)
+        if mode == "first":
+            kept = [c for c in copies if c.vault == vaults[0]]
+            out.extend(kept)
+            notes.append(f"'{e.title}' is in vaults {', '.join(vaults)}; kept the copy from {vaults[0]} (mode first)")
+        elif mode == "last":
+            kept = [c for c in copies if c.vault == vaults[-1]]
+            out.extend(kept)
+            notes.append(f"'{e.title}' is in vaults {', '.join(vaults)}; kept the copy from {vaults[-1]} (mode last)")
+        else:
+            out.append(_merge_copies(copies))
+            notes.append(f"'{e.title}' is in vaults {', '.join(vaults)}; merged their copies (mode merge)")
+    return out, notes
+
+
+def _finalize_entry(e: Entry, titles: dict[str, str]) -> Entry:
+    """Resolve links and strip references to titles that do not exist; reuse `e` when unchanged."""
+    resolved = tuple(dict.fromkeys(titles[t.lower()] for t in e.links if t.lower() in titles))
+    requires = tuple(t for t in e.original_requires if t.lower() in titles)
+    excludes = tuple(t for t in e.original_excludes if t.lower() in titles)
+    cascade = tuple(t for t in e.original_cascade_links if t.lower() in titles)
+    if (resolved, requires, excludes, cascade) == (e.resolved_links, e.requires, e.excludes, e.cascade_links):
+        return e
+    return dataclasses.replace(e, resolved_links=resolved, requires=requires, excludes=excludes, cascade_links=cascade)
+
+
+class IndexSnapshot:
+    """One consistent view of every enabled vault. Treat as read-only."""
+
+    def __init__(
+        self,
+        entries: Sequence[Entry],
+        skipped: Sequence[Skip] = (),
+        warnings: Sequence[str] = (),
+        field_definitions: FieldDefinitions = DEFAULT_DEFINITIONS,
+        slices: Sequence[VaultSlice] = (),
+        conflict_mode: str = "all",
+        bm25: Bm25Index | None = None,
+        built_at: float | None = None,
+    ) -> None:
+        self.entries: tuple[Entry, ...] = tuple(entries)
+        self.skipped: tuple[Skip, ...] = tuple(skipped)
+        self.warnings: tuple[str, ...] = tuple(warnings)
+        self.field_definitions = field_definitions
+        self.slices: tuple[VaultSlice, ...] = tuple(slices)
+        self.conflict_mode = conflict_mode
+        self.version = next(_versions)
+        self.built_at = time.time() if built_at is None else built_at
+        self.by_uid: dict[str, Entry] = {e.uid: e for e in self.entries}
+        self._bm25 = bm25
+        self._lock = threading.Lock()
+        self._backlinks: dict[str, tuple[str, ...]] | None = None
+        self._by_title: dict[str, tuple[Entry, ...]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    @property
+    def by_title(self) -> dict[str, tuple[Entry, ...]]:
+        """Lower-cased title → entries with that title (several with mode `all`)."""
+        if self._by_title is None:
+            groups: dict[str, list[Entry]] = {}
+            for e in self.entries:
+                groups.setdefault(e.title.lower(), []).append(e)
+            self._by_title = {k: tuple(v) for k, v in groups.items()}
+        return self._by_title
+
+    def find(self, title: str) -> Entry | None:
+        hits = self.by_title.get(title.lower())
+        return hits[0] if hits else None
+
+    @property
+    def bm25(self) -> Bm25Index:
+        """Built on first use: only fuzzy search and the Librarian need it."""
+        with self._lock:
+            if self._bm25 is None:
+                self._bm25 = Bm25Index.build({e.uid: document_text(e.title, e.keys, e.content) for e in self.entries})
+            return self._bm25
+
+    @property
+    def bm25_ready(self) -> bool:
+        return self._bm25 is not None
+
+    @property
+    def backlinks(self) -> dict[str, tuple[str, ...]]:
+        """Title → titles of entries whose resolved links point at it."""
+        with self._lock:
+            if self._backlinks is None:
+                back: dict[str, dict[str, None]] = {}
+                for e in self.entries:
+                    for target in e.resolved_links:
+                        back.setdefault(target, {})[e.title] = None
+                self._backlinks = {k: tuple(v) for k, v in back.items()}
+            return self._backlinks
+
+    def vault_counts(self) -> dict[str, int]:
+        counts = {s.name: 0 for s in self.slices}
+        for e in self.entries:
+            counts[e.vault] = counts.get(e.vault, 0) + 1
+        return counts
+
+    def to_json(self, with_content: bool = True) -> dict:
+        return {
+            "entries": [e.to_json(with_content) for e in self.entries],
+            "skipped": [s.to_json() for s in self.skipped],
+            "warnings": list(self.warnings),
+        }
+
+
+def build_snapshot(
+    slices: Sequence[VaultSlice],
+    field_definitions: FieldDefinitions = DEFAULT_DEFINITIONS,
+    conflict_mode: str = "all",
+    previous: IndexSnapshot | None = None,
+    extra_warnings: Iterable[str] = (),
+) -> IndexSnapshot:
+    """Finalize vault slices into a snapshot. With `previous`, BM25 is updated incrementally."""
+    if conflict_mode not in CONFLICT_MODES:
+        raise ValueError(f"unknown conflict mode {conflict_mode!r}")
+    entries, conflict_notes = resolve_conflicts(slices, conflict_mode)
+    titles: dict[str, str] = {}
+    for e in entries:
+        titles.setdefault(e.title.lower(), e.title)
+    entries = [_finalize_entry(e, titles) for e in entries]
+    warnings = [*extra_warnings, *field_definitions.problems]
+    for s in slices:
+        warnings.extend(f"{s.name}: {p}" for p in s.problems)
+        if s.error:
+            warnings.append(f"{s.name}: {s.error}")
+    warnings.extend(conflict_notes)
+    bm25 = None
+    if previous is not None and previous.bm25_ready:
+        bm25 = _bm25_delta(previous, entries)
+    return IndexSnapshot(
+        entries=entries,
+        skipped=[k for s in slices for k in s.skipped],
+        warnings=warnings,
+        field_definitions=field_definitions,
+        slices=slices,
+        conflict_mode=conflict_mode,
+        bm25=bm25,
+    )
+
+
+def _bm25_delta(previous: IndexSnapshot, entries: Sequence[Entry]) -> Bm25Index:
+    old = previous.by_uid
+    new_uids = {e.uid for e in entries}
+    removed = [uid for uid in old if uid not in new_uids]
+    added = {}
+    for e in entries:
+        prev = old.get(e.uid)
+        if prev is None or prev is e:
+            if prev is None:
+                added[e.uid] = document_text(e.title, e.keys, e.content)
+            continue
+        if (prev.title, prev.keys, prev.content) != (e.title, e.keys, e.content):
+            added[e.uid] = document_text(e.title, e.keys, e.content)
+    return previous.bm25.with_changes(removed=removed, added=added)

@@ -1,0 +1,320 @@
+"""The engine: owns vaults, the current index snapshot and background sync. Qt-free; it runs on
+its own asyncio loop (see engine_thread.py) and tells subscribers what happened through plain
+callbacks, which the GUI re-posts onto the Qt thread."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dle_desktop import __version__
+from dle_desktop.core.changes import ChangeSet
+from dle_desktop.core.entry import TagConfig
+from dle_desktop.core.health import HealthContext, HealthReport, run_health_check
+from dle_desktop.core.index import IndexSnapshot
+from dle_desktop.errors import ConfigError, DleError
+from dle_desktop.state.paths import AppPaths, sample_vault_dir
+from dle_desktop.state.secrets import SecretStore
+from dle_desktop.state.settings import Settings, VaultConfig
+from dle_desktop.vault.cache import IndexCache
+from dle_desktop.vault.indexer import ParseOptions, SyncResult, VaultIndexer
+from dle_desktop.vault.sources import FolderSource, VaultSource
+from dle_desktop.vault.watcher import FolderWatcher
+
+log = logging.getLogger(__name__)
+
+SAMPLE_VAULT_NAME = "Sample vault"
+CACHE_SAVE_INTERVAL_S = 5.0
+
+
+@dataclass(frozen=True)
+class EngineEvent:
+    """What subscribers hear. kind: index | progress | sync_error | sync_state."""
+
+    kind: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+Subscriber = Callable[[EngineEvent], None]
+
+
+def source_from_spec(spec: str, secrets: SecretStore | None = None) -> VaultSource:
+    """A `--vault` argument: a folder path, or http(s)://KEY@HOST:PORT for an Obsidian REST vault."""
+    if spec.startswith(("http://", "https://")):
+        from dle_desktop.vault.obsidian_rest import parse_vault_spec
+
+        return parse_vault_spec(spec)
+    path = Path(spec).expanduser()
+    if not path.is_dir():
+        raise ConfigError(f"vault folder not found: {spec}")
+    return FolderSource(name=path.resolve().name or str(path), root=path.resolve())
+
+
+def source_from_config(cfg: VaultConfig, secrets: SecretStore) -> VaultSource:
+    if cfg.kind == "folder":
+        return FolderSource(name=cfg.name, root=Path(cfg.path), enabled=cfg.enabled)
+    from dle_desktop.vault.obsidian_rest import ObsidianRestSource
+
+    return ObsidianRestSource(name=cfg.name, host=cfg.host, port=cfg.port,
+                              api_key=secrets.get(cfg.secret_id) or "", https=cfg.https, enabled=cfg.enabled)
+
+
+class Engine:
+    def __init__(self, paths: AppPaths, settings: Settings, secrets: SecretStore | None = None,
+                 vault_override: list[VaultSource] | None = None, use_cache: bool = True) -> None:
+        self.paths = paths
+        self.settings = settings
+        self.secrets = secrets or SecretStore()
+        self.started_at = time.time()
+        self._subscribers: list[Subscriber] = []
+        self._sources = self._make_sources(vault_override)
+        self.using_sample_vault = bool(self._sources) and self._sources[0].name == SAMPLE_VAULT_NAME and vault_override is None
+        self.indexer = VaultIndexer(
+            self._sources,
+            ParseOptions(
+                tags=TagConfig(settings.lorebook_tag, settings.constant_tag, settings.never_insert_tag,
+                               settings.seed_tag, settings.bootstrap_tag, settings.librarian_guide_tag),
+                lenient=settings.lenient_authoring,
+                field_definitions_path=settings.field_definitions_path,
+                conflict_mode=settings.multi_vault_conflict_resolution,
+            ),
+            IndexCache(paths.index_cache_dir) if use_cache else None,
+        )
+        self.watcher: FolderWatcher | None = None
+        self.sync_paused = settings.sync_paused
+        self.syncing = False
+        self.last_sync: SyncResult | None = None
+        self.last_error: str | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self._sync_task: asyncio.Task | None = None
+        self._pending_paths: dict[str, set[str]] = {}
+
+    # -- set-up -----------------------------------------------------------------------------
+    def _make_sources(self, override: list[VaultSource] | None) -> list[VaultSource]:
+        if override is not None:
+            return override
+        if self.settings.vaults:
+            return [source_from_config(v, self.secrets) for v in self.settings.vaults]
+        # A first run with nothing configured opens the bundled sample world.
+        return [FolderSource(name=SAMPLE_VAULT_NAME, root=sample_vault_dir())]
+
+    @property
+    def sources(self) -> list[VaultSource]:
+        return list(self._sources)
+
+    @property
+    def snapshot(self) -> IndexSnapshot | None:
+        return self.indexer.snapshot
+
+    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
+        self._subscribers.append(fn)
+        return lambda: self._subscribers.remove(fn) if fn in self._subscribers else None
+
+    def _emit(self, kind: str, **data: Any) -> None:
+        event = EngineEvent(kind, data)
+        for fn in list(self._subscribers):
+            try:
+                fn(event)
+            except Exception:  # noqa: BLE001 - a subscriber's bug must not stop the engine
+                log.exception("engine subscriber failed on %s", kind)
+
+    def _spawn(self, coro) -> asyncio.Task:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def start(self, initial_sync: bool = True, watch: bool | None = None) -> None:
+        """Publish the cached index at once, then reconcile and watch in the background."""
+        self._loop = asyncio.get_running_loop()
+        cached = await asyncio.to_thread(self.indexer.load_cache)
+        if cached is not None:
+            self._emit("index", snapshot=cached, changes=None, source="cache")
+        if initial_sync:
+            self._sync_task = self._spawn(self._run_sync(force=False, reason="start"))
+        if watch if watch is not None else self.settings.watch_folders:
+            self._start_watcher()
+        self._spawn(self._cache_saver())
+        if self.settings.sync_polling_interval > 0 and any(not isinstance(s, FolderSource) for s in self._sources):
+            self._spawn(self._poll_remote())
+
+    def _start_watcher(self) -> None:
+        folders = [s for s in self._sources if isinstance(s, FolderSource) and s.root.is_dir()]
+        if not folders:
+            return
+        self.watcher = FolderWatcher(self._on_fs_change)
+        self.watcher.paused = self.sync_paused
+        for s in folders:
+            special = {self.settings.field_definitions_path} if s is self.indexer.primary else set()
+            try:
+                self.watcher.watch(s.name, s.root, special)
+            except OSError as exc:
+                log.warning("cannot watch %s (%s); use Sync now after editing", s.root, exc)
+        self.watcher.start()
+
+    async def stop(self) -> None:
+        if self.watcher:
+            self.watcher.stop()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.indexer.cache_dirty:
+            await asyncio.to_thread(self.indexer.save_cache)
+        for s in self._sources:
+            try:
+                await s.close()
+            except Exception:  # noqa: BLE001
+                log.debug("closing %s failed", s.name, exc_info=True)
+
+    # -- syncing ----------------------------------------------------------------------------
+    def _on_fs_change(self, vault: str, paths: set[str], full: bool) -> None:
+        """Called on the watcher thread; hop onto the engine loop."""
+        if self._loop is None or self._loop.is_closed():
+            return
+        self._loop.call_soon_threadsafe(self._queue_change, vault, paths, full)
+
+    def _queue_change(self, vault: str, paths: set[str], full: bool) -> None:
+        if full:
+            self._spawn(self._run_sync(force=False, reason="folder changed"))
+            return
+        self._pending_paths.setdefault(vault, set()).update(paths)
+        self._spawn(self._drain_paths())
+
+    async def _drain_paths(self) -> None:
+        pending, self._pending_paths = self._pending_paths, {}
+        for vault, paths in pending.items():
+            try:
+                result = await self.indexer.sync_paths(vault, paths)
+            except DleError as exc:
+                self._report_error(str(exc))
+                continue
+            self._after_sync(result, "file change")
+
+    async def _run_sync(self, force: bool, reason: str) -> SyncResult | None:
+        self.syncing = True
+        self._emit("sync_state", syncing=True, reason=reason)
+
+        def progress(done: int, total: int, what: str) -> None:
+            self._emit("progress", done=done, total=total, message=what)
+
+        try:
+            result = await self.indexer.sync_all(progress=progress, force=force)
+        except asyncio.CancelledError:
+            self._emit("sync_state", syncing=False, reason="cancelled")
+            raise
+        except DleError as exc:
+            self._report_error(str(exc))
+            return None
+        finally:
+            self.syncing = False
+        self._after_sync(result, reason)
+        self._emit("sync_state", syncing=False, reason=reason)
+        return result
+
+    def _after_sync(self, result: SyncResult, reason: str) -> None:
+        self.last_sync = result
+        self.last_error = "; ".join(f"{k} {v}" for k, v in result.vault_errors.items()) or None
+        if self.last_error:
+            self._emit("sync_error", message=self.last_error)
+        self._emit("index", snapshot=result.snapshot, changes=result.changes, source=reason,
+                   seconds=result.seconds)
+
+    def _report_error(self, message: str) -> None:
+        self.last_error = message
+        log.warning("sync failed: %s", message)
+        self._emit("sync_error", message=message)
+
+    async def sync_now(self, force: bool = False) -> SyncResult | None:
+        if self._sync_task and not self._sync_task.done():
+            await asyncio.shield(self._sync_task)
+        self._sync_task = self._spawn(self._run_sync(force=force, reason="sync now"))
+        return await self._sync_task
+
+    def cancel_sync(self) -> bool:
+        if self._sync_task and not self._sync_task.done():
+            self._sync_task.cancel()
+            return True
+        return False
+
+    def set_sync_paused(self, paused: bool) -> None:
+        self.sync_paused = paused
+        if self.watcher:
+            if paused:
+                self.watcher.paused = True
+            else:
+                self.watcher.resume()
+        self._emit("sync_state", syncing=self.syncing, paused=paused)
+
+    async def _cache_saver(self) -> None:
+        while True:
+            await asyncio.sleep(CACHE_SAVE_INTERVAL_S)
+            if self.indexer.cache_dirty:
+                self.indexer.cache_dirty = False
+                await asyncio.to_thread(self.indexer.save_cache)
+
+    async def _poll_remote(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.sync_polling_interval)
+            if not self.sync_paused and not self.syncing:
+                await self._run_sync(force=False, reason="poll")
+
+    # -- queries ----------------------------------------------------------------------------
+    async def wait_ready(self, timeout: float = 60.0) -> IndexSnapshot:
+        """The first real (not cached) snapshot, for headless callers."""
+        if self._sync_task is not None:
+            await asyncio.wait_for(asyncio.shield(self._sync_task), timeout)
+        if self.snapshot is None:
+            raise DleError(self.last_error or "the index could not be built")
+        return self.snapshot
+
+    def health(self) -> HealthReport:
+        snap = self.snapshot
+        if snap is None:
+            snap = IndexSnapshot([])
+        s = self.settings
+        rest_without_key = tuple(
+            src.name for src in self._sources
+            if src.kind == "obsidian-rest" and src.enabled and not getattr(src, "has_key", bool(getattr(src, "api_key", "")))
+        )
+        ctx = HealthContext(
+            enabled_vaults=sum(1 for src in self._sources if src.enabled),
+            rest_vaults_without_key=rest_without_key,
+            scan_depth=s.scan_depth, max_tokens_budget=s.max_tokens_budget, unlimited_budget=s.unlimited_budget,
+            cache_ttl=s.cache_ttl,
+            index_age_s=(time.time() - snap.built_at) if any(src.kind != "folder" for src in self._sources) else 0.0,
+            recursive_scan=s.recursive_scan, max_recursion_steps=s.max_recursion_steps,
+            injection_position=s.injection_position,
+            ai_search_enabled=s.ai_search_enabled, ai_search_mode=s.ai_search_mode,
+            ai_search_connection_mode=s.ai_search_connection_mode, ai_search_profile_id=s.ai_search_profile_id,
+            ai_search_proxy_url=s.ai_search_proxy_url, scribe_enabled=s.scribe_enabled,
+            scribe_connection_mode=s.scribe_connection_mode, scribe_profile_id=s.scribe_profile_id,
+            scribe_proxy_url=s.scribe_proxy_url,
+        )
+        return run_health_check(snap, ctx)
+
+    def status(self) -> dict:
+        snap = self.snapshot
+        counts = snap.vault_counts() if snap else {}
+        errors = self.last_sync.vault_errors if self.last_sync else {}
+        return {
+            "version": __version__,
+            "vaults": [
+                {"name": s.name, "kind": s.kind, "location": s.describe(), "enabled": s.enabled,
+                 "entries": counts.get(s.name, 0), "error": errors.get(s.name)}
+                for s in self._sources
+            ],
+            "entries": len(snap) if snap else 0,
+            "skipped": len(snap.skipped) if snap else 0,
+            "index_version": snap.version if snap else None,
+            "index_built_at": snap.built_at if snap else None,
+            "syncing": self.syncing,
+            "sync_paused": self.sync_paused,
+            "sample_vault": self.using_sample_vault,
+            "last_error": self.last_error,
+        }

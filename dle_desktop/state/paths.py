@@ -1,0 +1,76 @@
+"""Where DLE Desktop keeps its files (platformdirs), or everything under one `--data-dir`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "dle-desktop"
+
+
+@dataclass(frozen=True)
+class AppPaths:
+    config_dir: Path
+    data_dir: Path
+
+    @property
+    def settings_file(self) -> Path:
+        return self.config_dir / "settings.json"
+
+    @property
+    def index_cache_dir(self) -> Path:
+        return self.data_dir / "index-cache"
+
+    @property
+    def state_db(self) -> Path:
+        return self.data_dir / "state.sqlite"
+
+    @property
+    def vectors_dir(self) -> Path:
+        return self.data_dir / "vectors"
+
+    @property
+    def models_dir(self) -> Path:
+        return self.data_dir / "models"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.data_dir / "logs"
+
+    @property
+    def runtime_dir(self) -> Path:
+        """Single-instance socket and lock files."""
+        return self.data_dir / "run"
+
+    def ensure(self) -> AppPaths:
+        for d in (self.config_dir, self.data_dir, self.index_cache_dir, self.logs_dir, self.runtime_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        return self
+
+
+def resolve_paths(data_dir: str | os.PathLike | None = None) -> AppPaths:
+    """`--data-dir` (or DLE_DESKTOP_DATA_DIR) puts config and data under one folder."""
+    chosen = data_dir or os.environ.get("DLE_DESKTOP_DATA_DIR")
+    if chosen:
+        root = Path(chosen).expanduser().resolve()
+        return AppPaths(config_dir=root, data_dir=root)
+    return AppPaths(
+        config_dir=Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)),
+        data_dir=Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)),
+    )
+
+
+def resources_dir() -> Path:
+    """Bundled resources: next to the package in a checkout, or inside a frozen build."""
+    frozen = getattr(sys, "_MEIPASS", None)
+    if frozen:
+        return Path(frozen) / "resources"
+    return Path(__file__).resolve().parents[2] / "resources"
+
+
+def sample_vault_dir() -> Path:
+    return resources_dir() / "sample_vault"

@@ -1,0 +1,249 @@
+"""Every setting, declared once: name, DLE's name, default, allowed values.
+
+Settings are a frozen dataclass. They load from a versioned JSON file (never secrets: API keys
+live in the keyring), accept DLE's camelCase names beside ours, and refuse unknown names with
+a message that lists them. A broken settings file is set aside, not overwritten.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dle_desktop.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+
+
+def _s(default, dle: str | None = None, lo=None, hi=None, choices: tuple | None = None, doc: str = ""):
+    return field(default=default, metadata={"dle": dle, "lo": lo, "hi": hi, "choices": choices, "doc": doc})
+
+
+@dataclass(frozen=True)
+class VaultConfig:
+    """One configured vault. A folder vault has `path`; a REST vault has host/port/https.
+    The REST API key is not here: it lives in the keyring under `secret_id`."""
+
+    name: str
+    kind: str = "folder"  # folder | obsidian-rest
+    path: str = ""
+    host: str = "127.0.0.1"
+    port: int = 27123
+    https: bool = False
+    enabled: bool = True
+
+    @property
+    def secret_id(self) -> str:
+        return f"vault:{self.name}"
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: Any) -> VaultConfig:
+        if not isinstance(raw, dict):
+            raise ConfigError(f"a vault must be an object with at least a name, found {raw!r}")
+        allowed = {f.name for f in dataclasses.fields(cls)}
+        extra = set(raw) - allowed - {"apiKey", "api_key"}
+        if extra:
+            raise ConfigError(f"unknown vault setting(s): {', '.join(sorted(extra))}")
+        if not isinstance(raw.get("name"), str) or not raw["name"].strip():
+            raise ConfigError("every vault needs a non-empty name")
+        kind = raw.get("kind") or ("folder" if raw.get("path") else "obsidian-rest")
+        if kind not in ("folder", "obsidian-rest"):
+            raise ConfigError(f"vault '{raw['name']}': kind must be folder or obsidian-rest, not {kind!r}")
+        try:
+            port = int(raw.get("port", 27123))
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"vault '{raw['name']}': port must be a number") from exc
+        if not 1 <= port <= 65535:
+            raise ConfigError(f"vault '{raw['name']}': port {port} is outside 1-65535")
+        return cls(
+            name=raw["name"].strip(), kind=kind, path=str(raw.get("path", "")),
+            host=str(raw.get("host", "127.0.0.1")), port=port,
+            https=bool(raw.get("https", False)), enabled=bool(raw.get("enabled", True)),
+        )
+
+
+@dataclass(frozen=True)
+class Settings:
+    # Vaults and indexing
+    vaults: tuple[VaultConfig, ...] = _s((), "vaults", doc="Configured vaults; the first enabled one is primary.")
+    multi_vault_conflict_resolution: str = _s("all", "multiVaultConflictResolution", choices=("all", "first", "last", "merge"))
+    lorebook_tag: str = _s("lorebook", "lorebookTag")
+    constant_tag: str = _s("lorebook-always", "constantTag")
+    never_insert_tag: str = _s("lorebook-never", "neverInsertTag")
+    seed_tag: str = _s("lorebook-seed", "seedTag")
+    bootstrap_tag: str = _s("lorebook-bootstrap", "bootstrapTag")
+    librarian_guide_tag: str = _s("lorebook-guide", "librarianGuideTag")
+    lenient_authoring: bool = _s(True, "lenientAuthoring")
+    field_definitions_path: str = _s("DeepLore/field-definitions.yaml", "fieldDefinitionsPath")
+    cache_ttl: int = _s(300, "cacheTTL", 0, 86400, doc="Seconds; REST vaults are re-read when older.")
+    sync_polling_interval: int = _s(30, "syncPollingInterval", 0, 3600, doc="Seconds between polls of REST vaults (0 = off).")
+    watch_folders: bool = _s(True, doc="Watch folder vaults for changes.")
+    show_sync_toasts: bool = _s(True, "showSyncToasts")
+    # Matching (used by the retrieval pipeline)
+    new_chat_threshold: int = _s(3, "newChatThreshold", 1, 20)
+    scan_depth: int = _s(4, "scanDepth", 0, 100)
+    max_entries: int = _s(10, "maxEntries", 1, 100)
+    unlimited_entries: bool = _s(False, "unlimitedEntries")
+    max_tokens_budget: int = _s(3072, "maxTokensBudget", 100, 100000)
+    unlimited_budget: bool = _s(False, "unlimitedBudget")
+    recursive_scan: bool = _s(False, "recursiveScan")
+    max_recursion_steps: int = _s(3, "maxRecursionSteps", 1, 10)
+    match_whole_words: bool = _s(False, "matchWholeWords")
+    case_sensitive: bool = _s(False, "caseSensitive")
+    injection_position: int = _s(1, "injectionPosition", 0, 2, doc="0 after, 1 in chat, 2 before the prompt.")
+    injection_depth: int = _s(4, "injectionDepth", 0, 9999)
+    injection_role: int = _s(0, "injectionRole", 0, 2, doc="0 system, 1 user, 2 assistant.")
+    fuzzy_search_enabled: bool = _s(False, "fuzzySearchEnabled")
+    fuzzy_search_min_score: float = _s(0.5, "fuzzySearchMinScore", 0.1, 2.0)
+    # AI (settings the health check reads; the AI features build on them)
+    ai_search_enabled: bool = _s(False, "aiSearchEnabled")
+    ai_search_mode: str = _s("two-stage", "aiSearchMode", choices=("two-stage", "ai-only"))
+    ai_search_connection_mode: str = _s("profile", "aiSearchConnectionMode", choices=("profile", "proxy"))
+    ai_search_profile_id: str = _s("", "aiSearchProfileId")
+    ai_search_proxy_url: str = _s("http://127.0.0.1:42069", "aiSearchProxyUrl")
+    scribe_enabled: bool = _s(False, "scribeEnabled")
+    scribe_connection_mode: str = _s("inherit", "scribeConnectionMode", choices=("inherit", "profile", "proxy"))
+    scribe_profile_id: str = _s("", "scribeProfileId")
+    scribe_proxy_url: str = _s("http://127.0.0.1:42069", "scribeProxyUrl")
+    librarian_enabled: bool = _s(False, "librarianEnabled")
+    # Desktop app
+    server_host: str = _s("127.0.0.1", doc="Address the embedded HTTP server binds.")
+    server_port: int = _s(8765, lo=0, hi=65535, doc="Port of the embedded HTTP server (0 = any free port).")
+    server_enabled: bool = _s(True)
+    close_to_tray: bool = _s(True, doc="Closing the window keeps DLE Desktop running in the tray.")
+    sync_paused: bool = _s(False, doc="Background sync paused from the tray.")
+
+    # -- conversions -------------------------------------------------------------------------
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = [v.to_json() for v in value] if f.name == "vaults" else value
+        return out
+
+    def replace(self, **changes) -> Settings:
+        return settings_from_mapping({**self.to_json(), **changes}, base=None)
+
+    def enabled_vaults(self) -> tuple[VaultConfig, ...]:
+        return tuple(v for v in self.vaults if v.enabled)
+
+
+FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+DLE_NAMES = {f.metadata["dle"]: f.name for f in FIELDS.values() if f.metadata.get("dle")}
+
+
+def _coerce(name: str, value: Any) -> Any:
+    f = FIELDS[name]
+    meta = f.metadata
+    default = f.default
+    if name == "vaults":
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError("vaults must be a list")
+        vaults = tuple(v if isinstance(v, VaultConfig) else VaultConfig.from_json(v) for v in value)
+        names = [v.name.lower() for v in vaults]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ConfigError(f"vault names must be unique: {', '.join(dupes)}")
+        return vaults
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        raise ConfigError(f"setting {name}: expected true or false, got {value!r}")
+    if isinstance(default, (int, float)):
+        if isinstance(value, bool):
+            raise ConfigError(f"setting {name}: expected a number, got {value!r}")
+        try:
+            num = float(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"setting {name}: expected a number, got {value!r}") from exc
+        if num != num:
+            raise ConfigError(f"setting {name}: NaN is not a number")
+        lo, hi = meta.get("lo"), meta.get("hi")
+        if (lo is not None and num < lo) or (hi is not None and num > hi):
+            raise ConfigError(f"setting {name}: {value!r} is outside {lo}-{hi}")
+        return int(num) if isinstance(default, int) and not isinstance(default, bool) and num.is_integer() else num
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            raise ConfigError(f"setting {name}: expected text, got {value!r}")
+        choices = meta.get("choices")
+        if choices and value not in choices:
+            raise ConfigError(f"setting {name}: {value!r} is not one of {', '.join(choices)}")
+        return value
+    return value
+
+
+def normalise_name(name: str) -> str | None:
+    """Our snake_case name for a setting given in either spelling, or None if unknown."""
+    if name in FIELDS:
+        return name
+    return DLE_NAMES.get(name)
+
+
+def settings_from_mapping(raw: dict, base: Settings | None = None) -> Settings:
+    """Build settings from a mapping in our names or DLE's; unknown names are an error."""
+    if not isinstance(raw, dict):
+        raise ConfigError("settings must be a JSON object")
+    raw = {k: v for k, v in raw.items() if k not in ("schema_version", "settingsVersion")}
+    unknown = sorted(k for k in raw if normalise_name(k) is None)
+    if unknown:
+        raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
+    values = {} if base is None else {f: getattr(base, f) for f in FIELDS}
+    for key, value in raw.items():
+        values[normalise_name(key)] = _coerce(normalise_name(key), value)
+    return Settings(**values)
+
+
+def _migrate(raw: dict) -> dict:
+    version = raw.get("schema_version", 0)
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise ConfigError(f"settings were written by a newer DLE Desktop (schema {version}); not touching them")
+    # Schema 0 → 1: nothing renamed yet. Migrations go here, one step per version.
+    raw["schema_version"] = SCHEMA_VERSION
+    return raw
+
+
+class SettingsStore:
+    """Loads and saves settings.json atomically. Never writes secrets."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.problem: str | None = None
+
+    def load(self) -> Settings:
+        if not self.path.exists():
+            return Settings()
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            return settings_from_mapping(_migrate(raw))
+        except (json.JSONDecodeError, UnicodeDecodeError, ConfigError) as exc:
+            kept = self.path.with_name(f"{self.path.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}")
+            try:
+                os.replace(self.path, kept)
+            except OSError:
+                kept = self.path
+            self.problem = f"settings file could not be read ({exc}); it was kept as {kept.name} and defaults are in use"
+            log.warning(self.problem)
+            return Settings()
+
+    def save(self, settings: Settings) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        data = json.dumps(settings.to_json(), indent=2, ensure_ascii=False)
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)

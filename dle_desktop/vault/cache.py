@@ -1,0 +1,77 @@
+"""The on-disk index cache: what each vault parsed to last time, so the app starts with its
+last index at once and re-parses only what changed.
+
+One file per vault and parse configuration, written atomically. Pickle is used because the
+cache is our own file in the user's data folder and loading 10k entries must take well
+under half a second; anything unexpected in it is treated as a cache miss, never as data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+
+from dle_desktop.core.entry import Entry, Skip
+
+log = logging.getLogger(__name__)
+
+CACHE_FORMAT = 3
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """One vault file as last seen: its change stamp, content hash, and what it parsed to."""
+
+    stamp: str | None
+    content_hash: str
+    result: Entry | Skip
+
+
+class IndexCache:
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+
+    def _file(self, key: str) -> Path:
+        return self.directory / f"{hashlib.sha256(key.encode('utf-8')).hexdigest()[:32]}.idx"
+
+    def load(self, key: str) -> tuple[dict[str, FileRecord], dict] | None:
+        """(records, meta) as saved under `key`, or None on a miss or any damage."""
+        path = self._file(key)
+        try:
+            with open(path, "rb") as fh:
+                payload = pickle.load(fh)  # noqa: S301 - our own file, validated below
+        except FileNotFoundError:
+            return None
+        except Exception as exc:  # noqa: BLE001 - any damage means "rebuild"
+            log.warning("index cache %s unreadable (%s); doing a full index", path.name, exc)
+            return None
+        if not (isinstance(payload, dict) and payload.get("format") == CACHE_FORMAT and payload.get("key") == key):
+            return None
+        records = payload.get("records")
+        if not isinstance(records, dict) or not all(isinstance(r, FileRecord) for r in records.values()):
+            log.warning("index cache %s has unexpected contents; doing a full index", path.name)
+            return None
+        meta = payload.get("meta")
+        return records, (meta if isinstance(meta, dict) else {})
+
+    def save(self, key: str, records: dict[str, FileRecord], meta: dict | None = None) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self._file(key)
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "wb") as fh:
+            pickle.dump({"format": CACHE_FORMAT, "key": key, "records": records, "meta": meta or {}}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+
+    def clear(self) -> int:
+        removed = 0
+        if self.directory.is_dir():
+            for f in self.directory.glob("*.idx"):
+                f.unlink(missing_ok=True)
+                removed += 1
+        return removed

@@ -1,0 +1,281 @@
+"""Builds index snapshots from vault sources, re-parsing only what changed.
+
+A full sync lists every vault and reads only files whose stamp changed (folders) or all files
+(REST, like DLE), re-parsing only those whose content hash changed. A path sync (from the file
+watcher) touches just the named files. Each sync ends in one new immutable snapshot; nothing is
+published until the whole sync succeeded, so a cancelled or failed sync leaves the last good
+index in place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from dle_desktop.core.changes import ChangeSet, diff_snapshots
+from dle_desktop.core.entry import Entry, Skip, TagConfig
+from dle_desktop.core.fields import DEFAULT_DEFINITIONS, FieldDefinitions, parse_field_definitions
+from dle_desktop.core.hashing import simple_hash
+from dle_desktop.core.index import IndexSnapshot, VaultSlice, build_snapshot
+from dle_desktop.core.note_parser import parse_note
+from dle_desktop.errors import VaultError
+from dle_desktop.vault.cache import FileRecord, IndexCache
+from dle_desktop.vault.sources import FolderSource, VaultSource
+
+log = logging.getLogger(__name__)
+
+#: Files read and parsed per worker-thread hop: big enough to amortise the hop, small enough
+#: that progress moves and the engine loop keeps serving requests in between.
+BATCH = 200
+
+ProgressFn = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class ParseOptions:
+    tags: TagConfig = TagConfig()
+    lenient: bool = True
+    field_definitions_path: str = "DeepLore/field-definitions.yaml"
+    conflict_mode: str = "all"
+
+    def signature(self) -> str:
+        return f"{self.tags.signature()}|lenient={int(self.lenient)}"
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    snapshot: IndexSnapshot
+    changes: ChangeSet
+    seconds: float
+    parsed: int = 0  # files actually re-parsed
+    read: int = 0  # files actually read
+    vault_errors: dict[str, str] = field(default_factory=dict)
+
+
+class VaultIndexer:
+    def __init__(self, sources: Sequence[VaultSource], options: ParseOptions = ParseOptions(),
+                 cache: IndexCache | None = None) -> None:
+        self.sources = [s for s in sources if s.enabled]
+        self.options = options
+        self.cache = cache
+        self.field_definitions: FieldDefinitions = DEFAULT_DEFINITIONS
+        self.snapshot: IndexSnapshot | None = None
+        self._records: dict[str, dict[str, FileRecord]] = {}
+        self._problems: dict[str, tuple[str, ...]] = {}
+        self._errors: dict[str, str] = {}
+        self._lock = asyncio.Lock()
+        self.cache_dirty = False
+
+    # -- helpers --------------------------------------------------------------------------
+    @property
+    def primary(self) -> VaultSource | None:
+        return self.sources[0] if self.sources else None
+
+    def source(self, name: str) -> VaultSource | None:
+        return next((s for s in self.sources if s.name == name), None)
+
+    def _cache_key(self, source: VaultSource) -> str:
+        return f"{source.kind}|{source.name}|{source.describe()}|{self.options.signature()}"
+
+    def _parse(self, source: VaultSource, path: str, text: str) -> Entry | Skip:
+        return parse_note(source.name, path, text, self.options.tags, self.field_definitions, self.options.lenient)
+
+    def _slices(self) -> list[VaultSlice]:
+        out = []
+        for s in self.sources:
+            records = self._records.get(s.name, {})
+            entries = tuple(r.result for _, r in sorted(records.items()) if isinstance(r.result, Entry))
+            skipped = tuple(r.result for _, r in sorted(records.items()) if isinstance(r.result, Skip))
+            out.append(VaultSlice(s.name, entries, skipped, self._problems.get(s.name, ()), self._errors.get(s.name)))
+        return out
+
+    def _publish(self, started: float, parsed: int, read: int) -> SyncResult:
+        new = build_snapshot(self._slices(), self.field_definitions, self.options.conflict_mode, previous=self.snapshot)
+        changes = diff_snapshots(self.snapshot, new)
+        self.snapshot = new
+        return SyncResult(new, changes, time.perf_counter() - started, parsed, read, dict(self._errors))
+
+    # -- warm start -----------------------------------------------------------------------
+    def load_cache(self) -> IndexSnapshot | None:
+        """Publish the last saved index at once (no file is read); None when nothing is cached."""
+        if self.cache is None or not self.sources:
+            return None
+        loaded_any = False
+        for s in self.sources:
+            hit = self.cache.load(self._cache_key(s))
+            if hit is None:
+                continue
+            records, meta = hit
+            self._records[s.name] = records
+            if s is self.primary and isinstance(meta.get("field_definitions"), FieldDefinitions):
+                self.field_definitions = meta["field_definitions"]
+            loaded_any = True
+        if not loaded_any:
+            return None
+        self.snapshot = build_snapshot(self._slices(), self.field_definitions, self.options.conflict_mode,
+                                       extra_warnings=("index loaded from cache; checking the vaults for changes",))
+        return self.snapshot
+
+    def save_cache(self) -> None:
+        if self.cache is None:
+            return
+        for s in self.sources:
+            if s.name in self._records and s.name not in self._errors:
+                meta = {"field_definitions": self.field_definitions} if s is self.primary else {}
+                try:
+                    self.cache.save(self._cache_key(s), self._records[s.name], meta)
+                except OSError as exc:
+                    log.warning("could not save the index cache for %s: %s", s.name, exc)
+
+    # -- field definitions ----------------------------------------------------------------
+    async def _load_field_definitions(self) -> bool:
+        """Read the primary vault's field definitions; True when their shape changed."""
+        primary = self.primary
+        if primary is None:
+            return False
+        path = self.options.field_definitions_path
+        try:
+            text = await primary.read_optional(path)
+        except VaultError as exc:
+            log.warning("field definitions unreadable (%s); keeping the current ones", exc)
+            return False
+        new = DEFAULT_DEFINITIONS if text is None else parse_field_definitions(text, path)
+        changed = new.signature() != self.field_definitions.signature()
+        self.field_definitions = new
+        return changed
+
+    # -- reading --------------------------------------------------------------------------
+    async def _read_parse(self, source: VaultSource, paths: list[str], stamps: dict[str, str | None],
+                          prior: dict[str, FileRecord], force: bool) -> dict[str, FileRecord]:
+        """Read `paths`, re-parsing only files whose content hash changed (or all with `force`)."""
+
+        def one(path: str, text: str | None, error: str | None) -> FileRecord:
+            if error is not None:
+                return FileRecord(stamps.get(path), "", Skip(source.name, path, "SKIP_READ_ERROR", error))
+            digest = simple_hash(text)
+            old = prior.get(path)
+            if old is not None and not force and old.content_hash == digest:
+                return FileRecord(stamps.get(path), digest, old.result)
+            return FileRecord(stamps.get(path), digest, self._parse(source, path, text))
+
+        if isinstance(source, FolderSource):
+            def work() -> dict[str, FileRecord]:
+                out = {}
+                for path in paths:
+                    try:
+                        out[path] = one(path, source.read_sync(path), None)
+                    except FileNotFoundError:
+                        continue  # vanished between listing and reading
+                    except VaultError as exc:
+                        out[path] = one(path, None, str(exc))
+                return out
+            return await asyncio.to_thread(work)
+
+        sem = asyncio.Semaphore(source.max_concurrency)
+
+        async def fetch(path: str) -> tuple[str, str | None, str | None]:
+            async with sem:
+                try:
+                    return path, await source.read_text(path), None
+                except FileNotFoundError:
+                    return path, None, "missing"
+                except VaultError as exc:
+                    return path, None, str(exc)
+
+        fetched = await asyncio.gather(*(fetch(p) for p in paths))
+        present = [(p, t, e) for p, t, e in fetched if e != "missing"]
+        return await asyncio.to_thread(lambda: {p: one(p, t, e) for p, t, e in present})
+
+    async def _sync_vault(self, source: VaultSource, force: bool, progress: ProgressFn | None,
+                          counters: list[int], total_hint: list[int]) -> None:
+        prior = self._records.get(source.name, {})
+        try:
+            listing = await source.list_notes()
+        except VaultError as exc:
+            # Keep what we had; say why. DLE does the same for a failing vault.
+            self._errors[source.name] = f"could not be read: {exc}"
+            return
+        self._errors.pop(source.name, None)
+        stamps = listing.stamps
+        if not stamps and prior and not listing.partial:
+            log.warning("vault %s listed no notes but had %d before", source.name, len(prior))
+        records: dict[str, FileRecord] = {}
+        to_read: list[str] = []
+        for path, stamp in stamps.items():
+            old = prior.get(path)
+            if not force and old is not None and stamp is not None and old.stamp == stamp:
+                records[path] = old
+            else:
+                to_read.append(path)
+        total_hint[0] += len(to_read)
+        for i in range(0, len(to_read), BATCH):
+            chunk = to_read[i:i + BATCH]
+            records.update(await self._read_parse(source, chunk, stamps, prior, force))
+            counters[0] += len(chunk)
+            counters[1] += sum(1 for p in chunk if p in records and (p not in prior or records[p].result is not prior[p].result))
+            if progress:
+                progress(counters[0], total_hint[0], f"reading {source.name}")
+        if listing.partial:
+            # Paths we could not see are not deleted: keep their previous records.
+            for path, rec in prior.items():
+                records.setdefault(path, rec)
+        self._records[source.name] = records
+        self._problems[source.name] = listing.problems
+
+    # -- public ---------------------------------------------------------------------------
+    async def sync_all(self, progress: ProgressFn | None = None, force: bool = False) -> SyncResult:
+        """Reconcile every vault with the index. `force` re-parses every file."""
+        async with self._lock:
+            started = time.perf_counter()
+            saved = ({k: dict(v) for k, v in self._records.items()}, dict(self._problems), dict(self._errors), self.field_definitions)
+            try:
+                if await self._load_field_definitions():
+                    force = True
+                counters, total = [0, 0], [0]
+                for source in self.sources:
+                    await self._sync_vault(source, force, progress, counters, total)
+                if self.sources and len(self._errors) == len(self.sources) and self.snapshot is None:
+                    raise VaultError("; ".join(f"{k} {v}" for k, v in self._errors.items()))
+                result = self._publish(started, parsed=counters[1], read=counters[0])
+            except BaseException:
+                # Cancelled or failed half-way: nothing of this sync is kept.
+                self._records, self._problems, self._errors, self.field_definitions = saved
+                raise
+            if result.changes.has_changes or result.changes.first_build or counters[0]:
+                await asyncio.to_thread(self.save_cache)
+                self.cache_dirty = False
+            return result
+
+    async def sync_paths(self, vault: str, paths: Iterable[str]) -> SyncResult:
+        """Re-read just these vault-relative paths (created, modified or deleted)."""
+        async with self._lock:
+            started = time.perf_counter()
+            source = self.source(vault)
+            if source is None:
+                raise VaultError(f"no enabled vault named {vault!r}")
+            paths = sorted({p for p in paths if p.lower().endswith(".md")})
+            prior = self._records.get(vault, {})
+            records = dict(prior)
+            present: list[str] = []
+            stamps: dict[str, str | None] = {}
+            for p in paths:
+                stamp = source.stamp_sync(p) if isinstance(source, FolderSource) else None
+                if isinstance(source, FolderSource) and stamp is None:
+                    records.pop(p, None)  # deleted
+                else:
+                    present.append(p)
+                    stamps[p] = stamp
+            fresh = await self._read_parse(source, present, stamps, prior, force=False) if present else {}
+            for p in present:
+                if p in fresh:
+                    records[p] = fresh[p]
+                else:
+                    records.pop(p, None)
+            self._records[vault] = records
+            result = self._publish(started, parsed=len(fresh), read=len(present))
+            if result.changes.has_changes:
+                self.cache_dirty = True  # saved by the engine's debounced timer, not per keystroke
+            return result

@@ -1,0 +1,186 @@
+"""Where vault files come from. A source only lists, reads and writes raw text; parsing,
+reuse and indexing happen above it (vault/indexer.py), the same way for every kind of source."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from dle_desktop.errors import VaultError, VaultPathError
+
+#: DLE lists at most this many folder levels (Obsidian REST listing recursion cap).
+MAX_FOLDER_DEPTH = 20
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The notes a source holds right now.
+
+    `stamps` maps each vault-relative `.md` path to a cheap change stamp (mtime and size for
+    folders) or None where the source cannot tell without reading (REST).
+    `partial` is True when some sub-folder could not be listed: callers must then keep the
+    entries they already had for paths they did not see, rather than treat them as deleted.
+    """
+
+    stamps: dict[str, str | None]
+    partial: bool = False
+    problems: tuple[str, ...] = ()
+
+
+def check_relative_path(path: str) -> str:
+    """Normalise a vault-relative path to '/'-separated form, refusing escapes."""
+    if not isinstance(path, str) or not path.strip():
+        raise VaultPathError("empty vault path")
+    p = path.replace("\\", "/")
+    if p.startswith("/") or (len(p) > 1 and p[1] == ":"):
+        raise VaultPathError(f"absolute paths are not vault paths: {path!r}")
+    parts = [s for s in p.split("/") if s != ""]
+    if any(s in (".", "..") for s in parts):
+        raise VaultPathError(f"'.' and '..' are not allowed in vault paths: {path!r}")
+    if "\x00" in p:
+        raise VaultPathError("NUL byte in vault path")
+    return "/".join(parts)
+
+
+class VaultSource(ABC):
+    """One vault: a name, an enabled flag, and raw file access."""
+
+    kind: str = "abstract"
+    #: How many reads the indexer may run at once against this source.
+    max_concurrency: int = 8
+
+    def __init__(self, name: str, enabled: bool = True) -> None:
+        self.name = name
+        self.enabled = enabled
+
+    @abstractmethod
+    def describe(self) -> str:
+        """Where this vault lives, for people and logs. Never contains a secret."""
+
+    @abstractmethod
+    async def list_notes(self) -> Listing:
+        """Every `.md` file in the vault. Raises VaultError when nothing can be listed."""
+
+    @abstractmethod
+    async def read_text(self, path: str) -> str:
+        """The raw text of one file. Raises VaultError (FileNotFoundError when it is gone)."""
+
+    async def read_optional(self, path: str) -> str | None:
+        """Like read_text, but None when the file does not exist."""
+        try:
+            return await self.read_text(path)
+        except FileNotFoundError:
+            return None
+
+    @abstractmethod
+    async def write_text(self, path: str, text: str) -> None:
+        """Create or replace one file, creating folders as needed."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections; the default has none."""
+
+
+@dataclass
+class FolderSource(VaultSource):
+    """A vault folder on local disk: the main path, no Obsidian needed."""
+
+    name: str
+    root: Path
+    enabled: bool = True
+    kind: str = field(default="folder", init=False)
+    max_concurrency: int = field(default=16, init=False)
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root).expanduser()
+
+    def describe(self) -> str:
+        return str(self.root)
+
+    def _abs(self, path: str) -> Path:
+        return self.root.joinpath(*PurePosixPath(check_relative_path(path)).parts)
+
+    def list_sync(self) -> Listing:
+        if not self.root.is_dir():
+            raise VaultError(f"vault folder does not exist or is not a folder: {self.root}")
+        stamps: dict[str, str | None] = {}
+        problems: list[str] = []
+        seen_dirs: set[tuple[int, int]] = set()
+        root_str = str(self.root)
+
+        def walk(dir_path: str, rel: str, depth: int) -> None:
+            try:
+                st = os.stat(dir_path)
+            except OSError as exc:
+                problems.append(f"{rel or '.'}: {exc.strerror or exc}")
+                return
+            key = (st.st_dev, st.st_ino)
+            if key in seen_dirs:  # a symlink loop
+                return
+            seen_dirs.add(key)
+            try:
+                with os.scandir(dir_path) as it:
+                    items = list(it)
+            except OSError as exc:
+                problems.append(f"{rel or '.'}: {exc.strerror or exc}")
+                return
+            for item in items:
+                # Obsidian hides dot-files and dot-folders (.obsidian, .trash, .git).
+                if item.name.startswith("."):
+                    continue
+                child_rel = f"{rel}/{item.name}" if rel else item.name
+                try:
+                    if item.is_dir():
+                        if depth + 1 >= MAX_FOLDER_DEPTH:
+                            problems.append(f"{child_rel}: deeper than {MAX_FOLDER_DEPTH} folders, not read")
+                            continue
+                        walk(item.path, child_rel, depth + 1)
+                    elif item.name.lower().endswith(".md") and item.is_file():
+                        s = item.stat()
+                        stamps[child_rel] = f"{s.st_mtime_ns}:{s.st_size}"
+                except OSError as exc:
+                    problems.append(f"{child_rel}: {exc.strerror or exc}")
+
+        walk(root_str, "", 0)
+        return Listing(stamps=stamps, partial=bool(problems), problems=tuple(problems))
+
+    async def list_notes(self) -> Listing:
+        return await asyncio.to_thread(self.list_sync)
+
+    def stamp_sync(self, path: str) -> str | None:
+        try:
+            s = self._abs(path).stat()
+        except FileNotFoundError:
+            return None
+        return f"{s.st_mtime_ns}:{s.st_size}"
+
+    def read_sync(self, path: str) -> str:
+        target = self._abs(path)
+        try:
+            data = target.read_bytes()
+        except FileNotFoundError:
+            raise
+        except IsADirectoryError as exc:
+            raise VaultError(f"{path}: is a folder, not a note") from exc
+        except OSError as exc:
+            raise VaultError(f"{path}: {exc.strerror or exc}") from exc
+        # Notes are UTF-8; a stray bad byte must not lose the whole note.
+        return data.decode("utf-8", errors="replace")
+
+    async def read_text(self, path: str) -> str:
+        return await asyncio.to_thread(self.read_sync, path)
+
+    def write_sync(self, path: str, text: str) -> None:
+        target = self._abs(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.dle-tmp")
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+
+    async def write_text(self, path: str, text: str) -> None:
+        await asyncio.to_thread(self.write_sync, path, text)
