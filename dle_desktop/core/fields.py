@@ -123,7 +123,7 @@ def _one_definition(raw, index: int, problems: list[str]) -> FieldDefinition | N
         operator=operator,
         tolerance=tolerance,
         values=tuple(str(v) for v in values if v is not None),
-        context_key=str(context_key).strip() or name,
+        context_key=(str(context_key).strip() if context_key is not None else "") or name,
     )
 
 

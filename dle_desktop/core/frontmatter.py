@@ -64,7 +64,7 @@ def split_note(text: str) -> SplitNote:
     if not m:
         return SplitNote(data=None, body=text)
     block, body = m.group(1), m.group(2)
-    body_line = block.count("\n") + 3
+    body_line = block.count("\n") + 4  # opening ---, the block lines, closing ---
     try:
         loaded = yaml.load(block, Loader=_LoreLoader)  # noqa: S506 - safe loader subclass
     except yaml.MarkedYAMLError as exc:

@@ -70,6 +70,8 @@ def _string_list(name: str, value, warnings: list[ParseWarning], split_commas: b
         if isinstance(item, (dict, list)):
             warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: item {item!r} is not text; ignored (quote it if it contains ': ')"))
             continue
+        if isinstance(item, bool):  # JS String(true) is "true", not Python's "True"
+            item = "true" if item else "false"
         if isinstance(item, float) and item.is_integer():
             item = int(item)
         text = str(item).strip()

@@ -275,7 +275,8 @@ class VaultIndexer:
                 else:
                     records.pop(p, None)
             self._records[vault] = records
-            result = self._publish(started, parsed=len(fresh), read=len(present))
+            reparsed = sum(1 for p, rec in fresh.items() if p not in prior or rec.result is not prior[p].result)
+            result = self._publish(started, parsed=reparsed, read=len(present))
             if result.changes.has_changes:
                 self.cache_dirty = True  # saved by the engine's debounced timer, not per keystroke
             return result

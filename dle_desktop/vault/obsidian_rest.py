@@ -172,7 +172,10 @@ class CircuitBreaker:
             self.failures += 1
             self.probing = False
             if self.failures >= BREAKER_THRESHOLD:
-                self.open_until = self._clock() + breaker_backoff_ms(self.failures) / 1000.0
+                pause_ms = breaker_backoff_ms(self.failures)
+                self.open_until = self._clock() + pause_ms / 1000.0
+                log.warning("Obsidian REST %s: %d failures in a row, pausing requests for %.1f s",
+                            self.address, self.failures, pause_ms / 1000.0)
 
     def release(self) -> None:
         """The request ended without telling us anything (cancelled): free the probe slot."""
@@ -378,7 +381,10 @@ class ObsidianRestSource(VaultSource):
             client = httpx.AsyncClient(
                 verify=self.verify_tls,
                 timeout=httpx.Timeout(self.timeout),
-                limits=httpx.Limits(max_connections=self.max_concurrency),
+                # Keep every connection of a 50-read batch alive for the next batch.
+                limits=httpx.Limits(
+                    max_connections=self.max_concurrency, max_keepalive_connections=self.max_concurrency
+                ),
                 follow_redirects=False,
             )
             self._state = _ClientState(client, asyncio.Semaphore(self.max_concurrency), loop)
@@ -430,6 +436,9 @@ class ObsidianRestSource(VaultSource):
             except httpx.TransportError as exc:
                 breaker.failure()
                 detail = self._scrub(str(exc)) or type(exc).__name__
+                if self.https and "CERTIFICATE" in detail.upper():
+                    # OLRA's HTTPS port uses a self-signed certificate; DLE users hit this constantly.
+                    detail += "; Obsidian's self-signed certificate is not trusted: use http:// on port 27123"
                 raise VaultUnreachable(f"{self.describe()}: cannot reach the server ({detail})") from exc
             except BaseException:
                 # Cancellation (or a bug) says nothing about the server's health.
@@ -469,9 +478,10 @@ class ObsidianRestSource(VaultSource):
         try:
             files = json.loads(resp.content)["files"]
         except (ValueError, KeyError, TypeError):
-            raise VaultError(f"{self.describe()}: listing {folder or 'the vault'} did not return {{\"files\": [...]}}") from None
+            files = None
         if not isinstance(files, list):
-            raise VaultError(f"{self.describe()}: listing {folder or 'the vault'} returned a non-list 'files'")
+            where = folder or "the vault"
+            raise VaultError(f'{self.describe()}: listing {where} did not answer {{"files": [...]}}')
         return [f for f in files if isinstance(f, str)]
 
     async def list_notes(self) -> Listing:
@@ -523,7 +533,8 @@ class ObsidianRestSource(VaultSource):
             return _test_result(True, True, f"connected to {self.describe()}", version)
         if resp.status_code == 404:
             return _test_result(True, True, f"connected to {self.describe()}; the vault is empty", version)
-        return _test_result(False, resp.status_code not in (401, 403), str(self._status_error(resp, "listing failed")), version)
+        refused = resp.status_code in (401, 403)
+        return _test_result(False, not refused, str(self._status_error(resp, "listing failed")), version)
 
     async def close(self) -> None:
         state, self._state = self._state, None
@@ -592,4 +603,8 @@ class _ListingWalk:
         await self.take(folder, names or [], depth)
 
     def result(self) -> Listing:
-        return Listing(stamps=self.stamps, partial=bool(self.problems), problems=tuple(self.problems))
+        if self.problems:
+            log.warning("%s: listing is partial (%d problems)", self.source.describe(), len(self.problems))
+        # Folders finish in network order; sort so two listings of the same vault compare equal.
+        stamps = dict(sorted(self.stamps.items()))
+        return Listing(stamps=stamps, partial=bool(self.problems), problems=tuple(sorted(self.problems)))

@@ -62,6 +62,9 @@ def _matches(path: str, prefixes: Any) -> Any:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, like OLRA's express server
+    # Headers and body go out in two writes; with Nagle on, each answer would wait ~40 ms for the
+    # client's delayed ACK (Node sets TCP_NODELAY too).
+    disable_nagle_algorithm = True
     server: _Server
 
     # ---- plumbing
@@ -69,7 +72,9 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass  # tests read srv.requests instead of stderr noise
 
-    def _send(self, status: int, body: bytes = b"", content_type: str | None = None, extra: dict[str, str] | None = None) -> None:
+    def _send(
+        self, status: int, body: bytes = b"", content_type: str | None = None, extra: dict[str, str] | None = None
+    ) -> None:
         self.send_response(status)
         self.send_header("Access-Control-Allow-Origin", "*")
         for key, value in (extra or {}).items():

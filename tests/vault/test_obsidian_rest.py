@@ -159,7 +159,8 @@ def test_parse_bad_specs(spec: str, problem: str) -> None:
 
 
 def test_bad_spec_message_hides_the_key() -> None:
-    for spec in (f"ftp://{KEY}@127.0.0.1", f"http://{KEY}@8.8.8.8", f"http://{KEY}@127.0.0.1:70000", f"{KEY}@127.0.0.1"):
+    specs = (f"ftp://{KEY}@127.0.0.1", f"http://{KEY}@8.8.8.8", f"http://{KEY}@127.0.0.1:70000", f"{KEY}@127.0.0.1")
+    for spec in specs:
         with pytest.raises(ConfigError) as info:
             parse_vault_spec(spec)
         assert KEY not in str(info.value)
@@ -771,3 +772,9 @@ def test_fake_answers_401_like_olra(server: FakeObsidian) -> None:
     conn.close()
     assert resp.status == 401 and payload["errorCode"] == 40101
     assert resp.getheader("Access-Control-Allow-Origin") == "*"
+
+
+def test_malformed_root_listing_is_an_error(server: FakeObsidian) -> None:
+    server.listing_overrides[""] = "not a list"  # type: ignore[assignment]
+    with pytest.raises(VaultError, match="did not answer"):
+        run(using(parse_vault_spec(server.spec), lambda s: s.list_notes()))

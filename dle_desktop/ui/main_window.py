@@ -1,0 +1,240 @@
+"""The main window: views in tabs, a toolbar for sync, and a status bar with progress and cancel."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from PySide6.QtCore import QByteArray, QSettings, Qt, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QTabWidget,
+    QToolBar,
+)
+
+from dle_desktop import __version__
+from dle_desktop.ui.bridge import EngineBridge
+from dle_desktop.ui.icons import app_icon
+from dle_desktop.ui.vault_view import VaultView
+
+log = logging.getLogger(__name__)
+
+
+class MainWindow(QMainWindow):
+    closeToTray = Signal()
+    quitRequested = Signal()
+
+    def __init__(self, bridge: EngineBridge, ui_state: QSettings, tray_available: bool) -> None:
+        super().__init__()
+        self.bridge = bridge
+        self.ui_state = ui_state
+        self.tray_available = tray_available
+        self.close_to_tray = bridge.engine.settings.close_to_tray
+        self._quitting = False
+        self._told_about_tray = bool(ui_state.value("tray/told", False, type=bool))
+        self._pending_select: str | None = None
+        self.setWindowTitle("DLE Desktop")
+        self.setWindowIcon(app_icon())
+        self.resize(1200, 760)
+
+        self.tabs = QTabWidget()
+        self.vault_view = VaultView()
+        self.tabs.addTab(self.vault_view, "Vault")
+        self.setCentralWidget(self.tabs)
+        self._build_actions()
+        self._build_status_bar()
+
+        bridge.indexChanged.connect(self.on_index)
+        bridge.progress.connect(self.on_progress)
+        bridge.syncState.connect(self.on_sync_state)
+        bridge.syncError.connect(self.on_sync_error)
+        self._restore_state()
+
+    # -- construction -----------------------------------------------------------------------
+    def _build_actions(self) -> None:
+        tb = QToolBar("Main", self)
+        tb.setObjectName("main-toolbar")
+        tb.setMovable(False)
+        tb.setToolButtonStyle(Qt.ToolButtonTextOnly)
+        self.addToolBar(tb)
+        self.sync_action = QAction("Sync now", self, shortcut=QKeySequence(Qt.Key_F5),
+                                   statusTip="Check every vault for changes (F5)", triggered=lambda *_: self.request_sync(False))
+        self.rebuild_action = QAction("Rebuild index", self, shortcut=QKeySequence("Shift+F5"),
+                                      statusTip="Re-parse every note, ignoring the cache (Shift+F5)",
+                                      triggered=lambda *_: self.request_sync(True))
+        self.pause_action = QAction("Pause sync", self, checkable=True,
+                                    statusTip="Stop picking up vault changes until resumed", toggled=self.set_paused)
+        self.find_action = QAction("Find", self, shortcut=QKeySequence.Find, triggered=lambda *_: self.vault_view.focus_filter())
+        self.close_action = QAction("Close window", self, shortcut=QKeySequence.Close, triggered=lambda *_: self.close())
+        self.quit_action = QAction("Quit", self, shortcut=QKeySequence.Quit, triggered=lambda *_: self.quitRequested.emit())
+        for a in (self.sync_action, self.rebuild_action, self.pause_action):
+            tb.addAction(a)
+        menu = self.menuBar()
+        m = menu.addMenu("&File")
+        m.addAction(self.sync_action)
+        m.addAction(self.rebuild_action)
+        m.addAction(self.pause_action)
+        m.addSeparator()
+        m.addAction(self.close_action)
+        m.addAction(self.quit_action)
+        m = menu.addMenu("&View")
+        m.addAction(self.find_action)
+        m = menu.addMenu("&Help")
+        m.addAction(QAction("About DLE Desktop", self, triggered=lambda *_: self._about()))
+
+    def _build_status_bar(self) -> None:
+        sb = self.statusBar()
+        self.index_label = QLabel("Loading…")
+        self.server_label = QLabel()
+        self.server_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(220)
+        self.progress.setTextVisible(True)
+        self.progress.hide()
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip("Stop this sync; the last complete index stays in use")
+        self.cancel_button.clicked.connect(self.cancel_sync)
+        self.cancel_button.hide()
+        sb.addWidget(self.index_label, 1)
+        sb.addPermanentWidget(self.progress)
+        sb.addPermanentWidget(self.cancel_button)
+        sb.addPermanentWidget(self.server_label)
+
+    def set_server_status(self, url: str | None, error: str | None) -> None:
+        if url:
+            self.server_label.setText(f"Server: {url}")
+            self.server_label.setToolTip("SillyTavern and scripts connect here")
+        else:
+            self.server_label.setText("Server: off")
+            self.server_label.setToolTip(error or "The HTTP server is disabled in settings")
+
+    # -- engine events ----------------------------------------------------------------------
+    def on_index(self, snapshot, changes, source: str) -> None:
+        self.vault_view.set_snapshot(snapshot)
+        if self._pending_select:
+            if self.vault_view.select_uid(self._pending_select) or source != "cache":
+                self._pending_select = None
+        vaults = len(snapshot.slices) or 1
+        when = time.strftime("%H:%M:%S", time.localtime(snapshot.built_at))
+        cached = " (from cache, checking for changes…)" if source == "cache" else ""
+        self.index_label.setText(
+            f"{len(snapshot)} entries in {vaults} vault{'s' if vaults != 1 else ''} · "
+            f"{len(snapshot.skipped)} not indexed · updated {when}{cached}")
+        asyncio.ensure_future(self.refresh_health())
+
+    async def refresh_health(self) -> None:
+        try:
+            report = await self.bridge.run(self.bridge.engine.health)
+        except Exception:  # noqa: BLE001 - health must never take the window down
+            log.exception("health check failed")
+            return
+        self.vault_view.set_health(report)
+        e, w, _ = report.counts
+        self.tabs.setTabText(0, f"Vault ({e} errors)" if e else "Vault")
+
+    def on_progress(self, done: int, total: int, message: str) -> None:
+        if total <= 0:
+            return
+        self.progress.show()
+        self.cancel_button.show()
+        self.progress.setMaximum(total)
+        self.progress.setValue(done)
+        self.progress.setFormat(f"{message}: %v/%m")
+
+    def on_sync_state(self, state: dict) -> None:
+        syncing = bool(state.get("syncing"))
+        if syncing:
+            self.cancel_button.show()
+            self.progress.setMaximum(0)  # busy until the first progress report
+            self.progress.setFormat("checking vaults…")
+            self.progress.show()
+        else:
+            self.progress.hide()
+            self.cancel_button.hide()
+            if state.get("reason") == "cancelled":
+                self.statusBar().showMessage("Sync cancelled; the previous index is still in use", 5000)
+        if "paused" in state:
+            self.pause_action.blockSignals(True)
+            self.pause_action.setChecked(bool(state["paused"]))
+            self.pause_action.blockSignals(False)
+
+    def on_sync_error(self, message: str) -> None:
+        self.statusBar().showMessage(f"Sync problem: {message}", 15000)
+
+    # -- commands ---------------------------------------------------------------------------
+    def request_sync(self, force: bool) -> None:
+        asyncio.ensure_future(self._sync(force))
+
+    async def _sync(self, force: bool) -> None:
+        try:
+            result = await self.bridge.call(self.bridge.engine.sync_now(force=force))
+        except asyncio.CancelledError:
+            return
+        except Exception as exc:  # noqa: BLE001
+            self.on_sync_error(str(exc))
+            return
+        if result is not None:
+            self.statusBar().showMessage(f"Sync done: {result.changes.summary()} ({result.seconds * 1000:.0f} ms)", 5000)
+
+    def cancel_sync(self) -> None:
+        asyncio.ensure_future(self.bridge.run(self.bridge.engine.cancel_sync))
+
+    def set_paused(self, paused: bool) -> None:
+        asyncio.ensure_future(self.bridge.run(self.bridge.engine.set_sync_paused, paused))
+        self.statusBar().showMessage("Sync paused" if paused else "Sync resumed", 4000)
+
+    def _about(self) -> None:
+        QMessageBox.about(self, "About DLE Desktop",
+                          f"<b>DLE Desktop {__version__}</b><p>A native lore engine for SillyTavern: "
+                          "reads your lore vaults from disk and explains every decision.</p>")
+
+    def bring_forward(self) -> None:
+        self.show()
+        self.setWindowState((self.windowState() & ~Qt.WindowMinimized) | Qt.WindowActive)
+        self.raise_()
+        self.activateWindow()
+
+    # -- closing and state ------------------------------------------------------------------
+    def closeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        self.save_state()
+        if not self._quitting and self.tray_available and self.close_to_tray:
+            event.ignore()
+            self.hide()
+            self.closeToTray.emit()
+            return
+        event.accept()
+        if not self._quitting:
+            self.quitRequested.emit()
+
+    def prepare_quit(self) -> None:
+        self._quitting = True
+        self.save_state()
+
+    def save_state(self) -> None:
+        self.ui_state.setValue("window/geometry", self.saveGeometry())
+        self.ui_state.setValue("window/state", self.saveState())
+        self.vault_view.save_state(self.ui_state)
+        self.ui_state.sync()
+
+    def _restore_state(self) -> None:
+        geometry = self.ui_state.value("window/geometry")
+        if isinstance(geometry, QByteArray):
+            self.restoreGeometry(geometry)
+        state = self.ui_state.value("window/state")
+        if isinstance(state, QByteArray):
+            self.restoreState(state)
+        self._pending_select = self.vault_view.restore_state(self.ui_state)
+
+    @property
+    def told_about_tray(self) -> bool:
+        return self._told_about_tray
+
+    def mark_told_about_tray(self) -> None:
+        self._told_about_tray = True
+        self.ui_state.setValue("tray/told", True)

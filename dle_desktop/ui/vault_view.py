@@ -1,0 +1,181 @@
+"""The Vault view: every entry in a filterable table, the selected entry in full, and health."""
+
+from __future__ import annotations
+
+from urllib.parse import unquote
+
+from PySide6.QtCore import QByteArray, QItemSelectionModel, Qt, QUrl, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QSplitter,
+    QTableView,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from dle_desktop.core.health import HealthReport
+from dle_desktop.core.index import IndexSnapshot
+from dle_desktop.ui.entries_model import UID_ROLE, EntriesFilter, EntriesModel
+from dle_desktop.ui.entry_detail import render_entry
+from dle_desktop.ui.health_panel import HealthPanel
+
+WELCOME = """<h2>DLE Desktop</h2><p>Select an entry on the left to see its fields, links and the exact
+text that would be injected. The health check below lists problems in the vault, each with what to do.</p>"""
+
+
+class VaultView(QWidget):
+    selectionChangedUid = Signal(str)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.snapshot: IndexSnapshot | None = None
+        self.model = EntriesModel(self)
+        self.proxy = EntriesFilter(self)
+        self.proxy.setSourceModel(self.model)
+
+        self.filter = QLineEdit(placeholderText="Filter by title, key, folder or tag  (Ctrl+F)")
+        self.filter.setClearButtonEnabled(True)
+        self.filter.textChanged.connect(self._filter_changed)
+        self.count_label = QLabel()
+
+        self.table = QTableView()
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(0, Qt.AscendingOrder)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.table.setAlternatingRowColors(True)
+        self.table.verticalHeader().hide()
+        self.table.verticalHeader().setDefaultSectionSize(22)
+        self.table.horizontalHeader().setStretchLastSection(False)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)
+        for col, width in enumerate((190, 110, 200, 58, 58, 80, 100)):
+            self.table.setColumnWidth(col, width)
+        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.Stretch)
+        self.table.selectionModel().currentRowChanged.connect(self._current_changed)
+
+        self.detail = QTextBrowser()
+        self.detail.setOpenLinks(False)
+        self.detail.anchorClicked.connect(self._anchor_clicked)
+        self.detail.setHtml(WELCOME)
+
+        self.health = HealthPanel()
+        self.health.entryActivated.connect(self.select_entry)
+
+        left = QWidget()
+        lv = QVBoxLayout(left)
+        lv.setContentsMargins(0, 0, 0, 0)
+        lv.addWidget(self.filter)
+        lv.addWidget(self.table)
+        lv.addWidget(self.count_label)
+
+        self.right_split = QSplitter(Qt.Vertical)
+        self.right_split.addWidget(self.detail)
+        self.right_split.addWidget(self.health)
+        self.right_split.setStretchFactor(0, 3)
+        self.right_split.setStretchFactor(1, 2)
+
+        self.main_split = QSplitter(Qt.Horizontal)
+        self.main_split.addWidget(left)
+        self.main_split.addWidget(self.right_split)
+        self.main_split.setStretchFactor(0, 3)
+        self.main_split.setStretchFactor(1, 2)
+        self.main_split.setSizes([700, 480])
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.main_split)
+
+        QShortcut(QKeySequence.Find, self, activated=self.focus_filter)
+        QShortcut(QKeySequence(Qt.Key_Escape), self.filter, activated=lambda: self.filter.clear())
+
+    # -- data -------------------------------------------------------------------------------
+    def set_snapshot(self, snapshot: IndexSnapshot) -> None:
+        keep = self.current_uid()
+        self.snapshot = snapshot
+        self.model.set_entries(snapshot.entries)
+        self.table.setColumnHidden(6, len({e.vault for e in snapshot.entries}) <= 1)
+        self._update_count()
+        if keep and keep in snapshot.by_uid:
+            self.select_uid(keep)
+        elif keep:
+            self.detail.setHtml(WELCOME + "<p><i>The selected entry is no longer in the vault.</i></p>")
+
+    def set_health(self, report: HealthReport) -> None:
+        self.health.show_report(report, self.snapshot.skipped if self.snapshot else ())
+
+    def _update_count(self) -> None:
+        shown, total = self.proxy.rowCount(), self.model.rowCount()
+        self.count_label.setText(f"{shown} of {total} entries" if shown != total else f"{total} entries")
+
+    # -- selection --------------------------------------------------------------------------
+    def current_uid(self) -> str | None:
+        idx = self.table.currentIndex()
+        return idx.data(UID_ROLE) if idx.isValid() else None
+
+    def select_uid(self, uid: str) -> bool:
+        row = self.model.row_of(uid)
+        if row is None:
+            return False
+        proxy_index = self.proxy.mapFromSource(self.model.index(row, 0))
+        if not proxy_index.isValid():  # hidden by the filter: clear it so the entry can show
+            self.filter.clear()
+            proxy_index = self.proxy.mapFromSource(self.model.index(row, 0))
+        self.table.selectionModel().setCurrentIndex(
+            proxy_index, QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
+        self.table.scrollTo(proxy_index)
+        self._show(uid)
+        return True
+
+    def select_entry(self, vault: str, path: str) -> None:
+        self.select_uid(f"{vault}\x00{path}")
+
+    def _current_changed(self, current, _previous) -> None:
+        uid = current.data(UID_ROLE) if current.isValid() else None
+        if uid:
+            self._show(uid)
+            self.selectionChangedUid.emit(uid)
+
+    def _show(self, uid: str) -> None:
+        if self.snapshot is None:
+            return
+        entry = self.snapshot.by_uid.get(uid)
+        if entry is not None:
+            self.detail.setHtml(render_entry(entry, self.snapshot))
+
+    def _anchor_clicked(self, url: QUrl) -> None:
+        text = url.toString()
+        if text.startswith("entry:"):
+            self.select_uid(unquote(text[len("entry:"):]))
+
+    def _filter_changed(self, text: str) -> None:
+        self.proxy.set_text(text)
+        self._update_count()
+
+    def focus_filter(self) -> None:
+        self.filter.setFocus()
+        self.filter.selectAll()
+
+    # -- state that survives a restart --------------------------------------------------------
+    def save_state(self, store) -> None:
+        store.setValue("vault/main_split", self.main_split.saveState())
+        store.setValue("vault/right_split", self.right_split.saveState())
+        store.setValue("vault/header", self.table.horizontalHeader().saveState())
+        store.setValue("vault/filter", self.filter.text())
+        store.setValue("vault/selected", self.current_uid() or "")
+
+    def restore_state(self, store) -> str | None:
+        for key, widget in (("vault/main_split", self.main_split), ("vault/right_split", self.right_split)):
+            value = store.value(key)
+            if isinstance(value, QByteArray):
+                widget.restoreState(value)
+        header = store.value("vault/header")
+        if isinstance(header, QByteArray):
+            self.table.horizontalHeader().restoreState(header)
+        self.filter.setText(store.value("vault/filter", "") or "")
+        return store.value("vault/selected", "") or None

@@ -1,0 +1,123 @@
+"""Delimiters (reference §1.2) plus our deliberate YAML reading."""
+
+import random
+
+import pytest
+
+from dle_desktop.core.frontmatter import split_note
+
+from ._helpers import lore, parse
+
+
+def test_basic_split():
+    s = split_note("---\ntags: [lorebook]\nkeys: [a]\n---\n# T\nbody")
+    assert s.data == {"tags": ["lorebook"], "keys": ["a"]}
+    assert s.body == "# T\nbody"
+    assert s.error is None
+
+
+def test_body_line_is_first_line_after_closing_delimiter():
+    text = "---\ntags: [lorebook]\nkeys: [a]\n---\n# T\nbody"
+    s = split_note(text)
+    assert text.splitlines()[s.body_line - 1] == "# T"
+    s = split_note("---\n---\nbody")
+    assert s.body_line == 3
+    s = split_note("---\n\n---\nbody")
+    assert "---\n\n---\nbody".splitlines()[s.body_line - 1] == "body"
+
+
+def test_bom_stripped():
+    s = split_note("\ufeff---\ntags: [lorebook]\n---\nbody")
+    assert s.data == {"tags": ["lorebook"]} and s.body == "body"
+    e = parse("\ufeff---\ntags: [lorebook]\n---\n# BOM Note\nx")
+    assert e.title == "BOM Note"
+
+
+def test_delimiter_must_be_first_line():
+    text = "\n---\ntags: [lorebook]\n---\nx"
+    s = split_note(text)
+    assert s.data is None and s.body == text
+    assert parse(text).code == "SKIP_NO_FRONTMATTER"
+    assert split_note(" ---\ntags: [lorebook]\n---\nx").data is None
+
+
+def test_closing_delimiter_may_have_trailing_blanks_but_not_more_dashes():
+    assert split_note("---\ntags: [lorebook]\n---  \t\nbody").body == "body"
+    assert split_note("---\ntags: [lorebook]\n----\nbody").data is None
+
+
+def test_closing_at_end_of_file():
+    s = split_note("---\ntags: [lorebook]\n---")
+    assert s.data == {"tags": ["lorebook"]} and s.body == ""
+
+
+def test_first_closing_delimiter_wins():
+    s = split_note("---\na: 1\n---\nbody\n---\nmore")
+    assert s.data == {"a": 1} and s.body == "body\n---\nmore"
+
+
+def test_crlf_frontmatter():
+    s = split_note("---\r\ntags: [lorebook]\r\nkeys: [a]\r\n---\r\n# T\r\nbody")
+    assert s.data == {"tags": ["lorebook"], "keys": ["a"]}
+    e = parse("---\r\ntags: [lorebook]\r\nkeys: [a]\r\n---\r\n# CR Title\r\nbody\r\n")
+    assert e.title == "CR Title" and e.content == "body" and e.keys == ("a",)
+
+
+def test_empty_frontmatter_is_empty_mapping():
+    assert split_note("---\n---\nbody").data == {}
+    assert split_note("---\n\n---\nbody").data == {}
+    assert split_note("---\n# comment only\n---\nbody").data == {}
+
+
+def test_yaml11_booleans_and_dates_stay_strings():
+    s = split_note("---\na: yes\nb: no\nc: on\nd: off\ne: 2024-01-02\nf: 12:30:00\ng: y\n---\n")
+    assert s.data == {"a": "yes", "b": "no", "c": "on", "d": "off", "e": "2024-01-02", "f": s.data["f"], "g": "y"}
+    assert all(isinstance(v, (str, int)) for v in s.data.values())
+
+
+@pytest.mark.parametrize("word, value", [("true", True), ("True", True), ("TRUE", True),
+                                         ("false", False), ("False", False), ("FALSE", False)])
+def test_true_false_are_booleans(word, value):
+    assert split_note(f"---\na: {word}\n---\n").data == {"a": value}
+
+
+def test_null_and_tilde():
+    assert split_note("---\na: null\nb: ~\nc:\n---\n").data == {"a": None, "b": None, "c": None}
+
+
+def test_escapes_and_quotes_as_yaml_says():
+    s = split_note("---\na: \"tab\\there\"\nb: 'It''s'\nc: King's\n---\n")
+    assert s.data == {"a": "tab\there", "b": "It's", "c": "King's"}
+
+
+def test_non_string_keys_become_text():
+    assert split_note("---\n1: one\n2.5: x\n---\n").data == {"1": "one", "2.5": "x"}
+
+
+def test_yaml_error_reports_file_line():
+    s = split_note("---\ntags: [lorebook]\nok: 1\nbad: a: b\n---\nbody")
+    assert s.data is None and s.error is not None
+    assert s.error.line == 4
+    assert s.body == "body"
+
+
+def test_unclosed_flow_sequence_is_an_error():
+    s = split_note("---\ntags: [lorebook\n---\nbody")
+    assert s.error is not None and s.error.line >= 2
+
+
+def test_random_garbage_never_raises():
+    rng = random.Random(7)
+    alphabet = list("abc:-[]{}'\"#|>&*!%@`\t\n ,?") + ["\u00e9", "\u4e2d", "\U0001f409", "\u200f", "\ufeff"]
+    for _ in range(400):
+        block = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
+        text = f"---\n{block}\n---\n# T\nbody"
+        s = split_note(text)
+        assert (s.data is None) == (s.error is not None)
+        r = parse(text)
+        assert r is not None  # Entry or Skip, never an exception
+
+
+def test_pipe_block_scalar_loses_indentation():
+    # deliberate: YAML semantics rather than DLE's kept indentation
+    assert lore("summary: |\n  line1\n  line2").summary == "line1\nline2"

@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "sample_vault"
+
+
+@pytest.fixture
+def qloop(qapp):
+    """A qasync loop on the Qt thread, as in the real app; run test coroutines with it."""
+    import qasync
+
+    loop = qasync.QEventLoop(qapp)
+    asyncio.set_event_loop(loop)
+    yield loop
+    try:
+        loop.close()
+    finally:
+        asyncio.set_event_loop(None)
+
+
+async def wait_for(condition, timeout: float = 15.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+def vault_copy(tmp_path):
+    dest = tmp_path / "vault"
+    shutil.copytree(SAMPLE, dest)
+    return dest
+
+
+@pytest.fixture
+def make_desktop(tmp_path, qapp):
+    """Build the real DesktopApp (engine thread, watcher, no HTTP port) on a vault folder."""
+    from PySide6.QtCore import QSettings
+
+    from dle_desktop.app import Context, Runtime
+    from dle_desktop.engine import Engine
+    from dle_desktop.state.paths import resolve_paths
+    from dle_desktop.state.secrets import SecretStore
+    from dle_desktop.state.settings import Settings, SettingsStore
+    from dle_desktop.ui.launch import DesktopApp
+    from dle_desktop.vault.sources import FolderSource
+
+    made = []
+
+    def make(vault: Path, tray: bool = False, data_dir: Path | None = None, settings: Settings | None = None):
+        paths = resolve_paths(data_dir or tmp_path / "data").ensure()
+        settings = settings or Settings()
+        ctx = Context(paths, SettingsStore(paths.settings_file), settings, SecretStore(use_keyring=False))
+        engine = Engine(paths, settings, ctx.secrets, vault_override=[FolderSource("vault", vault)])
+        runtime = Runtime(ctx, engine, serve=False, port=0)
+        ui_state = QSettings(str(paths.config_dir / "ui-state.ini"), QSettings.IniFormat)
+        desktop = DesktopApp(qapp, runtime, ui_state, tray_available=tray)
+        runtime.start()
+        desktop.start()
+        made.append(desktop)
+        return desktop
+
+    yield make
+    for d in made:
+        if not d.done.is_set():
+            d.quit()

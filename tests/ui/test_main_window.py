@@ -1,0 +1,198 @@
+"""The desktop app, driven like a user would: real engine thread, real vault folder, offscreen Qt."""
+
+from __future__ import annotations
+
+from dle_desktop.ui.entries_model import UID_ROLE
+from tests.ui.conftest import wait_for
+
+
+def _titles(view) -> list[str]:
+    proxy = view.proxy
+    return [proxy.index(r, 0).data() for r in range(proxy.rowCount())]
+
+
+def test_window_lists_sample_entries_and_health(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy)
+    view = desk.window.vault_view
+
+    async def scenario():
+        await wait_for(lambda: view.model.rowCount() == 61, what="61 entries")
+        await wait_for(lambda: view.health.topLevelItemCount() == 4, what="health groups")
+        groups = [view.health.topLevelItem(i).text(0) for i in range(4)]
+        assert groups[0] == "Errors (3)"
+        assert groups[3] == "Not indexed (6)"
+        assert "61 entries" in desk.window.index_label.text()
+        assert desk.window.tabs.tabText(0) == "Vault (3 errors)"
+
+    qloop.run_until_complete(scenario())
+
+
+def test_filter_and_detail(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy)
+    view = desk.window.vault_view
+
+    async def scenario():
+        await wait_for(lambda: view.model.rowCount() == 61)
+        view.filter.setText("tidewriting")
+        titles = _titles(view)
+        assert "Tidewriting" in titles and len(titles) < 61
+        assert "of 61 entries" in view.count_label.text()
+        view.filter.setText("zzz-no-such-thing")
+        assert view.proxy.rowCount() == 0
+        view.filter.clear()
+        uid = next(e.uid for e in view.snapshot.entries if e.title == "Tidewriting")
+        assert view.select_uid(uid)
+        html = view.detail.toHtml()
+        assert "Tidewriting" in html and "Injected text" in html
+        assert view.current_uid() == uid
+
+    qloop.run_until_complete(scenario())
+
+
+def test_health_item_jumps_to_entry(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy)
+    view = desk.window.vault_view
+
+    async def scenario():
+        await wait_for(lambda: view.health.topLevelItemCount() == 4)
+        errors = view.health.topLevelItem(0)
+        item = errors.child(0)
+        view.health.itemActivated.emit(item, 0)
+        uid = view.current_uid()
+        assert uid is not None
+        assert view.snapshot.by_uid[uid].title == item.text(0)
+
+    qloop.run_until_complete(scenario())
+
+
+def test_edit_on_disk_updates_table(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy)
+    view = desk.window.vault_view
+
+    async def scenario():
+        await wait_for(lambda: view.model.rowCount() == 61)
+        (vault_copy / "Brand New Place.md").write_text(
+            "---\ntags: [lorebook]\nkeys: [brand new]\n---\n# Brand New Place\nFresh lore.\n", encoding="utf-8")
+        await wait_for(lambda: view.model.rowCount() == 62, what="new entry via watcher")
+        (vault_copy / "Brand New Place.md").unlink()
+        await wait_for(lambda: view.model.rowCount() == 61, what="deleted entry via watcher")
+
+    qloop.run_until_complete(scenario())
+
+
+def test_selection_survives_reindex(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy)
+    view = desk.window.vault_view
+
+    async def scenario():
+        await wait_for(lambda: view.model.rowCount() == 61)
+        uid = next(e.uid for e in view.snapshot.entries if e.title == "Lantern Quay")
+        view.select_uid(uid)
+        (vault_copy / "Another.md").write_text("---\ntags: [lorebook]\n---\n# Another\nx\n", encoding="utf-8")
+        await wait_for(lambda: view.model.rowCount() == 62)
+        assert view.current_uid() == uid
+
+    qloop.run_until_complete(scenario())
+
+
+def test_sync_now_and_progress_widgets(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy)
+    win = desk.window
+
+    async def scenario():
+        await wait_for(lambda: win.vault_view.model.rowCount() == 61)
+        win.on_progress(5, 10, "reading vault")
+        assert win.progress.isVisibleTo(win) and win.cancel_button.isVisibleTo(win)
+        assert win.progress.value() == 5
+        win.on_sync_state({"syncing": False, "reason": "sync now"})
+        assert not win.progress.isVisibleTo(win)
+        win.sync_action.trigger()
+        await wait_for(lambda: "Sync done" in win.statusBar().currentMessage(), what="sync message")
+
+    qloop.run_until_complete(scenario())
+
+
+def test_state_survives_restart(make_desktop, vault_copy, tmp_path, qloop):
+    data = tmp_path / "state-data"
+    desk = make_desktop(vault_copy, data_dir=data)
+    view = desk.window.vault_view
+
+    async def first():
+        await wait_for(lambda: view.model.rowCount() == 61)
+        view.filter.setText("house")
+        uid = next(e.uid for e in view.snapshot.entries if e.title == "House Orsolo")
+        view.select_uid(uid)
+        desk.quit()
+        return uid
+
+    uid = qloop.run_until_complete(first())
+    desk2 = make_desktop(vault_copy, data_dir=data)
+    view2 = desk2.window.vault_view
+
+    async def second():
+        await wait_for(lambda: view2.model.rowCount() == 61)
+        assert view2.filter.text() == "house"
+        await wait_for(lambda: view2.current_uid() == uid, what="restored selection")
+
+    qloop.run_until_complete(second())
+
+
+def test_close_without_tray_quits(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy, tray=False)
+    quits = []
+    desk.window.quitRequested.connect(lambda: quits.append(1))
+    desk.window.close()
+    assert quits == [1]
+
+
+def test_close_with_tray_hides_and_keeps_running(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy, tray=True)
+    win = desk.window
+
+    async def scenario():
+        await wait_for(lambda: win.vault_view.model.rowCount() == 61)
+        assert win.isVisible()
+        win.close()
+        assert not win.isVisible()
+        assert not desk.done.is_set()
+        assert desk.runtime.thread.alive
+        # The engine keeps syncing while hidden.
+        (desk.runtime.engine.sources[0].root / "Hidden Edit.md").write_text(
+            "---\ntags: [lorebook]\n---\n# Hidden Edit\nx\n", encoding="utf-8")
+        await wait_for(lambda: len(desk.runtime.engine.snapshot) == 62, what="sync while hidden")
+        desk.tray.openRequested.emit()
+        assert win.isVisible()
+        desk.tray.quitRequested.emit()
+        assert desk.done.is_set()
+        assert not desk.runtime.thread.alive
+
+    qloop.run_until_complete(scenario())
+
+
+def test_tray_pause_reaches_engine(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy, tray=True)
+
+    async def scenario():
+        await wait_for(lambda: desk.window.vault_view.model.rowCount() == 61)
+        desk.tray.pause_action.setChecked(True)
+        await wait_for(lambda: desk.runtime.engine.sync_paused, what="engine paused")
+        assert desk.window.pause_action.isChecked()
+        (vault_copy / "While Paused.md").write_text("---\ntags: [lorebook]\n---\n# While Paused\nx\n", encoding="utf-8")
+        import asyncio
+
+        await asyncio.sleep(0.8)
+        assert len(desk.runtime.engine.snapshot) == 61
+        desk.window.pause_action.setChecked(False)
+        await wait_for(lambda: len(desk.runtime.engine.snapshot) == 62, what="held change applied on resume")
+        assert not desk.tray.pause_action.isChecked()
+
+    qloop.run_until_complete(scenario())
+
+
+def test_menu_shortcut_actions_work(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy, tray=False)
+    quits = []
+    desk.window.quitRequested.connect(lambda: quits.append(1))
+    desk.window.find_action.trigger()
+    desk.window.quit_action.trigger()
+    assert quits and quits[0] == 1
