@@ -68,6 +68,39 @@ class Runtime:
                 log.error("%s", exc)
         return self
 
+    def replace_engine(self, engine: Engine, settings: Settings | None = None) -> None:
+        """Stop the current engine and start `engine` in its place; the server keeps its port."""
+        old = self.engine
+
+        async def swap() -> None:
+            await old.stop()
+            if self.server is not None:
+                self.server.set_engine(engine)
+            await engine.start()
+
+        self.engine = engine
+        if settings is not None:
+            self.ctx.settings = settings
+        self.thread.call(swap(), timeout=60)
+
+    def restart_server(self) -> None:
+        """Apply changed server settings: stop the server and start it with the new ones."""
+        if self.server is not None:
+            self.thread.call(self.server.stop(), timeout=15)
+            self.server = None
+        self.server_error = None
+        settings = self.ctx.settings
+        if not settings.server_enabled:
+            return
+        self._host, self._port = settings.server_host, settings.server_port
+        server = ServerRunner(self.engine, self._host, self._port)
+        try:
+            self.thread.call(server.start(), timeout=30)
+            self.server = server
+        except DleError as exc:
+            self.server_error = str(exc)
+            log.error("%s", exc)
+
     def stop(self) -> None:
         if not self.thread.alive:
             return

@@ -280,7 +280,7 @@ class Engine:
         s = self.settings
         rest_without_key = tuple(
             src.name for src in self._sources
-            if src.kind == "obsidian-rest" and src.enabled and not getattr(src, "has_key", bool(getattr(src, "api_key", "")))
+            if src.kind == "obsidian-rest" and src.enabled and not getattr(src, "has_api_key", True)
         )
         ctx = HealthContext(
             enabled_vaults=sum(1 for src in self._sources if src.enabled),

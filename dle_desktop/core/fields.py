@@ -179,8 +179,10 @@ def extract_custom_value(definition: FieldDefinition, value):
         return value is True or (isinstance(value, str) and value.strip().lower() == "true")
     if definition.multi:
         items = value if isinstance(value, list) else [value]
-        out = [str(v).strip() for v in items if v is not None and str(v).strip()]
+        out = [str(v).strip() for v in items if v is not None and not isinstance(v, (dict, list)) and str(v).strip()]
         return out
     if isinstance(value, list):
         value = value[0] if value else ""
+    if isinstance(value, (dict, list)):
+        return None  # nested structures are not a field value (and may be alias bombs)
     return str(value).strip()

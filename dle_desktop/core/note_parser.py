@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import reprlib
 
 from dle_desktop.core.body import clean_content, estimate_tokens, extract_title, extract_wikilinks
 from dle_desktop.core.entry import Entry, ParseWarning, Skip, TagConfig
@@ -25,6 +26,13 @@ CANONICAL_FIELDS = {
 #: Accepted for round-trips from SillyTavern World Info, but not enforced.
 NOT_IMPLEMENTED_FIELDS = ("sticky", "delay", "group", "group_weight")
 POSITIONS = ("before", "after", "in_chat")
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxdict = 2, 80, 80, 4, 4
+
+
+def _short(value) -> str:
+    """A bounded repr for messages: YAML aliases can nest a value into gigabytes of text."""
+    return _SHORT.repr(value)
 ROLES = ("system", "user", "assistant")
 
 
@@ -54,7 +62,7 @@ def _string_list(name: str, value, warnings: list[ParseWarning], split_commas: b
         items = value
     elif isinstance(value, str):
         if split_commas and "," in value:
-            warnings.append(ParseWarning("W_COMMA_SPLIT", f"{name}: the text {value!r} was split at commas; write a YAML list instead"))
+            warnings.append(ParseWarning("W_COMMA_SPLIT", f"{name}: the text {_short(value)} was split at commas; write a YAML list instead"))
             items = value.split(",")
         else:
             items = [value]
@@ -68,7 +76,7 @@ def _string_list(name: str, value, warnings: list[ParseWarning], split_commas: b
         if item is None:
             continue
         if isinstance(item, (dict, list)):
-            warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: item {item!r} is not text; ignored (quote it if it contains ': ')"))
+            warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: item {_short(item)} is not text; ignored (quote it if it contains ': ')"))
             continue
         if isinstance(item, bool):  # JS String(true) is "true", not Python's "True"
             item = "true" if item else "false"
@@ -84,7 +92,7 @@ def _number(name: str, value, warnings: list[ParseWarning]) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool):
-        warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: expected a number, found {value!r}; ignored"))
+        warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: expected a number, found {_short(value)}; ignored"))
         return None
     if isinstance(value, (int, float)):
         num = float(value)
@@ -92,14 +100,14 @@ def _number(name: str, value, warnings: list[ParseWarning]) -> float | None:
         try:
             num = float(value.strip())
         except ValueError:
-            warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: expected a number, found {value!r}; ignored"))
+            warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: expected a number, found {_short(value)}; ignored"))
             return None
-        warnings.append(ParseWarning("W_COERCED_NUM", f"{name}: the text {value!r} was read as a number"))
+        warnings.append(ParseWarning("W_COERCED_NUM", f"{name}: the text {_short(value)} was read as a number"))
     else:
         warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: expected a number, found {type(value).__name__}; ignored"))
         return None
     if not math.isfinite(num):
-        warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: {value!r} is not a finite number; ignored"))
+        warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: {_short(value)} is not a finite number; ignored"))
         return None
     return num
 
@@ -111,17 +119,20 @@ def _int_or_float(num: float) -> float | int:
 def _bool(name: str, value, warnings: list[ParseWarning]) -> bool | None:
     if value is None or isinstance(value, bool):
         return value
-    warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: expected true or false, found {value!r}; ignored"))
+    warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: expected true or false, found {_short(value)}; ignored"))
     return None
 
 
 def _choice(name: str, value, choices: tuple[str, ...], warnings: list[ParseWarning]) -> str | None:
     if value is None:
         return None
+    if not isinstance(value, (str, int, float)):
+        warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: expected one of {', '.join(choices)}, found {type(value).__name__}; the global setting applies"))
+        return None
     text = str(value).strip().lower()
     if text in choices:
         return text
-    warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: {value!r} is not one of {', '.join(choices)}; the global setting applies"))
+    warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: {_short(value)} is not one of {', '.join(choices)}; the global setting applies"))
     return None
 
 
@@ -169,6 +180,8 @@ def parse_note(
 
     scan_depth = _number("scanDepth", data.get("scanDepth"), warnings)
     if scan_depth is not None:
+        if scan_depth < 0:
+            warnings.append(ParseWarning("W_BAD_VALUE", f"scanDepth: {_int_or_float(scan_depth)} is negative; read as 0 (this entry never matches by keyword)"))
         scan_depth = max(0, int(scan_depth))
 
     cooldown = _number("cooldown", data.get("cooldown"), warnings)

@@ -53,6 +53,7 @@ class ServerRunner:
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task | None = None
         self._sock: socket.socket | None = None
+        self._app: Starlette | None = None
 
     @property
     def url(self) -> str:
@@ -76,7 +77,8 @@ class ServerRunner:
 
     async def start(self) -> None:
         self._sock = self._bind()
-        app = wrap_security(build_app(self.engine), self.host)
+        self._app = build_app(self.engine)
+        app = wrap_security(self._app, self.host)
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                                 timeout_keep_alive=30, server_header=False)
         self._server = uvicorn.Server(config)
@@ -87,6 +89,12 @@ class ServerRunner:
                 raise DleError("the HTTP server stopped while starting")
             await asyncio.sleep(0.01)
         log.info("listening on %s", self.url)
+
+    def set_engine(self, engine) -> None:
+        """Serve another engine from now on (after the vault configuration changed)."""
+        self.engine = engine
+        if self._app is not None:
+            self._app.state.engine = engine
 
     async def stop(self) -> None:
         if self._server is not None:

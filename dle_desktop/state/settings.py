@@ -207,6 +207,8 @@ def settings_from_mapping(raw: dict, base: Settings | None = None) -> Settings:
 
 
 def _migrate(raw: dict) -> dict:
+    if not isinstance(raw, dict):
+        raise ConfigError("settings must be a JSON object")
     version = raw.get("schema_version", 0)
     if not isinstance(version, int) or version > SCHEMA_VERSION:
         raise ConfigError(f"settings were written by a newer DLE Desktop (schema {version}); not touching them")
@@ -230,6 +232,10 @@ class SettingsStore:
             return settings_from_mapping(_migrate(raw))
         except (json.JSONDecodeError, UnicodeDecodeError, ConfigError) as exc:
             kept = self.path.with_name(f"{self.path.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}")
+            n = 1
+            while kept.exists():  # never overwrite a copy set aside earlier (same second)
+                n += 1
+                kept = kept.with_name(f"{self.path.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}-{n}")
             try:
                 os.replace(self.path, kept)
             except OSError:

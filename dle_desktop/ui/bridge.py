@@ -47,5 +47,11 @@ class EngineBridge(QObject):
 
         return await self.call(wrapper())
 
+    def rebind(self, engine) -> None:
+        """Listen to a new engine (call before it starts, so its first events are heard)."""
+        self._unsubscribe()
+        self.engine = engine
+        self._unsubscribe = engine.subscribe(self._on_event)
+
     def close(self) -> None:
         self._unsubscribe()

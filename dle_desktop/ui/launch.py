@@ -6,14 +6,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from pathlib import Path
 
-from PySide6.QtCore import QSettings
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtWidgets import QApplication, QDialog, QFileDialog, QMessageBox
 
 from dle_desktop.errors import DleError
 from dle_desktop.ui.bridge import EngineBridge
 from dle_desktop.ui.icons import app_icon
 from dle_desktop.ui.main_window import MainWindow
+from dle_desktop.ui.settings_dialog import SettingsDialog
 from dle_desktop.ui.single_instance import InstanceServer, ask_running_instance, instance_name
 from dle_desktop.ui.tray import ChangeNotifier, TrayController
 
@@ -43,6 +45,9 @@ class DesktopApp:
         self.window.pause_action.toggled.connect(self.tray.set_paused)
         self.window.quitRequested.connect(self.quit)
         self.window.closeToTray.connect(self._closed_to_tray)
+        self.window.settingsRequested.connect(lambda: self.open_settings())
+        self.window.addFolderRequested.connect(self._add_folder_dialog)
+        self.settings_dialog: SettingsDialog | None = None
         self.bridge.indexChanged.connect(lambda snap, changes, _src: self.notifier.add(changes))
         self.bridge.indexChanged.connect(lambda snap, *_: self.tray.set_tooltip(f"DLE Desktop: {len(snap)} entries"))
         self.notifier.notify.connect(self._notify)
@@ -65,6 +70,59 @@ class DesktopApp:
             self.tray.show_message("DLE Desktop is still running",
                                    "Vaults keep syncing and SillyTavern stays connected. Quit from the tray menu.")
             self.window.mark_told_about_tray()
+
+    # -- settings -----------------------------------------------------------------------------
+    def open_settings(self, add_folder: str | None = None) -> SettingsDialog:
+        ctx = self.runtime.ctx
+        dlg = SettingsDialog(ctx.settings, ctx.secrets, self.window, self.bridge)
+        if add_folder:
+            dlg.add_folder(add_folder)
+        dlg.accepted.connect(lambda: self.apply_settings(dlg.result_settings, dlg.new_keys))
+        dlg.setAttribute(Qt.WA_DeleteOnClose)
+        self.settings_dialog = dlg
+        dlg.open()
+        return dlg
+
+    def _add_folder_dialog(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self.window, "Open a vault folder")
+        if folder:
+            self.add_vault_folder(folder)
+
+    def add_vault_folder(self, folder: str) -> None:
+        from dle_desktop.ui.settings_dialog import unique_name
+
+        ctx = self.runtime.ctx
+        path = Path(folder).expanduser().resolve()
+        existing = [v.to_json() for v in ctx.settings.vaults]
+        if any(v.get("path") == str(path) for v in existing):
+            self.window.statusBar().showMessage(f"{path} is already a vault", 5000)
+            return
+        name = unique_name(path.name, {v["name"].lower() for v in existing})
+        self.apply_settings(ctx.settings.replace(vaults=[*existing, {"name": name, "kind": "folder", "path": str(path)}]), {})
+
+    def apply_settings(self, settings, new_keys: dict[str, str]) -> None:
+        """Save, then restart the engine on the new vaults (and the server if its options changed)."""
+        from dle_desktop.engine import Engine
+
+        ctx = self.runtime.ctx
+        old = ctx.settings
+        for secret_id, key in new_keys.items():
+            ctx.secrets.set(secret_id, key)
+        try:
+            ctx.store.save(settings)
+        except OSError as exc:
+            QMessageBox.warning(self.window, "Settings", f"Settings could not be saved: {exc}")
+            return
+        engine = Engine(ctx.paths, settings, ctx.secrets)
+        self.bridge.rebind(engine)
+        self.runtime.replace_engine(engine, settings)
+        if (old.server_port, old.server_host, old.server_enabled) != (settings.server_port, settings.server_host, settings.server_enabled):
+            self.runtime.restart_server()
+            server = self.runtime.server
+            self.window.set_server_status(server.url if server else None, self.runtime.server_error)
+        self.window.close_to_tray = settings.close_to_tray
+        self.notifier.enabled = settings.show_sync_toasts
+        self.window.statusBar().showMessage("Settings saved", 4000)
 
     def on_instance_message(self, message: str) -> None:
         if message == "show":

@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 class MainWindow(QMainWindow):
     closeToTray = Signal()
     quitRequested = Signal()
+    settingsRequested = Signal()
+    addFolderRequested = Signal()
 
     def __init__(self, bridge: EngineBridge, ui_state: QSettings, tray_available: bool) -> None:
         super().__init__()
@@ -70,13 +72,25 @@ class MainWindow(QMainWindow):
                                       triggered=lambda *_: self.request_sync(True))
         self.pause_action = QAction("Pause sync", self, checkable=True,
                                     statusTip="Stop picking up vault changes until resumed", toggled=self.set_paused)
+        self.add_folder_action = QAction("Add vault folder…", self, shortcut=QKeySequence.Open,
+                                         statusTip="Open a folder of Markdown lore notes as a vault (Ctrl+O)",
+                                         triggered=lambda *_: self.addFolderRequested.emit())
+        self.settings_action = QAction("Settings…", self, shortcut=QKeySequence("Ctrl+,"),
+                                       statusTip="Vaults, server and app options",
+                                       triggered=lambda *_: self.settingsRequested.emit())
         self.find_action = QAction("Find", self, shortcut=QKeySequence.Find, triggered=lambda *_: self.vault_view.focus_filter())
         self.close_action = QAction("Close window", self, shortcut=QKeySequence.Close, triggered=lambda *_: self.close())
         self.quit_action = QAction("Quit", self, shortcut=QKeySequence.Quit, triggered=lambda *_: self.quitRequested.emit())
         for a in (self.sync_action, self.rebuild_action, self.pause_action):
             tb.addAction(a)
+        tb.addSeparator()
+        tb.addAction(self.add_folder_action)
+        tb.addAction(self.settings_action)
         menu = self.menuBar()
         m = menu.addMenu("&File")
+        m.addAction(self.add_folder_action)
+        m.addAction(self.settings_action)
+        m.addSeparator()
         m.addAction(self.sync_action)
         m.addAction(self.rebuild_action)
         m.addAction(self.pause_action)
@@ -123,6 +137,8 @@ class MainWindow(QMainWindow):
         vaults = len(snapshot.slices) or 1
         when = time.strftime("%H:%M:%S", time.localtime(snapshot.built_at))
         cached = " (from cache, checking for changes…)" if source == "cache" else ""
+        if self.bridge.engine.using_sample_vault:
+            cached += " · this is the bundled sample vault: Ctrl+O opens your own"
         self.index_label.setText(
             f"{len(snapshot)} entries in {vaults} vault{'s' if vaults != 1 else ''} · "
             f"{len(snapshot.skipped)} not indexed · updated {when}{cached}")

@@ -121,3 +121,27 @@ def test_random_garbage_never_raises():
 def test_pipe_block_scalar_loses_indentation():
     # deliberate: YAML semantics rather than DLE's kept indentation
     assert lore("summary: |\n  line1\n  line2").summary == "line1\nline2"
+
+
+def test_deep_nesting_is_a_skip_not_a_crash():
+    n = 5000
+    r = parse(f"---\ntags: [lorebook]\na: {'[' * n}{']' * n}\n---\nbody")
+    assert r.code == "SKIP_BAD_FRONTMATTER" and r.line == 3
+
+
+def test_yaml_anchors_and_aliases_work():
+    e = lore("keys: &k [crown, halo]\nrefine_keys: *k")
+    assert e.keys == ("crown", "halo") and e.refine_keys == ("crown", "halo")
+
+
+def test_alias_bomb_warning_messages_stay_small():
+    lines = ["tags: [lorebook]", "l0: &l0 [lol]"]
+    for i in range(1, 5):
+        lines.append(f"l{i}: &l{i} [" + ",".join([f"*l{i - 1}"] * 9) + "]")
+    lines.append("keys: *l4")
+    lines.append("position: *l4")
+    lines.append("era: *l4")
+    lines.append("priority: *l4")
+    e = parse("---\n" + "\n".join(lines) + "\n---\nx")
+    assert e.warnings and all(len(w.message) < 2000 for w in e.warnings)
+    assert e.keys == () and e.position is None and e.priority == 100

@@ -251,11 +251,20 @@ def test_parser_warnings_surface_as_info():
 
 
 # ---------------------------------------------------------------- vault-wide warnings
-def test_bad_frontmatter_skip_reported_with_line():
-    sk = Skip("v", "broken.md", "SKIP_BAD_FRONTMATTER", "frontmatter is not valid YAML", 3)
+@pytest.mark.parametrize("code", ["SKIP_BAD_FRONTMATTER", "SKIP_READ_ERROR"])
+def test_bad_frontmatter_or_read_error_skip_reported_with_line(code):
+    sk = Skip("v", "broken.md", code, "could not be read", 3)
     snap = build_snapshot([VaultSlice("v", (entry("A", fm=OK),), skipped=(sk,))])
+    f = only(run_health_check(snap), code.lower(), "warning")
+    assert "broken.md, line 3" in f.message and f.path == "broken.md" and f.vault == "v"
+
+
+def test_bad_frontmatter_from_a_real_parse_is_reported():
+    from dle_desktop.core.note_parser import parse_note
+    sk = parse_note("v", "bad.md", "---\ntags: [lorebook]\nkeys: a: b\n---\nx")
+    snap = build_snapshot([VaultSlice("v", (), skipped=(sk,))])
     f = only(run_health_check(snap), "skip_bad_frontmatter", "warning")
-    assert "broken.md, line 3" in f.message and f.path == "broken.md"
+    assert "line 3" in f.message
 
 
 def test_ordinary_skips_not_reported():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -97,8 +98,9 @@ def test_created_note_appears(harness, lore, wait_for):
     (h.root / "Sub").mkdir()
     (h.root / "Sub" / "Gamma.md").write_text(lore("Gamma", ("g",)), encoding="utf-8")
     wait_for(lambda: "Gamma" in h.titles(), WAIT)
-    assert any(e.data.get("changes") is not None and "v:Sub/Gamma.md" in e.data["changes"].added
-               for e in h.index_events())
+    # The index event follows the snapshot swap (the cache is saved in between).
+    wait_for(lambda: any(e.data.get("changes") is not None and "v:Sub/Gamma.md" in e.data["changes"].added
+                         for e in h.index_events()), WAIT)
 
 
 def test_created_note_in_existing_folder_appears_through_a_path_sync(harness, lore, wait_for):
@@ -126,7 +128,8 @@ def test_deleted_note_disappears(harness, wait_for):
     h = harness()
     (h.root / "B.md").unlink()
     wait_for(lambda: h.titles() == {"Alpha"}, WAIT)
-    assert any(e.data["changes"] is not None and e.data["changes"].removed == ("v:B.md",) for e in h.index_events())
+    wait_for(lambda: any(e.data["changes"] is not None and e.data["changes"].removed == ("v:B.md",)
+                         for e in h.index_events()), WAIT)
 
 
 def test_renamed_note_moves(harness, wait_for):
@@ -151,7 +154,8 @@ def test_dot_folders_and_non_notes_do_not_trigger_syncs(harness, lore, wait_for)
     (h.root / "picture.png").write_bytes(b"\x89PNG")
     # Then a real change: once it is indexed, nothing before it produced an index event.
     (h.root / "C.md").write_text(lore("Gamma"), encoding="utf-8")
-    wait_for(lambda: "Gamma" in h.titles(), WAIT)
+    wait_for(lambda: any(e.data["changes"] is not None and "v:C.md" in e.data["changes"].added
+                         for e in h.index_events()[before:]), WAIT)
     changes = [e.data["changes"] for e in h.index_events()[before:]]
     assert all(c is not None and c.has_changes for c in changes)
 
@@ -163,8 +167,8 @@ def test_editing_field_definitions_triggers_a_full_sync(harness, lore, wait_for)
     (h.root / "DeepLore" / "field-definitions.yaml").write_text(
         "fields:\n  - name: faction\n    label: Faction\n    type: string\n", encoding="utf-8")
     wait_for(lambda: h.engine.snapshot.find("Alpha").custom_fields.get("faction") == "Heron", WAIT)
-    full = [e for e in h.index_events() if e.data["source"] == "folder changed"]
-    assert full, [e.data["source"] for e in h.index_events()]
+    full = wait_for(lambda: [e for e in h.index_events() if e.data["source"] == "folder changed"], WAIT)
+    assert full[-1].data["snapshot"].find("Alpha").custom_fields == {"faction": "Heron"}
     assert h.engine.last_sync.parsed == 2  # every note re-parsed under the new definitions
 
 
@@ -184,6 +188,7 @@ def test_pause_holds_changes_and_resume_applies_them_in_one_batch(harness, lore,
 
     h.call(h.engine.set_sync_paused, False)
     wait_for(lambda: h.titles() == {"Note 0", "Note 2", "Note 3", "X", "Y", "Z"}, WAIT)
+    wait_for(lambda: any(e.data["changes"] is not None for e in h.index_events()[before:]), WAIT)
     new = [e for e in h.index_events()[before:] if e.data["changes"] is not None]
     assert len(new) == 1, [e.data["changes"].summary() for e in new]
     changes = new[0].data["changes"]
@@ -242,3 +247,117 @@ def test_engine_with_missing_vault_reports_an_error(tmp_path):
         assert "does not exist" in h.engine.status()["last_error"]
     finally:
         h.close()
+
+
+def test_atomic_save_through_the_source_is_seen(harness, lore, wait_for):
+    """Editors (and our own writer) save to a temp file and rename it over the note."""
+    h = harness()
+    FolderSource("v", h.root).write_sync("A.md", lore("Alpha", ("alpha", "saved atomically")))
+    wait_for(lambda: h.engine.snapshot.find("Alpha").keys == ("alpha", "saved atomically"), WAIT)
+    tmp = h.root / "B.md.tmp"
+    tmp.write_text(lore("Beta", ("beta", "renamed over")), encoding="utf-8")
+    os.replace(tmp, h.root / "B.md")
+    wait_for(lambda: h.engine.snapshot.find("Beta").keys == ("beta", "renamed over"), WAIT)
+
+
+# ----------------------------------------------------------------------------- the watcher alone
+
+
+class Calls:
+    def __init__(self) -> None:
+        self.items: list[tuple[str, set[str], bool]] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, vault: str, paths: set[str], full: bool) -> None:
+        with self.lock:
+            self.items.append((vault, set(paths), full))
+
+    def paths(self) -> set[str]:
+        with self.lock:
+            return set().union(*(p for _, p, _ in self.items)) if self.items else set()
+
+    def fulls(self) -> list[bool]:
+        with self.lock:
+            return [f for _, _, f in self.items]
+
+
+@pytest.fixture
+def watched(make_vault, lore):
+    started: list[FolderWatcher] = []
+
+    def make(callback, special=frozenset()):
+        root = make_vault({"A.md": lore("Alpha"), "Sub/B.md": lore("Beta")})
+        w = FolderWatcher(callback)
+        w.watch("v", root, set(special))
+        w.start()
+        started.append(w)
+        return w, root
+
+    yield make
+    for w in started:
+        w.stop()
+
+
+def test_watcher_reports_note_paths_relative_to_the_vault(watched, lore, wait_for):
+    calls = Calls()
+    w, root = watched(calls)
+    (root / "A.md").write_text(lore("Alpha", ("x",)), encoding="utf-8")
+    (root / "Sub" / "C.md").write_text(lore("Gamma"), encoding="utf-8")
+    (root / "Sub" / "B.md").unlink()
+    (root / "ignored.txt").write_text("not a note")
+    (root / ".hidden.md").write_text("dot file")
+    wait_for(lambda: calls.paths() >= {"A.md", "Sub/C.md", "Sub/B.md"}, WAIT)
+    assert calls.paths() == {"A.md", "Sub/C.md", "Sub/B.md"}
+    assert not any(calls.fulls())
+    assert all(v == "v" for v, _, _ in calls.items)
+
+
+def test_watcher_coalesces_a_burst(watched, lore, wait_for):
+    calls = Calls()
+    w, root = watched(calls)
+    w.paused = True  # hold everything, so that the burst is delivered in one batch on resume
+    for i in range(20):
+        (root / f"N{i}.md").write_text(lore(f"N{i}"), encoding="utf-8")
+    wait_for(lambda: len(w._pending.get("v", (set(), False))[0]) == 20, WAIT)
+    assert calls.items == []
+    w.resume()
+    assert len(calls.items) == 1
+    assert calls.items[0][1] == {f"N{i}.md" for i in range(20)}
+
+
+def test_watcher_special_file_and_folder_changes_ask_for_a_full_sync(watched, wait_for):
+    calls = Calls()
+    w, root = watched(calls, special={"DeepLore/field-definitions.yaml"})
+    (root / "DeepLore").mkdir()
+    wait_for(lambda: any(calls.fulls()), WAIT)
+    with calls.lock:
+        calls.items.clear()
+    (root / "DeepLore" / "field-definitions.yaml").write_text("fields: []\n")
+    wait_for(lambda: any(calls.fulls()), WAIT)
+
+
+def test_watcher_survives_a_failing_callback(watched, lore, wait_for):
+    calls = Calls()
+    failures = []
+
+    def callback(vault, paths, full):
+        if not failures:
+            failures.append(paths)
+            raise RuntimeError("first call fails")
+        calls(vault, paths, full)
+
+    w, root = watched(callback)
+    (root / "X.md").write_text(lore("X"), encoding="utf-8")
+    wait_for(lambda: failures, WAIT)
+    (root / "Y.md").write_text(lore("Y"), encoding="utf-8")
+    wait_for(lambda: "Y.md" in calls.paths(), WAIT)
+
+
+def test_watcher_stop_is_idempotent_and_delivers_nothing_after(watched, lore):
+    calls = Calls()
+    w, root = watched(calls)
+    w.stop()
+    w.stop()
+    (root / "Late.md").write_text(lore("Late"), encoding="utf-8")
+    time.sleep(w.debounce_s * 3)  # the observer thread is joined: nothing can arrive, however long we wait
+    assert calls.items == []

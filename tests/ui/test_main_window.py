@@ -196,3 +196,45 @@ def test_menu_shortcut_actions_work(make_desktop, vault_copy, qloop):
     desk.window.find_action.trigger()
     desk.window.quit_action.trigger()
     assert quits and quits[0] == 1
+
+
+def test_add_vault_folder_switches_engine_and_persists(make_desktop, vault_copy, tmp_path, qloop):
+    from dle_desktop.state.settings import SettingsStore
+
+    desk = make_desktop(vault_copy)
+    mine = tmp_path / "my-vault"
+    (mine / "People").mkdir(parents=True)
+    (mine / "People" / "Ada.md").write_text("---\ntags: [lorebook]\nkeys: [Ada]\n---\n# Ada\nAn engineer.\n", encoding="utf-8")
+    view = desk.window.vault_view
+
+    async def scenario():
+        await wait_for(lambda: view.model.rowCount() == 61)
+        desk.add_vault_folder(str(mine))
+        await wait_for(lambda: view.model.rowCount() == 1, what="the new vault's entries")
+        assert view.snapshot.entries[0].title == "Ada"
+        saved = SettingsStore(desk.runtime.ctx.paths.settings_file).load()
+        assert [v.name for v in saved.vaults] == ["my-vault"]
+        assert saved.vaults[0].path == str(mine.resolve())
+        # The new engine is live: edits in the new vault are picked up.
+        (mine / "Bob.md").write_text("---\ntags: [lorebook]\n---\n# Bob\nx\n", encoding="utf-8")
+        await wait_for(lambda: view.model.rowCount() == 2, what="watcher on the new vault")
+        desk.add_vault_folder(str(mine))  # the same folder twice is refused
+        assert "already a vault" in desk.window.statusBar().currentMessage()
+
+    qloop.run_until_complete(scenario())
+
+
+def test_settings_dialog_builds_valid_settings(make_desktop, vault_copy, tmp_path, qloop):
+    desk = make_desktop(vault_copy)
+    dlg = desk.open_settings(add_folder=str(vault_copy))
+    dlg.conflict.setCurrentText("merge")
+    dlg.port.setValue(0)
+    dlg.close_to_tray.setChecked(False)
+    s = dlg.build_settings()
+    assert s.multi_vault_conflict_resolution == "merge"
+    assert s.server_port == 0 and s.close_to_tray is False
+    assert [v.kind for v in s.vaults] == ["folder"]
+    dlg.table.selectRow(0)
+    dlg.remove_selected()
+    assert dlg.build_settings().vaults == ()
+    dlg.reject()
