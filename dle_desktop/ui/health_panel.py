@@ -37,7 +37,7 @@ class HealthPanel(QTreeWidget):
             font.setBold(True)
             top.setFont(0, font)
             for f in findings:
-                child = QTreeWidgetItem([f.entry or f.path or "", f.message, f.code])
+                child = QTreeWidgetItem([f.entry or f.path or "(configuration)", f.message, f.code])
                 child.setToolTip(1, f.message)
                 if f.vault and f.path:
                     child.setData(0, ENTRY_ROLE, (f.vault, f.path))
