@@ -23,7 +23,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,10 +31,10 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from dle_desktop.core.entry import Entry  # noqa: E402
 from dle_desktop.vault.cache import IndexCache  # noqa: E402
 from dle_desktop.vault.indexer import ParseOptions, VaultIndexer  # noqa: E402
 from dle_desktop.vault.sources import FolderSource  # noqa: E402
+from dle_desktop.vault.watcher import DEBOUNCE_S  # noqa: E402
 
 VAULT_NAME = "bench"
 SEED = 20240602
@@ -202,6 +201,11 @@ def _yaml_list(items: list[str], rng: random.Random) -> str:
     return "[" + ", ".join(items) + "]\n"
 
 
+def _sentence(words: list[str]) -> str:
+    text = " ".join(words)
+    return text[:1].upper() + text[1:] + "."
+
+
 def _quote(s: str) -> str:
     return '"' + s.replace('"', "'") + '"'
 
@@ -212,7 +216,7 @@ def generate_vault(root: Path, entries: int, seed: int = SEED) -> Vault:
     if root.exists():
         shutil.rmtree(root)
     rng = random.Random(seed)
-    vocab = COMMON + [_name(rng, rng.randint(2, 3)).lower() for _ in range(3000)]
+    vocab = COMMON + [_name(rng, rng.randint(2, 3)) for _ in range(800)]  # + proper nouns
     cum = []
     total = 0.0
     for rank in range(1, len(vocab) + 1):
@@ -253,7 +257,7 @@ def generate_vault(root: Path, entries: int, seed: int = SEED) -> Vault:
         fm.append("keys: " + _yaml_list(keys, rng))
         fm.append(f"priority: {rng.choice((10, 20, 35, 50, 50, 75, 100))}"
                   + ("  # lower is more important\n" if rng.random() < 0.05 else "\n"))
-        summary = " ".join(rng.choices(vocab, cum_weights=cum, k=rng.randint(8, 20))).capitalize() + "."
+        summary = _sentence(rng.choices(vocab, cum_weights=cum, k=rng.randint(8, 20)))
         fm.append(f"summary: {_quote(summary)}\n")
         if rng.random() < 0.15:
             fm.append("requires: " + _yaml_list(rng.sample(all_titles, rng.randint(1, 2)), rng))
@@ -293,7 +297,7 @@ def generate_vault(root: Path, entries: int, seed: int = SEED) -> Vault:
             if rng.random() < 0.08:
                 words.insert(rng.randrange(len(words)), "%%todo: check this against the timeline%%")
             written += n
-            paras.append(" ".join(words).capitalize() + ".")
+            paras.append(_sentence(words))
         if rng.random() < 0.03:
             paras.append("%%\nGM notes: " + " ".join(rng.choices(vocab, k=20)) + "\n%%")
         if rng.random() < 0.02:
@@ -339,12 +343,18 @@ class Row:
     key: str
     label: str
     samples: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)  # process CPU time (all threads) per sample
     target: float | None = None
     note: str = ""
 
     def stats(self) -> dict:
         s = self.samples
-        return {"min": min(s), "median": statistics.median(s), "max": max(s), "n": len(s)} if s else {}
+        if not s:
+            return {}
+        out = {"min": min(s), "median": statistics.median(s), "max": max(s), "n": len(s)}
+        if self.cpu:
+            out["cpu_median"] = statistics.median(self.cpu)
+        return out
 
     def verdict(self) -> str:
         if self.target is None or not self.samples:
@@ -387,10 +397,10 @@ def rewrite_note(path: Path, variant: str, n: int) -> None:
 def warm_start_child(vault: str, cache_dir: str) -> None:
     """Run in a fresh interpreter: time load_cache() the way the app does at start-up."""
     indexer = make_indexer(Path(vault), Path(cache_dir))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     snap = indexer.load_cache()
-    t1 = time.perf_counter()
-    print(json.dumps({"seconds": t1 - t0, "entries": len(snap) if snap else 0}))
+    t1, c1 = time.perf_counter(), time.thread_time()
+    print(json.dumps({"seconds": t1 - t0, "cpu": c1 - c0, "entries": len(snap) if snap else 0}))
 
 
 def run_benchmark(entries: int, runs: int, workdir: Path, log) -> dict:
@@ -436,6 +446,8 @@ def run_benchmark(entries: int, runs: int, workdir: Path, log) -> dict:
                     note="Engine on EngineThread; INCLUDES the watcher's debounce")
     watch_net = row("watch_minus_debounce", "watcher: same, minus the debounce", TARGET_RESYNC_S,
                     "end-to-end minus DEBOUNCE_S: notify + hop + sync_paths + emit")
+    watch_sync = row("watch_engine_sync", "watcher: engine's own sync time",
+                     note="SyncResult.seconds carried by the 'index' event")
 
     info: dict = {}
 
@@ -447,18 +459,21 @@ def run_benchmark(entries: int, runs: int, workdir: Path, log) -> dict:
         quiet_gc()
 
         async def cold_run():
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             result = await indexer.sync_all()
-            return result, time.perf_counter() - t0
+            return result, time.perf_counter() - t0, time.process_time() - c0
 
-        result, total = asyncio.run(cold_run())
-        t0 = time.perf_counter()
+        result, total, cpu = asyncio.run(cold_run())
+        t0, c0 = time.perf_counter(), time.thread_time()  # synchronous: this thread's CPU
         _ = result.snapshot.bm25
-        t_bm25 = time.perf_counter() - t0
+        t_bm25, cpu_bm25 = time.perf_counter() - t0, time.thread_time() - c0
         cold.samples.append(result.seconds)
         cold_total.samples.append(total)
+        cold_total.cpu.append(cpu)
         bm25.samples.append(t_bm25)
+        bm25.cpu.append(cpu_bm25)
         cold_bm25.samples.append(total + t_bm25)
+        cold_bm25.cpu.append(cpu + cpu_bm25)
         snap = result.snapshot
         info.update(entries=len(snap), skipped=len(snap.skipped), read=result.read, parsed=result.parsed,
                     links=sum(len(e.links) for e in snap.entries),
@@ -473,19 +488,21 @@ def run_benchmark(entries: int, runs: int, workdir: Path, log) -> dict:
         indexer = None
         quiet_gc()
         indexer = make_indexer(vault_dir, cache_dir)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         snap = indexer.load_cache()
         warm.samples.append(time.perf_counter() - t0)
+        warm.cpu.append(time.thread_time() - c0)
         assert snap is not None and len(snap) == info["entries"], "cache did not load"
 
         async def reconcile_run():
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             result = await indexer.sync_all()
-            return result, time.perf_counter() - t0
+            return result, time.perf_counter() - t0, time.process_time() - c0
 
-        result, total = asyncio.run(reconcile_run())
+        result, total, cpu = asyncio.run(reconcile_run())
         assert result.read == 0 and not result.changes.has_changes, "reconcile re-read files"
         reconcile.samples.append(total)
+        reconcile.cpu.append(cpu)
         log(f"  warm run {r + 1}/{runs}: load_cache {fmt_s(warm.samples[-1])}, reconcile {fmt_s(total)}")
         del snap, result
 
@@ -495,6 +512,7 @@ def run_benchmark(entries: int, runs: int, workdir: Path, log) -> dict:
         child = json.loads(out.stdout.strip().splitlines()[-1])
         assert child["entries"] == info["entries"]
         warm_fresh.samples.append(child["seconds"])
+        warm_fresh.cpu.append(child["cpu"])
         log(f"  warm run (fresh process) {r + 1}/{runs}: load_cache {fmt_s(child['seconds'])}")
 
     # 3. One-file re-sync ----------------------------------------------------------------------
@@ -516,17 +534,18 @@ def run_benchmark(entries: int, runs: int, workdir: Path, log) -> dict:
                     quiet_gc()
 
                     async def resync(path=note.path):
-                        t0 = time.perf_counter()
+                        t0, c0 = time.perf_counter(), time.process_time()
                         result = await indexer.sync_paths(VAULT_NAME, [path])
-                        return result, time.perf_counter() - t0
+                        return result, time.perf_counter() - t0, time.process_time() - c0
 
-                    result, total = loop.run_until_complete(resync())
+                    result, total, cpu = loop.run_until_complete(resync())
                     ch = result.changes
                     assert ch.modified, f"{note.path}: no change seen"
                     assert (variant == "keys") == bool(ch.keys_changed), "keys_changed wrong"
                     assert result.snapshot.bm25_ready == with_bm25
                     if r:
                         target_row.samples.append(total)
+                        target_row.cpu.append(cpu)
                 log(f"  re-sync {variant}{' +bm25' if with_bm25 else ''}: "
                     + ", ".join(fmt_s(x) for x in target_row.samples))
         # Sanity: the incremental BM25 finds the edited text.
@@ -537,20 +556,21 @@ def run_benchmark(entries: int, runs: int, workdir: Path, log) -> dict:
     del indexer
 
     # 4. Watcher end to end --------------------------------------------------------------------
-    watch_e2e.samples, watch_net.samples, engine_secs = watch_latency(vault_dir, data_dir, good, pick, runs, log)
-    info["watch_engine_reported_s"] = engine_secs
+    watch_e2e.samples, watch_e2e.cpu, watch_sync.samples = watch_latency(vault_dir, data_dir, good, pick, runs, log)
+    watch_net.samples = [x - DEBOUNCE_S for x in watch_e2e.samples]
+    info["watch_debounce_s"] = DEBOUNCE_S
 
     return {"rows": rows, "info": info, "vault": vault}
 
 
 def watch_latency(vault_dir: Path, data_dir: Path, good: list[GeneratedNote], pick: random.Random,
                   runs: int, log) -> tuple[list[float], list[float], list[float]]:
+    """(end-to-end seconds, process CPU seconds, engine-reported sync seconds) per edit."""
     from dle_desktop.engine import Engine
     from dle_desktop.engine_thread import EngineThread
     from dle_desktop.state.paths import AppPaths
     from dle_desktop.state.secrets import SecretStore
     from dle_desktop.state.settings import Settings
-    from dle_desktop.vault.watcher import DEBOUNCE_S
 
     events: queue.Queue = queue.Queue()
 
@@ -564,7 +584,7 @@ def watch_latency(vault_dir: Path, data_dir: Path, good: list[GeneratedNote], pi
     engine.subscribe(subscriber)
     thread = EngineThread().start()
     e2e: list[float] = []
-    net: list[float] = []
+    cpu: list[float] = []
     reported: list[float] = []
     try:
         thread.call(engine.start(initial_sync=True, watch=True), timeout=60)
@@ -574,7 +594,7 @@ def watch_latency(vault_dir: Path, data_dir: Path, good: list[GeneratedNote], pi
             events.get_nowait()
         for r in range(runs + 1):  # the first is a warm-up, not recorded
             note = pick.choice(good)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             rewrite_note(vault_dir / note.path, "body", 10_000 + r)
             label = f"{VAULT_NAME}:{note.path}"
             deadline = t0 + 10
@@ -586,9 +606,10 @@ def watch_latency(vault_dir: Path, data_dir: Path, good: list[GeneratedNote], pi
                 ch = ev.data.get("changes")
                 if ch is not None and label in ch.modified:
                     break
+            c1 = time.process_time()
             if r:
                 e2e.append(t1 - t0)
-                net.append(t1 - t0 - DEBOUNCE_S)
+                cpu.append(c1 - c0)
                 reported.append(ev.data.get("seconds") or 0.0)
             time.sleep(0.3)  # well apart, so each edit is its own debounce batch
         log("  watcher end-to-end: " + ", ".join(fmt_s(x) for x in e2e)
@@ -598,12 +619,19 @@ def watch_latency(vault_dir: Path, data_dir: Path, good: list[GeneratedNote], pi
             thread.call(engine.stop(), timeout=30)
         finally:
             thread.stop()
-    return e2e, net, reported
+    return e2e, cpu, reported
 
 
 # ----------------------------------------------------------------------------------------------
 # Output
 # ----------------------------------------------------------------------------------------------
+
+def load_average() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
 
 def machine_info() -> dict:
     cpu_model = ""
@@ -625,45 +653,61 @@ def machine_info() -> dict:
     }
 
 
+def _r(x):
+    return round(x, 6) if isinstance(x, float) else x
+
+
 def to_json(res: dict, args, machine: dict) -> dict:
     v: Vault = res["vault"]
     return {
+        "command": res["command"],
+        "started": res["started"],
         "machine": machine,
+        "load_average": {"start": res["load_start"], "end": res["load_end"]},
         "params": {"entries": args.entries, "runs": args.runs, "seed": SEED},
         "vault": {"files": v.files, "bytes": v.bytes, "body_words": v.words, "malformed": v.malformed,
                   "generate_seconds": round(v.seconds, 3)},
         "index": res["info"],
         "results": {
-            r.key: {"label": r.label, **{k: (round(x, 6) if isinstance(x, float) else x) for k, x in r.stats().items()},
-                    "target": r.target, "verdict": r.verdict() or None, "note": r.note}
+            r.key: {"label": r.label, **{k: _r(x) for k, x in r.stats().items()},
+                    "target": r.target, "verdict": r.verdict() or None, "note": r.note,
+                    "samples": [_r(x) for x in r.samples], "cpu_samples": [_r(x) for x in r.cpu]}
             for r in res["rows"].values()
         },
+        "total_seconds": round(res["total_seconds"], 1),
     }
 
 
 def print_table(res: dict, args, machine: dict) -> None:
     v: Vault = res["vault"]
     info = res["info"]
-    print()
-    print(f"DLE Desktop indexing benchmark ({time.strftime('%Y-%m-%d %H:%M')})")
+    print(f"DLE Desktop indexing benchmark, {res['started']}")
+    print(f"command: {res['command']}")
     print(f"machine: {machine['cpu_count']} CPUs ({machine['cpus_usable']} usable), {machine['cpu_model']}; "
           f"Python {machine['python']} ({machine['implementation']}); {machine['platform']}")
+    print(f"load:    1/5/15-min load average {res['load_start']} at start, {res['load_end']} at end")
     print(f"vault:   {v.files} .md files ({args.entries} generated notes, {v.malformed} malformed), "
           f"{v.bytes / 1e6:.1f} MB, {v.words} body words, seed {SEED}")
     print(f"index:   {info['entries']} entries, {info['skipped']} skipped, {info['links']} wikilinks, "
-          f"cache file {info['cache_bytes'] / 1e6:.1f} MB; {args.runs} runs per figure")
+          f"cache file {info['cache_bytes'] / 1e6:.1f} MB; {args.runs} timed runs per figure")
     print()
     w = max(len(r.label) for r in res["rows"].values())
-    print(f"{'measurement':<{w}}  {'min':>10} {'median':>10} {'max':>10}  {'target':>9}  verdict")
-    print("-" * (w + 56))
+    head = f"{'measurement':<{w}}  {'min':>9} {'median':>9} {'max':>9}  {'cpu med':>9}  {'target':>9}  verdict"
+    print(head)
+    print("-" * len(head))
     for r in res["rows"].values():
-        s = r.stats()
-        print(f"{r.label:<{w}}  {fmt_s(s.get('min')):>10} {fmt_s(s.get('median')):>10} {fmt_s(s.get('max')):>10}  "
-              f"{('< ' + fmt_s(r.target)) if r.target else '':>9}  {r.verdict()}")
+        st = r.stats()
+        target = f"< {fmt_s(r.target)}" if r.target else ""
+        print(f"{r.label:<{w}}  {fmt_s(st.get('min')):>9} {fmt_s(st.get('median')):>9} {fmt_s(st.get('max')):>9}  "
+              f"{fmt_s(st.get('cpu_median')) if 'cpu_median' in st else '':>9}  {target:>9}  {r.verdict()}")
     print()
-    print("Verdicts compare the median with the target. Watcher rows include the watcher's "
-          "150 ms debounce (the second subtracts it).")
-    print("Cold runs read a vault that is in the OS page cache (it was just written): no disk I/O is timed.")
+    print("Verdicts compare the median with the target. 'cpu med' is the CPU time spent over the same")
+    print("interval (the calling thread's for synchronous steps, the whole process's for async ones); well")
+    print("below the wall time means waiting (for the CPU, the disk, or a timer).")
+    print(f"Watcher rows include the watcher's {DEBOUNCE_S * 1000:.0f} ms debounce; "
+          "the 'minus the debounce' row subtracts it.")
+    print("Cold runs read a vault that is in the OS page cache (it was just written): no disk reads are timed.")
+    print(f"Whole run: {res['total_seconds']:.0f} s.")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -685,9 +729,14 @@ def main(argv: list[str] | None = None) -> int:
         print(msg, file=sys.stderr, flush=True)
 
     machine = machine_info()
+    load_start = load_average()
+    started_at = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     started = time.perf_counter()
     res = run_benchmark(args.entries, args.runs, args.workdir.resolve(), log)
-    log(f"benchmark finished in {time.perf_counter() - started:.0f} s")
+    res.update(command="python benchmarks/bench_index.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+               started=started_at, load_start=load_start, load_end=load_average(),
+               total_seconds=time.perf_counter() - started)
+    log(f"benchmark finished in {res['total_seconds']:.0f} s")
     if args.json:
         print(json.dumps(to_json(res, args, machine), indent=2))
     else:

@@ -63,6 +63,7 @@ class BodyLimitMiddleware:
                     return await _send_json(send, 413, f"request body of {declared} bytes is over the limit of {self.limit}")
         received = 0
         too_big = False
+        started = False
 
         async def limited_receive():
             nonlocal received, too_big
@@ -74,10 +75,22 @@ class BodyLimitMiddleware:
                     raise _BodyTooLarge
             return message
 
+        async def guarded_send(message):
+            nonlocal started
+            if too_big:
+                # The app's own answer to the refused body (Starlette turns the escaping
+                # exception into a 500 before re-raising it) is replaced by our 413 below.
+                return
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
         try:
-            return await self.app(scope, limited_receive, send)
+            await self.app(scope, limited_receive, guarded_send)
         except _BodyTooLarge:
-            return await _send_json(send, 413, f"request body is over the limit of {self.limit} bytes")
+            pass
+        if too_big and not started:
+            await _send_json(send, 413, f"request body is over the limit of {self.limit} bytes")
 
 
 class _BodyTooLarge(Exception):

@@ -1,0 +1,139 @@
+"""Keyword matching with DLE's exact rule, over all keys at once.
+
+An Aho-Corasick automaton (pyahocorasick) holds every primary and refine key of the vault, so
+one pass over the scan text finds every occurrence of every key; the cost grows with the text
+and the hits, not with the size of the vault. Per entry we then apply DLE's rule:
+
+- substring mode (default): a key matches if it occurs anywhere;
+- whole-word mode: keys with whitespace still match as substrings (SillyTavern parity); other
+  keys need a non-word character (ASCII `\\w`, as JavaScript's `\\b`) or the text edge on both
+  sides, so `Магия` matches inside `Магиям` exactly as in DLE.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import ahocorasick
+
+from dle_desktop.core.entry import Entry
+
+_ASCII_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def normalise(text: str, case_sensitive: bool) -> str:
+    text = unicodedata.normalize("NFC", text)
+    return text if case_sensitive else text.lower()
+
+
+@dataclass(frozen=True)
+class KeyHit:
+    """Where each key occurs in one scanned text: key → sorted (start, end) spans."""
+
+    text: str
+    spans: dict[str, list[tuple[int, int]]]
+
+    def after(self, offset: int) -> KeyHit:
+        """The hits inside the suffix of the text starting at `offset` (a smaller scan window)."""
+        if offset <= 0:
+            return self
+        spans = {}
+        for key, ss in self.spans.items():
+            kept = [s for s in ss if s[0] >= offset]
+            if kept:
+                spans[key] = kept
+        return KeyHit(self.text, spans)
+
+
+class KeywordIndex:
+    """Built once per index snapshot and case mode; shared by every generation."""
+
+    def __init__(self, entries: Sequence[Entry], case_sensitive: bool = False) -> None:
+        self.entries = list(entries)
+        self.case_sensitive = case_sensitive
+        self.keys: list[tuple[str, ...]] = []
+        self.refine: list[tuple[str, ...]] = []
+        #: per entry: normalised key → the key as the author wrote it
+        self.spelling: list[dict[str, str]] = []
+        #: normalised primary key → indexes of entries that have it
+        self.owners: dict[str, list[int]] = {}
+        automaton = ahocorasick.Automaton()
+        seen: set[str] = set()
+        for i, e in enumerate(self.entries):
+            spelling = {normalise(k, case_sensitive): k for k in (*e.keys, *e.refine_keys)}
+            self.spelling.append(spelling)
+            keys = tuple(k for k in (normalise(k, case_sensitive) for k in e.keys) if k)
+            refine = tuple(k for k in (normalise(k, case_sensitive) for k in e.refine_keys) if k)
+            self.keys.append(keys)
+            self.refine.append(refine)
+            for k in dict.fromkeys(keys):
+                self.owners.setdefault(k, []).append(i)
+            for k in keys + refine:
+                if k not in seen:
+                    seen.add(k)
+                    automaton.add_word(k, k)
+        self._empty = not seen
+        if not self._empty:
+            automaton.make_automaton()
+        self.automaton = automaton
+        self.position = {e.uid: i for i, e in enumerate(self.entries)}
+
+    def scan(self, text: str) -> KeyHit:
+        """Every occurrence of every key in `text` (normalised like the keys)."""
+        hay = normalise(text, self.case_sensitive)
+        spans: dict[str, list[tuple[int, int]]] = {}
+        if not self._empty and hay:
+            for end, key in self.automaton.iter(hay):
+                spans.setdefault(key, []).append((end - len(key) + 1, end + 1))
+        for ss in spans.values():
+            ss.sort()
+        return KeyHit(hay, spans)
+
+    def candidates(self, hit: KeyHit) -> list[int]:
+        """Entries (by index, in vault order) with at least one primary key occurring in `hit`."""
+        found: set[int] = set()
+        for key in hit.spans:
+            owners = self.owners.get(key)
+            if owners:
+                found.update(owners)
+        return sorted(found)
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch in _ASCII_WORD
+
+
+def _span_ok(text: str, span: tuple[int, int], key: str, whole_words: bool) -> bool:
+    if not whole_words or any(c.isspace() for c in key):
+        return True
+    start, end = span
+    if start > 0 and _is_word_char(text[start - 1]):
+        return False
+    if end < len(text) and _is_word_char(text[end]):
+        return False
+    return True
+
+
+def key_matches(hit: KeyHit, key: str, whole_words: bool) -> bool:
+    return any(_span_ok(hit.text, s, key, whole_words) for s in hit.spans.get(key, ()))
+
+
+def first_matching_key(hit: KeyHit, keys: Iterable[str], whole_words: bool) -> str | None:
+    for k in keys:
+        if key_matches(hit, k, whole_words):
+            return k
+    return None
+
+
+def count_occurrences(hit: KeyHit, keys: Iterable[str], whole_words: bool) -> int:
+    """Non-overlapping occurrences of every key, summed (DLE's warmup count)."""
+    total = 0
+    for k in dict.fromkeys(keys):
+        last_end = -1
+        for s in hit.spans.get(k, ()):
+            if s[0] >= last_end and _span_ok(hit.text, s, k, whole_words):
+                total += 1
+                last_end = s[1]
+    return total

@@ -1,0 +1,222 @@
+"""One generation, end to end: DLE's keywords-only pipeline in DLE's order.
+
+`run_generation` is pure: it reads the snapshot, the chat and the chat's state, and returns the
+result plus the next state. Persisting that state (or not, for a dry run) is the caller's job."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from dle_desktop.core.entry import Entry
+from dle_desktop.core.index import IndexSnapshot
+from dle_desktop.core.pipeline.chat import ChatMessage, should_skip_generation
+from dle_desktop.core.pipeline.config import MatchConfig
+from dle_desktop.core.pipeline.formatting import Group, Injected, apply_budget, group, placement
+from dle_desktop.core.pipeline.matcher import KeywordIndex
+from dle_desktop.core.pipeline.state import SWIPE_SLOTS, ChatState
+from dle_desktop.core.pipeline.stages import (
+    Context,
+    apply_pins_and_blocks,
+    contextual_gating,
+    folder_filter,
+    forced_keys,
+    match_entries,
+    reinjection_cooldown,
+    requires_excludes,
+    sort_by_priority,
+    strip_dedup,
+)
+from dle_desktop.core.pipeline.trace import Trace, Verdict
+
+_index_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    injected: tuple[Injected, ...] = ()
+    groups: tuple[Group, ...] = ()
+    total_tokens: int = 0
+    verdicts: tuple[Verdict, ...] = ()
+    timings_ms: dict = field(default_factory=dict)
+    skipped_reason: str | None = None
+    notes: tuple[str, ...] = ()
+    swipe_rollback: bool = False
+
+    def to_json(self) -> dict:
+        return {
+            "injected": [
+                {"title": i.entry.title, "vault": i.entry.vault, "tokens": i.entry.token_estimate,
+                 "truncated": i.truncated, "original_tokens": i.original_tokens, "matched_by": i.matched_by,
+                 "position": i.position, "depth": i.depth, "role": i.role, "priority": i.entry.priority}
+                for i in self.injected
+            ],
+            "groups": [g.to_json() for g in self.groups],
+            "total_tokens": self.total_tokens,
+            "verdicts": [v.to_json() for v in self.verdicts],
+            "timings_ms": dict(self.timings_ms),
+            "skipped_reason": self.skipped_reason,
+            "notes": list(self.notes),
+            "swipe_rollback": self.swipe_rollback,
+        }
+
+
+@dataclass
+class _SnapshotParts:
+    visible: list[Entry]
+    by_title: dict[str, list[Entry]]
+    indexes: dict[bool, KeywordIndex]
+
+
+def _parts(snapshot: IndexSnapshot, cfg: MatchConfig) -> tuple[_SnapshotParts, KeywordIndex]:
+    """Per-snapshot structures, built once and kept on the snapshot (it is immutable)."""
+    with _index_lock:
+        parts = getattr(snapshot, "_pipeline_parts", None)
+        key = cfg.fix_guide_leak
+        if parts is None or parts[0] != key:
+            visible = [e for e in snapshot.entries if not e.guide] if cfg.fix_guide_leak else [
+                e for e in snapshot.entries if not (e.guide and not e.keys and not e.constant)]
+            by_title: dict[str, list[Entry]] = {}
+            for e in visible:
+                by_title.setdefault(e.title.lower(), []).append(e)
+            parts = (key, _SnapshotParts(visible, by_title, {}))
+            snapshot._pipeline_parts = parts  # type: ignore[attr-defined]
+        p = parts[1]
+        index = p.indexes.get(cfg.case_sensitive)
+        if index is None:
+            index = KeywordIndex(p.visible, cfg.case_sensitive)
+            p.indexes[cfg.case_sensitive] = index
+        return p, index
+
+
+def prepare(snapshot: IndexSnapshot, cfg: MatchConfig) -> None:
+    """Build the keyword automaton ahead of the first generation (e.g. right after a sync)."""
+    _parts(snapshot, cfg)
+
+
+def swipe_key(messages: Sequence[ChatMessage]) -> str:
+    if not messages:
+        return "-1|0"
+    return f"{len(messages) - 1}|{messages[-1].swipe_id or 0}"
+
+
+def run_generation(
+    snapshot: IndexSnapshot,
+    messages: Sequence[ChatMessage],
+    state: ChatState,
+    cfg: MatchConfig = MatchConfig(),
+    *,
+    character_name: str | None = None,
+    rng: random.Random | None = None,
+    swipe: bool | None = None,
+) -> tuple[GenerationResult, ChatState]:
+    t0 = time.perf_counter()
+    trace = Trace()
+    skip = should_skip_generation(messages)
+    if skip:
+        return GenerationResult(skipped_reason=skip), state
+
+    slot = swipe_key(messages)
+    rolled = False
+    if swipe is True or (swipe is None and state.last_swipe_key == slot and state.before_last is not None):
+        state = state.rolled_back()
+        rolled = True
+    before = state.tracking_snapshot()
+
+    with trace.timed("index"):
+        parts, index = _parts(snapshot, cfg)
+    bm25 = None
+    if cfg.fuzzy_search_enabled:
+        bm25 = snapshot.bm25.search
+    ctx = Context(
+        entries=parts.visible, index=index, messages=list(messages), state=state, config=cfg,
+        rng=rng or random.Random(), trace=trace, field_definitions=snapshot.field_definitions,
+        character_name=character_name, bm25_search=bm25, by_title=parts.by_title,
+    )
+
+    items = match_entries(ctx)
+    with trace.timed("gating"):
+        items = contextual_gating(ctx, items, "contextual gating")
+    with trace.timed("folder filter"):
+        items = sort_by_priority(folder_filter(ctx, items))
+    forced = forced_keys(ctx, parts.visible)
+    with trace.timed("pins"):
+        items = apply_pins_and_blocks(ctx, items)
+    with trace.timed("reinjection"):
+        items = reinjection_cooldown(ctx, items, forced)
+    with trace.timed("requires/excludes"):
+        items = requires_excludes(ctx, items, forced)
+    with trace.timed("strip duplicates"):
+        items = strip_dedup(ctx, items, forced, lambda e: placement(e, cfg))
+    with trace.timed("budget"):
+        positional, outlets = apply_budget(items, cfg, trace)
+        groups = group(positional, outlets, cfg)
+        if cfg.notebook_enabled and state.notebook.strip():
+            groups.append(Group("deeplore_notebook", cfg.notebook_position, cfg.notebook_depth, cfg.notebook_role,
+                                state.notebook.strip()))
+    injected = [*positional, *outlets]
+
+    with trace.timed("tracking"):
+        new_state = _track(state, before, items, injected, cfg, slot)
+    trace.timings_ms["total"] = round((time.perf_counter() - t0) * 1000, 3)
+    result = GenerationResult(
+        injected=tuple(injected), groups=tuple(groups),
+        total_tokens=sum(i.entry.token_estimate for i in injected),
+        verdicts=tuple(trace.verdicts), timings_ms=dict(trace.timings_ms), notes=tuple(trace.notes),
+        swipe_rollback=rolled,
+    )
+    return result, new_state
+
+
+def _track(state: ChatState, before: dict, matched, injected: list[Injected], cfg: MatchConfig, slot: str) -> ChatState:
+    gen = state.generation_count
+    cooldowns = dict(state.cooldowns)
+    history = dict(state.injection_history)
+    for inj in injected:
+        e = inj.entry
+        if e.cooldown:
+            cooldowns[e.tracker_key] = e.cooldown + 1
+        if cfg.reinjection_cooldown > 0:
+            history[e.tracker_key] = gen + 1
+    log_entries = [
+        {"title": i.entry.title, "pos": i.position, "depth": i.depth, "role": i.role, "hash": i.entry.content_hash}
+        for i in injected
+    ]
+    log = (*state.injection_log, {"gen": gen, "entries": log_entries})[-(cfg.strip_lookback_depth + 1):]
+
+    analytics = {k: dict(v) for k, v in state.analytics.items()}
+    for a in matched:
+        rec = analytics.setdefault(a.entry.tracker_key, {"matched": 0, "injected": 0, "last_triggered": gen})
+        rec["matched"] += 1
+        rec["last_triggered"] = gen
+    for inj in injected:
+        rec = analytics.setdefault(inj.entry.tracker_key, {"matched": 0, "injected": 0, "last_triggered": gen})
+        rec["injected"] += 1
+    if len(analytics) > 500:
+        for k, _ in sorted(analytics.items(), key=lambda kv: kv[1].get("last_triggered", 0))[: len(analytics) - 500]:
+            del analytics[k]
+
+    counts = dict(state.counts)
+    swipe_keys = dict(state.swipe_keys)
+    for tk in swipe_keys.get(slot, ()):  # the same slot generated again: undo its counts first
+        counts[tk] = counts.get(tk, 0) - 1
+        if counts[tk] <= 0:
+            del counts[tk]
+    keys = tuple(dict.fromkeys(i.entry.tracker_key for i in injected))
+    for tk in keys:
+        counts[tk] = counts.get(tk, 0) + 1
+    swipe_keys[slot] = keys
+    if len(swipe_keys) > SWIPE_SLOTS:
+        ordered = sorted(swipe_keys, key=lambda k: int(k.split("|")[0]))
+        for k in ordered[: len(swipe_keys) - SWIPE_SLOTS]:
+            del swipe_keys[k]
+
+    # DLE's `finally`: count the generation, then tick every cooldown down (removed at ≤ 1).
+    ticked = {k: v - 1 for k, v in cooldowns.items() if v > 1}
+    return state.replace(
+        generation_count=gen + 1, cooldowns=ticked, injection_history=history, injection_log=log,
+        analytics=analytics, counts=counts, swipe_keys=swipe_keys, last_swipe_key=slot, before_last=before,
+    )

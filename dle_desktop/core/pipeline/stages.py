@@ -1,0 +1,455 @@
+"""The pipeline's stages, in DLE's order. Each takes the working set and returns a new one,
+writing a verdict for every entry it adds or removes."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from dle_desktop.core.entry import Entry
+from dle_desktop.core.fields import FieldDefinitions
+from dle_desktop.core.pipeline.chat import ChatMessage, scan_lines
+from dle_desktop.core.pipeline.config import MatchConfig
+from dle_desktop.core.pipeline.matcher import (
+    KeyHit,
+    KeywordIndex,
+    count_occurrences,
+    first_matching_key,
+    normalise,
+)
+from dle_desktop.core.pipeline.state import ChatState
+from dle_desktop.core.pipeline.trace import Trace
+
+RECURSION_TEXT_LIMIT = 50_000
+
+
+@dataclass
+class Active:
+    """An entry in the working set and how it got there."""
+
+    entry: Entry
+    matched_by: str
+    forced: bool = False  # constant, bootstrap or pinned: exempt from gating stages
+
+
+@dataclass
+class Context:
+    entries: Sequence[Entry]  # writer-visible entries, in vault order
+    index: KeywordIndex
+    messages: Sequence[ChatMessage]
+    state: ChatState
+    config: MatchConfig
+    rng: random.Random
+    trace: Trace
+    field_definitions: FieldDefinitions
+    character_name: str | None = None
+    bm25_search: object = None  # callable(query, top_k, min_score) -> [(uid, score)] or None
+    by_title: dict[str, list[Entry]] = field(default_factory=dict)
+    _windows: dict[int, KeyHit] = field(default_factory=dict)
+    _full: KeyHit | None = None
+    _offsets: dict[int, int] = field(default_factory=dict)
+
+    # -- scan windows -------------------------------------------------------------------------
+    def prepare_windows(self) -> None:
+        """Scan the widest window once; narrower windows are suffixes of it."""
+        depths = {self.config.scan_depth}
+        depths.update(e.scan_depth for e in self.entries if e.scan_depth)
+        widest = max(depths) if depths else 0
+        lines = scan_lines(self.messages, widest)
+        text = "\n".join(lines)
+        self._full = self.index.scan(text)
+        # Offsets of each window's start inside the widest text. Windows count messages
+        # (filtered ones included), so find how many lines each depth keeps.
+        kept = [not m.skipped_in_scan for m in self.messages[-widest:]] if widest > 0 else []
+        line_starts = []
+        pos = 0
+        for ln in lines:
+            line_starts.append(pos)
+            pos += len(normalise(ln, self.index.case_sensitive)) + 1
+        for d in depths:
+            if d <= 0:
+                continue
+            lines_in_window = sum(kept[-d:]) if d <= len(kept) else sum(kept)
+            first_line = len(lines) - lines_in_window
+            self._offsets[d] = line_starts[first_line] if 0 <= first_line < len(lines) else len(self._full.text) + 1
+
+    def window(self, depth: int) -> KeyHit:
+        if depth not in self._windows:
+            self._windows[depth] = self._full.after(self._offsets.get(depth, 0))
+        return self._windows[depth]
+
+    def entry_depth(self, e: Entry) -> int:
+        return e.scan_depth if e.scan_depth is not None else self.config.scan_depth
+
+
+def _roll(ctx: Context, e: Entry, stage: str) -> bool:
+    """DLE's probability: None always passes, 0 never, else skip when random() > p."""
+    p = e.probability
+    if p is None or p >= 1:
+        return True
+    if p <= 0:
+        ctx.trace.add(e, stage, "skipped", "probability is 0 (never injected)")
+        return False
+    roll = ctx.rng.random()
+    if roll > p:
+        ctx.trace.add(e, stage, "skipped", f"probability {p:g}: rolled {roll:.3f}, needed ≤ {p:g}")
+        return False
+    return True
+
+
+def _cooling(ctx: Context, e: Entry, stage: str) -> bool:
+    left = ctx.state.cooldowns.get(e.tracker_key, 0)
+    if left > 0:
+        ctx.trace.add(e, stage, "skipped", f"on cooldown: {left} more generation{'s' if left != 1 else ''}")
+        return True
+    return False
+
+
+def _warm_enough(ctx: Context, e: Entry, hit: KeyHit, idx: int, stage: str) -> bool:
+    if not e.warmup:
+        return True
+    found = count_occurrences(hit, ctx.index.keys[idx], ctx.config.match_whole_words)
+    if found < e.warmup:
+        ctx.trace.add(e, stage, "skipped", f"warmup: its keys occur {found} time{'s' if found != 1 else ''}, needs {e.warmup}")
+        return False
+    return True
+
+
+def _test(ctx: Context, idx: int, hit: KeyHit) -> tuple[str | None, bool]:
+    """(matched key as written, refine-blocked?) for entry `idx` against `hit`."""
+    ww = ctx.config.match_whole_words
+    key = first_matching_key(hit, ctx.index.keys[idx], ww)
+    if key is None:
+        return None, False
+    refine = ctx.index.refine[idx]
+    if refine and first_matching_key(hit, refine, ww) is None:
+        return key, True
+    return key, False
+
+
+def _spelled(ctx: Context, idx: int, key: str) -> str:
+    return ctx.index.spelling[idx].get(key, key)
+
+
+# -- matchEntries -------------------------------------------------------------------------------
+def match_entries(ctx: Context) -> list[Active]:
+    cfg, trace = ctx.config, ctx.trace
+    active: dict[str, Active] = {}
+
+    with trace.timed("constants"):
+        for e in ctx.entries:
+            if e.constant:
+                active[e.uid] = Active(e, "(constant)", forced=True)
+                trace.add(e, "constants", "matched", "constant: always in")
+        if len(ctx.messages) <= cfg.new_chat_threshold:
+            for e in ctx.entries:
+                if e.bootstrap and e.uid not in active:
+                    active[e.uid] = Active(e, "(bootstrap)", forced=True)
+                    trace.add(e, "bootstrap", "matched",
+                              f"bootstrap: the chat has {len(ctx.messages)} messages (≤ {cfg.new_chat_threshold})")
+
+    with trace.timed("keywords"):
+        if cfg.scan_depth > 0:
+            ctx.prepare_windows()
+            widest = ctx._full
+            for idx in ctx.index.candidates(widest):
+                e = ctx.index.entries[idx]
+                if e.constant or e.uid in active:
+                    continue
+                depth = ctx.entry_depth(e)
+                if depth <= 0:
+                    trace.add(e, "keywords", "skipped", "scanDepth 0: never matched by keywords (AI search only)")
+                    continue
+                hit = ctx.window(depth)
+                key, refine_blocked = _test(ctx, idx, hit)
+                if key is None:
+                    trace.add(e, "keywords", "skipped", f"its keys occur only outside its scan window of {depth} messages")
+                    continue
+                if refine_blocked:
+                    trace.add(e, "keywords", "skipped",
+                              f"key '{_spelled(ctx, idx, key)}' matched but none of its refine keys did ({', '.join(e.refine_keys)})")
+                    continue
+                if not _warm_enough(ctx, e, hit, idx, "keywords") or not _roll(ctx, e, "keywords") or _cooling(ctx, e, "keywords"):
+                    continue
+                active[e.uid] = Active(e, _spelled(ctx, idx, key))
+                trace.add(e, "keywords", "matched", f"key '{_spelled(ctx, idx, key)}' in the last {depth} messages")
+
+    with trace.timed("character"):
+        if cfg.character_context_scan and cfg.scan_depth > 0 and ctx.character_name:
+            name = ctx.character_name.strip().lower()
+            target = next((e for e in ctx.entries if e.title.lower() == name), None)
+            if target is None:
+                target = next((e for e in ctx.entries if any(k.lower() == name for k in e.keys)), None)
+            if target is not None and target.uid not in active:
+                active[target.uid] = Active(target, "(active character)")
+                trace.add(target, "character", "matched", f"it is the active character ({ctx.character_name})")
+
+    with trace.timed("cascade"):
+        if cfg.scan_depth > 0:
+            for src in list(active.values()):
+                for title in src.entry.cascade_links:
+                    for linked in ctx.by_title.get(title.lower(), ()):
+                        if linked.uid in active:
+                            continue
+                        if linked.cooldown is not None and _cooling(ctx, linked, "cascade"):
+                            continue
+                        if not _roll(ctx, linked, "cascade"):
+                            continue
+                        active[linked.uid] = Active(linked, f"(cascade from: {src.entry.title})")
+                        trace.add(linked, "cascade", "matched", f"cascade link from '{src.entry.title}'")
+
+    with trace.timed("recursion"):
+        if cfg.recursive_scan and cfg.scan_depth > 0:
+            newly = list(active.values())
+            for step in range(1, cfg.max_recursion_steps + 1):
+                text = "\n".join(a.entry.content for a in newly if not a.entry.exclude_recursion)[:RECURSION_TEXT_LIMIT]
+                if not text:
+                    break
+                hit = ctx.index.scan(text)
+                found: list[Active] = []
+                for idx in ctx.index.candidates(hit):
+                    e = ctx.index.entries[idx]
+                    if e.constant or e.uid in active:
+                        continue
+                    key, refine_blocked = _test(ctx, idx, hit)
+                    if key is None:
+                        continue
+                    if refine_blocked:
+                        trace.add(e, f"recursion {step}", "skipped",
+                                  f"key '{_spelled(ctx, idx, key)}' found in matched lore but no refine key was")
+                        continue
+                    if _cooling(ctx, e, f"recursion {step}") or not _roll(ctx, e, f"recursion {step}"):
+                        continue
+                    if not _warm_enough(ctx, e, hit, idx, f"recursion {step}"):
+                        continue
+                    a = Active(e, f"{_spelled(ctx, idx, key)} (recursion step {step})")
+                    active[e.uid] = a
+                    found.append(a)
+                    trace.add(e, f"recursion {step}", "matched", f"key '{_spelled(ctx, idx, key)}' found in the text of matched lore")
+                if not found:
+                    break
+                newly = found
+
+    with trace.timed("fuzzy"):
+        if cfg.fuzzy_search_enabled and cfg.scan_depth > 0 and ctx.bm25_search is not None:
+            query = ctx.window(cfg.scan_depth).text if ctx._full is not None else ""
+            visible = {e.uid: i for i, e in enumerate(ctx.index.entries)}
+            for uid, score in ctx.bm25_search(query, 20, cfg.fuzzy_search_min_score):
+                idx = visible.get(uid)
+                if idx is None:
+                    continue  # not writer-visible: guide entries never reach the prompt
+                e = ctx.index.entries[idx]
+                if e.uid in active or e.constant:
+                    continue
+                if cfg.fix_refine_keys_in_fuzzy and ctx.index.refine[idx]:
+                    if first_matching_key(ctx.window(ctx.entry_depth(e) or cfg.scan_depth), ctx.index.refine[idx], cfg.match_whole_words) is None:
+                        trace.add(e, "fuzzy", "skipped", f"BM25 score {score:.2f} but none of its refine keys matched")
+                        continue
+                if _cooling(ctx, e, "fuzzy"):
+                    continue
+                depth = ctx.entry_depth(e) or cfg.scan_depth
+                if not _warm_enough(ctx, e, ctx.window(depth), idx, "fuzzy") or not _roll(ctx, e, "fuzzy"):
+                    continue
+                active[e.uid] = Active(e, f"(fuzzy, score: {score:.1f})")
+                trace.add(e, "fuzzy", "matched", f"BM25 score {score:.2f} ≥ {cfg.fuzzy_search_min_score:g}")
+
+    return sort_by_priority(list(active.values()))
+
+
+def sort_by_priority(items: list[Active]) -> list[Active]:
+    return sorted(items, key=lambda a: (a.entry.priority, a.entry.title.casefold(), a.entry.title))
+
+
+# -- gating -------------------------------------------------------------------------------------
+def _as_list(value) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value if v is not None and str(v) != ""]
+    text = str(value)
+    return [text] if text != "" else []
+
+
+def evaluate_operator(op: str, entry_value, active_value) -> bool:
+    ev = [v.lower() for v in _as_list(entry_value)]
+    av = [v.lower() for v in _as_list(active_value)]
+    if op == "match_any":
+        return any(v in av for v in ev)
+    if op == "match_all":
+        return all(v in av for v in ev)
+    if op == "not_any":
+        return not any(v in av for v in ev)
+    if op == "exists":
+        return bool(ev)
+    if op == "not_exists":
+        return not ev
+    if op == "eq":
+        return ",".join(ev) == ",".join(av)
+    if op in ("gt", "lt"):
+        try:
+            a, b = float(ev[0]), float(av[0])
+        except (IndexError, ValueError):
+            return False
+        if a != a or b != b:
+            return False
+        return a > b if op == "gt" else a < b
+    return True
+
+
+def contextual_gating(ctx: Context, items: list[Active], stage: str) -> list[Active]:
+    """DLE's per-field gate: nothing is filtered unless some enabled field has an active value."""
+    fields = [f for f in ctx.field_definitions.fields if f.gating_enabled]
+    context = ctx.state.context
+    active_values = {f.name: context.get(f.context_key or f.name) for f in fields}
+    if not any(_as_list(v) for v in active_values.values()):
+        return items
+    out = []
+    for a in items:
+        if a.forced or a.entry.seed:
+            out.append(a)
+            continue
+        blocked_by = None
+        for f in fields:
+            ev = a.entry.custom_fields.get(f.name)
+            av = active_values[f.name]
+            has_entry = bool(_as_list(ev)) or isinstance(ev, (int, float, bool))
+            if f.operator in ("exists", "not_exists"):
+                if not evaluate_operator(f.operator, ev, av):
+                    blocked_by = f"{f.name} {f.operator}"
+                    break
+                continue
+            if not has_entry:
+                continue
+            if not _as_list(av):
+                if f.tolerance == "strict":
+                    blocked_by = f"{f.name}: the entry has a value but the chat has none set (strict)"
+                    break
+                continue
+            if not evaluate_operator(f.operator, ev, av):
+                if f.tolerance == "lenient" and f.operator in ("match_any", "match_all"):
+                    continue
+                ev_text = ", ".join(_as_list(ev)) or str(ev)
+                blocked_by = f"{f.name} is '{ev_text}', the chat's is '{', '.join(_as_list(av))}' ({f.operator})"
+                break
+        if blocked_by:
+            ctx.trace.add(a.entry, stage, "removed", f"contextual gating: {blocked_by}")
+        else:
+            out.append(a)
+    return out
+
+
+def folder_filter(ctx: Context, items: list[Active]) -> list[Active]:
+    folders = ctx.state.folder_filter
+    if not folders:
+        return items
+    out = []
+    for a in items:
+        f = a.entry.folder
+        if a.forced or f is None or any(f == x or f.startswith(x.rstrip("/") + "/") for x in folders):
+            out.append(a)
+        else:
+            ctx.trace.add(a.entry, "folder filter", "removed", f"its folder '{f}' is outside the chat's folder filter ({', '.join(folders)})")
+    return out
+
+
+def forced_keys(ctx: Context, all_entries: Sequence[Entry]) -> set[str]:
+    """DLE's exemption policy: constants, seeds and bootstraps (even inactive), and pinned entries."""
+    keys = {e.tracker_key for e in all_entries if e.constant or e.seed or e.bootstrap}
+    for e in all_entries:
+        if any(p.matches(e.title, e.vault) for p in ctx.state.pins):
+            keys.add(e.tracker_key)
+    return keys
+
+
+def apply_pins_and_blocks(ctx: Context, items: list[Active]) -> list[Active]:
+    import dataclasses
+
+    by_uid = {a.entry.uid: a for a in items}
+    for pin in ctx.state.pins:
+        hits = [e for e in ctx.entries if pin.matches(e.title, e.vault)]
+        if not hits:
+            ctx.trace.notes.append(f"pin '{pin.title}' matches no entry")
+        for e in hits:
+            pinned = dataclasses.replace(e, constant=True, priority=10)
+            by_uid[e.uid] = Active(pinned, "(pinned)", forced=True)
+            ctx.trace.add(e, "pins", "matched", "pinned in this chat (treated as constant, priority 10)")
+    out = []
+    for a in by_uid.values():
+        if any(b.matches(a.entry.title, a.entry.vault) for b in ctx.state.blocks):
+            ctx.trace.add(a.entry, "blocks", "removed", "blocked in this chat")
+        else:
+            out.append(a)
+    return sort_by_priority(out)
+
+
+def reinjection_cooldown(ctx: Context, items: list[Active], forced: set[str]) -> list[Active]:
+    n = ctx.config.reinjection_cooldown
+    if n <= 0:
+        return items
+    out = []
+    for a in items:
+        last = ctx.state.injection_history.get(a.entry.tracker_key)
+        if a.entry.tracker_key not in forced and last is not None and ctx.state.generation_count - last < n:
+            ctx.trace.add(a.entry, "reinjection cooldown", "removed",
+                          f"injected {ctx.state.generation_count - last + 1} generation(s) ago; re-injection cooldown is {n}")
+        else:
+            out.append(a)
+    return out
+
+
+def requires_excludes(ctx: Context, items: list[Active], forced: set[str]) -> list[Active]:
+    """Drop entries whose requirements are missing or whose exclusions are present; repeat
+    until stable (drops cascade), at most 10 passes, highest priority number first as DLE does."""
+    current = sorted(items, key=lambda a: (-(a.entry.priority or 50), a.entry.title.casefold()))
+    for _ in range(10):
+        titles = {a.entry.title.lower() for a in current}
+        kept, changed = [], False
+        for a in current:
+            e = a.entry
+            if e.tracker_key in forced:
+                kept.append(a)
+                continue
+            missing = [t for t in e.requires if t.lower() not in titles]
+            present = [t for t in e.excludes if t.lower() in titles]
+            if missing:
+                ctx.trace.add(e, "requires/excludes", "removed", f"requires {', '.join(missing)}, which is not active")
+                titles.discard(e.title.lower())
+                changed = True
+            elif present:
+                ctx.trace.add(e, "requires/excludes", "removed", f"excludes {', '.join(present)}, which is active")
+                titles.discard(e.title.lower())
+                changed = True
+            else:
+                kept.append(a)
+        current = kept
+        if not changed:
+            break
+    return sort_by_priority(current)
+
+
+def dedup_key(title: str, pos: int, depth: int, role: int, content_hash: str) -> str:
+    return f"{title}|{pos}|{depth}|{role}|{content_hash}"
+
+
+def strip_dedup(ctx: Context, items: list[Active], forced: set[str], placement) -> list[Active]:
+    cfg = ctx.config
+    if not cfg.strip_duplicate_injections or not ctx.state.injection_log:
+        return items
+    recent = ctx.state.injection_log[-cfg.strip_lookback_depth:]
+    seen: dict[str, int] = {}
+    for record in recent:
+        for x in record.get("entries", ()):
+            seen[dedup_key(x["title"], x["pos"], x["depth"], x["role"], x["hash"])] = record.get("gen", 0)
+    out = []
+    for a in items:
+        e = a.entry
+        pos, depth, role = placement(e)
+        key = dedup_key(e.title, pos, depth, role, e.content_hash)
+        if e.tracker_key not in forced and key in seen:
+            ctx.trace.add(e, "strip duplicates", "removed",
+                          f"the same text was injected {ctx.state.generation_count - seen[key]} generation(s) ago "
+                          f"(look-back {cfg.strip_lookback_depth})")
+        else:
+            out.append(a)
+    return out

@@ -1,0 +1,211 @@
+"""`python -m dle_desktop` as a subprocess with a temporary --data-dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dle_desktop import __version__
+
+REPO = Path(__file__).resolve().parents[2]
+
+ENTRY_FIELDS = {
+    "path", "vault", "title", "keys", "refine_keys", "priority", "constant", "seed", "bootstrap", "guide",
+    "requires", "excludes", "cascade_links", "scan_depth", "exclude_recursion", "warmup", "cooldown",
+    "probability", "position", "depth", "role", "outlet", "tags", "summary", "links", "resolved_links",
+    "folder", "custom_fields", "token_estimate", "content_hash", "content",
+}
+
+
+def cli_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("DLE_DESKTOP_DATA_DIR", None)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONIOENCODING"] = "utf-8"
+    return env
+
+
+def dle(*args: str, data_dir: Path, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dle_desktop", *args, "--data-dir", str(data_dir)],
+                          capture_output=True, text=True, encoding="utf-8", timeout=timeout, env=cli_env(),
+                          cwd=cwd or data_dir.parent)
+
+
+@pytest.fixture
+def data_dir(tmp_path) -> Path:
+    return tmp_path / "data"
+
+
+def test_version(data_dir):
+    proc = subprocess.run([sys.executable, "-m", "dle_desktop", "--version"], capture_output=True, text=True,
+                          timeout=60, env=cli_env())
+    assert proc.returncode == 0
+    assert proc.stdout.strip() == f"dle-desktop {__version__}"
+
+
+def test_index_json_on_the_sample_vault(data_dir):
+    proc = dle("index", "--json", data_dir=data_dir)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert set(out) == {"entries", "skipped", "warnings"}
+    assert len(out["entries"]) == 61
+    for e in out["entries"]:
+        assert ENTRY_FIELDS <= set(e), ENTRY_FIELDS - set(e)
+        assert e["vault"] == "Sample vault"
+        assert "\\" not in e["path"] and e["path"].endswith(".md")
+    crab = [s for s in out["skipped"] if s["path"] == "Creatures/Stiltcrabs.md"]
+    assert len(crab) == 1
+    assert isinstance(crab[0]["line"], int) and crab[0]["line"] > 0
+    assert crab[0]["reason"]
+    assert {s["path"] for s in out["skipped"]} == {
+        "README.md", "Scratch — Plot Hooks.md", "History/Session 1 Notes.md", "History/The Salt Famine.md",
+        "Creatures/The Thing Beneath.md", "Creatures/Stiltcrabs.md",
+    }
+    # The cache it wrote makes the second run agree exactly.
+    again = dle("index", "--json", data_dir=data_dir)
+    assert json.loads(again.stdout)["entries"] == out["entries"]
+    assert list((data_dir / "index-cache").glob("*.idx"))
+    assert (data_dir / "logs" / "dle-desktop.log").exists()
+
+
+def test_index_no_content_and_text_output(data_dir):
+    proc = dle("index", "--json", "--no-content", data_dir=data_dir)
+    assert proc.returncode == 0
+    assert all("content" not in e for e in json.loads(proc.stdout)["entries"])
+    text = dle("index", data_dir=data_dir)
+    assert text.returncode == 0
+    assert text.stdout.startswith("61 entries, 6 skipped")
+    assert "skipped Sample vault:Creatures/Stiltcrabs.md" in text.stdout
+
+
+def test_index_json_on_a_vault_given_with_vault(data_dir, make_vault, lore):
+    root = make_vault({
+        "Places/Quay.md": lore("The Quay", ("quay",), body="Boats. [[Ferryman]] and [[Nowhere]]."),
+        "People/Ferryman.md": lore("Ferryman", ("ferry",), extra="priority: 15\nrequires: [The Quay]"),
+        "Broken.md": "---\ntags: [lorebook\n---\n",
+    }, name="My Lore")
+    proc = dle("index", "--json", "--vault", str(root), data_dir=data_dir)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    by_title = {e["title"]: e for e in out["entries"]}
+    assert set(by_title) == {"The Quay", "Ferryman"}
+    quay = by_title["The Quay"]
+    assert quay["vault"] == "My Lore" and quay["path"] == "Places/Quay.md" and quay["folder"] == "Places"
+    assert quay["links"] == ["Ferryman", "Nowhere"] and quay["resolved_links"] == ["Ferryman"]
+    assert by_title["Ferryman"]["priority"] == 15 and by_title["Ferryman"]["requires"] == ["The Quay"]
+    assert [s["path"] for s in out["skipped"]] == ["Broken.md"]
+
+
+def test_index_with_two_vaults(data_dir, make_vault, lore):
+    a = make_vault({"A.md": lore("Alpha")}, name="first")
+    b = make_vault({"B.md": lore("Beta")}, name="second")
+    proc = dle("index", "--json", "--no-content", "--vault", str(a), "--vault", str(b), data_dir=data_dir)
+    assert proc.returncode == 0, proc.stderr
+    assert {(e["vault"], e["title"]) for e in json.loads(proc.stdout)["entries"]} == {("first", "Alpha"), ("second", "Beta")}
+
+
+def test_index_force_reparses(data_dir, make_vault, lore):
+    root = make_vault({"A.md": lore("Alpha")})
+    assert dle("index", "--json", "--vault", str(root), data_dir=data_dir).returncode == 0
+    proc = dle("index", "--json", "--force", "--vault", str(root), data_dir=data_dir)
+    assert proc.returncode == 0 and len(json.loads(proc.stdout)["entries"]) == 1
+
+
+def test_health_json_on_the_sample_vault(data_dir):
+    proc = dle("health", "--json", data_dir=data_dir)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert set(out) == {"errors", "warnings", "info"}
+    for group in out.values():
+        assert isinstance(group, list)
+        for item in group:
+            assert {"entry", "code", "message"} <= set(item)
+            assert isinstance(item["message"], str) and item["message"]
+    codes = {(i["code"], i["entry"]) for i in out["errors"]}
+    assert ("duplicate_title", "The Drowned Bell") in codes
+    circular = [i for i in out["errors"] if i["code"] == "circular_requires"]
+    assert len(circular) == 1
+    assert circular[0]["entry"] in ("The Secret Betrothal", "The Lovers' Letters")
+
+
+def test_health_text_output(data_dir):
+    proc = dle("health", data_dir=data_dir)
+    assert proc.returncode == 0
+    assert "[duplicate_title]" in proc.stdout
+    assert proc.stdout.strip().splitlines()[-1].endswith("info")
+
+
+def test_missing_vault_folder_exits_2_with_a_message(data_dir, tmp_path):
+    missing = tmp_path / "no such vault"
+    for command in ("index", "health", "serve"):
+        proc = dle(command, "--vault", str(missing), data_dir=data_dir, timeout=60)
+        assert proc.returncode == 2, (command, proc.stdout, proc.stderr)
+        assert "error:" in proc.stderr and "no such vault" in proc.stderr
+        assert "Traceback" not in proc.stderr
+
+
+def test_vault_that_is_a_file_exits_2(data_dir, tmp_path):
+    f = tmp_path / "note.md"
+    f.write_text("x")
+    proc = dle("index", "--vault", str(f), data_dir=data_dir)
+    assert proc.returncode == 2 and "error:" in proc.stderr
+
+
+def test_unreachable_rest_vault_exits_2_without_leaking_the_key(data_dir, unused_port):
+    key = "CliSecretKey-123456789"
+    proc = dle("index", "--json", "--vault", f"http://{key}@127.0.0.1:{unused_port}", data_dir=data_dir)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "error:" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert key not in proc.stderr and key not in proc.stdout
+    log = (data_dir / "logs" / "dle-desktop.log").read_text(encoding="utf-8")
+    assert key not in log
+
+
+def test_bad_arguments_exit_2(data_dir):
+    proc = dle("index", "--no-such-flag", data_dir=data_dir)
+    assert proc.returncode == 2 and "usage:" in proc.stderr
+    proc = dle("serve", "--port", "not-a-number", data_dir=data_dir)
+    assert proc.returncode == 2
+
+
+def test_broken_pipe_prints_no_traceback(data_dir, make_generated_vault):
+    root = make_generated_vault(400)  # well over a pipe buffer of JSON
+    proc = subprocess.Popen([sys.executable, "-m", "dle_desktop", "index", "--json", "--vault", str(root),
+                             "--data-dir", str(data_dir)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(), cwd=data_dir.parent)
+    head = proc.stdout.read(10)
+    proc.stdout.close()  # like `| head -c 10`
+    err = proc.stderr.read().decode("utf-8", "replace")
+    code = proc.wait(timeout=120)
+    assert head == b'{\n "entrie'
+    assert "Traceback" not in err and "BrokenPipeError" not in err and "Exception ignored" not in err, err
+    assert code in (0, 141)  # 141: the shell's code for SIGPIPE, if the platform kills instead
+
+
+def test_broken_pipe_through_a_real_shell_pipeline(data_dir, make_generated_vault):
+    root = make_generated_vault(400)
+    cmd = (f"{sys.executable} -m dle_desktop index --json --vault '{root}' --data-dir '{data_dir}' "
+           f"2>'{data_dir.parent / 'stderr.txt'}' | head -c 10; echo \" rc=${{PIPESTATUS[0]}}\"")
+    proc = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120, env=cli_env(),
+                          cwd=data_dir.parent)
+    assert proc.stdout.startswith('{\n "entrie')
+    assert "rc=0" in proc.stdout
+    err = (data_dir.parent / "stderr.txt").read_text()
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+
+
+@pytest.fixture
+def unused_port() -> int:
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
