@@ -626,6 +626,20 @@ def watch_latency(vault_dir: Path, data_dir: Path, good: list[GeneratedNote], pi
 # Output
 # ----------------------------------------------------------------------------------------------
 
+def cpu_counters() -> tuple[float, float] | None:
+    """(seconds of CPU the whole machine spent busy, seconds this process and its children used).
+    The difference over the run is what other processes took: a measure of interference."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+        jiffies = [int(x) for x in fields]
+        hz = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, AttributeError):
+        return None
+    busy = sum(jiffies) - jiffies[3] - (jiffies[4] if len(jiffies) > 4 else 0)  # minus idle, iowait
+    t = os.times()
+    return busy / hz, t.user + t.system + t.children_user + t.children_system
+
+
 def load_average() -> list[float] | None:
     try:
         return [round(x, 2) for x in os.getloadavg()]
@@ -664,6 +678,7 @@ def to_json(res: dict, args, machine: dict) -> dict:
         "started": res["started"],
         "machine": machine,
         "load_average": {"start": res["load_start"], "end": res["load_end"]},
+        "other_processes_cpus": res["others"],
         "params": {"entries": args.entries, "runs": args.runs, "seed": SEED},
         "vault": {"files": v.files, "bytes": v.bytes, "body_words": v.words, "malformed": v.malformed,
                   "generate_seconds": round(v.seconds, 3)},
@@ -685,7 +700,9 @@ def print_table(res: dict, args, machine: dict) -> None:
     print(f"command: {res['command']}")
     print(f"machine: {machine['cpu_count']} CPUs ({machine['cpus_usable']} usable), {machine['cpu_model']}; "
           f"Python {machine['python']} ({machine['implementation']}); {machine['platform']}")
-    print(f"load:    1/5/15-min load average {res['load_start']} at start, {res['load_end']} at end")
+    others = "" if res["others"] is None else (
+        f"; other processes kept {res['others']:.2f} of the {machine['cpu_count']} CPUs busy on average")
+    print(f"load:    1/5/15-min load average {res['load_start']} at start, {res['load_end']} at end{others}")
     print(f"vault:   {v.files} .md files ({args.entries} generated notes, {v.malformed} malformed), "
           f"{v.bytes / 1e6:.1f} MB, {v.words} body words, seed {SEED}")
     print(f"index:   {info['entries']} entries, {info['skipped']} skipped, {info['links']} wikilinks, "
@@ -732,8 +749,14 @@ def main(argv: list[str] | None = None) -> int:
     load_start = load_average()
     started_at = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     started = time.perf_counter()
+    cpu0 = cpu_counters()
     res = run_benchmark(args.entries, args.runs, args.workdir.resolve(), log)
-    res.update(command="python benchmarks/bench_index.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+    cpu1 = cpu_counters()
+    wall = time.perf_counter() - started
+    others = None
+    if cpu0 and cpu1 and wall > 0:
+        others = max(0.0, ((cpu1[0] - cpu0[0]) - (cpu1[1] - cpu0[1])) / wall)
+    res.update(others=None if others is None else round(others, 2),command="python benchmarks/bench_index.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                started=started_at, load_start=load_start, load_end=load_average(),
                total_seconds=time.perf_counter() - started)
     log(f"benchmark finished in {res['total_seconds']:.0f} s")

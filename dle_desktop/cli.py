@@ -33,6 +33,14 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
+    p = sub.add_parser("match", help="run the retrieval pipeline on a chat and explain every decision")
+    _common(p)
+    p.add_argument("--chat", required=True, metavar="FILE", help="a SillyTavern chat: a JSON list of messages, or an object with messages")
+    p.add_argument("--settings", metavar="FILE", help="JSON settings (DLE's or our names) on top of the saved ones")
+    p.add_argument("--replay", action="store_true", help="one generation per user message, state carried between them")
+    p.add_argument("--seed", type=int, help="seed for probability rolls (reproducible results)")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
     p = sub.add_parser("serve", help="run the engine and HTTP server without a window")
     _common(p)
     p.add_argument("--host", help="address to bind (default 127.0.0.1)")
@@ -84,6 +92,10 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 _print_health(engine.health(), args.json)
             return 0
+        if args.command == "match":
+            from dle_desktop.matching_cli import run_match
+
+            return run_match(args)
         if args.command == "serve":
             ctx = make_context(args.data_dir)
             return run_headless(ctx, make_engine(ctx, args.vault), args.host, args.port)

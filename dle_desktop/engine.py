@@ -17,7 +17,10 @@ from dle_desktop.core.changes import ChangeSet
 from dle_desktop.core.entry import TagConfig
 from dle_desktop.core.health import HealthContext, HealthReport, run_health_check
 from dle_desktop.core.index import IndexSnapshot
+from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.errors import ConfigError, DleError
+from dle_desktop.retrieval import RetrievalService
+from dle_desktop.state.chat_store import ChatStore
 from dle_desktop.state.paths import AppPaths, sample_vault_dir
 from dle_desktop.state.secrets import SecretStore
 from dle_desktop.state.settings import Settings, VaultConfig
@@ -94,6 +97,11 @@ class Engine:
         self._tasks: set[asyncio.Task] = set()
         self._sync_task: asyncio.Task | None = None
         self._pending_paths: dict[str, set[str]] = {}
+        self.retrieval = RetrievalService(
+            store_factory=lambda: ChatStore(paths.state_db),
+            snapshot_getter=lambda: self.indexer.snapshot,
+            config=MatchConfig.from_object(settings),
+        )
 
     # -- set-up -----------------------------------------------------------------------------
     def _make_sources(self, override: list[VaultSource] | None) -> list[VaultSource]:
@@ -166,6 +174,7 @@ class Engine:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.indexer.cache_dirty:
             await asyncio.to_thread(self.indexer.save_cache)
+        self.retrieval.close()
         for s in self._sources:
             try:
                 await s.close()
@@ -219,6 +228,8 @@ class Engine:
 
     def _after_sync(self, result: SyncResult, reason: str) -> None:
         self.last_sync = result
+        if result.changes.has_changes or result.changes.first_build:
+            self._spawn(self.retrieval.warm(result.snapshot))
         self.last_error = "; ".join(f"{k} {v}" for k, v in result.vault_errors.items()) or None
         if self.last_error:
             self._emit("sync_error", message=self.last_error)

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from dle_desktop.errors import ConfigError, DleError
-from dle_desktop.server import routes_lore
+from dle_desktop.server import routes_chat, routes_lore
 from dle_desktop.server.security import LOOPBACK_NAMES, BodyLimitMiddleware, HostCheckMiddleware
 
 log = logging.getLogger(__name__)
@@ -24,13 +24,18 @@ async def _dle_error(request: Request, exc: DleError) -> JSONResponse:
     return JSONResponse({"error": str(exc)}, status_code=exc.http_status)
 
 
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
+    return JSONResponse({"error": "internal error; details are in the DLE Desktop log"}, status_code=500)
+
+
 async def _not_found(request: Request, exc) -> JSONResponse:
     return JSONResponse({"error": f"no route {request.method} {request.url.path}"}, status_code=404)
 
 
 def build_app(engine) -> Starlette:
-    app = Starlette(routes=routes_lore.routes,
-                    exception_handlers={DleError: _dle_error, 404: _not_found})
+    app = Starlette(routes=[*routes_lore.routes, *routes_chat.routes],
+                    exception_handlers={DleError: _dle_error, 404: _not_found, Exception: _unexpected})
     app.state.engine = engine
     return app
 

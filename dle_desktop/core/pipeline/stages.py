@@ -333,7 +333,7 @@ def contextual_gating(ctx: Context, items: list[Active], stage: str) -> list[Act
                 blocked_by = f"{f.name} is '{ev_text}', the chat's is '{', '.join(_as_list(av))}' ({f.operator})"
                 break
         if blocked_by:
-            ctx.trace.add(a.entry, stage, "removed", f"contextual gating: {blocked_by}")
+            ctx.trace.add(a.entry, stage, "removed", blocked_by)
         else:
             out.append(a)
     return out

@@ -1,0 +1,107 @@
+"""Retrieval for chats: runs the pure pipeline against the engine's current snapshot and keeps
+each chat's state in SQLite. Requests for the same chat are serialised; different chats run
+side by side and never see each other's state."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dle_desktop.core.index import IndexSnapshot
+from dle_desktop.core.pipeline.chat_input import ChatDocument
+from dle_desktop.core.pipeline.config import MatchConfig
+from dle_desktop.core.pipeline.run import GenerationResult, prepare, run_generation
+from dle_desktop.core.pipeline.state import ChatState
+from dle_desktop.errors import DleError, InputError
+from dle_desktop.state.chat_store import ChatStore
+
+EDITABLE = ("pins", "blocks", "context", "folder_filter", "notebook")
+
+
+class NotReady(DleError):
+    http_status = 503
+
+
+@dataclass
+class RetrievalService:
+    store_factory: Callable[[], ChatStore]
+    snapshot_getter: Callable[[], IndexSnapshot | None]
+    config: MatchConfig
+
+    def __post_init__(self) -> None:
+        self._store: ChatStore | None = None
+        self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+
+    @property
+    def store(self) -> ChatStore:
+        if self._store is None:
+            self._store = self.store_factory()
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def snapshot(self) -> IndexSnapshot:
+        snap = self.snapshot_getter()
+        if snap is None:
+            raise NotReady("the vault index is not ready yet; try again in a moment")
+        return snap
+
+    async def warm(self, snapshot: IndexSnapshot) -> None:
+        """Build the keyword automaton for a new snapshot before the next request needs it."""
+        await asyncio.to_thread(prepare, snapshot, self.config)
+
+    @staticmethod
+    def apply_document(state: ChatState, doc: ChatDocument) -> ChatState:
+        changes = {}
+        for name in EDITABLE:
+            value = getattr(doc, name)
+            if name in doc.present and value is not None:
+                changes[name] = value
+        if "folder_filter" in doc.present and doc.folder_filter is None:
+            changes["folder_filter"] = None
+        return state.replace(**changes) if changes else state
+
+    async def retrieve(self, doc: ChatDocument, config: MatchConfig | None = None) -> GenerationResult:
+        if not doc.chat_id:
+            raise InputError("chat_id is missing")
+        cfg = config or self.config
+        snap = self.snapshot()
+        async with self._locks[doc.chat_id]:
+            state = await asyncio.to_thread(self.store.load, doc.chat_id)
+            state = self.apply_document(state, doc)
+            rng = random.Random(doc.seed) if doc.seed is not None else random.Random()
+            result, new_state = await asyncio.to_thread(
+                run_generation, snap, doc.messages, state, cfg,
+                character_name=doc.character_name, rng=rng, swipe=doc.swipe)
+            if not doc.dry_run and result.skipped_reason is None:
+                record = {"injected": [i["title"] for i in result.to_json()["injected"]],
+                          "verdicts": [v.to_json() for v in result.verdicts], "total_tokens": result.total_tokens}
+                await asyncio.to_thread(self.store.save, doc.chat_id, new_state, record)
+            return result
+
+    async def state(self, chat_id: str) -> ChatState:
+        async with self._locks[chat_id]:
+            return await asyncio.to_thread(self.store.load, chat_id)
+
+    async def update(self, chat_id: str, **changes) -> ChatState:
+        unknown = set(changes) - set(EDITABLE)
+        if unknown:
+            raise InputError(f"cannot set {', '.join(sorted(unknown))}")
+        async with self._locks[chat_id]:
+            state = await asyncio.to_thread(self.store.load, chat_id)
+            new = state.replace(**changes)
+            await asyncio.to_thread(self.store.save, chat_id, new)
+            return new
+
+    async def reset(self, chat_id: str) -> bool:
+        async with self._locks[chat_id]:
+            return await asyncio.to_thread(self.store.delete, chat_id)
+
+    async def records(self, chat_id: str, limit: int = 10) -> list[dict]:
+        return await asyncio.to_thread(self.store.records, chat_id, limit)

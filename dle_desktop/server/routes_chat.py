@@ -1,0 +1,143 @@
+"""Retrieval and per-chat state under /api/dle/v1: what SillyTavern (or a script) calls each
+generation, and the endpoints to read and set pins, blocks, gating context, folder filter and
+the Author's Notebook."""
+
+from __future__ import annotations
+
+import json
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from dle_desktop.core.pipeline.chat_input import (
+    ChatInputError,
+    parse_chat_document,
+    parse_context,
+    parse_folder_filter,
+    parse_refs,
+)
+from dle_desktop.errors import InputError
+
+RETRIEVE_FIELDS = {"chat_id", "messages", "character_name", "context", "swipe", "dry_run", "seed", "pins", "blocks",
+                   "folder_filter", "notebook"}
+
+
+async def read_json(request: Request):
+    body = await request.body()
+    if not body:
+        raise InputError("the request body is empty; send JSON")
+    try:
+        return json.loads(body)
+    except UnicodeDecodeError:
+        raise InputError("the request body is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+
+
+def _service(request: Request):
+    return request.app.state.engine.retrieval
+
+
+def _chat_id(request: Request) -> str:
+    chat_id = request.path_params["chat_id"].strip()
+    if not chat_id or len(chat_id) > 512:
+        raise InputError("chat id must be 1-512 characters")
+    return chat_id
+
+
+def state_json(chat_id: str, state) -> dict:
+    return {
+        "chat_id": chat_id,
+        "generation_count": state.generation_count,
+        "pins": [p.to_json() for p in state.pins],
+        "blocks": [b.to_json() for b in state.blocks],
+        "context": dict(state.context),
+        "folder_filter": list(state.folder_filter) if state.folder_filter is not None else None,
+        "notebook": state.notebook,
+        "cooldowns": dict(state.cooldowns),
+        "counts": dict(state.counts),
+        "analytics": dict(state.analytics),
+    }
+
+
+async def retrieve(request: Request) -> JSONResponse:
+    raw = await read_json(request)
+    try:
+        doc = parse_chat_document(raw, allowed=RETRIEVE_FIELDS) if isinstance(raw, dict) else None
+    except ChatInputError as exc:
+        raise InputError(str(exc)) from None
+    if doc is None:
+        raise InputError("send an object: {chat_id, messages, ...}")
+    result = await _service(request).retrieve(doc)
+    return JSONResponse(result.to_json())
+
+
+async def get_chat(request: Request) -> JSONResponse:
+    chat_id = _chat_id(request)
+    return JSONResponse(state_json(chat_id, await _service(request).state(chat_id)))
+
+
+async def delete_chat(request: Request) -> JSONResponse:
+    chat_id = _chat_id(request)
+    existed = await _service(request).reset(chat_id)
+    return JSONResponse({"chat_id": chat_id, "deleted": existed})
+
+
+async def chat_records(request: Request) -> JSONResponse:
+    chat_id = _chat_id(request)
+    try:
+        limit = max(1, min(50, int(request.query_params.get("limit", "10"))))
+    except ValueError:
+        raise InputError("limit must be a number") from None
+    return JSONResponse({"chat_id": chat_id, "records": await _service(request).records(chat_id, limit)})
+
+
+_PARSERS = {
+    "pins": lambda v: parse_refs(v, "pins"),
+    "blocks": lambda v: parse_refs(v, "blocks"),
+    "context": parse_context,
+    "folder-filter": parse_folder_filter,
+    "notebook": None,
+}
+_FIELD = {"pins": "pins", "blocks": "blocks", "context": "context", "folder-filter": "folder_filter", "notebook": "notebook"}
+
+
+def _make_field_routes(name: str):
+    attr = _FIELD[name]
+
+    async def get(request: Request) -> JSONResponse:
+        chat_id = _chat_id(request)
+        return JSONResponse({attr: state_json(chat_id, await _service(request).state(chat_id))[attr]})
+
+    async def put(request: Request) -> JSONResponse:
+        chat_id = _chat_id(request)
+        raw = await read_json(request)
+        if not isinstance(raw, dict) or attr not in raw:
+            raise InputError(f'send {{"{attr}": ...}}')
+        value = raw[attr]
+        try:
+            if name == "notebook":
+                if not isinstance(value, str):
+                    raise ChatInputError("notebook must be text")
+                if len(value) > 65536:
+                    raise ChatInputError("notebook is over 64 KiB")
+                parsed = value
+            else:
+                parsed = _PARSERS[name](value)
+        except ChatInputError as exc:
+            raise InputError(str(exc)) from None
+        state = await _service(request).update(chat_id, **{attr: parsed})
+        return JSONResponse({attr: state_json(chat_id, state)[attr]})
+
+    return [Route(f"/api/dle/v1/chats/{{chat_id}}/{name}", get, methods=["GET"]),
+            Route(f"/api/dle/v1/chats/{{chat_id}}/{name}", put, methods=["PUT"])]
+
+
+routes = [
+    Route("/api/dle/v1/retrieve", retrieve, methods=["POST"]),
+    Route("/api/dle/v1/chats/{chat_id}", get_chat, methods=["GET"]),
+    Route("/api/dle/v1/chats/{chat_id}", delete_chat, methods=["DELETE"]),
+    Route("/api/dle/v1/chats/{chat_id}/records", chat_records, methods=["GET"]),
+    *[r for name in _FIELD for r in _make_field_routes(name)],
+]

@@ -1,0 +1,115 @@
+"""Per-chat state in SQLite, keyed by chat id, plus each chat's recent decision records.
+
+One connection guarded by a lock (SQLite serialises writers anyway); every save is one
+transaction, so a crash leaves the previous state or the new one. A row that cannot be read
+is moved aside to `broken_chats` and the chat starts fresh, with a warning, instead of failing
+every request for that chat."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from dle_desktop.core.pipeline.state import ChatState
+
+log = logging.getLogger(__name__)
+
+#: Decision records kept per chat (the newest).
+KEEP_RECORDS = 50
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS chats (
+    chat_id TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS generations (
+    chat_id TEXT NOT NULL,
+    gen INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (chat_id, gen)
+);
+CREATE TABLE IF NOT EXISTS broken_chats (
+    chat_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    problem TEXT NOT NULL,
+    moved_at REAL NOT NULL
+);
+PRAGMA user_version = 1;
+"""
+
+
+class ChatStore:
+    def __init__(self, path: Path | str) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def load(self, chat_id: str) -> ChatState:
+        with self._lock:
+            row = self._db.execute("SELECT state FROM chats WHERE chat_id = ?", (chat_id,)).fetchone()
+            if row is None:
+                return ChatState()
+            try:
+                return ChatState.from_json(json.loads(row[0]))
+            except (ValueError, TypeError, AttributeError) as exc:
+                log.warning("chat %r had unreadable state (%s); it was moved to broken_chats and the chat starts fresh", chat_id, exc)
+                self._db.execute("BEGIN")
+                self._db.execute("INSERT INTO broken_chats VALUES (?, ?, ?, ?)", (chat_id, row[0], str(exc)[:500], time.time()))
+                self._db.execute("DELETE FROM chats WHERE chat_id = ?", (chat_id,))
+                self._db.execute("COMMIT")
+                return ChatState()
+
+    def save(self, chat_id: str, state: ChatState, record: dict | None = None) -> None:
+        payload = json.dumps(state.to_json(), ensure_ascii=False, separators=(",", ":"))
+        now = time.time()
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute(
+                    "INSERT INTO chats (chat_id, state, updated_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT(chat_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
+                    (chat_id, payload, now))
+                if record is not None:
+                    gen = state.generation_count
+                    self._db.execute("INSERT OR REPLACE INTO generations VALUES (?, ?, ?, ?)",
+                                     (chat_id, gen, now, json.dumps(record, ensure_ascii=False, separators=(",", ":"))))
+                    self._db.execute("DELETE FROM generations WHERE chat_id = ? AND gen <= ?", (chat_id, gen - KEEP_RECORDS))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def records(self, chat_id: str, limit: int = 10) -> list[dict]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT gen, created_at, record FROM generations WHERE chat_id = ? ORDER BY gen DESC LIMIT ?",
+                (chat_id, limit)).fetchall()
+        return [{"gen": g, "created_at": t, **json.loads(r)} for g, t, r in rows]
+
+    def chats(self) -> list[dict]:
+        with self._lock:
+            rows = self._db.execute("SELECT chat_id, updated_at FROM chats ORDER BY updated_at DESC").fetchall()
+        return [{"chat_id": c, "updated_at": t} for c, t in rows]
+
+    def delete(self, chat_id: str) -> bool:
+        with self._lock:
+            self._db.execute("BEGIN")
+            cur = self._db.execute("DELETE FROM chats WHERE chat_id = ?", (chat_id,))
+            self._db.execute("DELETE FROM generations WHERE chat_id = ?", (chat_id,))
+            self._db.execute("COMMIT")
+            return cur.rowcount > 0
