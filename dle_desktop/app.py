@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import sys
 import threading
 from dataclasses import dataclass
 
 from dle_desktop.engine import Engine, source_from_spec
 from dle_desktop.engine_thread import EngineThread
-from dle_desktop.errors import DleError
+from dle_desktop.errors import ConfigError, DleError
 from dle_desktop.logging_setup import configure_logging
 from dle_desktop.server.app import ServerRunner
 from dle_desktop.state.paths import AppPaths, resolve_paths
@@ -29,7 +30,11 @@ class Context:
 
 
 def make_context(data_dir: str | None, log_to_stderr: bool = True) -> Context:
-    paths = resolve_paths(data_dir).ensure()
+    paths = resolve_paths(data_dir)
+    try:
+        paths.ensure()
+    except OSError as exc:  # e.g. --data-dir names a file, or a folder we may not write
+        raise ConfigError(f"cannot use the data folder {paths.data_dir}: {exc.strerror or exc}") from exc
     configure_logging(paths.logs_dir, to_stderr=log_to_stderr)
     store = SettingsStore(paths.settings_file)
     settings = store.load()
@@ -115,13 +120,15 @@ class Runtime:
 
 
 def run_headless(ctx: Context, engine: Engine, host: str | None, port: int | None) -> int:
-    runtime = Runtime(ctx, engine, host, port, serve=True)
+    # `serve` always serves: settings' server_enabled switch is for the GUI (with port=None,
+    # Runtime honours it, and a disabled server here meant "error: None" and exit 2).
+    runtime = Runtime(ctx, engine, host, ctx.settings.server_port if port is None else port, serve=True)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     runtime.start()
     if runtime.server is None:
-        print(f"error: {runtime.server_error}", flush=True)
+        print(f"error: {runtime.server_error}", file=sys.stderr, flush=True)
         runtime.stop()
         return 2
     print(f"listening on {runtime.server.url}", flush=True)

@@ -284,6 +284,15 @@ class Engine:
             raise DleError(self.last_error or "the index could not be built")
         return self.snapshot
 
+    async def test_chat(self, doc, replay: bool = False, seed: int | None = None) -> list[dict]:
+        """A dry run of the pipeline on a pasted chat (no stored chat state is read or written)."""
+        from dle_desktop.core.pipeline.replay import generations
+
+        snap = self.snapshot
+        if snap is None:
+            raise DleError("the index is not ready yet")
+        return await asyncio.to_thread(generations, snap, doc, self.retrieval.config, replay, seed)
+
     def health(self) -> HealthReport:
         snap = self.snapshot
         if snap is None:

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import random
 import sys
 from pathlib import Path
 
 from dle_desktop.core.pipeline.chat_input import ChatDocument, ChatInputError, parse_chat_document
 from dle_desktop.core.pipeline.config import MatchConfig
-from dle_desktop.core.pipeline.run import run_generation
-from dle_desktop.core.pipeline.state import ChatState
+from dle_desktop.core.pipeline.replay import generations
 from dle_desktop.errors import ConfigError, InputError
 from dle_desktop.state.settings import settings_from_mapping
 
@@ -29,33 +27,20 @@ def _read_json(path: str, what: str):
 
 
 def load_chat(path: str) -> ChatDocument:
+    """A JSON chat document or message list, or SillyTavern's .jsonl chat export."""
+    if path.endswith(".jsonl"):
+        from dle_desktop.core.pipeline.chat_formats import parse_chat_text
+
+        try:
+            return parse_chat_text(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"chat file {path} cannot be read: {exc}") from None
+        except ChatInputError as exc:
+            raise InputError(f"chat file {path}: {exc}") from None
     try:
         return parse_chat_document(_read_json(path, "chat"))
     except ChatInputError as exc:
         raise InputError(f"chat file {path}: {exc}") from None
-
-
-def initial_state(doc: ChatDocument) -> ChatState:
-    return ChatState(
-        pins=doc.pins or (), blocks=doc.blocks or (), context=doc.context or {},
-        folder_filter=doc.folder_filter, notebook=doc.notebook or "",
-    )
-
-
-def generations(snapshot, doc: ChatDocument, cfg: MatchConfig, replay: bool, seed: int | None) -> list[dict]:
-    rng = random.Random(seed)
-    state = initial_state(doc)
-    messages = list(doc.messages)
-    cut_points = [i + 1 for i, m in enumerate(messages) if m.is_user] if replay else [len(messages)]
-    if replay and not cut_points:
-        cut_points = [len(messages)]
-    out = []
-    for cut in cut_points:
-        result, state = run_generation(snapshot, messages[:cut], state, cfg, character_name=doc.character_name, rng=rng)
-        record = result.to_json()
-        record["messages"] = cut
-        out.append(record)
-    return out
 
 
 def _print_human(gens: list[dict]) -> None:

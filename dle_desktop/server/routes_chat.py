@@ -28,11 +28,31 @@ async def read_json(request: Request):
     if not body:
         raise InputError("the request body is empty; send JSON")
     try:
-        return json.loads(body)
-    except UnicodeDecodeError:
-        raise InputError("the request body is not UTF-8 text") from None
+        # Decode ourselves: json.loads(bytes) would also guess UTF-16/32, and a body that is not
+        # UTF-8 must be named as such, not reported as a JSON syntax error.
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"the request body is not UTF-8 text (invalid byte at offset {exc.start})") from None
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise InputError("the request body is not valid JSON: it is nested too deeply") from None
+    except ValueError:  # an integer longer than Python's digit limit (4300)
+        raise InputError("the request body is not valid JSON: a number in it is too long") from None
+
+
+MAX_NOTEBOOK_BYTES = 64 * 1024
+
+
+def check_notebook(value) -> str:
+    if not isinstance(value, str):
+        raise ChatInputError("notebook must be text")
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > MAX_NOTEBOOK_BYTES:
+        raise ChatInputError(f"notebook is {size} bytes; the limit is 64 KiB ({MAX_NOTEBOOK_BYTES} bytes)")
+    return value
 
 
 def _service(request: Request):
@@ -65,6 +85,8 @@ async def retrieve(request: Request) -> JSONResponse:
     raw = await read_json(request)
     try:
         doc = parse_chat_document(raw, allowed=RETRIEVE_FIELDS) if isinstance(raw, dict) else None
+        if doc is not None and doc.notebook is not None:
+            check_notebook(doc.notebook)  # the same limit as PUT .../notebook
     except ChatInputError as exc:
         raise InputError(str(exc)) from None
     if doc is None:
@@ -118,11 +140,7 @@ def _make_field_routes(name: str):
         value = raw[attr]
         try:
             if name == "notebook":
-                if not isinstance(value, str):
-                    raise ChatInputError("notebook must be text")
-                if len(value) > 65536:
-                    raise ChatInputError("notebook is over 64 KiB")
-                parsed = value
+                parsed = check_notebook(value)
             else:
                 parsed = _PARSERS[name](value)
         except ChatInputError as exc:

@@ -44,6 +44,62 @@ PRAGMA user_version = 1;
 """
 
 
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_tracking(d: dict, where: str) -> None:
+    if not _is_int(d.get("generation_count", 0)):
+        raise ValueError(f"{where}generation_count is not a whole number")
+    for name in ("cooldowns", "injection_history", "counts", "analytics", "swipe_keys"):
+        if not isinstance(d.get(name) or {}, dict):
+            raise ValueError(f"{where}{name} is not an object")
+    for name in ("cooldowns", "injection_history", "counts"):
+        if not all(_is_int(v) for v in (d.get(name) or {}).values()):
+            raise ValueError(f"{where}{name} has a value that is not a whole number")
+    for v in (d.get("analytics") or {}).values():
+        if not isinstance(v, dict) or not all(_is_int(v.get(k, 0)) for k in ("matched", "injected", "last_triggered")):
+            raise ValueError(f"{where}analytics has a malformed record")
+    for v in (d.get("swipe_keys") or {}).values():
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise ValueError(f"{where}swipe_keys has a value that is not a list of keys")
+    log_ = d.get("injection_log") or []
+    if not isinstance(log_, list):
+        raise ValueError(f"{where}injection_log is not a list")
+    for rec in log_:
+        if not isinstance(rec, dict) or not _is_int(rec.get("gen", 0)) or not isinstance(rec.get("entries", []), list):
+            raise ValueError(f"{where}injection_log has a malformed record")
+        for x in rec.get("entries", []):
+            if not isinstance(x, dict) or not all(k in x for k in ("title", "pos", "depth", "role", "hash")):
+                raise ValueError(f"{where}injection_log has a malformed entry")
+
+
+def check_state_shape(raw) -> None:
+    """Refuse stored state whose shape would pass `ChatState.from_json` but break the pipeline
+    later (a 500 on every request for that chat) or silently change its meaning."""
+    if not isinstance(raw, dict):
+        raise ValueError(f"the state is {type(raw).__name__}, not an object")
+    _check_tracking(raw, "")
+    before = raw.get("before_last")
+    if before is not None:
+        if not isinstance(before, dict):
+            raise ValueError("before_last is not an object")
+        _check_tracking(before, "before_last.")
+    ff = raw.get("folder_filter")
+    if ff is not None and (not isinstance(ff, list) or not all(isinstance(x, str) for x in ff)):
+        raise ValueError("folder_filter is not a list of folders")
+    for name in ("pins", "blocks"):
+        if not isinstance(raw.get(name) or [], list):
+            raise ValueError(f"{name} is not a list")
+    context = raw.get("context") or {}
+    if not isinstance(context, dict) or not all(
+            isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)) for v in context.values()):
+        raise ValueError("context is not an object of text values")
+    for name in ("notebook", "last_swipe_key"):
+        if raw.get(name) is not None and not isinstance(raw[name], str):
+            raise ValueError(f"{name} is not text")
+
+
 class ChatStore:
     def __init__(self, path: Path | str) -> None:
         self.path = str(path)
@@ -65,8 +121,10 @@ class ChatStore:
             if row is None:
                 return ChatState()
             try:
-                return ChatState.from_json(json.loads(row[0]))
-            except (ValueError, TypeError, AttributeError) as exc:
+                raw = json.loads(row[0])
+                check_state_shape(raw)
+                return ChatState.from_json(raw)
+            except (ValueError, TypeError, AttributeError, RecursionError) as exc:
                 log.warning("chat %r had unreadable state (%s); it was moved to broken_chats and the chat starts fresh", chat_id, exc)
                 self._db.execute("BEGIN")
                 self._db.execute("INSERT INTO broken_chats VALUES (?, ?, ?, ?)", (chat_id, row[0], str(exc)[:500], time.time()))

@@ -46,7 +46,7 @@ class MainWindow(QMainWindow):
         self.resize(1200, 760)
 
         self.tabs = QTabWidget()
-        self.vault_view = VaultView()
+        self.vault_view = VaultView(test_runner=self._run_test_chat)
         self.tabs.addTab(self.vault_view, "Vault")
         self.setCentralWidget(self.tabs)
         self._build_actions()
@@ -153,6 +153,9 @@ class MainWindow(QMainWindow):
         self.vault_view.set_health(report)
         e, w, _ = report.counts
         self.tabs.setTabText(0, f"Vault ({e} errors)" if e else "Vault")
+
+    async def _run_test_chat(self, doc, replay: bool, seed: int) -> list[dict]:
+        return await self.bridge.call(self.bridge.engine.test_chat(doc, replay, seed))
 
     def on_progress(self, done: int, total: int, message: str) -> None:
         if total <= 0:

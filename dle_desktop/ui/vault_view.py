@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QSplitter,
     QTableView,
+    QTabWidget,
     QTextBrowser,
     QVBoxLayout,
     QWidget,
@@ -23,6 +24,7 @@ from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.ui.entries_model import UID_ROLE, EntriesFilter, EntriesModel
 from dle_desktop.ui.entry_detail import render_entry
 from dle_desktop.ui.health_panel import HealthPanel
+from dle_desktop.ui.test_chat_panel import TestChatPanel
 
 WELCOME = """<h2>DLE Desktop</h2><p>Select an entry on the left to see its fields, links and the exact
 text that would be injected. The health check below lists problems in the vault, each with what to do.</p>"""
@@ -31,7 +33,7 @@ text that would be injected. The health check below lists problems in the vault,
 class VaultView(QWidget):
     selectionChangedUid = Signal(str)
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent=None, test_runner=None) -> None:
         super().__init__(parent)
         self.snapshot: IndexSnapshot | None = None
         self.model = EntriesModel(self)
@@ -74,8 +76,13 @@ class VaultView(QWidget):
         lv.addWidget(self.table)
         lv.addWidget(self.count_label)
 
+        self.test_panel = TestChatPanel(test_runner)
+        self.test_panel.entryRequested.connect(self.select_title)
+        self.right_tabs = QTabWidget()
+        self.right_tabs.addTab(self.detail, "Entry")
+        self.right_tabs.addTab(self.test_panel, "Test a chat")
         self.right_split = QSplitter(Qt.Vertical)
-        self.right_split.addWidget(self.detail)
+        self.right_split.addWidget(self.right_tabs)
         self.right_split.addWidget(self.health)
         self.right_split.setStretchFactor(0, 3)
         self.right_split.setStretchFactor(1, 2)
@@ -135,10 +142,19 @@ class VaultView(QWidget):
     def select_entry(self, vault: str, path: str) -> None:
         self.select_uid(f"{vault}\x00{path}")
 
+    def select_title(self, vault: str, title: str) -> None:
+        if self.snapshot is None:
+            return
+        hits = [e for e in self.snapshot.by_title.get(title.lower(), ()) if not vault or e.vault == vault]
+        if hits and self.select_uid(hits[0].uid):
+            self.right_tabs.setCurrentWidget(self.detail)
+
     def _current_changed(self, current, _previous) -> None:
         uid = current.data(UID_ROLE) if current.isValid() else None
         if uid:
             self._show(uid)
+            if self.table.hasFocus():  # the user picked it: show it, even from the test tab
+                self.right_tabs.setCurrentWidget(self.detail)
             self.selectionChangedUid.emit(uid)
 
     def _show(self, uid: str) -> None:
@@ -168,6 +184,8 @@ class VaultView(QWidget):
         store.setValue("vault/header", self.table.horizontalHeader().saveState())
         store.setValue("vault/filter", self.filter.text())
         store.setValue("vault/selected", self.current_uid() or "")
+        store.setValue("vault/right_tab", self.right_tabs.currentIndex())
+        store.setValue("vault/test_chat", self.test_panel.input.toPlainText())
 
     def restore_state(self, store) -> str | None:
         for key, widget in (("vault/main_split", self.main_split), ("vault/right_split", self.right_split)):
@@ -178,4 +196,11 @@ class VaultView(QWidget):
         if isinstance(header, QByteArray):
             self.table.horizontalHeader().restoreState(header)
         self.filter.setText(store.value("vault/filter", "") or "")
+        chat = store.value("vault/test_chat")
+        if isinstance(chat, str) and chat.strip():
+            self.test_panel.input.setPlainText(chat)
+        try:
+            self.right_tabs.setCurrentIndex(int(store.value("vault/right_tab", 0)))
+        except (TypeError, ValueError):
+            pass
         return store.value("vault/selected", "") or None

@@ -209,3 +209,48 @@ def unused_port() -> int:
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+def test_data_dir_that_is_a_file_exits_2_with_a_message(tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    proc = dle("index", "--json", data_dir=blocker)
+    assert proc.returncode == 2, proc.stderr
+    assert "error: cannot use the data folder" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert blocker.read_text() == "x"
+
+
+def test_empty_vault_indexes_to_nothing(data_dir, make_vault):
+    root = make_vault({}, name="empty")
+    proc = dle("index", "--json", "--vault", str(root), data_dir=data_dir)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"entries": [], "skipped": [], "warnings": []}
+    health = dle("health", "--json", "--vault", str(root), data_dir=data_dir)
+    assert health.returncode == 0
+    assert json.loads(health.stdout)["errors"] == []
+
+
+def test_health_json_on_a_tmp_vault(data_dir, make_vault, lore):
+    root = make_vault({
+        "A.md": lore("Twin", ("a",)),
+        "B.md": lore("Twin", ("b",)),
+        "C.md": lore("Loner", ("c",), extra="requires: [Ghost]"),
+    })
+    proc = dle("health", "--json", "--vault", str(root), data_dir=data_dir)
+    assert proc.returncode == 0, proc.stderr
+    errors = {(i["code"], i["entry"]) for i in json.loads(proc.stdout)["errors"]}
+    assert ("duplicate_title", "Twin") in errors
+    assert ("requires_missing", "Loner") in errors
+
+
+def test_settings_from_the_data_dir_are_used(data_dir, make_vault, lore):
+    root = make_vault({"A.md": lore("Alpha"), "B.md": lore("Beta", tags="[lore]")})
+    data_dir.mkdir()
+    (data_dir / "settings.json").write_text(json.dumps({
+        "lorebookTag": "lore",
+        "vaults": [{"name": "Configured", "path": str(root)}],
+    }), encoding="utf-8")
+    proc = dle("index", "--json", "--no-content", data_dir=data_dir)
+    assert proc.returncode == 0, proc.stderr
+    assert [(e["vault"], e["title"]) for e in json.loads(proc.stdout)["entries"]] == [("Configured", "Beta")]

@@ -161,9 +161,40 @@ def test_serve_on_a_busy_port_exits_2_with_a_message(serve):
         blocker.close()
     output = "".join(s.stdout) + "".join(s.stderr)
     assert code == 2, output
-    assert f"cannot listen on 127.0.0.1:{port}" in output
+    assert f"error: cannot listen on 127.0.0.1:{port}" in "".join(s.stderr)  # errors go to stderr
     assert "Traceback" not in output
     assert not any(LISTENING.match(line.strip()) for line in s.stdout)
+
+
+def test_serve_uses_the_settings_port_and_serves_even_if_the_gui_server_is_off(serve, tmp_path):
+    """`serve` exists to serve: server_enabled=false (a GUI switch) must not make it fail."""
+    data = tmp_path / "data"
+    data.mkdir()
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    (data / "settings.json").write_text(f'{{"server_enabled": false, "server_port": {port}}}', encoding="utf-8")
+    s = serve()
+    m = s.wait_line(LISTENING)
+    assert int(m.group(2)) == port
+    assert httpx.get(f"{m.group(1)}/api/dle/v1/status", timeout=10).status_code == 200
+    s.proc.send_signal(signal.SIGINT)
+    assert s.finish() == 0
+    assert "error: None" not in "".join(s.stdout) + "".join(s.stderr)
+
+
+def test_serve_with_a_broken_settings_file_starts_on_defaults(serve, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "settings.json").write_text("{ broken", encoding="utf-8")
+    s = serve("--port", "0")
+    s.wait_line(LISTENING)
+    s.proc.send_signal(signal.SIGTERM)
+    assert s.finish() == 0
+    kept = list(data.glob("settings.json.broken-*"))
+    assert len(kept) == 1 and kept[0].read_text(encoding="utf-8") == "{ broken"
+    assert "settings file could not be read" in "".join(s.stderr)
 
 
 def test_serve_twice_on_the_same_data_dir_and_port_after_a_clean_stop(serve, tmp_path):

@@ -361,3 +361,35 @@ def test_watcher_stop_is_idempotent_and_delivers_nothing_after(watched, lore):
     (root / "Late.md").write_text(lore("Late"), encoding="utf-8")
     time.sleep(w.debounce_s * 3)  # the observer thread is joined: nothing can arrive, however long we wait
     assert calls.items == []
+
+
+def test_cancel_sync_from_a_progress_event_keeps_the_previous_index(make_generated_vault, helpers, tmp_path, wait_for):
+    root = make_generated_vault(2000)
+    h = Harness(root, tmp_path / "data")
+    try:
+        h.thread.call(h.engine.start(watch=False), timeout=60)
+        h.thread.call(h.engine.wait_ready(60), timeout=90)
+        before = h.engine.snapshot
+        for rel, text in helpers.generate_vault_files(2000).items():
+            (root / rel).write_text(text.replace("all night", "until dawn"), encoding="utf-8")
+
+        cancelled: list[bool] = []
+
+        def on_event(event: EngineEvent) -> None:  # runs on the engine loop
+            if event.kind == "progress" and not cancelled:
+                cancelled.append(h.engine.cancel_sync())
+
+        h.call(h.engine.subscribe, on_event)
+        future = h.thread.submit(h.engine.sync_now())
+        with pytest.raises(BaseException) as err:  # concurrent.futures.CancelledError
+            future.result(60)
+        assert "Cancelled" in type(err.value).__name__
+        assert cancelled == [True]
+        wait_for(lambda: any(e.kind == "sync_state" and e.data.get("reason") == "cancelled" for e in h.events), WAIT)
+        assert h.engine.snapshot is before
+        assert h.engine.syncing is False
+        # A later sync (the subscriber cancels only once) completes normally and sees every edit.
+        result = h.thread.call(h.engine.sync_now(), timeout=90)
+        assert len(result.changes.modified) == 2000
+    finally:
+        h.close()

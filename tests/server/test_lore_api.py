@@ -22,11 +22,11 @@ API = "/api/dle/v1"
 
 
 class Served:
-    def __init__(self, root, data, settings: Settings | None = None) -> None:
+    def __init__(self, root, data, settings: Settings | None = None, vault: str = "lore") -> None:
         self.root = root
         self.thread = EngineThread().start()
         self.engine = Engine(AppPaths(data, data).ensure(), settings or Settings(), SecretStore(use_keyring=False),
-                             vault_override=[FolderSource("lore", root)])
+                             vault_override=[FolderSource(vault, root)])
         self.thread.call(self.engine.start(watch=False), timeout=30)
         self.thread.call(self.engine.wait_ready(), timeout=30)
         self.runner = ServerRunner(self.engine, "127.0.0.1", 0)
@@ -249,3 +249,18 @@ def test_stop_releases_the_port(served):
 def test_url_property():
     assert ServerRunner(None, "127.0.0.1", 8765).url == "http://127.0.0.1:8765"
     assert ServerRunner(None, "::1", 8765).url == "http://[::1]:8765"
+
+
+def test_vault_names_and_paths_with_spaces_and_non_ascii(make_vault, lore, tmp_path):
+    root = make_vault({"Characters/Aurélie Duvêne.md": lore("Aurélie Duvêne", ("Aurélie",)),
+                       "Places/龍 Gate #1?.md": lore("Dragon Gate", ("gate",))})
+    s = Served(root, tmp_path / "data", vault="My Lore Vault")
+    try:
+        r = s.client.get(f"{API}/entries/{quote('My Lore Vault')}/{quote('Characters/Aurélie Duvêne.md')}")
+        assert r.status_code == 200 and r.json()["title"] == "Aurélie Duvêne"
+        r = s.client.get(f"{API}/entries/{quote('My Lore Vault')}/{quote('Places/龍 Gate #1?.md')}")
+        assert r.status_code == 200 and r.json()["title"] == "Dragon Gate"
+        assert s.client.get(f"{API}/entries", params={"q": "aurélie"}).json()["entries"][0]["vault"] == "My Lore Vault"
+        assert s.client.get(f"{API}/entries", params={"vault": "My Lore Vault"}).json()["entries"]
+    finally:
+        s.close()

@@ -124,7 +124,8 @@ def apply_budget(items: list[Active], cfg: MatchConfig, trace: Trace) -> tuple[l
             continue
         positional.append(Injected(e, a.matched_by, pos, depth, role))
         total += tokens
-        trace.add(e, "budget", "injected", f"{tokens} tokens ({a.matched_by})")
+        how = a.matched_by if a.matched_by.startswith("(") else f"({a.matched_by})"
+        trace.add(e, "budget", "injected", f"{tokens} tokens {how}")
     return positional, outlets
 
 
