@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import dataclasses
 import gc
 import io
 import json
@@ -50,15 +51,24 @@ TARGET_P50_MS = 5.0
 TARGET_SIZE = 10_000
 #: Messages already in the chat when the timed generations start (one more per generation).
 CHAT_START = 40
-#: Untimed generations before each series (first-call effects: caches, branch warm-up).
+#: Untimed generations before each series (first-call effects: caches, branch warm-up): up to
+#: this many, stopping once they took WARMUP_SECONDS (at least one).
 WARMUP_GENERATIONS = 5
-#: Vaults larger than this get at most BIG_GENERATIONS timed generations per configuration.
-BIG_SIZE = 20_000
-BIG_GENERATIONS = 100
+WARMUP_SECONDS = 1.0
+#: A series stops early once its timed generations have taken this long (but runs at least
+#: MIN_GENERATIONS): BM25 at 50k entries is slow enough to blow the run's time otherwise.
+SERIES_SECONDS = 15.0
+MIN_GENERATIONS = 10
 #: The scan-depth series: run at this vault size (or the nearest given) from this chat length.
 SCAN_DEPTHS = (4, 20, 100)
 SCAN_SERIES_START = 110
 SCAN_SERIES_GENERATIONS = 100
+
+#: The control series: default settings on the same vault with every constant's flag cleared. The
+#: constants are ~0.5 % of the vault, so they grow with it and every one is active in every
+#: generation; without them the active set is the same at every size, and what is left of the
+#: growth is cost per vault entry.
+CONTROL = "defaults, 0 constants"
 
 CONFIGS = {
     "defaults": MatchConfig(),
@@ -101,13 +111,19 @@ paid owed sold bought built burned sank rose fell ruled served fought won failed
 listened remembered forgot believed doubted
 """.split()
 COMMON = list(dict.fromkeys(COMMON))
+_COMMON_TEXT = " ".join(COMMON)
 _CUM = list(accumulate(1.0 / (r + 1) ** 0.9 for r in range(len(COMMON))))
 LORE_NOUNS = """harbour lantern guild tide storm archive ledger smuggler temple ferry council oath
 plague festival crypt forge canal marsh tower prison""".split()
 
-SYLLABLES = ("an ar as ba be bel bra ca cor da del dra du el en er fa fen ga gor ha hel il "
-             "ir ka kel la lan li lor ma mar mi mor na nel no or os pa per quil ra ren ri ro "
-             "sa sel sha sil ta tam tor tre ul un va van vel vor wen wy ya zor").split()
+# Invented names are built from onset + vowel + coda syllables (about 1,500 of them), so that
+# names rarely contain one another: with DLE's default substring matching, a short key that
+# occurs inside many longer names would make every chat match far more than it names.
+SYLLABLES = sorted({o + v + c for o in "b c d f g h k l m n p r s t v w z br dr gr kr tr th sh".split() + [""]
+                    for v in "a e i o u ae ei ou".split() for c in ("", "n", "r", "l", "s", "th", "nd", "rn")})
+#: Open syllables and plain consonants are likelier, so names read like names ("Toral", "Vesharn").
+_SYL_CUM = list(accumulate(
+    (1 if len(s) > 3 else 3) * (4 if s[-1] in "aeiou" else 1) * (1 if s[0] in "aeiou" else 2) for s in SYLLABLES))
 
 #: (folder, category tag, weight, how to name one, suffix words)
 CATEGORIES = (
@@ -130,13 +146,18 @@ EPITHETS = ("the Elder", "the Younger", "the Grey", "of the Quay", "the Drowned"
 
 
 def _name(rng: random.Random, parts: int) -> str:
-    return "".join(rng.choice(SYLLABLES) for _ in range(parts)).capitalize()
+    """An invented name of `parts` syllables, at least 4 letters and not inside an English word of
+    the chat vocabulary (a key like 'ouse' would match every 'house')."""
+    while True:
+        name = "".join(SYLLABLES[bisect(_SYL_CUM, rng.random() * _SYL_CUM[-1])] for _ in range(parts))
+        if len(name) >= 4 and name not in _COMMON_TEXT:
+            return name.capitalize()
 
 
 def _pool_word(j: int) -> str:
     """Shared-key vocabulary word j: a fixed invented name (several entries may use it)."""
     r = random.Random(f"pool:{SEED}:{j}")
-    return _name(r, 3)
+    return _name(r, 2)
 
 
 def _words(rng: random.Random, n: int) -> list[str]:
@@ -189,14 +210,14 @@ def generate_entries(n: int, seed: int = SEED) -> Generated:
     for i in range(n):
         rng = random.Random(f"{seed}:{i}")
         folder, tag, _ = CATEGORIES[bisect(_CAT_CUM, rng.random() * _CAT_CUM[-1])]
-        core = _name(rng, rng.choice((2, 3, 3)))
+        core = _name(rng, rng.choice((2, 2, 3)))
         keys: list[str] = []
         if tag == "character":
             if surnames and rng.random() < 0.3:  # a family: shares a surname key with relatives
                 surname = surnames[rng.randrange(max(0, len(surnames) - 300), len(surnames))]
                 keys.append(surname)
             else:
-                surname = _name(rng, 3)
+                surname = _name(rng, rng.choice((2, 3)))
                 surnames.append(surname)
             title = f"{core} {surname}"
             keys[:0] = [title, core]
@@ -225,17 +246,17 @@ def generate_entries(n: int, seed: int = SEED) -> Generated:
         titles.add(title.lower())
         want = rng.randint(3, 8)
         while len(keys) < want:
-            if rng.random() < 0.25:  # shared vocabulary: some keys recur across entries
+            if rng.random() < 0.15:  # shared vocabulary: some keys recur across entries
                 keys.append(_pool_word(rng.randrange(300 + i // 4)))
                 counts["shared_keys"] += 1
             else:
-                keys.append(_name(rng, rng.choice((2, 3, 3, 4))))
+                keys.append(_name(rng, rng.choice((2, 3))))
         keys = list(dict.fromkeys(keys))
 
-        # Body: 100-300 words mentioning keys of 1-4 earlier entries (what recursion follows).
+        # Body: 100-300 words mentioning keys of 0-3 earlier entries (what recursion follows).
         mentions = []
         if entries:
-            for _ in range(rng.randint(1, 4)):
+            for _ in range(rng.randint(0, 3)):
                 j = rng.randrange(min(i, 1000)) if rng.random() < 0.5 else rng.randrange(max(0, i - 500), i)
                 mentions.append(rng.choice(entries[j].keys))
         n_words = rng.randint(100, 300)
@@ -373,31 +394,50 @@ class Series:
         }
 
 
-def run_series(snapshot: IndexSnapshot, chat: Chat, cfg: MatchConfig, start: int, generations: int) -> Series:
+def run_series(snapshot: IndexSnapshot, chat: Chat, cfg: MatchConfig, start: int, generations: int,
+               budget_s: float | None = None) -> Series:
     """`generations` timed calls, the chat growing by one message per call, state carried forward
-    (as `match --replay` and the HTTP endpoint do), after WARMUP_GENERATIONS untimed calls."""
-    out = Series()
-    state = ChatState()
+    (as `match --replay` and the HTTP endpoint do), after the warm-up calls. With `budget_s`, stop
+    once the timed calls have taken that long and at least MIN_GENERATIONS ran."""
+    return run_interleaved([(snapshot, cfg)], chat, start, generations, budget_s)[0]
+
+
+def run_interleaved(runs: list[tuple[IndexSnapshot, MatchConfig]], chat: Chat, start: int, generations: int,
+                    budget_s: float | None = None) -> list[Series]:
+    """Several series over the same chat, round-robin one generation at a time, each with its own
+    state, so that drift in machine load hits all of them alike."""
+    outs = [Series() for _ in runs]
+    states = [ChatState() for _ in runs]
     first = max(1, start - WARMUP_GENERATIONS)
+    warm = spent = 0.0
     gc.collect()
     for g, length in enumerate(range(first, start + generations)):
+        if length < start and warm > WARMUP_SECONDS:
+            continue  # warm-up long enough: skip its remaining calls (the state just starts later)
+        if budget_s is not None and spent > budget_s and len(outs[0].samples_ms) >= MIN_GENERATIONS:
+            break
         messages = chat.messages[:length]
-        rng = random.Random(SEED + g)
-        t0 = time.perf_counter()
-        result, state = run_generation(snapshot, messages, state, cfg, character_name=chat.character, rng=rng)
-        ms = (time.perf_counter() - t0) * 1000
-        if length < start:
-            continue
-        out.samples_ms.append(ms)
-        for k, v in result.timings_ms.items():
-            out.stage_ms.setdefault(k, []).append(v)
-        matched = [v for v in result.verdicts if v.outcome == "matched"]
-        out.keyword_matched.append(sum(1 for v in matched if v.stage == "keywords"))
-        out.active.append(len(matched))
-        out.injected.append(len(result.injected))
-        out.verdicts.append(len(result.verdicts))
-        out.scan_chars.append(len(scan_text(messages, cfg.scan_depth)))
-    return out
+        for k, (snapshot, cfg) in enumerate(runs):
+            out = outs[k]
+            rng = random.Random(SEED + g)
+            t0 = time.perf_counter()
+            result, states[k] = run_generation(snapshot, messages, states[k], cfg,
+                                               character_name=chat.character, rng=rng)
+            ms = (time.perf_counter() - t0) * 1000
+            if length < start:
+                warm += ms / 1000
+                continue
+            spent += ms / 1000
+            out.samples_ms.append(ms)
+            for key, v in result.timings_ms.items():
+                out.stage_ms.setdefault(key, []).append(v)
+            matched = [v for v in result.verdicts if v.outcome == "matched"]
+            out.keyword_matched.append(sum(1 for v in matched if v.stage == "keywords"))
+            out.active.append(len(matched))
+            out.injected.append(len(result.injected))
+            out.verdicts.append(len(result.verdicts))
+            out.scan_chars.append(len(scan_text(messages, cfg.scan_depth)))
+    return outs
 
 
 def timed(fn):
@@ -423,7 +463,7 @@ def profile_size(snapshot: IndexSnapshot, chat: Chat, generations: int, top: int
     return buf.getvalue()
 
 
-def run_benchmark(sizes: list[int], generations: int, big_generations: int, log) -> dict:
+def run_benchmark(sizes: list[int], generations: int, series_seconds: float, log) -> dict:
     biggest = max(sizes)
     gen, gen_s = timed(lambda: generate_entries(biggest))
     log(f"generated {biggest} entries in {gen_s:.1f} s")
@@ -445,25 +485,33 @@ def run_benchmark(sizes: list[int], generations: int, big_generations: int, log)
         # The first generation after prepare (cold per snapshot: the per-snapshot parts exist).
         _, first_s = timed(lambda: run_generation(snap, chat.messages[:CHAT_START], ChatState(), MatchConfig(),
                                                   character_name=chat.character, rng=random.Random(SEED)))
-        n_gen = generations if size <= BIG_SIZE else min(generations, big_generations)
         row = {"entries": size, "writer_visible": len(snap._pipeline_parts[1].visible),  # type: ignore[attr-defined]
-               "distinct_keys": n_keys, "generations": n_gen,
+               "distinct_keys": n_keys,
                "prep_seconds": {"build_snapshot": build_s, "prepare (KeywordIndex)": prep_s,
                                 "BM25 build": bm25_s, "first generation": first_s},
                "configs": {}}
         log(f"{size} entries: snapshot {build_s:.2f} s, prepare {prep_s:.2f} s, BM25 {bm25_s:.2f} s")
         for name, cfg in CONFIGS.items():
-            s = run_series(snap, chat, cfg, CHAT_START, n_gen)
+            s = run_series(snap, chat, cfg, CHAT_START, generations, series_seconds)
             st = s.stats()
             row["configs"][name] = st
             log(f"  {name:<16} p50 {st['p50']:7.2f} ms  p90 {st['p90']:7.2f}  p99 {st['p99']:7.2f}  "
-                f"mean {st['mean']:7.2f}  ({n_gen} generations)")
+                f"mean {st['mean']:7.2f}  ({st['n']} generations)")
+        control = build_snapshot([VaultSlice(VAULT, tuple(
+            dataclasses.replace(e, constant=False) if e.constant else e for e in entries))])
+        prepare(control, MatchConfig())
+        st = run_series(control, chat, MatchConfig(), CHAT_START, generations, series_seconds).stats()
+        row["configs"][CONTROL] = st
+        log(f"  {CONTROL:<16} p50 {st['p50']:7.2f} ms  p90 {st['p90']:7.2f}  p99 {st['p99']:7.2f}  "
+            f"mean {st['mean']:7.2f}  ({st['n']} generations)")
+        del control
         if size == scan_size:
             res["scan_series"] = {"entries": size, "generations": SCAN_SERIES_GENERATIONS,
                                   "start": SCAN_SERIES_START, "depths": {}}
-            for depth in SCAN_DEPTHS:
-                cfg = MatchConfig(scan_depth=depth)
-                st = run_series(snap, chat, cfg, SCAN_SERIES_START, SCAN_SERIES_GENERATIONS).stats()
+            series = run_interleaved([(snap, MatchConfig(scan_depth=d)) for d in SCAN_DEPTHS], chat,
+                                     SCAN_SERIES_START, SCAN_SERIES_GENERATIONS, series_seconds)
+            for depth, ser in zip(SCAN_DEPTHS, series):
+                st = ser.stats()
                 res["scan_series"]["depths"][depth] = st
                 log(f"  scanDepth {depth:<4} p50 {st['p50']:7.2f} ms  ({st['scan_chars']:.0f} chars scanned)")
         res["sizes"][size] = row
@@ -558,7 +606,8 @@ def print_report(res: dict, args, machine: dict) -> None:
     p(f"chat:    {c['messages']} messages ({c['words_per_message']:.0f} words each on average, "
       f"{c['narrator_lines']} narrator lines), 'Traveller' and '{c['character']}', naming a cast of "
       f"{c['cast']} entries; timed generations start at {CHAT_START} messages and add one message each, "
-      f"state carried forward; {WARMUP_GENERATIONS} untimed warm-up generations per series")
+      f"state carried forward; up to {WARMUP_GENERATIONS} untimed warm-up generations per series "
+      f"(fewer once they took {WARMUP_SECONDS:g} s)")
     p()
 
     p("One-time preparation per snapshot (seconds)")
@@ -575,34 +624,39 @@ def print_report(res: dict, args, machine: dict) -> None:
     p()
 
     p("Per-generation latency of run_generation (ms)")
-    head = (f"{'entries':>8}  {'configuration':<16} {'gens':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'mean':>8} "
+    head = (f"{'entries':>8}  {'configuration':<21} {'gens':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'mean':>8} "
             f"{'max':>8}   {'kw hits':>7} {'active':>6} {'inj':>4} {'verdicts':>8}")
     p(head)
     p("-" * len(head))
     for size, row in res["sizes"].items():
         for name, st in row["configs"].items():
-            p(f"{size:>8}  {name:<16} {st['n']:>5} {st['p50']:>8.2f} {st['p90']:>8.2f} {st['p99']:>8.2f} "
+            p(f"{size:>8}  {name:<21} {st['n']:>5} {st['p50']:>8.2f} {st['p90']:>8.2f} {st['p99']:>8.2f} "
               f"{st['mean']:>8.2f} {st['max']:>8.2f}   {st['keyword_matched']:>7.1f} {st['active']:>6.1f} "
               f"{st['injected']:>4.1f} {st['verdicts']:>8.1f}")
     p("kw hits = entries matched by keywords; active = entries matched by any route (constants, keywords,")
     p("cascade, recursion, fuzzy); inj = injected; all per generation, averaged.")
-    if any(row["generations"] < args.generations for row in res["sizes"].values()):
-        p(f"Vaults over {BIG_SIZE} entries run at most {args.big_generations} timed generations per "
-          "configuration (--big-generations), to keep the run short.")
+    short = [f"{size // 1000}k {name}" for size, row in res["sizes"].items()
+             for name, st in row["configs"].items() if st["n"] < args.generations]
+    if short:
+        p(f"Series stop once their timed generations have taken {args.series_seconds:g} s (--series-seconds), "
+          f"after at least {MIN_GENERATIONS}; cut short here: {', '.join(short)}.")
     p()
 
     sizes = list(res["sizes"])
     p("Scaling with vault size, fixed chat: p50 (ms) and growth against the smallest vault")
-    head = f"{'configuration':<16} " + " ".join(f"{s:>9}" for s in sizes) + "   growth   log-log slope"
+    head = f"{'configuration':<21} " + " ".join(f"{s:>9}" for s in sizes) + "   growth   log-log slope"
     p(head)
     p("-" * len(head))
-    for name in CONFIGS:
+    for name in [*CONFIGS, CONTROL]:
         ys = [res["sizes"][s]["configs"][name]["p50"] for s in sizes]
         sl = slope(sizes, ys)
         growth = f"x{ys[-1] / ys[0]:.1f}" if ys[0] > 0 else ""
-        p(f"{name:<16} " + " ".join(f"{y:>9.2f}" for y in ys) + f"   {growth:>6}   "
+        p(f"{name:<21} " + " ".join(f"{y:>9.2f}" for y in ys) + f"   {growth:>6}   "
           + (f"{sl:.2f}" if sl is not None else "n/a"))
-    p(f"{'(vault growth)':<16} " + " ".join(f"{'':>9}" for _ in sizes) + f"   x{sizes[-1] / sizes[0]:.0f}     1.00 = linear")
+    p(f"{'(vault growth)':<21} " + " ".join(f"{'':>9}" for _ in sizes) + f"   x{sizes[-1] / sizes[0]:>5.0f}   1.00 = linear")
+    p(f"'{CONTROL}': the same vault with every constant's flag cleared (constants are ~0.5 % of the")
+    p("vault, all active in every generation, so they grow with it); its active set is the same at every")
+    p("size, so its growth is per-entry cost alone. slope = least-squares slope of log p50 on log entries.")
     p()
 
     p("Where the time goes: median ms per stage (run_generation's own timings_ms)")
@@ -657,7 +711,7 @@ def to_json(res: dict, args, machine: dict) -> dict:
                                "generate_seconds", "total_seconds")}
     out["machine"] = machine
     out["params"] = {"sizes": args.sizes, "generations": args.generations,
-                     "big_generations": args.big_generations, "seed": SEED}
+                     "series_seconds": args.series_seconds, "seed": SEED}
     out["sizes"] = {str(k): v_ for k, v_ in res["sizes"].items()}
     if "scan_series" in res:
         out["scan_series"] = res["scan_series"]
@@ -669,8 +723,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default="1000,10000,50000", help="vault sizes (default 1000,10000,50000)")
     p.add_argument("--generations", type=int, default=200, help="timed generations per configuration (default 200)")
-    p.add_argument("--big-generations", type=int, default=BIG_GENERATIONS,
-                   help=f"at most this many for vaults over {BIG_SIZE} entries (default {BIG_GENERATIONS})")
+    p.add_argument("--series-seconds", type=float, default=SERIES_SECONDS,
+                   help=f"stop a series once its timed calls took this long, after at least {MIN_GENERATIONS} "
+                        f"generations (default {SERIES_SECONDS:g})")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--profile", type=int, metavar="SIZE",
                    help="instead of the benchmark, print a cProfile of the defaults and fuzzy loops at SIZE entries")
@@ -679,7 +734,7 @@ def main(argv: list[str] | None = None) -> int:
         sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
     except ValueError:
         p.error("--sizes takes comma-separated integers")
-    if not sizes or sizes[0] < 100 or args.generations < 1 or args.big_generations < 1:
+    if not sizes or sizes[0] < 100 or args.generations < 1 or args.series_seconds <= 0:
         p.error("sizes must be at least 100 and generations at least 1")
     args.sizes = sizes
 
@@ -700,7 +755,7 @@ def main(argv: list[str] | None = None) -> int:
     started_at = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     t0 = time.perf_counter()
     cpu0 = cpu_counters()
-    res = run_benchmark(sizes, args.generations, args.big_generations, log)
+    res = run_benchmark(sizes, args.generations, args.series_seconds, log)
     cpu1 = cpu_counters()
     wall = time.perf_counter() - t0
     others = None

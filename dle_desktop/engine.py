@@ -203,6 +203,10 @@ class Engine:
             except DleError as exc:
                 self._report_error(str(exc))
                 continue
+            except Exception as exc:  # noqa: BLE001 - a watcher batch must never kill the engine
+                log.exception("re-sync of %s failed", vault)
+                self._report_error(f"{vault}: re-reading changed notes failed ({exc}); use Sync now")
+                continue
             self._after_sync(result, "file change")
 
     async def _run_sync(self, force: bool, reason: str) -> SyncResult | None:
@@ -213,7 +217,7 @@ class Engine:
             self._emit("progress", done=done, total=total, message=what)
 
         try:
-            result = await self.indexer.sync_all(progress=progress, force=force)
+            result = await self.indexer.sync_all(progress=progress, force=force, save_cache=False)
         except asyncio.CancelledError:
             self._emit("sync_state", syncing=False, reason="cancelled")
             raise
@@ -235,6 +239,9 @@ class Engine:
             self._emit("sync_error", message=self.last_error)
         self._emit("index", snapshot=result.snapshot, changes=result.changes, source=reason,
                    seconds=result.seconds)
+        if self.indexer.cache_dirty and reason != "file change":
+            self.indexer.cache_dirty = False
+            self._spawn(asyncio.to_thread(self.indexer.save_cache))
 
     def _report_error(self, message: str) -> None:
         self.last_error = message

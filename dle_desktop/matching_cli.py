@@ -13,6 +13,24 @@ from dle_desktop.errors import ConfigError, InputError
 from dle_desktop.state.settings import settings_from_mapping
 
 
+def _has_lone_surrogate(value) -> bool:
+    """A \\ud800-\\udfff escape without its pair: valid JSON grammar, but not text (printing it fails)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+    return False
+
+
 def _read_json(path: str, what: str):
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -21,9 +39,16 @@ def _read_json(path: str, what: str):
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{what} file {path} cannot be read: {exc}") from None
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{what} file {path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise InputError(f"{what} file {path} is not valid JSON: it is nested too deeply") from None
+    except ValueError:  # an integer longer than Python's digit limit
+        raise InputError(f"{what} file {path} is not valid JSON: a number in it is too long") from None
+    if _has_lone_surrogate(data):
+        raise InputError(f"{what} file {path} has a \\u escape of an unpaired surrogate (\\ud800-\\udfff), which is not text")
+    return data
 
 
 def load_chat(path: str) -> ChatDocument:
@@ -32,11 +57,20 @@ def load_chat(path: str) -> ChatDocument:
         from dle_desktop.core.pipeline.chat_formats import parse_chat_text
 
         try:
-            return parse_chat_text(Path(path).read_text(encoding="utf-8"))
+            doc = parse_chat_text(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise InputError(f"chat file not found: {path}") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"chat file {path} cannot be read: {exc}") from None
         except ChatInputError as exc:
             raise InputError(f"chat file {path}: {exc}") from None
+        except RecursionError:
+            raise InputError(f"chat file {path} is not valid JSON lines: a line is nested too deeply") from None
+        except ValueError:  # an integer longer than Python's digit limit
+            raise InputError(f"chat file {path} is not valid JSON lines: a number in it is too long") from None
+        if _has_lone_surrogate([doc.character_name, [(m.name, m.mes, m.extra) for m in doc.messages]]):
+            raise InputError(f"chat file {path} has a \\u escape of an unpaired surrogate (\\ud800-\\udfff), which is not text")
+        return doc
     try:
         return parse_chat_document(_read_json(path, "chat"))
     except ChatInputError as exc:

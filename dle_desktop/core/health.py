@@ -154,6 +154,9 @@ def _entry_checks(snapshot: IndexSnapshot, ctx: HealthContext, r: HealthReport) 
             r.add("warning", "depth_role_ignored", f"sets depth or role, which only apply in_chat, but its position is {effective_position}.", e)
         if e.exclude_recursion and not e.keys:
             r.add("warning", "exclude_recursion_without_keys", "sets excludeRecursion but has no keys, so the flag has no effect.", e)
+        if e.scan_depth == 0 and not ctx.ai_search_enabled and not e.constant and not e.bootstrap:
+            r.add("warning", "entry_scan_depth_zero_without_ai",
+                  "has scanDepth 0 (AI search only) but AI search is off, so only a cascade, recursion or a pin can inject it.", e)
         if e.probability == 0:
             r.add("warning", "probability_zero", "has probability 0 and will never be injected.", e)
         for k in e.keys:

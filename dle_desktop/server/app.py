@@ -10,9 +10,10 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from starlette.routing import Match
 
 from dle_desktop.errors import ConfigError, DleError
-from dle_desktop.server import routes_chat, routes_lore
+from dle_desktop.server import openapi, routes_chat, routes_lore
 from dle_desktop.server.security import LOOPBACK_NAMES, BodyLimitMiddleware, HostCheckMiddleware
 
 log = logging.getLogger(__name__)
@@ -33,9 +34,21 @@ async def _not_found(request: Request, exc) -> JSONResponse:
     return JSONResponse({"error": f"no route {request.method} {request.url.path}"}, status_code=404)
 
 
+async def _method_not_allowed(request: Request, exc) -> JSONResponse:
+    # Starlette's Allow lists only the first route on the path; name every method it has.
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if route.matches(request.scope)[0] is not Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    allow = ", ".join(sorted(methods)) or (getattr(exc, "headers", None) or {}).get("Allow", "")
+    message = f"{request.method} is not allowed on {request.url.path}" + (f"; use {allow}" if allow else "")
+    return JSONResponse({"error": message}, status_code=405, headers={"Allow": allow} if allow else None)
+
+
 def build_app(engine) -> Starlette:
-    app = Starlette(routes=[*routes_lore.routes, *routes_chat.routes],
-                    exception_handlers={DleError: _dle_error, 404: _not_found, Exception: _unexpected})
+    app = Starlette(routes=[*routes_lore.routes, *routes_chat.routes, *openapi.routes],
+                    exception_handlers={DleError: _dle_error, 404: _not_found, 405: _method_not_allowed,
+                                        Exception: _unexpected})
     app.state.engine = engine
     return app
 

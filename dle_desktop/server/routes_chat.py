@@ -5,6 +5,7 @@ the Author's Notebook."""
 from __future__ import annotations
 
 import json
+import re
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -23,6 +24,28 @@ RETRIEVE_FIELDS = {"chat_id", "messages", "character_name", "context", "swipe", 
                    "folder_filter", "notebook"}
 
 
+#: A \uD800-\uDFFF escape: JSON's grammar allows an unpaired one, but it is not Unicode text and
+#: could be neither stored (SQLite wants UTF-8) nor sent back.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _has_lone_surrogate(value) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
+
+
 async def read_json(request: Request):
     body = await request.body()
     if not body:
@@ -34,13 +57,16 @@ async def read_json(request: Request):
     except UnicodeDecodeError as exc:
         raise InputError(f"the request body is not UTF-8 text (invalid byte at offset {exc.start})") from None
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         raise InputError("the request body is not valid JSON: it is nested too deeply") from None
     except ValueError:  # an integer longer than Python's digit limit (4300)
         raise InputError("the request body is not valid JSON: a number in it is too long") from None
+    if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(data):
+        raise InputError("the request body has a \\u escape of an unpaired surrogate (\\ud800-\\udfff), which is not text")
+    return data
 
 
 MAX_NOTEBOOK_BYTES = 64 * 1024

@@ -221,12 +221,16 @@ def settings_from_mapping(raw: dict, base: Settings | None = None) -> Settings:
     return Settings(**values)
 
 
+class SettingsFromNewerVersion(ConfigError):
+    """settings.json was written by a newer DLE Desktop: read nothing, overwrite nothing."""
+
+
 def _migrate(raw: dict) -> dict:
     if not isinstance(raw, dict):
         raise ConfigError("settings must be a JSON object")
     version = raw.get("schema_version", 0)
     if not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise ConfigError(f"settings were written by a newer DLE Desktop (schema {version}); not touching them")
+        raise SettingsFromNewerVersion(f"settings were written by a newer DLE Desktop (schema {version})")
     # Schema 0 → 1: nothing renamed yet. Migrations go here, one step per version.
     raw["schema_version"] = SCHEMA_VERSION
     return raw
@@ -238,6 +242,8 @@ class SettingsStore:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.problem: str | None = None
+        #: True when the file must not be overwritten (newer version, or not a readable file).
+        self.read_only = False
 
     def load(self) -> Settings:
         if not self.path.exists():
@@ -245,6 +251,16 @@ class SettingsStore:
         try:
             raw = json.loads(self.path.read_text(encoding="utf-8"))
             return settings_from_mapping(_migrate(raw))
+        except SettingsFromNewerVersion as exc:
+            self.read_only = True
+            self.problem = f"{exc}; defaults are in use for this run and the file is left untouched"
+            log.warning(self.problem)
+            return Settings()
+        except OSError as exc:  # a folder where the file should be, no permission...
+            self.read_only = True
+            self.problem = f"settings file {self.path} cannot be read ({exc.strerror or exc}); defaults are in use and nothing is saved"
+            log.warning(self.problem)
+            return Settings()
         except (json.JSONDecodeError, UnicodeDecodeError, ConfigError) as exc:
             kept = self.path.with_name(f"{self.path.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}")
             n = 1
@@ -260,6 +276,8 @@ class SettingsStore:
             return Settings()
 
     def save(self, settings: Settings) -> None:
+        if self.read_only:
+            raise ConfigError(f"not saving settings: {self.problem}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")
         data = json.dumps(settings.to_json(), indent=2, ensure_ascii=False)

@@ -56,8 +56,9 @@ class DesktopApp:
         """Call after runtime.start(): engine events from its start are already queued to us."""
         server = self.runtime.server
         self.window.set_server_status(server.url if server else None, self.runtime.server_error)
-        if self.runtime.server_error:
-            self.window.statusBar().showMessage(self.runtime.server_error, 20000)
+        problems = [p for p in (self.runtime.server_error, self.runtime.ctx.store.problem) if p]
+        if problems:
+            self.window.statusBar().showMessage(" · ".join(problems), 30000)
         if not self._start_hidden:
             self.window.show()
 
@@ -110,7 +111,7 @@ class DesktopApp:
             ctx.secrets.set(secret_id, key)
         try:
             ctx.store.save(settings)
-        except OSError as exc:
+        except (OSError, DleError) as exc:
             QMessageBox.warning(self.window, "Settings", f"Settings could not be saved: {exc}")
             return
         engine = Engine(ctx.paths, settings, ctx.secrets)

@@ -68,6 +68,12 @@ class RestVaultDialog(QDialog):
         form.addRow("Port", self.port)
         form.addRow("", self.https)
         form.addRow("API key", self.key)
+        store_problem = getattr(getattr(parent, "secrets", None), "problem", None)
+        if store_problem:
+            note = QLabel(store_problem)
+            note.setWordWrap(True)
+            note.setStyleSheet("color: #a15c00")
+            form.addRow("", note)
         buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
         buttons.accepted.connect(self._accept)
         buttons.rejected.connect(self.reject)

@@ -226,8 +226,11 @@ class VaultIndexer:
         self._problems[source.name] = listing.problems
 
     # -- public ---------------------------------------------------------------------------
-    async def sync_all(self, progress: ProgressFn | None = None, force: bool = False) -> SyncResult:
-        """Reconcile every vault with the index. `force` re-parses every file."""
+    async def sync_all(self, progress: ProgressFn | None = None, force: bool = False,
+                       save_cache: bool = True) -> SyncResult:
+        """Reconcile every vault with the index. `force` re-parses every file. With
+        `save_cache=False` the cache is only marked dirty, for a caller that saves it after
+        announcing the new index."""
         async with self._lock:
             started = time.perf_counter()
             saved = ({k: dict(v) for k, v in self._records.items()}, dict(self._problems), dict(self._errors), self.field_definitions)
@@ -245,8 +248,11 @@ class VaultIndexer:
                 self._records, self._problems, self._errors, self.field_definitions = saved
                 raise
             if result.changes.has_changes or result.changes.first_build or counters[0]:
-                await asyncio.to_thread(self.save_cache)
-                self.cache_dirty = False
+                if save_cache:
+                    await asyncio.to_thread(self.save_cache)
+                    self.cache_dirty = False
+                else:
+                    self.cache_dirty = True
             return result
 
     async def sync_paths(self, vault: str, paths: Iterable[str]) -> SyncResult:
@@ -262,7 +268,11 @@ class VaultIndexer:
             present: list[str] = []
             stamps: dict[str, str | None] = {}
             for p in paths:
-                stamp = source.stamp_sync(p) if isinstance(source, FolderSource) else None
+                try:
+                    stamp = source.stamp_sync(p) if isinstance(source, FolderSource) else None
+                except OSError as exc:  # unreadable right now: keep what we had, say why
+                    self._problems[vault] = (*self._problems.get(vault, ()), f"{p}: {exc.strerror or exc}")
+                    continue
                 if isinstance(source, FolderSource) and stamp is None:
                     records.pop(p, None)  # deleted
                 else:

@@ -284,3 +284,16 @@ def test_report_json_shape():
     j = r.to_json()
     assert set(j) == {"errors", "warnings", "info"}
     assert any(x["code"] == "excludes_self" and x["entry"] == "A" for x in j["errors"])
+
+
+def test_entry_scan_depth_zero_without_ai_is_a_warning():
+    from dle_desktop.core.health import HealthContext, run_health_check
+    from dle_desktop.core.index import VaultSlice, build_snapshot
+    from dle_desktop.core.note_parser import parse_note
+
+    e = parse_note("v", "a.md", "---\ntags: [lorebook]\nkeys: [saint]\nscanDepth: 0\n---\n# Saint\nx")
+    snap = build_snapshot([VaultSlice("v", (e,))])
+    codes = [f.code for f in run_health_check(snap, HealthContext()).warnings]
+    assert "entry_scan_depth_zero_without_ai" in codes
+    codes_ai = [f.code for f in run_health_check(snap, HealthContext(ai_search_enabled=True)).warnings]
+    assert "entry_scan_depth_zero_without_ai" not in codes_ai

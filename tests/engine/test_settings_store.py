@@ -156,8 +156,9 @@ def test_settings_from_a_newer_version_are_refused(store):
     store.path.write_text(json.dumps({"schema_version": SCHEMA_VERSION + 1, "scan_depth": 5}), encoding="utf-8")
     assert store.load() == Settings()
     assert "newer" in store.problem
-    kept = list(store.path.parent.glob("settings.json.broken-*"))
-    assert len(kept) == 1 and json.loads(kept[0].read_text())["scan_depth"] == 5
+    # Left in place for the newer version, and protected from being overwritten by this one.
+    assert json.loads(store.path.read_text())["scan_depth"] == 5
+    assert store.read_only
 
 
 def test_api_keys_are_never_written(store):
@@ -182,3 +183,33 @@ def test_data_dir_puts_everything_under_one_folder(tmp_path, monkeypatch):
         assert d.is_dir() and d.resolve().is_relative_to((tmp_path / "dd").resolve())
     monkeypatch.setenv("DLE_DESKTOP_DATA_DIR", str(tmp_path / "env"))
     assert resolve_paths().data_dir == (tmp_path / "env").resolve()
+
+
+def test_newer_schema_is_left_untouched_and_never_overwritten(tmp_path):
+    import json
+
+    import pytest
+
+    from dle_desktop.errors import ConfigError
+    from dle_desktop.state.settings import Settings, SettingsStore
+
+    path = tmp_path / "settings.json"
+    original = json.dumps({"schema_version": 99, "scan_depth": 7})
+    path.write_text(original, encoding="utf-8")
+    store = SettingsStore(path)
+    assert store.load() == Settings()
+    assert "newer" in store.problem
+    with pytest.raises(ConfigError):
+        store.save(Settings(scan_depth=9))
+    assert path.read_text(encoding="utf-8") == original
+    assert not list(tmp_path.glob("settings.json.broken-*"))
+
+
+def test_settings_path_that_is_a_folder_gives_defaults_not_a_traceback(tmp_path):
+    from dle_desktop.state.settings import Settings, SettingsStore
+
+    path = tmp_path / "settings.json"
+    path.mkdir()
+    store = SettingsStore(path)
+    assert store.load() == Settings()
+    assert store.read_only and "cannot be read" in store.problem

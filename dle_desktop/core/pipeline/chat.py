@@ -14,13 +14,15 @@ class ChatMessage:
     is_system: bool = False
     swipe_id: int | None = None
     extra: dict = field(default_factory=dict)
+    #: Stepped-Thinking thought messages carry a top-level `is_thoughts` flag (dle-behaviour §3.2).
+    is_thoughts: bool = False
 
     @property
     def skipped_in_scan(self) -> bool:
         """System notes, thoughts, tool calls, narrator and small-system lines are not scanned."""
         x = self.extra or {}
         return bool(
-            self.is_system or x.get("is_thoughts") or x.get("tool_invocations")
+            self.is_system or self.is_thoughts or x.get("is_thoughts") or x.get("tool_invocations")
             or x.get("type") == "narrator" or x.get("isSmallSys")
         )
 

@@ -59,7 +59,7 @@ def _message(raw: Any, i: int) -> ChatMessage:
     if len(name) > MAX_NAME_CHARS:
         raise ChatInputError(f"{where}.name is longer than {MAX_NAME_CHARS} characters")
     flags = {}
-    for flag in ("is_user", "is_system"):
+    for flag in ("is_user", "is_system", "is_thoughts"):
         v = raw.get(flag, False)
         if v is None:
             v = False
@@ -69,7 +69,9 @@ def _message(raw: Any, i: int) -> ChatMessage:
     swipe_id = raw.get("swipe_id")
     if swipe_id is not None and (isinstance(swipe_id, bool) or not isinstance(swipe_id, int) or swipe_id < 0):
         raise ChatInputError(f"{where}.swipe_id must be a whole number ≥ 0")
-    extra = raw.get("extra") or {}
+    extra = raw.get("extra")
+    if extra is None:
+        extra = {}
     if not isinstance(extra, dict):
         raise ChatInputError(f"{where}.extra must be an object")
     return ChatMessage(name=name, mes=mes, swipe_id=swipe_id, extra=extra, **flags)

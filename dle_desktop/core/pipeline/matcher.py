@@ -62,7 +62,9 @@ class KeywordIndex:
         automaton = ahocorasick.Automaton()
         seen: set[str] = set()
         for i, e in enumerate(self.entries):
-            spelling = {normalise(k, case_sensitive): k for k in (*e.keys, *e.refine_keys)}
+            spelling: dict[str, str] = {}
+            for k in (*e.keys, *e.refine_keys):  # the first spelling wins: keys order (§3.3)
+                spelling.setdefault(normalise(k, case_sensitive), k)
             self.spelling.append(spelling)
             keys = tuple(k for k in (normalise(k, case_sensitive) for k in e.keys) if k)
             refine = tuple(k for k in (normalise(k, case_sensitive) for k in e.refine_keys) if k)
@@ -128,9 +130,10 @@ def first_matching_key(hit: KeyHit, keys: Iterable[str], whole_words: bool) -> s
 
 
 def count_occurrences(hit: KeyHit, keys: Iterable[str], whole_words: bool) -> int:
-    """Non-overlapping occurrences of every key, summed (DLE's warmup count)."""
+    """Non-overlapping occurrences of every key, summed (DLE's warmup count). Every listed key
+    counts, so two spellings that fold to the same key count twice, as in DLE's per-key loop."""
     total = 0
-    for k in dict.fromkeys(keys):
+    for k in keys:
         last_end = -1
         for s in hit.spans.get(k, ()):
             if s[0] >= last_end and _span_ok(hit.text, s, k, whole_words):

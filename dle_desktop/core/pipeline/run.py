@@ -77,8 +77,9 @@ def _parts(snapshot: IndexSnapshot, cfg: MatchConfig) -> tuple[_SnapshotParts, K
         parts = getattr(snapshot, "_pipeline_parts", None)
         key = cfg.fix_guide_leak
         if parts is None or parts[0] != key:
-            visible = [e for e in snapshot.entries if not e.guide] if cfg.fix_guide_leak else [
-                e for e in snapshot.entries if not (e.guide and not e.keys and not e.constant)]
+            # Guide entries are never writer-visible (DLE's getWriterVisibleEntries); with
+            # fix_guide_leak off they still reach the prompt through BM25, as in DLE (§3.12).
+            visible = [e for e in snapshot.entries if not e.guide]
             by_title: dict[str, list[Entry]] = {}
             for e in visible:
                 by_title.setdefault(e.title.lower(), []).append(e)
@@ -135,6 +136,7 @@ def run_generation(
         entries=parts.visible, index=index, messages=list(messages), state=state, config=cfg,
         rng=rng or random.Random(), trace=trace, field_definitions=snapshot.field_definitions,
         character_name=character_name, bm25_search=bm25, by_title=parts.by_title,
+        hidden={} if cfg.fix_guide_leak else {e.uid: e for e in snapshot.entries if e.guide},
     )
 
     items = match_entries(ctx)

@@ -3,13 +3,15 @@ writing a verdict for every entry it adds or removes."""
 
 from __future__ import annotations
 
+import functools
 import random
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from dle_desktop.core.entry import Entry
 from dle_desktop.core.fields import FieldDefinitions
-from dle_desktop.core.pipeline.chat import ChatMessage, scan_lines
+from dle_desktop.core.pipeline.chat import ChatMessage, scan_lines, scan_text
 from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.core.pipeline.matcher import (
     KeyHit,
@@ -45,6 +47,8 @@ class Context:
     field_definitions: FieldDefinitions
     character_name: str | None = None
     bm25_search: object = None  # callable(query, top_k, min_score) -> [(uid, score)] or None
+    #: uid → entries BM25 can reach that are not writer-visible (guides, with fix_guide_leak off)
+    hidden: dict[str, Entry] = field(default_factory=dict)
     by_title: dict[str, list[Entry]] = field(default_factory=dict)
     _windows: dict[int, KeyHit] = field(default_factory=dict)
     _full: KeyHit | None = None
@@ -106,10 +110,10 @@ def _cooling(ctx: Context, e: Entry, stage: str) -> bool:
     return False
 
 
-def _warm_enough(ctx: Context, e: Entry, hit: KeyHit, idx: int, stage: str) -> bool:
+def _warm_enough(ctx: Context, e: Entry, hit: KeyHit, idx: int, stage: str, index: KeywordIndex | None = None) -> bool:
     if not e.warmup:
         return True
-    found = count_occurrences(hit, ctx.index.keys[idx], ctx.config.match_whole_words)
+    found = count_occurrences(hit, (index or ctx.index).keys[idx], ctx.config.match_whole_words)
     if found < e.warmup:
         ctx.trace.add(e, stage, "skipped", f"warmup: its keys occur {found} time{'s' if found != 1 else ''}, needs {e.warmup}")
         return False
@@ -233,23 +237,31 @@ def match_entries(ctx: Context) -> list[Active]:
 
     with trace.timed("fuzzy"):
         if cfg.fuzzy_search_enabled and cfg.scan_depth > 0 and ctx.bm25_search is not None:
-            query = ctx.window(cfg.scan_depth).text if ctx._full is not None else ""
+            # DLE queries the global scan window, whatever the widest per-entry window is.
+            query = scan_text(ctx.messages, cfg.scan_depth)
             visible = {e.uid: i for i, e in enumerate(ctx.index.entries)}
             for uid, score in ctx.bm25_search(query, 20, cfg.fuzzy_search_min_score):
                 idx = visible.get(uid)
+                kindex = ctx.index
                 if idx is None:
-                    continue  # not writer-visible: guide entries never reach the prompt
-                e = ctx.index.entries[idx]
+                    # Not writer-visible. Only with fix_guide_leak off does a guide entry get
+                    # through here, as in DLE (its BM25 index covers the whole vault, §3.12).
+                    e = ctx.hidden.get(uid)
+                    if e is None:
+                        continue
+                    kindex, idx = KeywordIndex([e], ctx.index.case_sensitive), 0
+                e = kindex.entries[idx]
                 if e.uid in active or e.constant:
                     continue
-                if cfg.fix_refine_keys_in_fuzzy and ctx.index.refine[idx]:
-                    if first_matching_key(ctx.window(ctx.entry_depth(e) or cfg.scan_depth), ctx.index.refine[idx], cfg.match_whole_words) is None:
+                depth = ctx.entry_depth(e) or cfg.scan_depth
+                hit = ctx.window(depth) if kindex is ctx.index else kindex.scan(ctx._full.text).after(ctx._offsets.get(depth, 0))
+                if cfg.fix_refine_keys_in_fuzzy and kindex.refine[idx]:
+                    if first_matching_key(hit, kindex.refine[idx], cfg.match_whole_words) is None:
                         trace.add(e, "fuzzy", "skipped", f"BM25 score {score:.2f} but none of its refine keys matched")
                         continue
                 if _cooling(ctx, e, "fuzzy"):
                     continue
-                depth = ctx.entry_depth(e) or cfg.scan_depth
-                if not _warm_enough(ctx, e, ctx.window(depth), idx, "fuzzy") or not _roll(ctx, e, "fuzzy"):
+                if not _warm_enough(ctx, e, hit, idx, "fuzzy", kindex) or not _roll(ctx, e, "fuzzy"):
                     continue
                 active[e.uid] = Active(e, f"(fuzzy, score: {score:.1f})")
                 trace.add(e, "fuzzy", "matched", f"BM25 score {score:.2f} ≥ {cfg.fuzzy_search_min_score:g}")
@@ -257,8 +269,41 @@ def match_entries(ctx: Context) -> list[Active]:
     return sort_by_priority(list(active.values()))
 
 
+@functools.lru_cache(maxsize=65536)
+def title_order_key(title: str) -> tuple:
+    """An approximation of JavaScript's `localeCompare` (ICU root collation), which DLE uses to
+    order titles: accents and case only break ties (é sorts with e, 'apple' before 'Apple'), and
+    spaces, punctuation and symbols sort before digits, digits before letters."""
+    nfd = unicodedata.normalize("NFD", title)
+    bases: list[str] = []
+    marks: list[str] = []
+    for ch in nfd:
+        if unicodedata.combining(ch) and bases:
+            marks[-1] += ch
+        else:
+            bases.append(ch)
+            marks.append("")
+
+    def group(ch: str) -> int:
+        cat = unicodedata.category(ch)
+        if ch.isspace() or cat[0] in "Z":
+            return 0
+        if cat[0] == "P":
+            return 1
+        if cat[0] == "S":
+            return 2
+        if cat[0] == "N":
+            return 3
+        return 4
+
+    primary = tuple((group(c), c.casefold()) for c in bases)
+    tertiary = tuple(1 if c.isupper() else 0 for c in bases)
+    return primary, tuple(marks), tertiary, title
+
+
 def sort_by_priority(items: list[Active]) -> list[Active]:
-    return sorted(items, key=lambda a: (a.entry.priority, a.entry.title.casefold(), a.entry.title))
+    """DLE's final sort: priority ascending, then `title.localeCompare`."""
+    return sorted(items, key=lambda a: (a.entry.priority, title_order_key(a.entry.title)))
 
 
 # -- gating -------------------------------------------------------------------------------------
@@ -297,6 +342,13 @@ def evaluate_operator(op: str, entry_value, active_value) -> bool:
     return True
 
 
+def _exempt(a: Active) -> bool:
+    """DLE's forceInject policy (§3.6 P0): constants, seeds and bootstraps (even when bootstrap
+    is no longer active) and pins are exempt from gating and the folder filter."""
+    e = a.entry
+    return a.forced or e.constant or e.seed or e.bootstrap
+
+
 def contextual_gating(ctx: Context, items: list[Active], stage: str) -> list[Active]:
     """DLE's per-field gate: nothing is filtered unless some enabled field has an active value."""
     fields = [f for f in ctx.field_definitions.fields if f.gating_enabled]
@@ -306,7 +358,7 @@ def contextual_gating(ctx: Context, items: list[Active], stage: str) -> list[Act
         return items
     out = []
     for a in items:
-        if a.forced or a.entry.seed:
+        if _exempt(a):
             out.append(a)
             continue
         blocked_by = None
@@ -346,7 +398,7 @@ def folder_filter(ctx: Context, items: list[Active]) -> list[Active]:
     out = []
     for a in items:
         f = a.entry.folder
-        if a.forced or f is None or any(f == x or f.startswith(x.rstrip("/") + "/") for x in folders):
+        if _exempt(a) or f is None or any(f == x or f.startswith(x.rstrip("/") + "/") for x in folders):
             out.append(a)
         else:
             ctx.trace.add(a.entry, "folder filter", "removed", f"its folder '{f}' is outside the chat's folder filter ({', '.join(folders)})")
@@ -401,7 +453,7 @@ def reinjection_cooldown(ctx: Context, items: list[Active], forced: set[str]) ->
 def requires_excludes(ctx: Context, items: list[Active], forced: set[str]) -> list[Active]:
     """Drop entries whose requirements are missing or whose exclusions are present; repeat
     until stable (drops cascade), at most 10 passes, highest priority number first as DLE does."""
-    current = sorted(items, key=lambda a: (-(a.entry.priority or 50), a.entry.title.casefold()))
+    current = sorted(items, key=lambda a: (-(a.entry.priority or 50), title_order_key(a.entry.title)))
     for _ in range(10):
         titles = {a.entry.title.lower() for a in current}
         kept, changed = [], False

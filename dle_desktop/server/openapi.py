@@ -1,0 +1,345 @@
+"""The OpenAPI 3.1 document of the embedded server's API under /api/dle/v1, built in code and
+served at GET /api/dle/v1/openapi.json.
+
+Keep it in step with routes_lore.py and routes_chat.py: tests/retrieval/test_openapi.py checks
+that every route is documented (and nothing else is), and validates real answers against the
+schemas below."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from dle_desktop import __version__
+
+API = "/api/dle/v1"
+
+# -- schema helpers ----------------------------------------------------------------------------
+
+
+def _ref(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _obj(props: dict[str, Any], required: list[str] | None = None, description: str | None = None,
+         additional: Any = None) -> dict:
+    out: dict[str, Any] = {"type": "object", "properties": props}
+    out["required"] = list(props) if required is None else required
+    if additional is not None:
+        out["additionalProperties"] = additional
+    if description:
+        out["description"] = description
+    return out
+
+
+def _arr(items: dict, description: str | None = None) -> dict:
+    out: dict[str, Any] = {"type": "array", "items": items}
+    if description:
+        out["description"] = description
+    return out
+
+
+def _map(values: dict, description: str | None = None) -> dict:
+    out: dict[str, Any] = {"type": "object", "additionalProperties": values}
+    if description:
+        out["description"] = description
+    return out
+
+
+def _nullable(schema: dict) -> dict:
+    t = schema.get("type")
+    if isinstance(t, str):
+        return {**schema, "type": [t, "null"]}
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+STR = {"type": "string"}
+INT = {"type": "integer"}
+NUM = {"type": "number"}
+BOOL = {"type": "boolean"}
+STRS = _arr(STR)
+
+POSITIONS = "0 after the prompt (IN_PROMPT), 1 in chat at `depth`, 2 before the prompt, -1 an outlet"
+ROLES = "0 system, 1 user, 2 assistant"
+
+_SCHEMAS: dict[str, dict] = {
+    "Error": _obj({"error": {"type": "string", "description": "what went wrong, fit for a user"}}),
+    # -- lore -----------------------------------------------------------------------------------
+    "VaultStatus": _obj({
+        "name": STR, "kind": {"type": "string", "enum": ["folder", "obsidian-rest"]},
+        "location": STR, "enabled": BOOL, "entries": INT, "error": _nullable(STR),
+    }),
+    "Status": _obj({
+        "version": STR, "vaults": _arr(_ref("VaultStatus")), "entries": INT, "skipped": INT,
+        "index_version": _nullable(INT), "index_built_at": _nullable(NUM), "syncing": BOOL,
+        "sync_paused": BOOL, "sample_vault": BOOL, "last_error": _nullable(STR),
+    }),
+    "ParseWarning": _obj({"code": STR, "message": STR}),
+    "EntrySummary": _obj({
+        "path": {"type": "string", "description": "vault-relative, '/'-separated"},
+        "vault": STR, "title": STR, "keys": STRS, "refine_keys": STRS,
+        "priority": {"type": "number", "description": "lower runs first; default 100"},
+        "constant": BOOL, "seed": BOOL, "bootstrap": BOOL, "guide": BOOL,
+        "requires": STRS, "excludes": STRS, "cascade_links": STRS,
+        "scan_depth": _nullable(INT), "exclude_recursion": BOOL, "warmup": _nullable(INT),
+        "cooldown": _nullable(INT), "probability": _nullable(NUM),
+        "position": _nullable({"type": "string", "description": "before | after | in_chat"}),
+        "depth": _nullable(INT), "role": _nullable({"type": "string", "description": "system | user | assistant"}),
+        "outlet": _nullable(STR), "graph": BOOL, "tags": STRS, "summary": STR, "links": STRS,
+        "resolved_links": STRS, "folder": _nullable(STR),
+        "custom_fields": {"type": "object", "description": "custom gating fields from the note's frontmatter"},
+        "token_estimate": INT, "content_hash": STR, "original_requires": STRS, "original_excludes": STRS,
+        "original_cascade_links": STRS, "warnings": _arr(_ref("ParseWarning")),
+    }, description="An entry without its content (the entries list)."),
+    "Entry": {"allOf": [_ref("EntrySummary"), _obj({"content": STR})],
+              "description": "An entry in full, with the text that is injected."},
+    "EntryList": _obj({"entries": _arr(_ref("EntrySummary")), "ready": BOOL, "index_version": INT},
+                      required=["entries", "ready"],
+                      description="`ready` is false (and `entries` empty, no `index_version`) before the first index."),
+    "Finding": _obj({"entry": _nullable(STR), "code": STR, "message": STR, "vault": _nullable(STR),
+                     "path": _nullable(STR)}),
+    "HealthReport": _obj({"errors": _arr(_ref("Finding")), "warnings": _arr(_ref("Finding")),
+                          "info": _arr(_ref("Finding"))}),
+    "SkippedNote": _obj({"path": STR, "vault": STR, "code": STR, "reason": STR, "line": _nullable(INT)}),
+    "Skipped": _obj({"skipped": _arr(_ref("SkippedNote")), "warnings": STRS}),
+    "Changes": _obj({"added": STRS, "removed": STRS, "modified": STRS, "keys_changed": STRS, "has_changes": BOOL},
+                    description="Changed entries as `vault:path`."),
+    "SyncResult": _obj({"changes": _ref("Changes"), "seconds": NUM, "entries": INT}),
+    # -- chats ----------------------------------------------------------------------------------
+    "EntryRef": {
+        "description": "A pin or block: a bare title (any vault) or {title, vault}. Titles match case-insensitively.",
+        "oneOf": [
+            {"type": "string", "minLength": 1},
+            _obj({"title": {"type": "string", "minLength": 1}, "vault": _nullable(STR),
+                  "vaultSource": {"type": "string", "description": "DLE's name for `vault` (input only)"}},
+                 required=["title"]),
+        ],
+    },
+    "Context": _map({"anyOf": [STR, NUM, BOOL, _arr({"anyOf": [STR, NUM]}), {"type": "null"}]},
+                    description="Gating context: field (or its contextKey) → value or list of values. Numbers and "
+                                "booleans are stored as text, null values are dropped."),
+    "StoredContext": _map({"anyOf": [STR, STRS]}, description="Gating context as stored: text or lists of text."),
+    "FolderFilter": {"type": ["array", "string", "null"], "items": STR,
+                     "description": "Folder paths (a single string is one folder); null or [] turns the filter off."},
+    "ChatMessage": _obj({
+        "name": _nullable({"type": "string", "maxLength": 1000}),
+        "mes": {"type": "string", "maxLength": 1_000_000, "description": "the message text (at most 1,000,000 characters)"},
+        "is_user": _nullable(BOOL), "is_system": _nullable(BOOL),
+        "swipe_id": _nullable({"type": "integer", "minimum": 0}),
+        "extra": _nullable({"type": "object", "description": "SillyTavern's extra: is_thoughts, tool_invocations, "
+                                                             "type: narrator, isSmallSys mark messages that are not scanned"}),
+    }, required=["mes"], description="A SillyTavern chat message; other fields are ignored."),
+    "RetrieveRequest": _obj({
+        "chat_id": {"type": "string", "minLength": 1, "maxLength": 512,
+                    "description": "whose state to use and update (also `chatId`)"},
+        "messages": _arr(_ref("ChatMessage"), "the chat so far, oldest first (at most 20,000)") | {"maxItems": 20000},
+        "character_name": {"type": "string", "description": "the active character (also `characterName`)"},
+        "context": _ref("Context"),
+        "swipe": {"type": "boolean", "description": "true: this regenerates the last generation, so roll its state back "
+                                                    "first; false: never roll back; absent: roll back when the same "
+                                                    "message slot is generated again"},
+        "dry_run": {"type": "boolean", "default": False,
+                    "description": "compute without changing the chat's state (also `dryRun`)"},
+        "seed": {"type": "integer", "description": "seed for the probability rolls (reproducible results)"},
+        "pins": _arr(_ref("EntryRef"), "replaces the chat's pins"),
+        "blocks": _arr(_ref("EntryRef"), "replaces the chat's blocks"),
+        "folder_filter": _ref("FolderFilter") | {"description": "replaces the chat's folder filter (also `folderFilter`)"},
+        "notebook": {"type": "string", "description": "replaces the chat's notebook (at most 64 KiB as UTF-8)"},
+        "chatId": STR, "characterName": STR, "dryRun": BOOL, "folderFilter": _ref("FolderFilter"),
+    }, required=["messages"], additional=False,
+        description="Unknown fields are refused. Fields given here (pins, blocks, context, folder_filter, notebook) "
+                    "replace the chat's and are saved with it, unless `dry_run`."),
+    "Injected": _obj({
+        "title": STR, "vault": STR,
+        "tokens": {"type": "integer", "description": "estimated tokens as injected (after truncation)"},
+        "truncated": BOOL,
+        "original_tokens": _nullable({"type": "integer", "description": "before truncation; null if not truncated"}),
+        "matched_by": {"type": "string", "description": "the key, or (constant), (pinned), (bootstrap), "
+                                                        "(cascade from: X), (fuzzy, score: n), ..."},
+        "position": {"type": "integer", "description": POSITIONS}, "depth": INT,
+        "role": {"type": "integer", "description": ROLES}, "priority": NUM,
+    }),
+    "Group": _obj({
+        "key": {"type": "string", "description": "e.g. deeplore_p1_d4_r0, deeplore_notebook"},
+        "position": {"type": "integer", "description": POSITIONS},
+        "position_name": STR, "depth": INT, "role": {"type": "integer", "description": ROLES}, "role_name": STR,
+        "outlet": _nullable(STR), "text": {"type": "string", "description": "the text to inject"},
+        "entries": _arr(STR, "titles in this group"),
+    }),
+    "Verdict": _obj({
+        "title": STR, "vault": STR,
+        "stage": {"type": "string", "description": "constants, bootstrap, keywords, character, cascade, recursion N, "
+                                                   "fuzzy, contextual gating, folder filter, pins, blocks, reinjection "
+                                                   "cooldown, requires/excludes, strip duplicates, budget, ..."},
+        "outcome": {"type": "string", "enum": ["matched", "skipped", "removed", "injected", "truncated", "cut", "info"]},
+        "reason": STR,
+    }),
+    "Generation": _obj({
+        "injected": _arr(_ref("Injected")), "groups": _arr(_ref("Group")), "total_tokens": INT,
+        "verdicts": _arr(_ref("Verdict"), "the decision record: every stage's verdict on every entry it touched"),
+        "timings_ms": _map(NUM, "milliseconds per stage, and `total`"),
+        "skipped_reason": _nullable({"type": "string", "description": "set when DLE would not run at all (the last "
+                                                                      "message is a system message or a tool call); "
+                                                                      "nothing is saved then"}),
+        "notes": STRS,
+        "swipe_rollback": {"type": "boolean", "description": "the previous generation's state was rolled back first"},
+    }),
+    "Analytics": _obj({"matched": INT, "injected": INT, "last_triggered": INT}),
+    "ChatState": _obj({
+        "chat_id": STR, "generation_count": INT, "pins": _arr(_ref("EntryRef")), "blocks": _arr(_ref("EntryRef")),
+        "context": _ref("StoredContext"), "folder_filter": _nullable(STRS), "notebook": STR,
+        "cooldowns": _map(INT, "vault:title → generations of cooldown left"),
+        "counts": _map(INT, "vault:title → times injected in this chat"),
+        "analytics": _map(_ref("Analytics"), "vault:title → match and injection counts"),
+    }, description="A chat's state; an unknown chat reads as a fresh one."),
+    "ChatDeleted": _obj({"chat_id": STR, "deleted": {"type": "boolean", "description": "false if there was no state"}}),
+    "DecisionRecord": _obj({"gen": {"type": "integer", "description": "generation count after this generation"},
+                            "created_at": {"type": "number", "description": "Unix time"},
+                            "injected": STRS, "verdicts": _arr(_ref("Verdict")), "total_tokens": INT}),
+    "Records": _obj({"chat_id": STR, "records": _arr(_ref("DecisionRecord"), "newest first")}),
+    "Pins": _obj({"pins": _arr(_ref("EntryRef"))}),
+    "Blocks": _obj({"blocks": _arr(_ref("EntryRef"))}),
+    "ChatContext": _obj({"context": _ref("StoredContext")}),
+    "ChatFolderFilter": _obj({"folder_filter": _nullable(STRS)}),
+    "Notebook": _obj({"notebook": STR}),
+    "PinsUpdate": _obj({"pins": _nullable(_arr(_ref("EntryRef")))}, description="null clears"),
+    "BlocksUpdate": _obj({"blocks": _nullable(_arr(_ref("EntryRef")))}, description="null clears"),
+    "ContextUpdate": _obj({"context": _nullable(_ref("Context"))}, description="replaces the whole context; null clears"),
+    "FolderFilterUpdate": _obj({"folder_filter": _ref("FolderFilter")}),
+    "NotebookUpdate": _obj({"notebook": {"type": "string", "description": "at most 64 KiB as UTF-8"}}),
+}
+
+
+# chat_id is required in either spelling.
+_SCHEMAS["RetrieveRequest"]["anyOf"] = [{"required": ["chat_id"]}, {"required": ["chatId"]}]
+
+
+# -- operations --------------------------------------------------------------------------------
+
+def _json(schema: dict, description: str) -> dict:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _err(description: str) -> dict:
+    return _json(_ref("Error"), description)
+
+
+_CHAT_ID = {"name": "chat_id", "in": "path", "required": True,
+            "schema": {"type": "string", "minLength": 1, "maxLength": 512},
+            "description": "the chat's id (SillyTavern's chat id); surrounding spaces are ignored"}
+_BAD_CHAT_ID = {"400": _err("bad chat id (empty or over 512 characters)")}
+_BODY_ERRORS = {
+    "400": _err("the body is empty, not UTF-8, not JSON, or has the wrong shape; `error` names the problem"),
+    "413": _err("the body is over the server's limit (64 MiB)"),
+}
+
+
+def _op(op_id: str, summary: str, ok: dict, *, tag: str, params: list | None = None, body: dict | None = None,
+        errors: dict | None = None, description: str | None = None) -> dict:
+    out: dict[str, Any] = {"operationId": op_id, "summary": summary, "tags": [tag], "responses": {"200": ok, **(errors or {})}}
+    if description:
+        out["description"] = description
+    if params:
+        out["parameters"] = params
+    if body is not None:
+        out["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+    return out
+
+
+def _field_paths() -> dict[str, dict]:
+    fields = [  # (path segment, response schema, update schema, what)
+        ("pins", "Pins", "PinsUpdate", "pinned entries (always injected, as constants of priority 10)"),
+        ("blocks", "Blocks", "BlocksUpdate", "blocked entries (never injected)"),
+        ("context", "ChatContext", "ContextUpdate", "the gating context"),
+        ("folder-filter", "ChatFolderFilter", "FolderFilterUpdate", "the folder filter (key `folder_filter`)"),
+        ("notebook", "Notebook", "NotebookUpdate", "the Author's Notebook (injected when notebook_enabled)"),
+    ]
+    out = {}
+    for seg, schema, update, what in fields:
+        name = "".join(p.capitalize() for p in seg.split("-"))
+        out[f"{API}/chats/{{chat_id}}/{seg}"] = {
+            "get": _op(f"get{name}", f"Read a chat's {what}", _json(_ref(schema), what), tag="chats",
+                       params=[_CHAT_ID], errors=_BAD_CHAT_ID),
+            "put": _op(f"put{name}", f"Set a chat's {what}", _json(_ref(schema), f"{what}, as saved"), tag="chats",
+                       params=[_CHAT_ID], body=_ref(update), errors=_BODY_ERRORS),
+        }
+    return out
+
+
+def build_document() -> dict:
+    paths: dict[str, dict] = {
+        f"{API}/status": {"get": _op("getStatus", "Engine and vault status", _json(_ref("Status"), "status"), tag="lore")},
+        f"{API}/entries": {"get": _op(
+            "listEntries", "List entries (without content)", _json(_ref("EntryList"), "entries"), tag="lore",
+            params=[{"name": "q", "in": "query", "required": False, "schema": STR,
+                     "description": "case-insensitive filter on title and keys"},
+                    {"name": "vault", "in": "query", "required": False, "schema": STR,
+                     "description": "only entries of this vault"}])},
+        f"{API}/entries/{{vault}}/{{path}}": {"get": _op(
+            "getEntry", "One entry in full", _json(_ref("Entry"), "the entry"), tag="lore",
+            params=[{"name": "vault", "in": "path", "required": True, "schema": STR},
+                    {"name": "path", "in": "path", "required": True, "schema": STR,
+                     "description": "vault-relative path; may contain '/'"}],
+            errors={"404": _err("no entry at that vault and path")})},
+        f"{API}/health": {"get": _op("getHealth", "Vault health check", _json(_ref("HealthReport"), "findings"), tag="lore")},
+        f"{API}/skipped": {"get": _op("getSkipped", "Notes that were not indexed, and index warnings",
+                                      _json(_ref("Skipped"), "skipped notes"), tag="lore")},
+        f"{API}/sync": {"post": _op(
+            "syncNow", "Sync the vaults now", _json(_ref("SyncResult"), "what changed"), tag="lore",
+            params=[{"name": "force", "in": "query", "required": False, "schema": {"type": "string", "enum": ["1"]},
+                     "description": "1: re-read every note, ignoring the cache"}],
+            errors={"502": _err("the sync failed (vault unreachable, ...)")})},
+        f"{API}/retrieve": {"post": _op(
+            "retrieve", "Run the retrieval pipeline for one generation of a chat",
+            _json(_ref("Generation"), "what to inject, and why"), tag="retrieval", body=_ref("RetrieveRequest"),
+            errors={**_BODY_ERRORS, "503": _err("the vault index is not ready yet; retry shortly")},
+            description="Requests for the same chat are serialised; different chats run side by side and never see "
+                        "each other's state.")},
+        f"{API}/chats/{{chat_id}}": {
+            "get": _op("getChat", "A chat's state", _json(_ref("ChatState"), "the state"), tag="chats",
+                       params=[_CHAT_ID], errors=_BAD_CHAT_ID),
+            "delete": _op("deleteChat", "Forget a chat's state and decision records",
+                          _json(_ref("ChatDeleted"), "done"), tag="chats", params=[_CHAT_ID], errors=_BAD_CHAT_ID),
+        },
+        f"{API}/chats/{{chat_id}}/records": {"get": _op(
+            "getChatRecords", "A chat's recent decision records", _json(_ref("Records"), "records, newest first"),
+            tag="chats",
+            params=[_CHAT_ID, {"name": "limit", "in": "query", "required": False,
+                               "schema": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+                               "description": "how many (clamped to 1-50)"}],
+            errors={"400": _err("bad chat id, or limit is not a number")})},
+        **_field_paths(),
+        f"{API}/openapi.json": {"get": _op("getOpenApi", "This document",
+                                           {"description": "the OpenAPI document",
+                                            "content": {"application/json": {"schema": {"type": "object"}}}},
+                                           tag="meta")},
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "DLE Desktop API",
+            "version": __version__,
+            "description": "The local lore engine's HTTP API. Only loopback Host headers are accepted (403 otherwise); "
+                           "bodies over 64 MiB get 413. Every error is JSON {\"error\": \"...\"}.",
+        },
+        "servers": [{"url": "http://127.0.0.1:8765", "description": "the default address (setting server_port)"}],
+        "tags": [{"name": "lore", "description": "the index"},
+                 {"name": "retrieval", "description": "the retrieval pipeline"},
+                 {"name": "chats", "description": "per-chat state"},
+                 {"name": "meta", "description": "this document"}],
+        "paths": paths,
+        "components": {"schemas": _SCHEMAS},
+    }
+
+
+DOCUMENT = build_document()
+
+
+async def openapi_json(request: Request) -> JSONResponse:
+    return JSONResponse(DOCUMENT)
+
+
+routes = [Route(f"{API}/openapi.json", openapi_json, methods=["GET"])]

@@ -1,0 +1,122 @@
+"""Helpers for the retrieval API tests: a live engine + HTTP server, a small world vault, chat builders."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import httpx
+
+from dle_desktop.engine import Engine
+from dle_desktop.engine_thread import EngineThread
+from dle_desktop.server.app import ServerRunner
+from dle_desktop.state.paths import AppPaths
+from dle_desktop.state.secrets import SecretStore
+from dle_desktop.state.settings import Settings
+from dle_desktop.vault.sources import FolderSource
+
+API = "/api/dle/v1"
+VAULT = "lore"
+
+#: The small world most tests use. One concern per entry, so each stage is observable alone.
+WORLD = {
+    "Places/Lantern Quay.md": dict(title="Lantern Quay", keys=("quay",)),
+    "People/Tamsin Reed.md": dict(title="Tamsin Reed", keys=("tamsin",), extra="priority: 20"),
+    "Artifacts/Drowned Bell.md": dict(title="Drowned Bell", keys=("bell",), extra="cooldown: 2"),
+    "Rules/Omen.md": dict(title="Omen", keys=("omen",), extra="probability: 0.5"),
+    "History/Eel Year.md": dict(title="Eel Year", keys=("eels",), extra="era: Eel Year"),
+    "Hidden Archive.md": dict(title="Hidden Archive", keys=("zzz-never-said",)),
+}
+
+
+def world_files(lore_text) -> dict[str, str]:
+    return {path: lore_text(spec["title"], spec["keys"], extra=spec.get("extra", "")) for path, spec in WORLD.items()}
+
+
+def messages(*texts: str, first_user: bool = True) -> list[dict]:
+    """SillyTavern messages alternating user / character, starting with the user."""
+    out = []
+    for i, text in enumerate(texts):
+        is_user = (i % 2 == 0) == first_user
+        out.append({"name": "User" if is_user else "Narrator", "mes": text, "is_user": is_user})
+    return out
+
+
+def titles(generation: dict) -> list[str]:
+    return [i["title"] for i in generation["injected"]]
+
+
+def verdicts_for(generation: dict, title: str) -> list[tuple[str, str, str]]:
+    return [(v["stage"], v["outcome"], v["reason"]) for v in generation["verdicts"] if v["title"] == title]
+
+
+class LiveServer:
+    """Engine + HTTP server on a real port. `restart()` keeps the data dir."""
+
+    def __init__(self, vault: Path, data: Path, settings: Settings | None = None, sync: bool = True) -> None:
+        self.vault = vault
+        self.data = data
+        self.settings = settings or Settings()
+        self.sync = sync
+        self._start()
+
+    def _start(self) -> None:
+        self.thread = EngineThread().start()
+        self.paths = AppPaths(self.data, self.data).ensure()
+        self.engine = Engine(self.paths, self.settings, SecretStore(use_keyring=False),
+                             vault_override=[FolderSource(VAULT, self.vault)])
+        self.thread.call(self.engine.start(initial_sync=self.sync, watch=False), timeout=30)
+        if self.sync:
+            self.thread.call(self.engine.wait_ready(), timeout=30)
+        self.runner = ServerRunner(self.engine, "127.0.0.1", 0)
+        self.thread.call(self.runner.start(), timeout=30)
+        self.url = self.runner.url
+        self.client = httpx.Client(base_url=self.url, timeout=60)
+
+    def close(self) -> None:
+        if self.thread is None:
+            return
+        self.client.close()
+        try:
+            self.thread.call(self.runner.stop(), timeout=15)
+            self.thread.call(self.engine.stop(), timeout=15)
+        finally:
+            self.thread.stop()
+            self.thread = None
+
+    def restart(self) -> None:
+        self.close()
+        self._start()
+
+    # -- API helpers ------------------------------------------------------------------------
+    def retrieve(self, chat_id: str, msgs: list[dict], **extra) -> dict:
+        r = self.client.post(f"{API}/retrieve", json={"chat_id": chat_id, "messages": msgs, **extra})
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    def state(self, chat_id: str) -> dict:
+        r = self.client.get(f"{API}/chats/{chat_id}")
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    def records(self, chat_id: str, limit: int = 50) -> list[dict]:
+        r = self.client.get(f"{API}/chats/{chat_id}/records", params={"limit": limit})
+        assert r.status_code == 200, r.text
+        return r.json()["records"]
+
+    def put(self, chat_id: str, what: str, key: str, value) -> dict:
+        r = self.client.put(f"{API}/chats/{chat_id}/{what}", json={key: value})
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    def everything(self, chat_id: str) -> tuple[dict, list[dict]]:
+        """All that is observable of a chat: its state and its decision records."""
+        return self.state(chat_id), self.records(chat_id)
+
+    def db(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.paths.state_db)
+
+
+def dump(obj) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False)

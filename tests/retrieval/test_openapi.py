@@ -1,0 +1,184 @@
+"""The OpenAPI document: every route under /api/dle/v1 is in it and nothing else is, it is served,
+its references resolve, and real answers from a live server match its schemas."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from starlette.routing import Route
+
+from dle_desktop.server import openapi
+from dle_desktop.server.app import build_app
+from dle_desktop.server.routes_chat import RETRIEVE_FIELDS
+
+from ._schema import check, errors, resolve
+from ._support import API, messages
+
+DOC = openapi.DOCUMENT
+METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
+
+
+def _starlette_routes() -> set[tuple[str, str]]:
+    app = build_app(None)
+    out = set()
+    for route in app.routes:
+        assert isinstance(route, Route), route
+        if not route.path.startswith(API + "/"):
+            continue
+        path = re.sub(r"\{(\w+):\w+\}", r"{\1}", route.path)  # {path:path} → {path}
+        for method in route.methods - {"HEAD"}:
+            out.add((path, method))
+    return out
+
+
+def _documented() -> set[tuple[str, str]]:
+    return {(path, m.upper()) for path, item in DOC["paths"].items() for m in item if m in METHODS}
+
+
+def test_every_route_is_documented_and_nothing_else():
+    routes, documented = _starlette_routes(), _documented()
+    assert routes - documented == set(), "routes missing from the OpenAPI document"
+    assert documented - routes == set(), "documented operations the server does not have"
+    # The routes the brief names, explicitly.
+    expected = {"status", "entries", "entries/{vault}/{path}", "health", "skipped", "sync", "retrieve",
+                "chats/{chat_id}", "chats/{chat_id}/records", "openapi.json"}
+    expected |= {f"chats/{{chat_id}}/{f}" for f in ("pins", "blocks", "context", "folder-filter", "notebook")}
+    assert {p.removeprefix(API + "/") for p, _ in routes} == expected
+    for f in ("pins", "blocks", "context", "folder-filter", "notebook"):
+        assert {m for p, m in routes if p == f"{API}/chats/{{chat_id}}/{f}"} == {"GET", "PUT"}
+    assert {m for p, m in routes if p == f"{API}/chats/{{chat_id}}"} == {"GET", "DELETE"}
+
+
+def _walk(node, found: list[str]) -> None:
+    if isinstance(node, dict):
+        if "$ref" in node:
+            found.append(node["$ref"])
+        for v in node.values():
+            _walk(v, found)
+    elif isinstance(node, list):
+        for v in node:
+            _walk(v, found)
+
+
+def test_document_is_well_formed():
+    assert DOC["openapi"] == "3.1.0"
+    assert DOC["info"]["title"] and DOC["info"]["version"]
+    json.dumps(DOC)  # plain JSON
+    refs: list[str] = []
+    _walk(DOC, refs)
+    assert refs
+    for ref in refs:
+        resolve({"$ref": ref}, DOC)  # KeyError if dangling
+    used = {r.rsplit("/", 1)[1] for r in refs}
+    assert set(DOC["components"]["schemas"]) - used == set(), "unused schemas"
+    op_ids = [op["operationId"] for item in DOC["paths"].values() for m, op in item.items() if m in METHODS]
+    assert len(op_ids) == len(set(op_ids))
+    for path, item in DOC["paths"].items():
+        names = set(re.findall(r"\{(\w+)\}", path))
+        for m, op in item.items():
+            declared = {p["name"] for p in op.get("parameters", ()) if p["in"] == "path"}
+            assert declared == names, (path, m)
+            assert "200" in op["responses"]
+            for status, resp in op["responses"].items():
+                if status != "200":
+                    assert resp["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Error"}
+
+
+def test_retrieve_request_schema_matches_the_accepted_fields():
+    schema = DOC["components"]["schemas"]["RetrieveRequest"]
+    aliases = {"chatId", "characterName", "dryRun", "folderFilter"}
+    assert set(schema["properties"]) - aliases == RETRIEVE_FIELDS
+    assert schema["additionalProperties"] is False
+    ok = {"chat_id": "c", "messages": messages("hello"), "dry_run": True, "pins": ["A", {"title": "B", "vault": "v"}],
+          "context": {"era": ["x", 1]}, "folder_filter": None, "seed": 3}
+    check(ok, schema, DOC)
+    assert errors({"chatId": "c", "messages": []}, schema, DOC) == []
+    assert errors({"messages": []}, schema, DOC), "chat_id is required"
+    assert errors({"chat_id": "c", "messages": [], "bogus": 1}, schema, DOC), "unknown fields are refused"
+
+
+def test_document_is_served(server):
+    r = server.client.get(f"{API}/openapi.json")
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("application/json")
+    assert r.json() == json.loads(json.dumps(DOC))
+
+
+def _schema_of(path: str, method: str, status: str = "200") -> dict:
+    return DOC["paths"][path][method]["responses"][status]["content"]["application/json"]["schema"]
+
+
+def _request_schema(path: str, method: str) -> dict:
+    return DOC["paths"][path][method]["requestBody"]["content"]["application/json"]["schema"]
+
+
+@pytest.fixture
+def busy_server(server):
+    """A server with a chat that has state, records, pins and a truncated and a skipped entry."""
+    server.put("c1", "pins", "pins", ["Hidden Archive", {"title": "Lantern Quay", "vault": "lore"}])
+    server.put("c1", "context", "context", {"era": ["Eel Year", "Founding"], "location": "Saffre"})
+    server.put("c1", "folder-filter", "folder_filter", ["People", "Places"])
+    server.put("c1", "notebook", "notebook", "remember the bell")
+    server.retrieve("c1", messages("tamsin rings the bell; omen of eels"), seed=1)
+    server.retrieve("c1", messages("tamsin rings the bell; omen of eels", "tamsin again"), seed=1)
+    return server
+
+
+def test_live_answers_match_the_documented_schemas(busy_server):
+    s, c = busy_server, busy_server.client
+    entries = c.get(f"{API}/entries").json()
+    some = entries["entries"][0]
+    calls = [
+        ("get", f"{API}/status", "/status", None),
+        ("get", f"{API}/entries", "/entries", None),
+        ("get", f"{API}/entries?q=zzz", "/entries", None),
+        ("get", f"{API}/entries/{some['vault']}/{some['path']}", "/entries/{vault}/{path}", None),
+        ("get", f"{API}/health", "/health", None),
+        ("get", f"{API}/skipped", "/skipped", None),
+        ("post", f"{API}/sync", "/sync", None),
+        ("post", f"{API}/retrieve", "/retrieve",
+         {"chat_id": "c1", "messages": messages("a", "b", "tamsin bell omen eels quay"), "dry_run": True}),
+        ("get", f"{API}/chats/c1", "/chats/{chat_id}", None),
+        ("get", f"{API}/chats/c1/records?limit=5", "/chats/{chat_id}/records", None),
+        ("get", f"{API}/openapi.json", "/openapi.json", None),
+    ]
+    for seg, key, value in (("pins", "pins", ["Omen"]), ("blocks", "blocks", [{"title": "Omen", "vault": "lore"}]),
+                            ("context", "context", {"era": "Founding", "n": 3}),
+                            ("folder-filter", "folder_filter", "Places"), ("notebook", "notebook", "note")):
+        calls.append(("get", f"{API}/chats/c1/{seg}", f"/chats/{{chat_id}}/{seg}", None))
+        calls.append(("put", f"{API}/chats/c1/{seg}", f"/chats/{{chat_id}}/{seg}", {key: value}))
+    calls.append(("delete", f"{API}/chats/c1", "/chats/{chat_id}", None))
+    seen = set()
+    for method, url, doc_path, body in calls:
+        if body is not None:
+            check(body, _request_schema(API + doc_path, method), DOC, strict=False)
+        r = c.request(method.upper(), url, json=body)
+        assert r.status_code == 200, (url, r.text)
+        check(r.json(), _schema_of(API + doc_path, method), DOC)
+        seen.add((API + doc_path, method.upper()))
+    assert seen == _documented(), "every documented operation was exercised"
+    # a generation that injected, truncated nothing, but has verdicts of several outcomes
+    gen = s.retrieve("c2", messages("tamsin rings the bell"))
+    check(gen, resolve({"$ref": "#/components/schemas/Generation"}, DOC), DOC)
+
+
+def test_error_answers_match_the_error_schema(server):
+    c = server.client
+    for method, url, body in (
+        ("POST", f"{API}/retrieve", b"{"),
+        ("POST", f"{API}/retrieve", b""),
+        ("GET", f"{API}/entries/lore/Nope.md", None),
+        ("PUT", f"{API}/chats/x/pins", b'{"pins": 5}'),
+        ("GET", f"{API}/chats/x/records?limit=x", None),
+        ("GET", f"{API}/no-such-route", None),
+        ("POST", f"{API}/status", None),
+    ):
+        r = c.request(method, url, content=body)
+        assert 400 <= r.status_code < 500, (url, r.status_code)
+        check(r.json(), DOC["components"]["schemas"]["Error"], DOC)
+    r = c.post(f"{API}/status")
+    assert r.status_code == 405 and set(r.headers["allow"].split(", ")) == {"GET", "HEAD"}
+    r = c.post(f"{API}/chats/x")
+    assert r.status_code == 405 and set(r.headers["allow"].split(", ")) == {"GET", "HEAD", "DELETE"}
