@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dle_desktop.core.pipeline.config import MatchConfig
-from dle_desktop.core.pipeline.matcher import KeywordIndex, count_occurrences, first_matching_key
+from dle_desktop.core.pipeline.matcher import KeywordIndex, count_occurrences, first_matching_key, key_matches
 
 from .conftest import chat, matched_by, note, parse, run, snapshot, titles
 
@@ -183,3 +183,49 @@ def test_case_variants_of_one_key_record_the_first_spelling():
     snap = snapshot(note("Orb", ["Orb", "ORB"]))
     result, _ = run(snap, chat("an orb glows"))
     assert matched_by(result, "Orb") == "Orb"
+
+
+# (key, text, substring match, whole-word match, whole-word count) computed by running the rule of
+# dle-behaviour §3.3 as JavaScript (String.includes and RegExp with \b / (?<!\w) / (?!\w), flag i).
+JS_RULE_CASES = [
+    ("$", "BМ1'\n$c1", True, False, 0),
+    ("'", "*-_'", True, False, 0),
+    ("b", "1bм$́*.(-", True, False, 0),
+    ("a", ".Ba", True, False, 0),
+    ("c", "bc(('́ ", True, False, 0),
+    ("éé", "'ééBé\n$", True, False, 0),
+    ("М", "a-́a1bм ", True, False, 0),
+    ("*", "_*東aé", True, False, 0),
+    ("🐉", "1' A$м'_🐉", True, False, 0),
+    ("м", "*.é. Мa-", True, False, 0),
+    ("-", "B-'_*", True, False, 0),
+    ("é", " (a1é'*_м", True, False, 0),
+    ("A", "_B\n1́__a\n.é", True, False, 0),
+    ("1", "b(_1 東-東*́ca", True, False, 0),
+    ("'Мм", "\nA'МмМ東", True, False, 0),
+    ("_", "éé$B*-B_м", True, False, 0),
+    ("b_", "_ab_b", True, False, 0),
+    (".", "cc 東_._b", True, False, 0),
+    ("мA", "cbcbМA.A$.a", True, False, 0),
+    ("(", "(1", True, False, 0),
+    ("cМ", "1cмМ$(", True, False, 0),
+    ("М*", "🐉'.М*_\n1A-м", True, False, 0),
+    ("B", "'bм'́\nМ'b", True, True, 2),
+    ("́", "c Bc東_́🐉(-", True, False, 0),
+    ("$.", "\n$$$.Bé '1--", True, False, 0),
+    ("東", "cAМ_東'bB\n", True, False, 0),
+    ("_1", "(bB_1B🐉$", True, False, 0),
+    ("b1", "AМ1B1c", True, False, 0),
+    ("BA", "B🐉Мм東BBA-", True, False, 0),
+    ("c1", "(́1*Ac11", True, False, 0),
+]
+
+
+@pytest.mark.parametrize("key,text,substring,whole,whole_count", JS_RULE_CASES)
+def test_matcher_agrees_with_the_javascript_rule(key, text, substring, whole, whole_count):
+    idx = KeywordIndex([parse(note("E", [key]))])
+    [k] = idx.keys[0]
+    hit = idx.scan(text)
+    assert key_matches(hit, k, whole_words=False) is substring
+    assert key_matches(hit, k, whole_words=True) is whole
+    assert count_occurrences(hit, (k,), whole_words=True) == whole_count

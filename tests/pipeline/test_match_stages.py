@@ -642,3 +642,20 @@ def test_title_order_follows_locale_compare_for_accents_case_and_symbols():
     snap = snapshot(*(note(t, ["go"]) for t in ("Fig", "Éclair", "apple", "Apple", "Eclair", "~Tilde", "42 Answers", "Zebra")))
     result, _ = run(snap, chat("go"), cfg=UNLIMITED)
     assert titles(result) == ["~Tilde", "42 Answers", "apple", "Apple", "Eclair", "Éclair", "Fig", "Zebra"]
+
+
+# Sorted by JavaScript's String.prototype.localeCompare (ICU root collation), as DLE sorts titles.
+LOCALE_COMPARE_ORDER = [
+    "_under", "-dash", "—emdash", "!bang", "?q", "'Single'", "\"Quoted\"", "(Paren)", "[Bracket]",
+    "@At", "#Hash", "~Tilde", "$Dollar", "10", "42 Answers", "9", "a b", "a_b", "a-b", "a,b", "a.b",
+    "ab", "Aether", "Æther", "Angel", "Ängel", "apple", "Apple", "Ca va", "Ça va", "dz", "ǅ",
+    "Eclair", "Éclair", "Fig", "item 1", "Item 10", "Item 2", "naive", "Naive", "naïve", "nandu",
+    "ñandu", "okami", "Okami", "Ōkami", "omega", "ss", "ß", "strasse", "Strasse", "Straße", "uber",
+    "Uber", "Über", "Zebra", "zoe", "Zoe", "Zoë", "Δelta", "Ωmega", "москва", "Москва", "東京",
+]
+
+
+def test_title_order_matches_locale_compare_on_a_mixed_list():
+    from dle_desktop.core.pipeline.stages import title_order_key
+    shuffled = sorted(LOCALE_COMPARE_ORDER, key=lambda t: (len(t), t[::-1]))
+    assert sorted(shuffled, key=title_order_key) == LOCALE_COMPARE_ORDER
