@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections import defaultdict
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -33,7 +33,16 @@ class RetrievalService:
 
     def __post_init__(self) -> None:
         self._store: ChatStore | None = None
-        self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        # Weak values: a chat's lock lives while a request holds or awaits it, so the table does
+        # not grow with every chat id ever seen (a defaultdict kept one lock per id forever).
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    def _lock(self, chat_id: str) -> asyncio.Lock:
+        lock = self._locks.get(chat_id)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._locks[chat_id] = lock
+        return lock
 
     @property
     def store(self) -> ChatStore:
@@ -72,7 +81,7 @@ class RetrievalService:
             raise InputError("chat_id is missing")
         cfg = config or self.config
         snap = self.snapshot()
-        async with self._locks[doc.chat_id]:
+        async with self._lock(doc.chat_id):
             state = await asyncio.to_thread(self.store.load, doc.chat_id)
             state = self.apply_document(state, doc)
             rng = random.Random(doc.seed) if doc.seed is not None else random.Random()
@@ -86,21 +95,21 @@ class RetrievalService:
             return result
 
     async def state(self, chat_id: str) -> ChatState:
-        async with self._locks[chat_id]:
+        async with self._lock(chat_id):
             return await asyncio.to_thread(self.store.load, chat_id)
 
     async def update(self, chat_id: str, **changes) -> ChatState:
         unknown = set(changes) - set(EDITABLE)
         if unknown:
             raise InputError(f"cannot set {', '.join(sorted(unknown))}")
-        async with self._locks[chat_id]:
+        async with self._lock(chat_id):
             state = await asyncio.to_thread(self.store.load, chat_id)
             new = state.replace(**changes)
             await asyncio.to_thread(self.store.save, chat_id, new)
             return new
 
     async def reset(self, chat_id: str) -> bool:
-        async with self._locks[chat_id]:
+        async with self._lock(chat_id):
             return await asyncio.to_thread(self.store.delete, chat_id)
 
     async def records(self, chat_id: str, limit: int = 10) -> list[dict]:

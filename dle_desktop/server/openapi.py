@@ -128,6 +128,7 @@ _SCHEMAS: dict[str, dict] = {
         "name": _nullable({"type": "string", "maxLength": 1000}),
         "mes": {"type": "string", "maxLength": 1_000_000, "description": "the message text (at most 1,000,000 characters)"},
         "is_user": _nullable(BOOL), "is_system": _nullable(BOOL),
+        "is_thoughts": _nullable({"type": "boolean", "description": "a reasoning message: not scanned"}),
         "swipe_id": _nullable({"type": "integer", "minimum": 0}),
         "extra": _nullable({"type": "object", "description": "SillyTavern's extra: is_thoughts, tool_invocations, "
                                                              "type: narrator, isSmallSys mark messages that are not scanned"}),

@@ -30,8 +30,27 @@ WORLD = {
 }
 
 
-def world_files(lore_text) -> dict[str, str]:
+def note_text(title: str, keys=(), extra: str = "") -> str:
+    """A lore note (the same shape as tests/conftest.py's lore_text), usable outside fixtures."""
+    lines = ["---", "tags: [lorebook]"]
+    if keys:
+        lines.append("keys: [" + ", ".join(json.dumps(k, ensure_ascii=False) for k in keys) + "]")
+    if extra:
+        lines.extend(extra.strip("\n").splitlines())
+    lines += ["---", f"# {title}", f"{title} is a place of note in the test world."]
+    return "\n".join(lines) + "\n"
+
+
+def world_files(lore_text=note_text) -> dict[str, str]:
     return {path: lore_text(spec["title"], spec["keys"], extra=spec.get("extra", "")) for path, spec in WORLD.items()}
+
+
+def write_world(root: Path) -> Path:
+    for rel, text in world_files().items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return root
 
 
 def messages(*texts: str, first_user: bool = True) -> list[dict]:

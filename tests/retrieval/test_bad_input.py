@@ -7,13 +7,12 @@ import json
 
 import pytest
 
-from dle_desktop.core.pipeline.chat_input import MAX_MESSAGE_CHARS, MAX_MESSAGES
-from dle_desktop.retrieval import NotReady, RetrievalService
+from dle_desktop.core.pipeline.chat_input import MAX_MESSAGE_CHARS, MAX_MESSAGES, parse_chat_document
 from dle_desktop.core.pipeline.config import MatchConfig
-from dle_desktop.core.pipeline.chat_input import parse_chat_document
+from dle_desktop.retrieval import NotReady, RetrievalService
 from dle_desktop.state.chat_store import ChatStore
 
-from ._support import API, messages, titles, verdicts_for
+from ._support import API, LiveServer, messages, titles, verdicts_for, write_world
 
 CHAT = "victim"
 GOOD = messages("tamsin rings the bell")
@@ -27,9 +26,21 @@ def _msg_body(msg: dict) -> bytes:
     return json.dumps({"chat_id": CHAT, "messages": [msg]}).encode()
 
 
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory):
+    """One server for the many bad-input cases (they must change nothing, and each checks that)."""
+    root = tmp_path_factory.mktemp("bad-input")
+    server = LiveServer(write_world(root / "world"), root / "data")
+    yield server
+    server.close()
+
+
 @pytest.fixture
-def primed(server):
+def primed(shared_server):
     """A chat with state worth protecting: a generation, pins, context, folder filter, notebook."""
+    server = shared_server
+    if server.state(CHAT)["generation_count"]:
+        return server
     server.put(CHAT, "pins", "pins", ["Omen"])
     server.put(CHAT, "context", "context", {"era": "Eel Year"})
     server.put(CHAT, "folder-filter", "folder_filter", ["Artifacts", "People", "Rules"])

@@ -9,6 +9,7 @@ import re
 import pytest
 from starlette.routing import Route
 
+from dle_desktop.core.pipeline.chat_input import MAX_MESSAGE_CHARS, MAX_MESSAGES, MAX_NAME_CHARS
 from dle_desktop.server import openapi
 from dle_desktop.server.app import build_app
 from dle_desktop.server.routes_chat import RETRIEVE_FIELDS
@@ -97,6 +98,11 @@ def test_retrieve_request_schema_matches_the_accepted_fields():
     assert errors({"chatId": "c", "messages": []}, schema, DOC) == []
     assert errors({"messages": []}, schema, DOC), "chat_id is required"
     assert errors({"chat_id": "c", "messages": [], "bogus": 1}, schema, DOC), "unknown fields are refused"
+    # The documented limits are the enforced ones.
+    assert schema["properties"]["messages"]["maxItems"] == MAX_MESSAGES
+    message = DOC["components"]["schemas"]["ChatMessage"]["properties"]
+    assert message["mes"]["maxLength"] == MAX_MESSAGE_CHARS and message["name"]["maxLength"] == MAX_NAME_CHARS
+    assert set(message) >= {"name", "mes", "is_user", "is_system", "swipe_id", "extra"}
 
 
 def test_document_is_served(server):

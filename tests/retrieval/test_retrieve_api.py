@@ -222,8 +222,12 @@ def test_concurrent_requests_for_one_chat_are_serialised(server):
 
 def test_a_busy_chat_does_not_block_other_chats(server):
     """Hold chat A's lock on the engine loop: B's request completes, A's waits, then A completes."""
-    lock = server.engine.retrieval._locks["held"]
-    server.thread.call(lock.acquire(), timeout=10)
+    async def take():
+        held_lock = server.engine.retrieval._lock("held")
+        await held_lock.acquire()
+        return held_lock
+
+    lock = server.thread.call(take(), timeout=10)  # a strong reference keeps it in the weak table
     released = False
     try:
         async def main():
@@ -257,3 +261,30 @@ def test_sample_vault_retrieval(sample_copy, start_server):
     assert gen["total_tokens"] <= 3072
     guides = {e["title"] for e in s.client.get(f"{API}/entries").json()["entries"] if e["guide"]}
     assert guides and not guides & set(t)  # guide entries never reach the writing prompt
+
+
+def test_distinct_slots_concurrently_all_count(server):
+    """20 concurrent requests with chats of 1..20 messages (no swipe flag): each is its own slot."""
+    async def main():
+        async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+            return await asyncio.gather(*[
+                client.post(f"{API}/retrieve", json={"chat_id": "slots", "messages": messages(*["tamsin"] * n)})
+                for n in range(1, 21)])
+
+    assert [r.status_code for r in asyncio.run(main())] == [200] * 20
+    assert server.state("slots")["generation_count"] == 20
+    assert len(server.records("slots")) == 20
+
+
+def test_per_chat_locks_do_not_pile_up(server):
+    for i in range(30):
+        server.state(f"chat-{i}")
+        server.retrieve(f"chat-{i}", messages("tamsin"))
+
+    async def live_locks() -> int:
+        import gc
+
+        gc.collect()
+        return len(server.engine.retrieval._locks)
+
+    assert server.thread.call(live_locks(), timeout=10) == 0
