@@ -64,6 +64,8 @@ class RetrievalService:
     async def warm(self, snapshot: IndexSnapshot) -> None:
         """Build the keyword automaton for a new snapshot before the next request needs it."""
         await asyncio.to_thread(prepare, snapshot, self.config)
+        if self.config.fuzzy_search_enabled:
+            await asyncio.to_thread(lambda: snapshot.bm25)  # built once, off the request path
 
     @staticmethod
     def apply_document(state: ChatState, doc: ChatDocument) -> ChatState:
@@ -82,12 +84,15 @@ class RetrievalService:
         cfg = config or self.config
         snap = self.snapshot()
         async with self._lock(doc.chat_id):
-            state = await asyncio.to_thread(self.store.load, doc.chat_id)
-            state = self.apply_document(state, doc)
+            loaded = await asyncio.to_thread(self.store.load, doc.chat_id)
+            state = self.apply_document(loaded, doc)
             rng = random.Random(doc.seed) if doc.seed is not None else random.Random()
             result, new_state = await asyncio.to_thread(
                 run_generation, snap, doc.messages, state, cfg,
                 character_name=doc.character_name, rng=rng, swipe=doc.swipe)
+            if not doc.dry_run and result.skipped_reason is not None and new_state is not loaded:
+                # Nothing was generated, but pins/context sent with the request still count.
+                await asyncio.to_thread(self.store.save, doc.chat_id, new_state)
             if not doc.dry_run and result.skipped_reason is None:
                 record = {"injected": [i["title"] for i in result.to_json()["injected"]],
                           "verdicts": [v.to_json() for v in result.verdicts], "total_tokens": result.total_tokens}

@@ -4,6 +4,7 @@ the Author's Notebook."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 
@@ -57,7 +58,8 @@ async def read_json(request: Request):
     except UnicodeDecodeError as exc:
         raise InputError(f"the request body is not UTF-8 text (invalid byte at offset {exc.start})") from None
     try:
-        data = json.loads(text)
+        # A big body is parsed off the engine loop, so other requests keep being answered.
+        data = json.loads(text) if len(text) < 256 * 1024 else await asyncio.to_thread(json.loads, text)
     except json.JSONDecodeError as exc:
         raise InputError(f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:

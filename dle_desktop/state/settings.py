@@ -189,7 +189,11 @@ def _coerce(name: str, value: Any) -> Any:
         lo, hi = meta.get("lo"), meta.get("hi")
         if (lo is not None and num < lo) or (hi is not None and num > hi):
             raise ConfigError(f"setting {name}: {value!r} is outside {lo}-{hi}")
-        return int(num) if isinstance(default, int) and not isinstance(default, bool) and num.is_integer() else num
+        if isinstance(default, int) and not isinstance(default, bool):
+            if not num.is_integer():
+                raise ConfigError(f"setting {name}: expected a whole number, got {value!r}")
+            return int(num)
+        return num
     if isinstance(default, str):
         if not isinstance(value, str):
             raise ConfigError(f"setting {name}: expected text, got {value!r}")

@@ -60,7 +60,10 @@ def parse_chat_text(text: str) -> ChatDocument:
         raise ChatInputError("the chat is empty")
     if stripped[0] in "[{":
         try:
-            return parse_chat_document(json.loads(stripped))
+            data = json.loads(stripped)
+            if isinstance(data, dict) and "mes" in data and "messages" not in data:
+                return _from_jsonl([stripped])  # a one-message .jsonl without its header line
+            return parse_chat_document(data)
         except json.JSONDecodeError:
             lines = stripped.splitlines()
             if len(lines) > 1 and lines[0].lstrip().startswith("{"):

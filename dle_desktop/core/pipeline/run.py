@@ -69,6 +69,10 @@ class _SnapshotParts:
     visible: list[Entry]
     by_title: dict[str, list[Entry]]
     indexes: dict[bool, KeywordIndex]
+    constants: list[Entry]
+    bootstraps: list[Entry]
+    exempt_keys: frozenset[str]
+    entry_depths: frozenset[int]
 
 
 def _parts(snapshot: IndexSnapshot, cfg: MatchConfig) -> tuple[_SnapshotParts, KeywordIndex]:
@@ -83,7 +87,13 @@ def _parts(snapshot: IndexSnapshot, cfg: MatchConfig) -> tuple[_SnapshotParts, K
             by_title: dict[str, list[Entry]] = {}
             for e in visible:
                 by_title.setdefault(e.title.lower(), []).append(e)
-            parts = (key, _SnapshotParts(visible, by_title, {}))
+            parts = (key, _SnapshotParts(
+                visible, by_title, {},
+                constants=[e for e in visible if e.constant],
+                bootstraps=[e for e in visible if e.bootstrap],
+                exempt_keys=frozenset(e.tracker_key for e in visible if e.constant or e.seed or e.bootstrap),
+                entry_depths=frozenset(e.scan_depth for e in visible if e.scan_depth),
+            ))
             snapshot._pipeline_parts = parts  # type: ignore[attr-defined]
         p = parts[1]
         index = p.indexes.get(cfg.case_sensitive)
@@ -122,7 +132,7 @@ def run_generation(
 
     slot = swipe_key(messages)
     rolled = False
-    if swipe is True or (swipe is None and state.last_swipe_key == slot and state.before_last is not None):
+    if state.before_last is not None and (swipe is True or (swipe is None and state.last_swipe_key == slot)):
         state = state.rolled_back()
         rolled = True
     before = state.tracking_snapshot()
@@ -136,6 +146,8 @@ def run_generation(
         entries=parts.visible, index=index, messages=list(messages), state=state, config=cfg,
         rng=rng or random.Random(), trace=trace, field_definitions=snapshot.field_definitions,
         character_name=character_name, bm25_search=bm25, by_title=parts.by_title,
+        constants=parts.constants, bootstraps=parts.bootstraps, exempt_keys=parts.exempt_keys,
+        entry_depths=parts.entry_depths,
         hidden={} if cfg.fix_guide_leak else {e.uid: e for e in snapshot.entries if e.guide},
     )
 

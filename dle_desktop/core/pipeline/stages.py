@@ -50,15 +50,33 @@ class Context:
     #: uid → entries BM25 can reach that are not writer-visible (guides, with fix_guide_leak off)
     hidden: dict[str, Entry] = field(default_factory=dict)
     by_title: dict[str, list[Entry]] = field(default_factory=dict)
+    #: Per-snapshot facts (run.py caches them); computed from `entries` when not given.
+    constants: Sequence[Entry] | None = None
+    bootstraps: Sequence[Entry] | None = None
+    exempt_keys: frozenset[str] | None = None
+    entry_depths: frozenset[int] | None = None
     _windows: dict[int, KeyHit] = field(default_factory=dict)
     _full: KeyHit | None = None
     _offsets: dict[int, int] = field(default_factory=dict)
 
     # -- scan windows -------------------------------------------------------------------------
+    def __post_init__(self) -> None:
+        if self.constants is None:
+            self.constants = [e for e in self.entries if e.constant]
+        if self.bootstraps is None:
+            self.bootstraps = [e for e in self.entries if e.bootstrap]
+        if self.exempt_keys is None:
+            self.exempt_keys = frozenset(e.tracker_key for e in self.entries if e.constant or e.seed or e.bootstrap)
+        if self.entry_depths is None:
+            self.entry_depths = frozenset(e.scan_depth for e in self.entries if e.scan_depth)
+        if not self.by_title:
+            for e in self.entries:
+                self.by_title.setdefault(e.title.lower(), []).append(e)
+
     def prepare_windows(self) -> None:
         """Scan the widest window once; narrower windows are suffixes of it."""
         depths = {self.config.scan_depth}
-        depths.update(e.scan_depth for e in self.entries if e.scan_depth)
+        depths.update(self.entry_depths)
         widest = max(depths) if depths else 0
         lines = scan_lines(self.messages, widest)
         text = "\n".join(lines)
@@ -142,13 +160,12 @@ def match_entries(ctx: Context) -> list[Active]:
     active: dict[str, Active] = {}
 
     with trace.timed("constants"):
-        for e in ctx.entries:
-            if e.constant:
-                active[e.uid] = Active(e, "(constant)", forced=True)
-                trace.add(e, "constants", "matched", "constant: always in")
+        for e in ctx.constants:
+            active[e.uid] = Active(e, "(constant)", forced=True)
+            trace.add(e, "constants", "matched", "constant: always in")
         if len(ctx.messages) <= cfg.new_chat_threshold:
-            for e in ctx.entries:
-                if e.bootstrap and e.uid not in active:
+            for e in ctx.bootstraps:
+                if e.uid not in active:
                     active[e.uid] = Active(e, "(bootstrap)", forced=True)
                     trace.add(e, "bootstrap", "matched",
                               f"bootstrap: the chat has {len(ctx.messages)} messages (≤ {cfg.new_chat_threshold})")
@@ -182,9 +199,13 @@ def match_entries(ctx: Context) -> list[Active]:
     with trace.timed("character"):
         if cfg.character_context_scan and cfg.scan_depth > 0 and ctx.character_name:
             name = ctx.character_name.strip().lower()
-            target = next((e for e in ctx.entries if e.title.lower() == name), None)
+            titled = ctx.by_title.get(name)
+            target = titled[0] if titled else None
             if target is None:
-                target = next((e for e in ctx.entries if any(k.lower() == name for k in e.keys)), None)
+                # Keys are indexed in normalised form; confirm the exact (case-folded) key.
+                owners = ctx.index.owners.get(normalise(ctx.character_name.strip(), ctx.index.case_sensitive), ())
+                target = next((ctx.index.entries[i] for i in sorted(owners)
+                               if any(k.lower() == name for k in ctx.index.entries[i].keys)), None)
             if target is not None and target.uid not in active:
                 active[target.uid] = Active(target, "(active character)")
                 trace.add(target, "character", "matched", f"it is the active character ({ctx.character_name})")
@@ -239,7 +260,7 @@ def match_entries(ctx: Context) -> list[Active]:
         if cfg.fuzzy_search_enabled and cfg.scan_depth > 0 and ctx.bm25_search is not None:
             # DLE queries the global scan window, whatever the widest per-entry window is.
             query = scan_text(ctx.messages, cfg.scan_depth)
-            visible = {e.uid: i for i, e in enumerate(ctx.index.entries)}
+            visible = ctx.index.position
             for uid, score in ctx.bm25_search(query, 20, cfg.fuzzy_search_min_score):
                 idx = visible.get(uid)
                 kindex = ctx.index
@@ -439,10 +460,9 @@ def folder_filter(ctx: Context, items: list[Active]) -> list[Active]:
 
 def forced_keys(ctx: Context, all_entries: Sequence[Entry]) -> set[str]:
     """DLE's exemption policy: constants, seeds and bootstraps (even inactive), and pinned entries."""
-    keys = {e.tracker_key for e in all_entries if e.constant or e.seed or e.bootstrap}
-    for e in all_entries:
-        if any(p.matches(e.title, e.vault) for p in ctx.state.pins):
-            keys.add(e.tracker_key)
+    keys = set(ctx.exempt_keys)
+    for pin in ctx.state.pins:
+        keys.update(e.tracker_key for e in ctx.by_title.get(pin.title.lower(), ()) if pin.matches(e.title, e.vault))
     return keys
 
 
@@ -451,7 +471,7 @@ def apply_pins_and_blocks(ctx: Context, items: list[Active]) -> list[Active]:
 
     by_uid = {a.entry.uid: a for a in items}
     for pin in ctx.state.pins:
-        hits = [e for e in ctx.entries if pin.matches(e.title, e.vault)]
+        hits = [e for e in ctx.by_title.get(pin.title.lower(), ()) if pin.matches(e.title, e.vault)]
         if not hits:
             ctx.trace.notes.append(f"pin '{pin.title}' matches no entry")
         for e in hits:
