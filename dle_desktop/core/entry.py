@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 
 
 @dataclass(frozen=True)
@@ -84,12 +85,12 @@ class Entry:
     custom_fields: dict = field(default_factory=dict)
     warnings: tuple[ParseWarning, ...] = ()
 
-    @property
+    @cached_property
     def uid(self) -> str:
         """Stable identity across re-syncs: the vault and the file."""
         return f"{self.vault}\x00{self.path}"
 
-    @property
+    @cached_property
     def tracker_key(self) -> str:
         """DLE's per-entry key for cooldowns, pins and analytics."""
         return f"{self.vault}:{self.title}"

@@ -97,15 +97,39 @@ def resolve_conflicts(slices: Sequence[VaultSlice], mode: str) -> tuple[list[Ent
     return out, notes
 
 
-def _finalize_entry(e: Entry, titles: dict[str, str]) -> Entry:
-    """Resolve links and strip references to titles that do not exist; reuse `e` when unchanged."""
-    resolved = tuple(dict.fromkeys(titles[t.lower()] for t in e.links if t.lower() in titles))
-    requires = tuple(t for t in e.original_requires if t.lower() in titles)
-    excludes = tuple(t for t in e.original_excludes if t.lower() in titles)
-    cascade = tuple(t for t in e.original_cascade_links if t.lower() in titles)
-    if (resolved, requires, excludes, cascade) == (e.resolved_links, e.requires, e.excludes, e.cascade_links):
+_DERIVED = ("resolved_links", "requires", "excludes", "cascade_links")
+
+
+def _derive(e: Entry, titles: dict[str, str]) -> tuple[tuple[str, ...], ...]:
+    if not (e.links or e.original_requires or e.original_excludes or e.original_cascade_links):
+        return (), (), (), ()
+    get = titles.get
+    resolved: list[str] = []
+    for t in e.links:
+        c = get(t.lower())
+        if c is not None and c not in resolved:
+            resolved.append(c)
+    return (
+        tuple(resolved),
+        tuple(t for t in e.original_requires if t.lower() in titles) if e.original_requires else (),
+        tuple(t for t in e.original_excludes if t.lower() in titles) if e.original_excludes else (),
+        tuple(t for t in e.original_cascade_links if t.lower() in titles) if e.original_cascade_links else (),
+    )
+
+
+def _finalize_entry(e: Entry, titles: dict[str, str], reuse: Entry | None = None) -> Entry:
+    """Resolve links and strip references to titles that do not exist. Returns `e` itself, or
+    `reuse` (the previous snapshot's finalized copy of the same parsed entry), when nothing differs."""
+    derived = _derive(e, titles)
+    if derived == (e.resolved_links, e.requires, e.excludes, e.cascade_links):
         return e
-    return dataclasses.replace(e, resolved_links=resolved, requires=requires, excludes=excludes, cascade_links=cascade)
+    if reuse is not None and derived == (reuse.resolved_links, reuse.requires, reuse.excludes, reuse.cascade_links):
+        return reuse
+    # A shallow copy with four fields swapped: dataclasses.replace would re-run __init__.
+    new = object.__new__(Entry)
+    new.__dict__.update(e.__dict__)
+    new.__dict__.update(zip(_DERIVED, derived))
+    return new
 
 
 class IndexSnapshot:
@@ -121,6 +145,7 @@ class IndexSnapshot:
         conflict_mode: str = "all",
         bm25: Bm25Index | None = None,
         built_at: float | None = None,
+        by_uid: dict[str, Entry] | None = None,
     ) -> None:
         self.entries: tuple[Entry, ...] = tuple(entries)
         self.skipped: tuple[Skip, ...] = tuple(skipped)
@@ -130,11 +155,22 @@ class IndexSnapshot:
         self.conflict_mode = conflict_mode
         self.version = next(_versions)
         self.built_at = time.time() if built_at is None else built_at
-        self.by_uid: dict[str, Entry] = {e.uid: e for e in self.entries}
+        self.by_uid: dict[str, Entry] = by_uid if by_uid is not None else {e.uid: e for e in self.entries}
         self._bm25 = bm25
         self._lock = threading.Lock()
         self._backlinks: dict[str, tuple[str, ...]] | None = None
         self._by_title: dict[str, tuple[Entry, ...]] | None = None
+        #: lower title → title, and uid → (parsed entry, finalized entry): let the next build
+        #: reuse every entry that did not change (set by build_snapshot).
+        self._titles: dict[str, str] | None = None
+        self._finalized: dict[str, tuple[Entry, Entry]] = {}
+        self._positions: dict[str, int] | None = None
+        self._patched_from: tuple[IndexSnapshot, tuple[tuple[Entry, Entry], ...]] | None = None
+
+    def position(self, uid: str) -> int | None:
+        if self._positions is None:
+            self._positions = {e.uid: i for i, e in enumerate(self.entries)}
+        return self._positions.get(uid)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -197,15 +233,33 @@ def build_snapshot(
     conflict_mode: str = "all",
     previous: IndexSnapshot | None = None,
     extra_warnings: Iterable[str] = (),
+    reuse: tuple[dict[str, str], dict[str, Entry]] | None = None,
 ) -> IndexSnapshot:
-    """Finalize vault slices into a snapshot. With `previous`, BM25 is updated incrementally."""
+    """Finalize vault slices into a snapshot. With `previous`, unchanged entries are reused
+    and BM25 is updated incrementally. `reuse` = (titles, uid → finalized entry) saved with a
+    cache lets a warm start skip finalizing when the titles are the same."""
     if conflict_mode not in CONFLICT_MODES:
         raise ValueError(f"unknown conflict mode {conflict_mode!r}")
-    entries, conflict_notes = resolve_conflicts(slices, conflict_mode)
+    raw, conflict_notes = resolve_conflicts(slices, conflict_mode)
     titles: dict[str, str] = {}
-    for e in entries:
+    for e in raw:
         titles.setdefault(e.title.lower(), e.title)
-    entries = [_finalize_entry(e, titles) for e in entries]
+    prior = previous._finalized if previous is not None else {}
+    prior_titles = previous._titles if previous is not None else None
+    if reuse is not None and previous is None:
+        prior_titles = reuse[0]
+        prior = {uid: (r, reuse[1][r.uid]) for r in raw if (uid := r.uid) in reuse[1]}
+    if prior_titles is not None and prior_titles == titles:
+        # Same set of titles: an unchanged parsed entry finalizes exactly as before.
+        entries = []
+        for e in raw:
+            hit = prior.get(e.uid)
+            entries.append(hit[1] if hit is not None and hit[0] is e else _finalize_entry(e, titles))
+    else:
+        entries = []
+        for e in raw:
+            hit = prior.get(e.uid)
+            entries.append(_finalize_entry(e, titles, hit[1] if hit is not None and hit[0] is e else None))
     warnings = [*extra_warnings, *field_definitions.problems]
     for s in slices:
         warnings.extend(f"{s.name}: {p}" for p in s.problems)
@@ -215,7 +269,7 @@ def build_snapshot(
     bm25 = None
     if previous is not None and previous.bm25_ready:
         bm25 = _bm25_delta(previous, entries)
-    return IndexSnapshot(
+    snap = IndexSnapshot(
         entries=entries,
         skipped=[k for s in slices for k in s.skipped],
         warnings=warnings,
@@ -224,6 +278,9 @@ def build_snapshot(
         conflict_mode=conflict_mode,
         bm25=bm25,
     )
+    snap._titles = titles
+    snap._finalized = {e.uid: (r, e) for r, e in zip(raw, entries)}
+    return snap
 
 
 def _bm25_delta(previous: IndexSnapshot, entries: Sequence[Entry]) -> Bm25Index:
@@ -240,3 +297,44 @@ def _bm25_delta(previous: IndexSnapshot, entries: Sequence[Entry]) -> Bm25Index:
         if (prev.title, prev.keys, prev.content) != (e.title, e.keys, e.content):
             added[e.uid] = document_text(e.title, e.keys, e.content)
     return previous.bm25.with_changes(removed=removed, added=added)
+
+
+def patch_snapshot(previous: IndexSnapshot, replacements: Sequence[tuple[Entry, Entry]]) -> IndexSnapshot | None:
+    """A new snapshot with parsed entries swapped for edited ones, without rebuilding the rest.
+
+    Valid only when no title changes (links elsewhere resolve as before) and each old entry is
+    in `previous` as itself; returns None otherwise, and the caller does a full build."""
+    titles = previous._titles
+    if titles is None:
+        return None
+    entries = list(previous.entries)
+    by_uid = dict(previous.by_uid)
+    finalized = dict(previous._finalized)
+    changed: list[tuple[Entry, Entry]] = []
+    for old_raw, new_raw in replacements:
+        uid = new_raw.uid
+        held = finalized.get(uid)
+        pos = previous.position(uid)
+        if held is None or held[0] is not old_raw or pos is None or old_raw.title.lower() != new_raw.title.lower():
+            return None
+        fin = _finalize_entry(new_raw, titles)  # a new parse: never reuse the old finalized copy
+        entries[pos] = fin
+        by_uid[uid] = fin
+        finalized[uid] = (new_raw, fin)
+        changed.append((held[1], fin))
+    bm25 = None
+    if previous.bm25_ready:
+        added = {new.uid: document_text(new.title, new.keys, new.content) for old, new in changed
+                 if (old.title, old.keys, old.content) != (new.title, new.keys, new.content)}
+        bm25 = previous.bm25.with_changes(added=added) if added else previous.bm25
+    snap = IndexSnapshot(entries=entries, skipped=previous.skipped, warnings=previous.warnings,
+                         field_definitions=previous.field_definitions, slices=previous.slices,
+                         conflict_mode=previous.conflict_mode, bm25=bm25, by_uid=by_uid)
+    snap._titles = titles
+    snap._finalized = finalized
+    snap._positions = previous._positions
+    # Lets derived structures (the keyword automaton) be patched instead of rebuilt. One link
+    # only: the previous snapshot drops its own, so old snapshots can be freed.
+    snap._patched_from = (previous, tuple(changed))
+    previous._patched_from = None
+    return snap

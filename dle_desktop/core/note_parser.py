@@ -143,6 +143,7 @@ def parse_note(
     tags_config: TagConfig = TagConfig(),
     field_definitions: FieldDefinitions = DEFAULT_DEFINITIONS,
     lenient: bool = True,
+    content_hash: str | None = None,
 ) -> Entry | Skip:
     split = split_note(text)
     if split.error is not None:
@@ -235,7 +236,7 @@ def parse_note(
         path=path,
         title=extract_title(body, path),
         content=content,
-        content_hash=simple_hash(text),
+        content_hash=content_hash or simple_hash(text),
         token_estimate=estimate_tokens(content),
         keys=tuple(dict.fromkeys(keys)),
         refine_keys=tuple(_string_list("refine_keys", data.get("refine_keys"), warnings)),

@@ -82,6 +82,14 @@ class KeywordIndex:
         self.automaton = automaton
         self.position = {e.uid: i for i, e in enumerate(self.entries)}
 
+    def with_entries(self, entries: list[Entry]) -> KeywordIndex:
+        """The same automaton over a list where some entries were swapped for edited copies
+        with identical keys (so every key still maps to the same positions)."""
+        clone = object.__new__(KeywordIndex)
+        clone.__dict__.update(self.__dict__)
+        clone.entries = entries
+        return clone
+
     def scan(self, text: str) -> KeyHit:
         """Every occurrence of every key in `text` (normalised like the keys)."""
         hay = normalise(text, self.case_sensitive)

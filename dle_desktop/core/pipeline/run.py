@@ -75,11 +75,54 @@ class _SnapshotParts:
     entry_depths: frozenset[int]
 
 
+_SAME_FOR_MATCHING = ("vault", "path", "title", "keys", "refine_keys", "constant", "bootstrap", "seed", "guide",
+                      "scan_depth")
+
+
+def _patched_parts(snapshot: IndexSnapshot, key) -> tuple | None:
+    """Parts for a snapshot patched from one whose parts exist, when no edited entry changed
+    anything the automaton or the per-snapshot lists depend on (an edit of body text)."""
+    link = getattr(snapshot, "_patched_from", None)
+    if link is None:
+        return None
+    previous, changed = link
+    prev = getattr(previous, "_pipeline_parts", None)
+    if prev is None or prev[0] != key:
+        return None
+    old_parts: _SnapshotParts = prev[1]
+    if not old_parts.indexes:
+        return None
+    any_index = next(iter(old_parts.indexes.values()))
+    visible = list(old_parts.visible)
+    swap: dict[int, Entry] = {}
+    for old, new in changed:
+        if any(getattr(old, f) != getattr(new, f) for f in _SAME_FOR_MATCHING):
+            return None
+        pos = any_index.position.get(new.uid)
+        if pos is None or visible[pos] is not old:
+            return None
+        visible[pos] = new
+        swap[id(old)] = new
+    by_title = {t: [swap.get(id(e), e) for e in es] for t, es in old_parts.by_title.items()}
+    parts = _SnapshotParts(
+        visible, by_title, {cs: idx.with_entries(visible) for cs, idx in old_parts.indexes.items()},
+        constants=[swap.get(id(e), e) for e in old_parts.constants],
+        bootstraps=[swap.get(id(e), e) for e in old_parts.bootstraps],
+        exempt_keys=old_parts.exempt_keys, entry_depths=old_parts.entry_depths,
+    )
+    snapshot._patched_from = None
+    return (key, parts)
+
+
 def _parts(snapshot: IndexSnapshot, cfg: MatchConfig) -> tuple[_SnapshotParts, KeywordIndex]:
     """Per-snapshot structures, built once and kept on the snapshot (it is immutable)."""
     with _index_lock:
         parts = getattr(snapshot, "_pipeline_parts", None)
         key = cfg.fix_guide_leak
+        if parts is None or parts[0] != key:
+            parts = _patched_parts(snapshot, key)
+            if parts is not None:
+                snapshot._pipeline_parts = parts  # type: ignore[attr-defined]
         if parts is None or parts[0] != key:
             # Guide entries are never writer-visible (DLE's getWriterVisibleEntries); with
             # fix_guide_leak off they still reach the prompt through BM25, as in DLE (§3.12).
