@@ -169,6 +169,7 @@ _SCHEMAS: dict[str, dict] = {
         "position_name": STR, "depth": INT, "role": {"type": "integer", "description": ROLES}, "role_name": STR,
         "outlet": _nullable(STR), "text": {"type": "string", "description": "the text to inject"},
         "entries": _arr(STR, "titles in this group"),
+        "scan": {"type": "boolean", "description": "SillyTavern's allowWIScan for this prompt (setting allow_wi_scan)"},
     }),
     "Verdict": _obj({
         "title": STR, "vault": STR,

@@ -33,6 +33,7 @@ class MatchConfig:
     injection_depth: int = 4
     injection_role: int = 0  # 0 system, 1 user, 2 assistant
     injection_template: str = DEFAULT_TEMPLATE
+    allow_wi_scan: bool = False
     notebook_enabled: bool = False
     notebook_position: int = 1
     notebook_depth: int = 4

@@ -38,11 +38,13 @@ class Group:
     text: str
     outlet: str | None = None
     titles: tuple[str, ...] = ()
+    #: SillyTavern's allowWIScan flag for this prompt (setting allow_wi_scan)
+    scan: bool = False
 
     def to_json(self) -> dict:
         return {"key": self.key, "position": self.position, "position_name": POSITION_NAMES.get(self.position, str(self.position)),
                 "depth": self.depth, "role": self.role, "role_name": ROLE_NAMES.get(self.role, str(self.role)),
-                "outlet": self.outlet, "text": self.text, "entries": list(self.titles)}
+                "outlet": self.outlet, "text": self.text, "entries": list(self.titles), "scan": self.scan}
 
 
 def placement(entry: Entry, cfg: MatchConfig) -> tuple[int, int, int]:
@@ -158,5 +160,5 @@ def group(positional: list[Injected], outlets: list[Injected], cfg: MatchConfig)
     for key, items in buckets.items():
         pos, depth, role, outlet = meta[key]
         text = "\n\n".join(render(i.entry, cfg.injection_template) for i in items)
-        out.append(Group(key, pos, depth, role, text, outlet, tuple(i.entry.title for i in items)))
+        out.append(Group(key, pos, depth, role, text, outlet, tuple(i.entry.title for i in items), cfg.allow_wi_scan))
     return out
