@@ -6,29 +6,12 @@ import json
 import sys
 from pathlib import Path
 
-from dle_desktop.core.pipeline.chat_input import ChatDocument, ChatInputError, parse_chat_document
+from dle_desktop.core.pipeline.chat_input import ChatDocument, ChatInputError, has_lone_surrogate, parse_chat_document
 from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.core.pipeline.replay import generations
 from dle_desktop.errors import ConfigError, InputError
 from dle_desktop.state.settings import settings_from_mapping
 
-
-def _has_lone_surrogate(value) -> bool:
-    """A \\ud800-\\udfff escape without its pair: valid JSON grammar, but not text (printing it fails)."""
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, str):
-            try:
-                v.encode("utf-8")
-            except UnicodeEncodeError:
-                return True
-        elif isinstance(v, dict):
-            stack.extend(v.keys())
-            stack.extend(v.values())
-        elif isinstance(v, (list, tuple)):
-            stack.extend(v)
-    return False
 
 
 def _read_json(path: str, what: str):
@@ -46,7 +29,7 @@ def _read_json(path: str, what: str):
         raise InputError(f"{what} file {path} is not valid JSON: it is nested too deeply") from None
     except ValueError:  # an integer longer than Python's digit limit
         raise InputError(f"{what} file {path} is not valid JSON: a number in it is too long") from None
-    if _has_lone_surrogate(data):
+    if has_lone_surrogate(data):
         raise InputError(f"{what} file {path} has a \\u escape of an unpaired surrogate (\\ud800-\\udfff), which is not text")
     return data
 
@@ -68,7 +51,7 @@ def load_chat(path: str) -> ChatDocument:
             raise InputError(f"chat file {path} is not valid JSON lines: a line is nested too deeply") from None
         except ValueError:  # an integer longer than Python's digit limit
             raise InputError(f"chat file {path} is not valid JSON lines: a number in it is too long") from None
-        if _has_lone_surrogate([doc.character_name, [(m.name, m.mes, m.extra) for m in doc.messages]]):
+        if has_lone_surrogate([doc.character_name, [(m.name, m.mes, m.extra) for m in doc.messages]]):
             raise InputError(f"chat file {path} has a \\u escape of an unpaired surrogate (\\ud800-\\udfff), which is not text")
         return doc
     try:

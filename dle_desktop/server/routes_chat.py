@@ -14,6 +14,7 @@ from starlette.routing import Route
 
 from dle_desktop.core.pipeline.chat_input import (
     ChatInputError,
+    has_lone_surrogate,
     parse_chat_document,
     parse_context,
     parse_folder_filter,
@@ -29,22 +30,6 @@ RETRIEVE_FIELDS = {"chat_id", "messages", "character_name", "context", "swipe", 
 #: could be neither stored (SQLite wants UTF-8) nor sent back.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
-
-def _has_lone_surrogate(value) -> bool:
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, str):
-            try:
-                v.encode("utf-8")
-            except UnicodeEncodeError:
-                return True
-        elif isinstance(v, dict):
-            stack.extend(v.keys())
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
-    return False
 
 
 async def read_json(request: Request):
@@ -66,7 +51,7 @@ async def read_json(request: Request):
         raise InputError("the request body is not valid JSON: it is nested too deeply") from None
     except ValueError:  # an integer longer than Python's digit limit (4300)
         raise InputError("the request body is not valid JSON: a number in it is too long") from None
-    if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(data):
+    if _SURROGATE_ESCAPE.search(text) and has_lone_surrogate(data):
         raise InputError("the request body has a \\u escape of an unpaired surrogate (\\ud800-\\udfff), which is not text")
     return data
 

@@ -19,6 +19,25 @@ DOC_FIELDS = {"messages", "context", "pins", "blocks", "folder_filter", "charact
               "swipe", "dry_run", "seed", "settings"}
 
 
+def has_lone_surrogate(value) -> bool:
+    """True when decoded JSON holds a \\ud800-\\udfff escape without its pair: valid JSON
+    grammar, but not text (it can be neither stored as UTF-8 nor printed)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+    return False
+
+
 class ChatInputError(ValueError):
     """The chat or request does not have the expected shape; the message says where."""
 
