@@ -39,6 +39,11 @@ class MatchConfig:
     notebook_depth: int = 4
     notebook_role: int = 0
     contextual_gating_tolerance: str = "strict"  # DLE's fallback only; per-field tolerance wins
+    # Semantic retrieval (ours; off by default so results match DLE)
+    semantic_enabled: bool = False
+    semantic_top_k: int = 5
+    semantic_min_score: float = 0.35
+    semantic_rrf_k: int = 60
     # Deliberate fixes of DLE bugs (dle-behaviour §3.12), on by default; off reproduces DLE.
     fix_guide_leak: bool = True
     fix_refine_keys_in_fuzzy: bool = True

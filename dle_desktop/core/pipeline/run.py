@@ -166,6 +166,7 @@ def run_generation(
     character_name: str | None = None,
     rng: random.Random | None = None,
     swipe: bool | None = None,
+    semantic_hits: Sequence[tuple[str, float]] | None = None,
 ) -> tuple[GenerationResult, ChatState]:
     t0 = time.perf_counter()
     trace = Trace()
@@ -190,7 +191,7 @@ def run_generation(
         rng=rng or random.Random(), trace=trace, field_definitions=snapshot.field_definitions,
         character_name=character_name, bm25_search=bm25, by_title=parts.by_title,
         constants=parts.constants, bootstraps=parts.bootstraps, exempt_keys=parts.exempt_keys,
-        entry_depths=parts.entry_depths,
+        entry_depths=parts.entry_depths, semantic_hits=semantic_hits,
         hidden={} if cfg.fix_guide_leak else {e.uid: e for e in snapshot.entries if e.guide},
     )
 

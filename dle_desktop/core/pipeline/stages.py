@@ -49,6 +49,10 @@ class Context:
     bm25_search: object = None  # callable(query, top_k, min_score) -> [(uid, score)] or None
     #: uid → entries BM25 can reach that are not writer-visible (guides, with fix_guide_leak off)
     hidden: dict[str, Entry] = field(default_factory=dict)
+    #: (uid, cosine similarity) of the vault's entries to the scan text, best first; computed
+    #: by the caller (it needs the embedder) when semantic retrieval is on.
+    semantic_hits: Sequence[tuple[str, float]] | None = None
+    _fuzzy_ranked: list[str] = field(default_factory=list)
     by_title: dict[str, list[Entry]] = field(default_factory=dict)
     #: Per-snapshot facts (run.py caches them); computed from `entries` when not given.
     constants: Sequence[Entry] | None = None
@@ -261,7 +265,9 @@ def match_entries(ctx: Context) -> list[Active]:
             # DLE queries the global scan window, whatever the widest per-entry window is.
             query = scan_text(ctx.messages, cfg.scan_depth)
             visible = ctx.index.position
-            for uid, score in ctx.bm25_search(query, 20, cfg.fuzzy_search_min_score):
+            fuzzy_hits = ctx.bm25_search(query, 20, cfg.fuzzy_search_min_score)
+            ctx._fuzzy_ranked = [uid for uid, _ in fuzzy_hits]
+            for uid, score in fuzzy_hits:
                 idx = visible.get(uid)
                 kindex = ctx.index
                 if idx is None:
@@ -287,7 +293,41 @@ def match_entries(ctx: Context) -> list[Active]:
                 active[e.uid] = Active(e, f"(fuzzy, score: {score:.1f})")
                 trace.add(e, "fuzzy", "matched", f"BM25 score {score:.2f} ≥ {cfg.fuzzy_search_min_score:g}")
 
+    with trace.timed("semantic"):
+        if cfg.semantic_enabled and ctx.semantic_hits:
+            semantic_stage(ctx, active)
+
     return sort_by_priority(list(active.values()))
+
+
+def semantic_stage(ctx: Context, active: dict[str, Active]) -> None:
+    """Entries whose meaning is close to the scan text, beside keywords and BM25. The semantic
+    list is fused with the BM25 list by reciprocal rank (1 / (k + rank), summed), so an entry
+    both searches rank high comes first; the best `semantic_top_k` not yet matched are added,
+    subject to cooldown and probability like a cascade (warmup counts keywords, so it does not
+    apply)."""
+    cfg, trace = ctx.config, ctx.trace
+    visible = ctx.index.position
+    semantic = [(uid, score) for uid, score in ctx.semantic_hits if score >= cfg.semantic_min_score and uid in visible]
+    sem_rank = {uid: i + 1 for i, (uid, _) in enumerate(semantic)}
+    bm_rank = {uid: i + 1 for i, uid in enumerate(ctx._fuzzy_ranked)}
+    fused = {uid: 1 / (cfg.semantic_rrf_k + r) + (1 / (cfg.semantic_rrf_k + bm_rank[uid]) if uid in bm_rank else 0.0)
+             for uid, r in sem_rank.items()}
+    scores = dict(semantic)
+    added = 0
+    for uid in sorted(fused, key=lambda u: (-fused[u], sem_rank[u])):
+        if added >= cfg.semantic_top_k:
+            break
+        e = ctx.index.entries[visible[uid]]
+        if uid in active or e.constant:
+            continue
+        if _cooling(ctx, e, "semantic") or not _roll(ctx, e, "semantic"):
+            continue
+        both = f", BM25 rank {bm_rank[uid]}" if uid in bm_rank else ""
+        active[uid] = Active(e, f"(semantic, score: {scores[uid]:.2f})")
+        trace.add(e, "semantic", "matched",
+                  f"meaning close to the chat: similarity {scores[uid]:.2f} (rank {sem_rank[uid]}{both}; fused {fused[uid]:.4f})")
+        added += 1
 
 
 #: ICU's root order for ASCII punctuation and symbols (they all sort before digits and letters).
