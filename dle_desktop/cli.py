@@ -7,7 +7,7 @@ import json
 import sys
 
 from dle_desktop import __version__
-from dle_desktop.errors import DleError
+from dle_desktop.errors import ConfigError, DleError
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -45,6 +45,13 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--host", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="port to bind (default from settings, 8765; 0 = any free port)")
+    p.add_argument("--embedding-model", metavar="PATH",
+                   help="a local GGUF embedding model for this run (no download); overrides the setting")
+
+    p = sub.add_parser("embed", help="embed one text with a local GGUF model and print the vector")
+    from dle_desktop.embed_cli import add_embed_arguments
+
+    add_embed_arguments(p)
     return parser
 
 
@@ -80,6 +87,10 @@ def _print_health(report, as_json: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "embed":
+        from dle_desktop.embed_cli import run_embed
+
+        return run_embed(args)
     try:
         from dle_desktop.app import index_once, make_context, make_engine, run_headless
 
@@ -98,6 +109,13 @@ def main(argv: list[str] | None = None) -> int:
             return run_match(args)
         if args.command == "serve":
             ctx = make_context(args.data_dir)
+            if args.embedding_model:
+                from pathlib import Path
+
+                model = Path(args.embedding_model).expanduser()
+                if not model.is_file():
+                    raise ConfigError(f"embedding model not found: {args.embedding_model}")
+                ctx.settings = ctx.settings.replace(embedding_model_path=str(model.resolve()))
             return run_headless(ctx, make_engine(ctx, args.vault), args.host, args.port)
         from dle_desktop.ui.launch import run_gui
 

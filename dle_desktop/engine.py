@@ -102,6 +102,9 @@ class Engine:
             snapshot_getter=lambda: self.indexer.snapshot,
             config=MatchConfig.from_object(settings),
         )
+        self._vectors = None  # the SillyTavern Vector API service, made on first use (see `vectors`)
+        self._local_embedder = None
+        self._stopping = False
 
     # -- set-up -----------------------------------------------------------------------------
     def _make_sources(self, override: list[VaultSource] | None) -> list[VaultSource]:
@@ -167,6 +170,7 @@ class Engine:
         self.watcher.start()
 
     async def stop(self) -> None:
+        self._stopping = True
         if self.watcher:
             self.watcher.stop()
         for task in list(self._tasks):
@@ -175,11 +179,83 @@ class Engine:
         if self.indexer.cache_dirty:
             await asyncio.to_thread(self.indexer.save_cache)
         self.retrieval.close()
+        await self._close_vectors()
         for s in self._sources:
             try:
                 await s.close()
             except Exception:  # noqa: BLE001
                 log.debug("closing %s failed", s.name, exc_info=True)
+
+    # -- vectors ----------------------------------------------------------------------------
+    @property
+    def vectors(self):
+        """The VectorService behind /api/vector/* and the embedding endpoints, made on first use
+        (the store opens its files lazily, the embedder loads its model on the first embed)."""
+        if self._vectors is None:
+            if self._stopping:  # never reopen the vectors folder behind a stopped engine's back
+                raise RuntimeError("DLE Desktop is stopping or switching configuration; try again")
+            from dle_desktop.vectors.service import VectorService
+            from dle_desktop.vectors.store import VectorStore
+
+            root, threshold = self.paths.vectors_dir, self.settings.vector_ann_threshold
+            self._vectors = VectorService(lambda: VectorStore(root, ann_threshold=threshold), self.local_embedder,
+                                          self._remote_embedder)
+        return self._vectors
+
+    def _remote_embedder(self, source_settings):
+        """A remote embedder (llamacpp, vllm, ollama, extras, clouds) for a vector request's source
+        settings, with API keys from this engine's secret store; None if the source is not remote."""
+        from dle_desktop.vectors.remote import embedder_for_st_source
+
+        return embedder_for_st_source(source_settings, secrets=self.secrets)
+
+    def local_embedder(self):
+        """The one local llama.cpp embedder (the `embedding_model_path` setting, else the model
+        manager's default). Raises EmbeddingError(503) with a clear message when there is none."""
+        if self._local_embedder is None:
+            from dle_desktop.vectors.contracts import EmbeddingError
+
+            if self._stopping:
+                raise EmbeddingError("DLE Desktop is stopping or switching configuration; try again", 503)
+            path = self.settings.embedding_model_path.strip() or self._default_embedding_model()
+            if not path:
+                raise EmbeddingError(
+                    "no local embedding model is configured: set embedding_model_path to a GGUF embedding model "
+                    "(Settings, or `dle-desktop serve --embedding-model PATH`), or download the default model", 503)
+            model = Path(path).expanduser()
+            if not model.is_file():
+                raise EmbeddingError(f"the embedding model {model} does not exist; check embedding_model_path", 503)
+            from dle_desktop.vectors.embedder import LocalEmbedder
+
+            self._local_embedder = LocalEmbedder(model)
+        return self._local_embedder
+
+    def _default_embedding_model(self) -> str:
+        """The model manager's default model (Qwen3-Embedding-0.6B Q8_0) if it is downloaded, else ""."""
+        try:
+            from dle_desktop.vectors.model_manager import ModelManager
+
+            manager = ModelManager(self.paths.models_dir)
+            return str(manager.path_for()) if manager.is_available() else ""
+        except Exception:  # noqa: BLE001 - no default model is the answer, not a crash
+            log.debug("the model manager could not name its default model", exc_info=True)
+            return ""
+
+    async def _close_vectors(self) -> None:
+        vectors, self._vectors = self._vectors, None
+        if vectors is not None:
+            await vectors.aclose()
+        embedder, self._local_embedder = self._local_embedder, None
+        for name in ("aclose", "close"):
+            fn = getattr(embedder, name, None)
+            if callable(fn):
+                try:
+                    result = fn()
+                    if asyncio.iscoroutine(result):
+                        await result
+                except Exception:  # noqa: BLE001
+                    log.debug("closing the local embedder failed", exc_info=True)
+                break
 
     # -- syncing ----------------------------------------------------------------------------
     def _on_fs_change(self, vault: str, paths: set[str], full: bool) -> None:

@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Match
 
 from dle_desktop.errors import ConfigError, DleError
-from dle_desktop.server import openapi, routes_chat, routes_lore
+from dle_desktop.server import openapi, routes_chat, routes_embeddings, routes_lore, routes_vector
 from dle_desktop.server.security import LOOPBACK_NAMES, BodyLimitMiddleware, HostCheckMiddleware
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,10 @@ async def _method_not_allowed(request: Request, exc) -> JSONResponse:
 
 
 def build_app(engine) -> Starlette:
-    app = Starlette(routes=[*routes_lore.routes, *routes_chat.routes, *openapi.routes],
+    # routes_vector: SillyTavern's /api/vector/*; routes_embeddings: the embedding-backend endpoints
+    # (llama.cpp, Ollama, KoboldCpp, Extras formats) a stock ST can point its sources at.
+    app = Starlette(routes=[*routes_lore.routes, *routes_chat.routes, *openapi.routes,
+                            *routes_vector.routes, *routes_embeddings.routes],
                     exception_handlers={DleError: _dle_error, 404: _not_found, 405: _method_not_allowed,
                                         Exception: _unexpected})
     app.state.engine = engine
@@ -80,7 +83,10 @@ class ServerRunner:
 
     def _bind(self) -> socket.socket:
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on accepted sockets whose proto says
+        # TCP, and without it every keep-alive answer (headers and body are two writes) waits ~40 ms
+        # for the client's delayed ACK (Nagle).
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((self.host, self.port))

@@ -136,6 +136,11 @@ class Settings:
     scribe_profile_id: str = _s("", "scribeProfileId")
     scribe_proxy_url: str = _s("http://127.0.0.1:42069", "scribeProxyUrl")
     librarian_enabled: bool = _s(False, "librarianEnabled")
+    # Embeddings and vectors (the SillyTavern Vector API and the embedding endpoints)
+    embedding_model_path: str = _s("", doc="Local GGUF embedding model (e.g. Qwen3-Embedding-0.6B-Q8_0.gguf); "
+                                   "empty = the model manager's default model once it is downloaded.")
+    vector_ann_threshold: int = _s(20_000, lo=0, hi=100_000_000,
+                                   doc="Rows in a vector scope above which queries use the hnswlib index instead of an exact scan.")
     # Desktop app
     server_host: str = _s("127.0.0.1", doc="Address the embedded HTTP server binds.")
     server_port: int = _s(8765, lo=0, hi=65535, doc="Port of the embedded HTTP server (0 = any free port).")
