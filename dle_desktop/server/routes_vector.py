@@ -39,6 +39,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from dle_desktop.core.pipeline.chat_input import has_lone_surrogate
 from dle_desktop.vectors.service import (
     MAX_INSERT_ITEMS,
     VectorApiError,
@@ -80,22 +81,6 @@ class BodyTooLarge(Exception):
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
-def _has_lone_surrogate(value: Any) -> bool:
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, str):
-            try:
-                v.encode("utf-8")
-            except UnicodeEncodeError:
-                return True
-        elif isinstance(v, dict):
-            stack.extend(v.keys())
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
-    return False
-
 
 async def read_body_limited(request: Request, limit: int) -> bytes:
     """The whole body, or BodyTooLarge. An oversized body is still read to its end (and thrown
@@ -134,7 +119,7 @@ async def parse_json_bytes(body: bytes) -> Any:
         raise BadJson("the request body is not valid JSON: it is nested too deeply") from None
     except ValueError:  # an integer longer than Python's digit limit
         raise BadJson("the request body is not valid JSON: a number in it is too long") from None
-    if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(data):
+    if _SURROGATE_ESCAPE.search(text) and has_lone_surrogate(data):
         raise BadJson("the request body has a \\u escape of an unpaired surrogate (\\ud800-\\udfff), which is not text")
     return data
 
