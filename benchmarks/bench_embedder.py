@@ -271,11 +271,14 @@ def main() -> int:
         for r in range(args.rounds):
             for w, (texts, seqs) in data.items():
                 chunks = _chunks(len(seqs), [len(s) for s in seqs], CHUNK_TOKENS)
-                for ci, (name, emb, raw) in enumerate(configs):
-                    f = results.setdefault((w, name), {"raw_s": [], "ours_s": [], "tokens": [], "ratio": []})
-                    for k, (a, b) in enumerate(chunks):
-                        ctexts, cseqs = texts[a:b], seqs[a:b]
-                        ntok = sum(len(x) for x in cseqs)
+                # Chunk by chunk, every strategy runs raw and ours back to back, so strategies are
+                # compared under the same load too (order rotated from chunk to chunk).
+                for k, (a, b) in enumerate(chunks):
+                    ctexts, cseqs = texts[a:b], seqs[a:b]
+                    ntok = sum(len(x) for x in cseqs)
+                    rot = (k + r) % len(configs)
+                    for ci, (name, emb, raw) in (list(enumerate(configs))[rot:] + list(enumerate(configs))[:rot]):
+                        f = results.setdefault((w, name), {"raw_s": [], "ours_s": [], "tokens": [], "ratio": []})
                         got: dict = {}
                         for who in (("raw", "ours") if (r + ci + k) % 2 == 0 else ("ours", "raw")):
                             if who == "raw":  # on the embedder's worker thread: same thread, same OpenMP team
@@ -294,14 +297,16 @@ def main() -> int:
                         f["ours_s"].append(got["ours_s"])
                         f["tokens"].append(ntok)
                         f["ratio"].append(got["raw_s"] / got["ours_s"])  # = ours tok/s ÷ raw tok/s
-                        print(f"  round {r + 1} {w} {name} chunk {k + 1}/{len(chunks)}: {ntok} tokens, raw "
+                        print(f"  round {r + 1} {w} chunk {k + 1}/{len(chunks)} {name}: {ntok} tokens, raw "
                               f"{ntok / got['raw_s']:.1f} tok/s, ours {ntok / got['ours_s']:.1f} tok/s",
                               file=sys.stderr, flush=True)
-                    n = len(chunks)
+                n = len(chunks)
+                for name, _, _ in configs:
+                    f = results[(w, name)]
                     tok = sum(f["tokens"][-n:])
                     raw_tps, ours_tps = tok / sum(f["raw_s"][-n:]), tok / sum(f["ours_s"][-n:])
-                    say(f"round {r + 1}/{args.rounds} {w:9} {name:31} raw {raw_tps:7.1f} tok/s   ours {ours_tps:7.1f} "
-                        f"tok/s   ours/raw {ours_tps / raw_tps:6.1%} (median of {n} paired chunks "
+                    say(f"round {r + 1}/{args.rounds} {w:9} {name:31} raw {raw_tps:7.1f} tok/s   ours "
+                        f"{ours_tps:7.1f} tok/s   ours/raw {ours_tps / raw_tps:6.1%} (median of {n} paired chunks "
                         f"{statistics.median(f['ratio'][-n:]):.1%})")
     finally:
         loop.close()
@@ -311,15 +316,17 @@ def main() -> int:
 
     say()
     say(f"{'workload':10} {'strategy':31} {'raw tok/s':>10} {'ours tok/s':>11} {'ours/raw':>9} "
-        f"{'paired median':>14} {'chunks':>7}")
+        f"{'paired median':>14} {'chunks':>7} {'ours vs one/decode':>12}")
     summary: dict[tuple[str, str], tuple[float, float, float, float]] = {}
     for (w, name), f in results.items():
         tok = sum(f["tokens"])
         raw_tps, ours_tps = tok / sum(f["raw_s"]), tok / sum(f["ours_s"])
         paired = statistics.median(f["ratio"])
+        base = results[(w, configs[0][0])]["ours_s"]
+        vs_single = statistics.median(b / o for b, o in zip(base, f["ours_s"]))
         summary[(w, name)] = (raw_tps, ours_tps, ours_tps / raw_tps, paired)
         say(f"{w:10} {name:31} {raw_tps:10.1f} {ours_tps:11.1f} {ours_tps / raw_tps:9.1%} {paired:14.1%} "
-            f"{len(f['ratio']):7d}")
+            f"{len(f['ratio']):7d} {vs_single:12.1%}")
     say()
     say(f"load average at end: {load1[0]:.2f}; CPUs kept busy by other processes during the run: {others:.2f} "
         f"(of {os.cpu_count()}); absolute figures move with that, ratios within a round much less")

@@ -6,9 +6,10 @@ worker thread.
 - The model loads lazily on the first request. A failed load fails that request only, with an
   `EmbeddingError` that says why; the next request tries again (the file may have been fixed or
   finished downloading), and nothing else in the app is affected.
-- Each text is decoded as its own sequence in its own `llama_decode` call (see "Batching" below),
-  pooled as the model declares (last token for Qwen3, mean for BERT), L2-normalised and checked
-  (finite, non-zero, one dimension).
+- Every text is its own sequence (llama.cpp's per-sequence decoding), pooled as the model
+  declares (last token for Qwen3, mean for BERT), L2-normalised and checked (finite, non-zero,
+  one dimension). Texts over 32 tokens get a `llama_decode` call each; shorter ones share one,
+  up to 256 tokens (see "Batching" below).
 - Query texts get the retrieval instruction in front (Qwen3-Embedding's
   `Instruct: ...\\nQuery:`), documents are embedded raw.
 - Texts longer than `max_tokens` (the profile says how many) are cut at the end, keeping the
@@ -17,12 +18,17 @@ worker thread.
   whitespace tokens), not refused: an empty chat message is a legitimate input and refusing it
   would fail a whole insert. Only a model that would then see zero tokens refuses, with 400.
 
-Batching (measured with `benchmarks/bench_embedder.py`, figures in `benchmarks/results/embedder.txt`):
-with a causal model every token of a packed batch attends over the whole batch (one unified KV
-cache), so packing many texts into one decode costs attention that grows with the square of the
-batch, and it makes a text's vector depend (in its last bits) on its neighbours. One sequence per
-decode keeps attention per text and vectors batch-independent; packing short texts is available
-(`batch_tokens`) and measured against it. See `BATCH_TOKENS_DEFAULT`.
+Batching (measured with `benchmarks/bench_embedder.py`; figures in `benchmarks/results/embedder.txt`).
+Two costs pull apart. Each llama_decode streams all the weights through the CPU once (~60 ms for
+the 0.6B Q8_0 model on 2 cores), which dominates a 15-token text; and in a packed decode every
+token attends over the whole batch (one unified KV cache), a cost that grows with the square of
+the batch (the architecture note's 190 → 90 tok/s at 32 texts in 4,096 tokens). Measured on a
+Qwen3-0.6B-shaped model: for 64 texts of 20–200 tokens packing brought nothing (one text per
+decode was as fast or faster); for 64 texts of 8–24 tokens packing was 20–35 % faster. So texts of
+at most `pack_text_tokens` (32) share a decode up to `batch_tokens` (256) tokens, and longer texts
+are decoded alone. A text decoded alone gets the same bits whatever else is in the request; a
+packed short text can differ in its last bits (cosine > 0.9999) with other neighbours.
+`batch_tokens=0` decodes every text alone.
 """
 
 from __future__ import annotations
@@ -57,13 +63,15 @@ QWEN3_QUERY_INSTRUCTION = "Instruct: Given a conversation context, retrieve rele
 AUTO = "auto"
 #: The default cap on tokens per text (instruction and special tokens included).
 DEFAULT_MAX_TOKENS = 2048
-#: Texts of at most PACK_TEXT_TOKENS_DEFAULT tokens share a llama_decode, up to this many tokens
-#: (0 = one sequence per llama_decode). Chosen with benchmarks/bench_embedder.py (module docstring).
-BATCH_TOKENS_DEFAULT = 0
+#: Texts of at most PACK_TEXT_TOKENS_DEFAULT tokens share a llama_decode, up to BATCH_TOKENS_DEFAULT
+#: tokens (0 = one text per llama_decode). Chosen with benchmarks/bench_embedder.py (module docstring).
+BATCH_TOKENS_DEFAULT = 256
 PACK_TEXT_TOKENS_DEFAULT = 32
 #: The largest physical batch for causal models: a long text is decoded in chunks of this many
-#: tokens (same result, KV cache carries over), which keeps llama.cpp's compute buffer small
-#: (~0.3 GB instead of ~1.2 GB at 2048 for a 0.6B model with a 152k vocabulary).
+#: tokens (same result, the KV cache carries over). llama.cpp's compute buffer grows with it
+#: (embedding mode computes every token's output over the whole vocabulary): ~0.3 GB at 512
+#: against ~1.2 GB at 2,048 for the 0.6B model. The price, measured here on a 1,500-token text:
+#: ~30 % slower than one 2,048-token physical batch; texts up to 512 tokens are not affected.
 CAUSAL_UBATCH = 512
 
 POOLING_NAMES = {"none": 0, "mean": 1, "cls": 2, "last": 3, "rank": 4}
@@ -335,9 +343,9 @@ class LocalEmbedder:
     `n_ctx` caps tokens per text (instruction and special tokens included; longer texts are cut
     at the end); it is also limited by the model's trained context. `query_instruction` is the
     text put before every query: `AUTO` picks Qwen3-Embedding's retrieval instruction for Qwen3
-    models and none for others; `None` or "" means none. `batch_tokens` > 0 packs several short
-    texts (each its own sequence) into one llama_decode up to that many tokens; 0 decodes one
-    text per call (the default; see the module docstring). `pooling` ("mean", "cls", "last")
+    models and none for others; `None` or "" means none. Texts of at most `pack_text_tokens`
+    tokens (None: any) share one llama_decode, each its own sequence, up to `batch_tokens`
+    tokens; 0 decodes one text per call (see the module docstring). `pooling` ("mean", "cls", "last")
     overrides what the model declares. `cpu_extra_buffers` (llama.cpp's repacked/AMX weight
     buffers): None turns them off on CPUs that advertise AMX, where llama.cpp's AMX kernels were
     seen to crash the process with SIGILL under virtualisation, and leaves them on elsewhere.

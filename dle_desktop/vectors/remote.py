@@ -106,9 +106,8 @@ def _trim_v1(url: str) -> str:
 
 
 def _origin(url: str) -> str:
-    u = httpx.URL(url)
-    port = f":{u.port}" if u.port else ""
-    return f"{u.scheme}://{u.host}{port}"
+    """scheme://host[:port] (IPv6 hosts keep their brackets; credentials in the URL stay)."""
+    return str(httpx.URL(url).copy_with(raw_path=b"/", query=None, fragment=None)).rstrip("/")
 
 
 def _short(text: str, limit: int = 300) -> str:
@@ -160,8 +159,9 @@ class RemoteEmbedder:
 
     @property
     def endpoint(self) -> str:
-        """The base URL without a trailing slash (so the same model on two servers never mixes)."""
-        return self.base_url
+        """The base URL without a trailing slash and without credentials (so the same model on two
+        servers never mixes, and no password ends up in a vector scope's metadata)."""
+        return str(httpx.URL(self.base_url).copy_with(userinfo=b"")).rstrip("/")
 
     @property
     def request_url(self) -> str:
@@ -301,7 +301,8 @@ class RemoteEmbedder:
         except (TimeoutError, httpx.TimeoutException) as exc:
             raise EmbeddingError(f"{label} did not answer within {self.source.timeout:g} s", 503) from exc
         except httpx.ConnectError as exc:
-            raise EmbeddingError(f"cannot reach {label} at {_origin(url)}: {_short(str(exc)) or 'connection refused'}",
+            where = str(httpx.URL(_origin(url)).copy_with(userinfo=b""))
+            raise EmbeddingError(f"cannot reach {label} at {where}: {_short(str(exc)) or 'connection refused'}",
                                  503) from exc
         except httpx.HTTPError as exc:
             raise EmbeddingError(f"the connection to {label} failed: {type(exc).__name__}: {_short(str(exc))}",

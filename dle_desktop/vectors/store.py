@@ -226,9 +226,10 @@ class VectorStore:
                 return scope.compact()
 
     def build_index(self, collection: str, source: str, profile_key: str, *, num_threads: int = -1,
-                    step_rows: int = 10_000) -> dict:
-        """Build or extend a scope's hnswlib graph now (whatever its size), calibrate ef, save it.
-        Returns {count, covered, ef, recall, seconds}; {} for an unknown or empty scope."""
+                    step_rows: int = 10_000, recalibrate: bool = False) -> dict:
+        """Build or extend a scope's hnswlib graph now (whatever its size), calibrate ef when due
+        (or when asked), save it if anything changed. Returns index_info() plus the seconds taken;
+        {} for an unknown or empty scope."""
         path = self._scope_dir(collection, source, profile_key)
         t0 = time.perf_counter()
         with self._struct.read(), self._use(path) as scope:
@@ -246,25 +247,33 @@ class VectorStore:
                             scope.ann_save()  # a long build interrupted resumes from here
                 with scope.lock.read():
                     ann = scope.ann_prepare(self._m, self._ef_construction)
-                    scope.ann_step(step_rows, num_threads)  # rows inserted meanwhile
+                    while scope.ann_step(step_rows, num_threads):  # rows inserted meanwhile
+                        pass
                     changed = ann.unsaved > 0 or not ann.saved_count
-                    if ann.calibrated_at == 0 or ann.count >= 2 * ann.calibrated_at:
+                    if recalibrate or scope.ann_calibration_due():
                         scope.ann_calibrate()
                         changed = True
                     if changed:
                         scope.ann_save()
-                    return {"count": ann.count, "covered": ann.covered, "ef": ann.ef, "recall": ann.recall,
-                            "seconds": time.perf_counter() - t0}
+                    return self._index_info(scope) | {"seconds": time.perf_counter() - t0}
 
     def index_info(self, collection: str, source: str, profile_key: str) -> dict:
-        """The state of a scope's graph as loaded in memory ({} if none)."""
+        """The state of a scope's graph as loaded in memory ({} if none): element count, labels
+        covered, live rows left to exact scans, ef and how it was calibrated, what is saved."""
         path = self._scope_dir(collection, source, profile_key)
         with self._struct.read(), self._use(path) as scope:
             if scope is None or scope.ann is None:
                 return {}
-            ann = scope.ann
-            return {"count": ann.count, "covered": ann.covered, "ef": ann.ef, "recall": ann.recall,
-                    "saved_count": ann.saved_count, "unsaved": ann.unsaved, "next_label": scope.next_label}
+            with scope.lock.read():
+                return self._index_info(scope)
+
+    @staticmethod
+    def _index_info(scope: Scope) -> dict:
+        ann = scope.ann
+        assert ann is not None
+        return {"count": ann.count, "covered": ann.covered, "uncovered": scope._uncovered(ann)[1],
+                "ef": ann.ef, "recall": ann.recall, "calibration": ann.calibration,
+                "saved_count": ann.saved_count, "unsaved": ann.unsaved, "next_label": scope.next_label}
 
     def wait_for_index(self, timeout: float = 60.0) -> bool:
         """Block until the background builder has nothing queued (tests). False on timeout."""
@@ -394,17 +403,16 @@ class VectorStore:
                         ann = scope.ann_prepare(self._m, self._ef_construction)
                         if ann.wants_rebuild():
                             ann = scope.ann_reset(self._m, self._ef_construction)
-                        if ann.covered < scope.next_label:
-                            rows = self._step_rows.get(path, 64)
-                            t0 = time.perf_counter()
-                            more = scope.ann_step(rows, _background_threads())
+                        rows = self._step_rows.get(path, 64)
+                        t0 = time.perf_counter()
+                        more = scope.ann_step(rows, _background_threads())
+                        if more:
                             took = time.perf_counter() - t0
                             self._step_rows[path] = int(min(50_000, max(16, rows * STEP_SECONDS / max(took, 1e-3))))
-                            if more:
-                                if ann.unsaved and time.monotonic() - ann.last_save > CHECKPOINT_SECONDS:
-                                    scope.ann_save()
-                                return True
-                        if ann.calibrated_at == 0 or ann.count >= 2 * ann.calibrated_at:
+                            if ann.unsaved and time.monotonic() - ann.last_save > CHECKPOINT_SECONDS:
+                                scope.ann_save()
+                            return True
+                        if scope.ann_calibration_due():
                             scope.ann_calibrate()
                             scope.ann_save()
                         elif ann.unsaved >= max(SAVE_MIN, ann.saved_count // 10) or (ann.unsaved and not ann.saved_count):

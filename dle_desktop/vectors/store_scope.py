@@ -17,7 +17,9 @@ either named there or garbage from an interrupted write, removed when the scope 
 
 Items carry a `label` besides their `row`: assigned in insertion order, never reused, unchanged by
 compaction. The approximate index is keyed by labels, so compaction does not invalidate it, and the
-rows it does not cover yet are always a suffix of the file (labels and rows grow together).
+rows it does not cover yet are always a suffix of the file (labels and rows grow together): queries
+search the graph and scan that suffix exactly. The graph leaves out the newest few hundred rows on
+purpose; they are the held-out queries that calibrate its search breadth (`ann_calibrate`).
 
 Locking: callers hold `lock` (store_util.RWLock) for reading (list, query, index building) or
 writing (insert, delete, compaction); `_db_lock` serialises use of the one SQLite connection.
@@ -39,7 +41,8 @@ from pathlib import Path
 import numpy as np
 
 from dle_desktop.vectors.contracts import Hit, StoredItem, VectorConflict
-from dle_desktop.vectors.store_ann import CALIBRATION_QUERIES, MIX, AnnIndex, calibrate
+from dle_desktop.vectors.store_ann import (CALIBRATION_QUERIES, HOLDOUT_MAX, HOLDOUT_MIN_QUERIES, HOLDOUT_SHARE, MIX,
+                                          TARGET_RECALL_HELDOUT, TARGET_RECALL_MIX, AnnIndex, calibrate)
 from dle_desktop.vectors.store_util import RWLock, fsync_dir, fsync_file, truncate_file, write_rows
 
 log = logging.getLogger(__name__)
@@ -69,7 +72,8 @@ CREATE TABLE info(
     ann_labels INTEGER NOT NULL DEFAULT 0,  -- it covers every live item with label < ann_labels
     ann_ef INTEGER NOT NULL DEFAULT 0,      -- calibrated ef (0: not calibrated)
     ann_calibrated_at INTEGER NOT NULL DEFAULT 0,
-    ann_recall REAL
+    ann_recall REAL,
+    ann_calibration TEXT                    -- which queries measured it
 );
 CREATE TABLE items(
     label INTEGER PRIMARY KEY,     -- stable id, insertion order, never reused
@@ -211,12 +215,21 @@ class Scope:
             raise BrokenScope(f"{path}: impossible scope info (dim {self.dim!r}, rows {self.rows!r})")
         self.rowbytes = self.dim * 4
         try:
+            self._add_missing_columns()
             self._recover()
         except BaseException:
             self._close_db()
             raise
 
     # -- opening ----------------------------------------------------------------------------------
+
+    def _add_missing_columns(self) -> None:
+        """Scopes written before a column existed get it (with its default); nothing else changes."""
+        assert self._db is not None
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(info)")}
+        if "ann_calibration" not in have:
+            with self._db:
+                self._db.execute("ALTER TABLE info ADD COLUMN ann_calibration TEXT")
 
     def _recover(self) -> None:
         """Bring the folder back to exactly what SQLite committed."""
@@ -523,10 +536,26 @@ class Scope:
 
     # -- approximate index (caller holds `lock` for reading and `build_lock`) --------------------
 
+    def holdout(self) -> int:
+        """How many of the newest live rows the graph leaves out: they are scanned exactly (a few
+        hundred rows cost microseconds) and serve as held-out queries when ef is calibrated."""
+        return min(HOLDOUT_MAX, self.live // HOLDOUT_SHARE)
+
+    def _uncovered(self, ann: AnnIndex) -> tuple[int, int]:
+        """(first row the graph does not cover, live rows from there on)."""
+        start = self._suffix_start(ann.covered)
+        return start, int(np.count_nonzero(self.mask[start:]))
+
+    def ann_calibration_due(self) -> bool:
+        ann = self.ann
+        return ann is not None and (ann.calibrated_at == 0 or ann.count >= 2 * ann.calibrated_at)
+
     def ann_needs_work(self) -> bool:
         ann = self.ann
-        return ann is None or ann.covered < self.next_label or (
-            ann.calibrated_at == 0 or ann.count >= 2 * ann.calibrated_at) or ann.wants_rebuild()
+        if ann is None:
+            return True
+        return (self._uncovered(ann)[1] > self.holdout() or self.ann_calibration_due()
+                or ann.wants_rebuild())
 
     def ann_reset(self, m: int, ef_construction: int) -> AnnIndex:
         """Start a new, empty graph (the old one has more deleted elements than live ones). Queries
@@ -535,7 +564,7 @@ class Scope:
         ann = AnnIndex.new(self.dim, int(self.live * 1.1) + 1, m=m, ef_construction=ef_construction)
         old, self.ann = self.ann, ann
         if old is not None:
-            ann.ef, ann.recall = old.ef, old.recall  # until the new graph is calibrated
+            ann.ef, ann.recall, ann.calibration = old.ef, old.recall, old.calibration  # until recalibrated
             assert ann.index is not None
             ann.index.set_ef(ann.ef)
         return ann
@@ -545,13 +574,14 @@ class Scope:
         if self.ann is not None:
             return self.ann
         ann = None
-        row = self._query("SELECT ann_file, ann_count, ann_labels, ann_ef, ann_calibrated_at, ann_recall"
-                          " FROM info WHERE id = 0")[0]
-        name, count, covered, ef, cal_at, recall = row
+        row = self._query("SELECT ann_file, ann_count, ann_labels, ann_ef, ann_calibrated_at, ann_recall,"
+                          " ann_calibration FROM info WHERE id = 0")[0]
+        name, count, covered, ef, cal_at, recall, how = row
         if name and (self.path / name).is_file() and covered <= self.next_label:
             ann = AnnIndex.load(self.path / name, self.dim, count=count, covered=covered, ef=ef,
                                 calibrated_at=cal_at, recall=recall if recall is not None else float("nan"))
             if ann is not None:  # items deleted after the save are still unmarked in the file
+                ann.calibration = how or ""
                 live = np.fromiter((x for (x,) in self._query("SELECT label FROM items WHERE label < ?",
                                                                (covered,))), np.int64)
                 ann.mark_deleted(np.setdiff1d(np.arange(covered, dtype=np.int64), live, assume_unique=True))
@@ -561,63 +591,83 @@ class Scope:
         return ann
 
     def ann_step(self, max_items: int, num_threads: int) -> bool:
-        """Add up to `max_items` uncovered items to the graph; True while more remain."""
+        """Add up to `max_items` uncovered rows to the graph, oldest first, leaving out the newest
+        `holdout()`; True while more remain to add."""
         ann = self.ann
         if ann is None or self._mm is None:
             return False
+        _, uncovered = self._uncovered(ann)
+        addable = uncovered - self.holdout()
+        if addable <= 0:
+            return False
         todo = self._query("SELECT label, row FROM items WHERE label >= ? ORDER BY label LIMIT ?",
-                           (ann.covered, max_items))
+                           (ann.covered, min(max_items, addable)))
         if not todo:
-            if ann.covered < self.next_label:
-                with ann.lock.write():
-                    ann.covered = self.next_label
             return False
         labels = np.fromiter((x for x, _ in todo), np.int64, len(todo))
         rows = np.fromiter((r for _, r in todo), np.int64, len(todo))
         vectors = np.ascontiguousarray(self._mm[rows])
-        covered = int(labels[-1]) + 1 if len(todo) == max_items else self.next_label
         with ann.lock.write():
-            if ann.count + len(todo) > ann.index.max_elements:  # reserve for every uncovered row at once
-                ann.reserve(ann.count + int(np.count_nonzero(self.mask[self._suffix_start(ann.covered):])))
-            ann.add(vectors, labels, covered, num_threads)
-        return covered < self.next_label
+            assert ann.index is not None
+            if ann.count + len(todo) > ann.index.max_elements:  # room for every row still to add, at once
+                ann.reserve(ann.count + addable)
+            ann.add(vectors, labels, int(labels[-1]) + 1, num_threads)
+        return addable > len(todo)
 
-    def ann_calibrate(self) -> tuple[int, float]:
-        """Measure recall@10 of the graph against an exact scan at growing ef; keep the smallest
-        ef that reaches the target (store_ann.calibrate explains the queries). Needs the graph to
-        cover every row."""
-        ann = self.ann
-        assert ann is not None and self._mm is not None
-        live_rows = np.flatnonzero(self.mask)
-        if len(live_rows) <= 20:
-            return ann.ef, float("nan")
-        rng = np.random.default_rng(len(live_rows))
-        n = min(CALIBRATION_QUERIES, len(live_rows))
-        first = rng.choice(live_rows, size=n, replace=False)
-        second = live_rows[(np.searchsorted(live_rows, first) + rng.integers(1, len(live_rows), n)) % len(live_rows)]
-        queries = (1 - MIX) * np.asarray(self._mm[first], np.float64) + MIX * np.asarray(self._mm[second], np.float64)
-        queries = (queries / np.linalg.norm(queries, axis=1, keepdims=True)).astype(np.float32)
-        k = 10
+    def _exact_top10(self, queries: np.ndarray, stop: int) -> np.ndarray:
+        """Labels of the exact 10 best live rows below row `stop` for each query (calibration truth)."""
+        assert self._mm is not None
+        k, n = 10, len(queries)
         best_s = np.full((k, n), -np.inf, dtype=np.float32)
         best_r = np.zeros((k, n), dtype=np.int64)
-        for start in range(0, self.rows, SCAN_CHUNK):
-            stop = min(self.rows, start + SCAN_CHUNK)
-            s = np.asarray(self._mm[start:stop] @ queries.T)
-            s[~self.mask[start:stop]] = -np.inf
+        for start in range(0, stop, SCAN_CHUNK):
+            end = min(stop, start + SCAN_CHUNK)
+            s = np.asarray(self._mm[start:end] @ queries.T)
+            s[~self.mask[start:end]] = -np.inf
             if len(s) > k:
                 pick = np.argpartition(-s, k - 1, axis=0)[:k]
                 chunk_s, chunk_r = np.take_along_axis(s, pick, 0), pick + start
             else:
-                chunk_s, chunk_r = s, np.arange(start, stop)[:, None].repeat(n, 1)
+                chunk_s, chunk_r = s, np.arange(start, end)[:, None].repeat(n, 1)
             cand_s = np.concatenate([best_s, chunk_s])
             cand_r = np.concatenate([best_r, chunk_r])
             pick = np.argpartition(-cand_s, k - 1, axis=0)[:k]
             best_s = np.take_along_axis(cand_s, pick, 0)
             best_r = np.take_along_axis(cand_r, pick, 0)
-        row_label = dict(self._query("SELECT row, label FROM items"))
-        truth = np.vectorize(row_label.__getitem__, otypes=[np.int64])(best_r.T)
+        row_label = dict(self._query("SELECT row, label FROM items WHERE row < ?", (stop,)))
+        return np.vectorize(row_label.__getitem__, otypes=[np.int64])(best_r.T)
+
+    def ann_calibrate(self) -> tuple[int, float]:
+        """Measure the graph's recall@10 against an exact scan at growing ef and keep the smallest
+        ef that reaches the target (store_ann.calibrate). The queries are the held-out rows the
+        graph leaves out (new rows of this very scope: the best stand-in for its queries), or,
+        with fewer than HOLDOUT_MIN_QUERIES of them, 70/30 mixes of two covered rows."""
+        ann = self.ann
+        assert ann is not None and self._mm is not None
+        start, uncovered = self._uncovered(ann)
+        covered_rows = np.flatnonzero(self.mask[:start])
+        rng = np.random.default_rng(self.live)
+        if len(covered_rows) <= 20:
+            ann.calibrated_at = max(ann.count, 1)  # too small to measure; not due again until it doubles
+            return ann.ef, float("nan")
+        if uncovered >= HOLDOUT_MIN_QUERIES:
+            held = np.flatnonzero(self.mask[start:]) + start
+            picked = np.sort(rng.choice(held, size=min(CALIBRATION_QUERIES, len(held)), replace=False))
+            queries = np.ascontiguousarray(self._mm[picked])
+            how, target = "held-out rows", TARGET_RECALL_HELDOUT
+        else:
+            n = min(CALIBRATION_QUERIES, len(covered_rows))
+            first = rng.choice(covered_rows, size=n, replace=False)
+            second = covered_rows[(np.searchsorted(covered_rows, first) + rng.integers(1, len(covered_rows), n))
+                                  % len(covered_rows)]
+            mixed = (1 - MIX) * np.asarray(self._mm[first], np.float64) + MIX * np.asarray(self._mm[second], np.float64)
+            queries = (mixed / np.linalg.norm(mixed, axis=1, keepdims=True)).astype(np.float32)
+            how, target = "mixed rows", TARGET_RECALL_MIX
+        truth = self._exact_top10(queries, start)
         with ann.lock.write():
-            return calibrate(ann, queries, truth)
+            result = calibrate(ann, queries, truth, target)
+            ann.calibration = how
+            return result
 
     def ann_save(self) -> None:
         """Write the graph to a new file and name it in the metadata (then drop the previous one)."""
@@ -629,13 +679,13 @@ class Scope:
         with ann.lock.read():
             ann.save(path)
             state = (name, ann.count, ann.covered, ann.ef if ann.calibrated_at else 0, ann.calibrated_at,
-                     None if ann.recall != ann.recall else ann.recall)
+                     None if ann.recall != ann.recall else ann.recall, ann.calibration)
         try:
             fsync_file(path)
             fsync_dir(self.path)
             with self._tx() as db:
                 db.execute("UPDATE info SET ann_file = ?, ann_count = ?, ann_labels = ?, ann_ef = ?,"
-                           " ann_calibrated_at = ?, ann_recall = ? WHERE id = 0", state)
+                           " ann_calibrated_at = ?, ann_recall = ?, ann_calibration = ? WHERE id = 0", state)
         except BaseException:
             path.unlink(missing_ok=True)
             raise

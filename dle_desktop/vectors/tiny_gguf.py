@@ -148,7 +148,7 @@ def _write_qwen3(path: Path, *, seed: int, hidden: int, layers: int, heads: int,
     w.add_bos_token_id(special_ids["<|endoftext|>"])
     w.add_add_bos_token(False)
 
-    def matrix(rows: int, cols: int, scale: float) -> None:
+    def matrix(rows: int, cols: int, scale: float) -> np.ndarray:
         return (rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(scale))
 
     def add(name_: str, data: np.ndarray) -> None:

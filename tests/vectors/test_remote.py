@@ -217,6 +217,14 @@ def test_query_instruction_for_servers_running_qwen3(fake, secrets) -> None:
     assert make_remote_embedder("llamacpp", base_url=fake.url).profile.prompt_version == "raw"
 
 
+def test_endpoint_rules_ipv6_and_credentials() -> None:
+    e = make_remote_embedder("koboldcpp", base_url="http://[::1]:5001/api/v1")
+    assert e.request_url == "http://[::1]:5001/api/extra/embeddings"
+    c = make_remote_embedder("ollama", base_url="http://user:pw@10.0.0.2:11434/", model="m")
+    assert c.request_url == "http://user:pw@10.0.0.2:11434/api/embed"
+    assert c.profile.endpoint == "http://10.0.0.2:11434" and "pw" not in c.profile.key()
+
+
 def test_same_model_on_two_servers_has_two_profiles(fake) -> None:
     a = make_remote_embedder("ollama", base_url="http://127.0.0.1:11434", model="m")
     b = make_remote_embedder("ollama", base_url="http://10.0.0.2:11434/", model="m")

@@ -469,6 +469,26 @@ def test_collection_and_profile_names_are_stored_readably(store, root):
 # reopening, compaction, recovery
 
 
+def test_a_scope_written_before_the_calibration_column_still_opens(root):
+    store = VectorStore(root, ann_background=False)
+    store.insert(*SCOPE, items(5), vecs(5))
+    store.close()
+    [scope] = scope_dirs(root)
+    db = sqlite3.connect(scope / "meta.sqlite")
+    try:
+        db.execute("ALTER TABLE info DROP COLUMN ann_calibration")
+        db.commit()
+    finally:
+        db.close()
+    store = VectorStore(root, ann_background=False)
+    try:
+        assert store.list_hashes(*SCOPE) == [1000, 1001, 1002, 1003, 1004]
+        store.insert(*SCOPE, items(2, start=5), vecs(2, seed=3))
+        assert len(store.list_hashes(*SCOPE)) == 7
+    finally:
+        store.close()
+
+
 def test_reopening_the_store_sees_the_same_data(root):
     v = vecs(40, seed=11)
     store = VectorStore(root, ann_background=False)

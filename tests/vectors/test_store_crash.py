@@ -18,7 +18,7 @@ import pytest
 
 from dle_desktop.vectors.store import VectorStore
 
-from .crash_writer import ANN_THRESHOLD, DIM, MAIN, SIDE, batch_vectors
+from .crash_writer import ANN_THRESHOLD, MAIN, SIDE, batch_vectors
 
 WRITER = Path(__file__).with_name("crash_writer.py")
 MIN_KILLS = 30
