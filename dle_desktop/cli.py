@@ -39,6 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--settings", metavar="FILE", help="JSON settings (DLE's or our names) on top of the saved ones")
     p.add_argument("--replay", action="store_true", help="one generation per user message, state carried between them")
     p.add_argument("--seed", type=int, help="seed for probability rolls (reproducible results)")
+    p.add_argument("--semantic", action="store_true",
+                   help="turn the semantic stage on (embeds the vault's new or changed entries first)")
+    p.add_argument("--embedding-model", metavar="PATH",
+                   help="a local GGUF embedding model for the semantic stage; overrides the setting")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
     p = sub.add_parser("serve", help="run the engine and HTTP server without a window")
@@ -53,6 +57,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_embed_arguments(p)
     return parser
+
+
+def embedding_model_arg(value: str) -> str:
+    """--embedding-model PATH: an existing file, as an absolute path."""
+    from pathlib import Path
+
+    model = Path(value).expanduser()
+    if not model.is_file():
+        raise ConfigError(f"embedding model not found: {value}")
+    return str(model.resolve())
 
 
 def _print_index(result, as_json: bool, with_content: bool) -> None:
@@ -110,12 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             ctx = make_context(args.data_dir)
             if args.embedding_model:
-                from pathlib import Path
-
-                model = Path(args.embedding_model).expanduser()
-                if not model.is_file():
-                    raise ConfigError(f"embedding model not found: {args.embedding_model}")
-                ctx.settings = ctx.settings.replace(embedding_model_path=str(model.resolve()))
+                ctx.settings = ctx.settings.replace(embedding_model_path=embedding_model_arg(args.embedding_model))
             return run_headless(ctx, make_engine(ctx, args.vault), args.host, args.port)
         from dle_desktop.ui.launch import run_gui
 

@@ -37,7 +37,7 @@ CACHE_SAVE_INTERVAL_S = 5.0
 
 @dataclass(frozen=True)
 class EngineEvent:
-    """What subscribers hear. kind: index | progress | sync_error | sync_state."""
+    """What subscribers hear. kind: index | progress | sync_error | sync_state | semantic."""
 
     kind: str
     data: dict[str, Any] = field(default_factory=dict)
@@ -105,6 +105,13 @@ class Engine:
         self._vectors = None  # the SillyTavern Vector API service, made on first use (see `vectors`)
         self._local_embedder = None
         self._stopping = False
+        from dle_desktop.semantic import SemanticSearch
+
+        # The vault's semantic search shares the Vector API's store and the one local embedder.
+        self.semantic = SemanticSearch(lambda: self.vectors.get_store(), self.local_embedder,
+                                       on_status=lambda st: self._emit("semantic", **st.to_json()))
+        self.semantic.pause(settings.semantic_paused)
+        self.retrieval.semantic_lookup = self.semantic.lookup
 
     # -- set-up -----------------------------------------------------------------------------
     def _make_sources(self, override: list[VaultSource] | None) -> list[VaultSource]:
@@ -179,6 +186,7 @@ class Engine:
         if self.indexer.cache_dirty:
             await asyncio.to_thread(self.indexer.save_cache)
         self.retrieval.close()
+        await self.semantic.aclose()
         await self._close_vectors()
         for s in self._sources:
             try:
@@ -221,7 +229,7 @@ class Engine:
             if not path:
                 raise EmbeddingError(
                     "no local embedding model is configured: set embedding_model_path to a GGUF embedding model "
-                    "(Settings, or `dle-desktop serve --embedding-model PATH`), or download the default model", 503)
+                    "(Settings, or --embedding-model PATH on the command line), or download the default model in Settings", 503)
             model = Path(path).expanduser()
             if not model.is_file():
                 raise EmbeddingError(f"the embedding model {model} does not exist; check embedding_model_path", 503)
@@ -306,10 +314,18 @@ class Engine:
         self._emit("sync_state", syncing=False, reason=reason)
         return result
 
+    @property
+    def semantic_enabled(self) -> bool:
+        return self.retrieval.config.semantic_enabled
+
     def _after_sync(self, result: SyncResult, reason: str) -> None:
+        first = self.last_sync is None
         self.last_sync = result
         if result.changes.has_changes or result.changes.first_build:
             self._spawn(self.retrieval.warm(result.snapshot))
+        if self.semantic_enabled and not self._stopping and (
+                first or result.changes.has_changes or result.changes.first_build):
+            self.semantic.schedule(result.snapshot)
         self.last_error = "; ".join(f"{k} {v}" for k, v in result.vault_errors.items()) or None
         if self.last_error:
             self._emit("sync_error", message=self.last_error)
@@ -345,6 +361,15 @@ class Engine:
                 self.watcher.resume()
         self._emit("sync_state", syncing=self.syncing, paused=paused)
 
+    def set_semantic_paused(self, paused: bool) -> None:
+        """Pause or resume embedding the vault's entries (lookups keep working on what is done)."""
+        self.semantic.pause(paused)
+
+    async def embed_vault_now(self) -> None:
+        """Embed the current snapshot's new or changed entries now (the window's "Embed now")."""
+        if self.snapshot is not None:
+            await self.semantic.schedule(self.snapshot)
+
     async def _cache_saver(self) -> None:
         while True:
             await asyncio.sleep(CACHE_SAVE_INTERVAL_S)
@@ -374,7 +399,9 @@ class Engine:
         snap = self.snapshot
         if snap is None:
             raise DleError("the index is not ready yet")
-        return await asyncio.to_thread(generations, snap, doc, self.retrieval.config, replay, seed)
+        cfg = self.retrieval.config
+        semantic = self.semantic.lookup_sync if cfg.semantic_enabled else None
+        return await asyncio.to_thread(generations, snap, doc, cfg, replay, seed, semantic)
 
     def health(self) -> HealthReport:
         snap = self.snapshot
@@ -420,4 +447,6 @@ class Engine:
             "sync_paused": self.sync_paused,
             "sample_vault": self.using_sample_vault,
             "last_error": self.last_error,
+            "semantic": self.semantic.status.to_json() | {"enabled": self.semantic_enabled,
+                                                          "paused": self.semantic.paused},
         }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -66,6 +67,8 @@ def _print_human(gens: list[dict]) -> None:
               f"({g['timings_ms'].get('total', 0):.1f} ms)")
         if g["skipped_reason"]:
             print(f"   skipped: {g['skipped_reason']}")
+        for note in g.get("notes", ()):
+            print(f"   note: {note}")
         for i in g["injected"]:
             cut = " (truncated)" if i["truncated"] else ""
             print(f"   + {i['title']}  [{i['matched_by']}] {i['tokens']}t{cut}")
@@ -74,8 +77,41 @@ def _print_human(gens: list[dict]) -> None:
                 print(f"   - {v['title']}: {v['stage']}: {v['reason']}")
 
 
+def _embedding_progress(status) -> None:
+    if status.state == "embedding" and status.total:
+        print(f"\rembedding entries: {status.done}/{status.total}", end="", file=sys.stderr, flush=True)
+        if status.done >= status.total:
+            print(file=sys.stderr, flush=True)
+
+
+def _run(engine, doc: ChatDocument, cfg: MatchConfig, replay: bool, seed: int | None, quiet: bool) -> list[dict]:
+    """Index once; with the semantic stage on, embed new or changed entries first (they persist
+    in the data folder, so the next run embeds only what changed) and look up each generation."""
+
+    async def go() -> list[dict]:
+        try:
+            await asyncio.to_thread(engine.indexer.load_cache)
+            result = await engine.indexer.sync_all()
+            semantic = None
+            if cfg.semantic_enabled:
+                if not quiet:
+                    engine.subscribe(lambda ev: ev.kind == "semantic" and _embedding_progress(engine.semantic.status))
+                engine.semantic.pause(False)  # a pause set in the app would stall this run forever
+                await engine.semantic.schedule(result.snapshot)
+                status = engine.semantic.status
+                if status.state == "error":
+                    print(f"warning: semantic search unavailable: {status.error}", file=sys.stderr)
+                semantic = engine.semantic.lookup_sync
+            return await asyncio.to_thread(generations, result.snapshot, doc, cfg, replay, seed, semantic)
+        finally:
+            await engine.stop()
+
+    return asyncio.run(go())
+
+
 def run_match(args) -> int:
-    from dle_desktop.app import index_once, make_context, make_engine
+    from dle_desktop.app import make_context, make_engine
+    from dle_desktop.cli import embedding_model_arg
 
     ctx = make_context(args.data_dir)
     doc = load_chat(args.chat)
@@ -88,9 +124,13 @@ def run_match(args) -> int:
             raise ConfigError(f"settings file {args.settings}: {exc}") from None
     if doc.settings:
         settings = settings_from_mapping(doc.settings, base=settings)
+    if getattr(args, "semantic", False):
+        settings = settings.replace(semantic_enabled=True)
+    if getattr(args, "embedding_model", None):
+        settings = settings.replace(embedding_model_path=embedding_model_arg(args.embedding_model))
+    ctx.settings = settings  # the engine reads tags, the model path and the rest from the same settings
     engine = make_engine(ctx, args.vault)
-    result = index_once(engine)
-    gens = generations(result.snapshot, doc, MatchConfig.from_object(settings), args.replay, args.seed)
+    gens = _run(engine, doc, MatchConfig.from_object(settings), args.replay, args.seed, quiet=args.json)
     if args.json:
         json.dump({"generations": gens}, sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")

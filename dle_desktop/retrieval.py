@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 import random
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.core.pipeline.chat_input import ChatDocument
 from dle_desktop.core.pipeline.config import MatchConfig
-from dle_desktop.core.pipeline.run import GenerationResult, prepare, run_generation
+from dle_desktop.core.pipeline.run import GenerationResult, prepare, run_generation, semantic_query
 from dle_desktop.core.pipeline.state import ChatState
 from dle_desktop.errors import DleError, InputError
 from dle_desktop.state.chat_store import ChatStore
@@ -25,11 +25,16 @@ class NotReady(DleError):
     http_status = 503
 
 
+#: (query text, top_k) -> ((entry uid, similarity) best first, a note when partial or missing).
+AsyncSemanticLookup = Callable[[str, int], Awaitable[tuple[Sequence[tuple[str, float]], "str | None"]]]
+
+
 @dataclass
 class RetrievalService:
     store_factory: Callable[[], ChatStore]
     snapshot_getter: Callable[[], IndexSnapshot | None]
     config: MatchConfig
+    semantic_lookup: AsyncSemanticLookup | None = None
 
     def __post_init__(self) -> None:
         self._store: ChatStore | None = None
@@ -83,13 +88,20 @@ class RetrievalService:
             raise InputError("chat_id is missing")
         cfg = config or self.config
         snap = self.snapshot()
+        hits, note = None, None
+        query = semantic_query(doc.messages, cfg)
+        if query is not None:  # embedding the query overlaps with waiting for the chat's lock
+            if self.semantic_lookup is None:
+                note = "semantic search is on but no embedding model is available here"
+            else:
+                hits, note = await self.semantic_lookup(query, cfg.semantic_top_k)
         async with self._lock(doc.chat_id):
             loaded = await asyncio.to_thread(self.store.load, doc.chat_id)
             state = self.apply_document(loaded, doc)
             rng = random.Random(doc.seed) if doc.seed is not None else random.Random()
             result, new_state = await asyncio.to_thread(
                 run_generation, snap, doc.messages, state, cfg,
-                character_name=doc.character_name, rng=rng, swipe=doc.swipe)
+                character_name=doc.character_name, rng=rng, swipe=doc.swipe, semantic_hits=hits, semantic_note=note)
             if not doc.dry_run and result.skipped_reason is not None and new_state is not loaded:
                 # Nothing was generated, but pins/context sent with the request still count.
                 await asyncio.to_thread(self.store.save, doc.chat_id, new_state)

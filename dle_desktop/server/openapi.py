@@ -72,10 +72,20 @@ _SCHEMAS: dict[str, dict] = {
         "name": STR, "kind": {"type": "string", "enum": ["folder", "obsidian-rest"]},
         "location": STR, "enabled": BOOL, "entries": INT, "error": _nullable(STR),
     }),
+    "SemanticStatus": _obj({
+        "enabled": {"type": "boolean", "description": "the semantic stage is on (setting semantic_enabled)"},
+        "state": {"type": "string", "enum": ["off", "waiting", "embedding", "paused", "ready", "error"]},
+        "done": {"type": "integer", "description": "entries embedded in the current pass"},
+        "total": {"type": "integer", "description": "entries the current pass embeds (new or changed ones)"},
+        "embedded": {"type": "integer", "description": "entries with a vector for the current model"},
+        "entries": {"type": "integer", "description": "entries that should have one"},
+        "error": _nullable(STR), "model": _nullable(STR), "paused": BOOL,
+    }),
     "Status": _obj({
         "version": STR, "vaults": _arr(_ref("VaultStatus")), "entries": INT, "skipped": INT,
         "index_version": _nullable(INT), "index_built_at": _nullable(NUM), "syncing": BOOL,
         "sync_paused": BOOL, "sample_vault": BOOL, "last_error": _nullable(STR),
+        "semantic": _ref("SemanticStatus"),
     }),
     "ParseWarning": _obj({"code": STR, "message": STR}),
     "EntrySummary": _obj({

@@ -147,6 +147,7 @@ class Settings:
     server_enabled: bool = _s(True)
     close_to_tray: bool = _s(True, doc="Closing the window keeps DLE Desktop running in the tray.")
     sync_paused: bool = _s(False, doc="Background sync paused from the tray.")
+    semantic_paused: bool = _s(False, doc="Embedding the vault's entries for semantic search paused from the window.")
 
     # -- conversions -------------------------------------------------------------------------
     def to_json(self) -> dict:

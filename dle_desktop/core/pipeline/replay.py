@@ -4,11 +4,12 @@ state carried between generations as in a real chat (replay)."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 
 from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.core.pipeline.chat_input import ChatDocument
 from dle_desktop.core.pipeline.config import MatchConfig
-from dle_desktop.core.pipeline.run import run_generation
+from dle_desktop.core.pipeline.run import run_generation, semantic_query
 from dle_desktop.core.pipeline.state import ChatState
 
 
@@ -19,8 +20,14 @@ def initial_state(doc: ChatDocument) -> ChatState:
     )
 
 
+#: (query text, top_k) -> ((entry uid, similarity) best first, a note when partial or missing).
+SemanticLookup = Callable[[str, int], tuple[Sequence[tuple[str, float]], "str | None"]]
+
+
 def generations(snapshot: IndexSnapshot, doc: ChatDocument, cfg: MatchConfig, replay: bool = False,
-                seed: int | None = None) -> list[dict]:
+                seed: int | None = None, semantic: SemanticLookup | None = None) -> list[dict]:
+    """`semantic` looks up the semantic stage's candidates (blocking); without it the stage,
+    if enabled, has nothing to add and the record says so."""
     rng = random.Random(seed)
     state = initial_state(doc)
     messages = list(doc.messages)
@@ -29,7 +36,15 @@ def generations(snapshot: IndexSnapshot, doc: ChatDocument, cfg: MatchConfig, re
         cut_points = [len(messages)]
     out = []
     for cut in cut_points:
-        result, state = run_generation(snapshot, messages[:cut], state, cfg, character_name=doc.character_name, rng=rng)
+        hits, note = None, None
+        query = semantic_query(messages[:cut], cfg)
+        if query is not None:
+            if semantic is None:
+                note = "semantic search is on but no embedding model is available here"
+            else:
+                hits, note = semantic(query, cfg.semantic_top_k)
+        result, state = run_generation(snapshot, messages[:cut], state, cfg, character_name=doc.character_name, rng=rng,
+                                       semantic_hits=hits, semantic_note=note)
         record = result.to_json()
         record["messages"] = cut
         out.append(record)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from dle_desktop.core.entry import Entry
 from dle_desktop.core.index import IndexSnapshot
-from dle_desktop.core.pipeline.chat import ChatMessage, should_skip_generation
+from dle_desktop.core.pipeline.chat import ChatMessage, scan_text, should_skip_generation
 from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.core.pipeline.formatting import Group, Injected, apply_budget, group, placement
 from dle_desktop.core.pipeline.matcher import KeywordIndex
@@ -151,6 +151,14 @@ def prepare(snapshot: IndexSnapshot, cfg: MatchConfig) -> None:
     _parts(snapshot, cfg)
 
 
+def semantic_query(messages: Sequence[ChatMessage], cfg: MatchConfig) -> str | None:
+    """The text the semantic stage searches with (the same window BM25 reads), or None when the
+    stage is off or there is nothing to search."""
+    if not cfg.semantic_enabled or cfg.scan_depth <= 0 or should_skip_generation(messages):
+        return None
+    return scan_text(messages, cfg.scan_depth).strip() or None
+
+
 def swipe_key(messages: Sequence[ChatMessage]) -> str:
     if not messages:
         return "-1|0"
@@ -167,9 +175,15 @@ def run_generation(
     rng: random.Random | None = None,
     swipe: bool | None = None,
     semantic_hits: Sequence[tuple[str, float]] | None = None,
+    semantic_note: str | None = None,
 ) -> tuple[GenerationResult, ChatState]:
+    """One generation. `semantic_hits` are (uid, similarity) pairs for `semantic_query(messages,
+    cfg)`, looked up by the caller (embedding is I/O, this function is pure); `semantic_note` says
+    why they are partial or missing, for the decision record."""
     t0 = time.perf_counter()
     trace = Trace()
+    if semantic_note and cfg.semantic_enabled:
+        trace.notes.append(semantic_note)
     skip = should_skip_generation(messages)
     if skip:
         return GenerationResult(skipped_reason=skip), state

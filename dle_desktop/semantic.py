@@ -1,0 +1,194 @@
+"""The vault's semantic search inside the engine: keeps the entries' embeddings in step with each
+new snapshot (in the background, pausable, with progress) and answers lookups for the pipeline's
+semantic stage.
+
+Semantic search is an extra, never a precondition: when the model is missing, still loading,
+or broken, or the entries are only partly embedded, a lookup answers with what it can and a note
+that says why (the note lands in the decision record), and keyword retrieval goes on unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from dle_desktop.core.index import IndexSnapshot
+from dle_desktop.vectors.vault_embeddings import COLLECTION, SOURCE, VaultEmbeddings
+
+log = logging.getLogger(__name__)
+
+#: Lookups ask for this many times `semantic_top_k` hits: the stage drops entries that keywords
+#: already matched, constants and cooling ones, and still wants `semantic_top_k` left.
+OVERFETCH = 4
+MIN_FETCH = 20
+
+Hits = list[tuple[str, float]]
+
+
+@dataclass
+class SemanticStatus:
+    """What the window shows. state: off | waiting | embedding | paused | ready | error."""
+
+    state: str = "off"
+    done: int = 0
+    total: int = 0
+    embedded: int = 0  # entries with a vector in the current profile
+    entries: int = 0  # entries that should have one
+    error: str | None = None
+    model: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def fetch_count(top_k: int) -> int:
+    return max(MIN_FETCH, OVERFETCH * top_k)
+
+
+class SemanticSearch:
+    """One per engine. `store_getter` and `embedder_getter` return the engine's shared vector
+    store and local embedder (a second store on the same folder would be refused)."""
+
+    def __init__(self, store_getter: Callable[[], Any], embedder_getter: Callable[[], Any],
+                 on_status: Callable[[SemanticStatus], None] | None = None) -> None:
+        self._store_getter = store_getter
+        self._embedder_getter = embedder_getter
+        self._on_status = on_status
+        self._vault: VaultEmbeddings | None = None
+        self._task: asyncio.Task | None = None
+        self._paused = False
+        self._snapshot: IndexSnapshot | None = None
+        self.status = SemanticStatus()
+
+    # -- state ------------------------------------------------------------------------------
+    def _set(self, **changes: Any) -> None:
+        for k, v in changes.items():
+            setattr(self.status, k, v)
+        if self._on_status is not None:
+            try:
+                self._on_status(SemanticStatus(**asdict(self.status)))
+            except Exception:  # noqa: BLE001 - a listener's bug must not stop embedding
+                log.exception("semantic status listener failed")
+
+    def _vault_embeddings(self) -> VaultEmbeddings:
+        """Made on first need; raises EmbeddingError / VectorStoreBusy / OSError with a message."""
+        if self._vault is None:
+            embedder = self._embedder_getter()
+            store = self._store_getter()
+            self._vault = VaultEmbeddings(store, embedder)
+            self._vault.pause(self._paused)
+        return self._vault
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    def pause(self, paused: bool) -> None:
+        self._paused = paused
+        if self._vault is not None:
+            self._vault.pause(paused)
+        if self.status.state in ("embedding", "paused"):
+            self._set(state="paused" if paused else "embedding")
+
+    # -- background embedding ---------------------------------------------------------------
+    def schedule(self, snapshot: IndexSnapshot) -> asyncio.Task:
+        """Embed what is new or changed in `snapshot` (a newer call supersedes a running one;
+        what it already committed is kept, so nothing is embedded twice)."""
+        self._snapshot = snapshot
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        self._task = asyncio.get_running_loop().create_task(self._run(snapshot))
+        return self._task
+
+    async def _run(self, snapshot: IndexSnapshot) -> None:
+        try:
+            vault = self._vault_embeddings()
+        except Exception as exc:  # noqa: BLE001 - reported, never raised into the engine
+            self._set(state="error", error=_describe(exc), done=0, total=0)
+            return
+        wanted = sum(1 for e in snapshot.entries if not e.guide and e.content)
+        self._set(state="paused" if self._paused else "embedding", error=None, done=0, total=0, entries=wanted,
+                  model=_model_name(vault))
+
+        def progress(done: int, total: int) -> None:
+            self._set(done=done, total=total, state="paused" if self._paused else "embedding")
+
+        try:
+            stats = await vault.sync(snapshot, progress=progress)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            log.warning("embedding the vault's entries failed: %s", exc)
+            self._set(state="error", error=_describe(exc))
+            return
+        embedded = await asyncio.to_thread(self._count, vault)
+        log.info("semantic index: %d new, %d removed, %d of %d entries embedded",
+                 stats.embedded, stats.removed, embedded, wanted)
+        self._set(state="ready", done=stats.total, total=stats.total, embedded=embedded)
+
+    @staticmethod
+    def _count(vault: VaultEmbeddings) -> int:
+        return len(vault.store.list_hashes(COLLECTION, SOURCE, vault.profile_key))
+
+    async def wait_idle(self) -> SemanticStatus:
+        """Until the running embedding pass (if any) ends (for the CLI and tests)."""
+        while self._task is not None and not self._task.done():
+            try:
+                await asyncio.shield(self._task)
+            except asyncio.CancelledError:
+                if self._task.cancelled():
+                    continue  # superseded by a newer pass: wait for that one
+                raise
+        return self.status
+
+    async def aclose(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        self._vault = None
+
+    # -- lookups ----------------------------------------------------------------------------
+    def _note(self) -> str | None:
+        s = self.status
+        if s.state in ("embedding", "paused") and s.total:
+            return f"semantic search used the entries embedded so far ({s.done} of {s.total} new ones done)"
+        if s.state == "paused":
+            return "semantic search: embedding the entries is paused; results cover what was embedded before"
+        return None
+
+    async def lookup(self, text: str, top_k: int) -> tuple[Hits, str | None]:
+        """(entry uid, similarity) best first, and a note when the answer is partial or missing."""
+        if not text.strip():
+            return [], None
+        try:
+            vault = self._vault_embeddings()
+            hits = await vault.search(text, fetch_count(top_k))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            return [], f"semantic search unavailable: {_describe(exc)}"
+        return hits, self._note()
+
+    def lookup_sync(self, text: str, top_k: int) -> tuple[Hits, str | None]:
+        """The same from a worker thread (the "Test a chat" panel's dry runs)."""
+        if not text.strip():
+            return [], None
+        try:
+            vault = self._vault_embeddings()
+            hits = vault.search_sync(text, fetch_count(top_k))
+        except Exception as exc:  # noqa: BLE001
+            return [], f"semantic search unavailable: {_describe(exc)}"
+        return hits, self._note()
+
+
+def _model_name(vault: VaultEmbeddings) -> str | None:
+    path = getattr(vault.embedder, "model_path", None)
+    return getattr(path, "name", None) or None
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text or type(exc).__name__
