@@ -73,6 +73,84 @@ class VaultConfig:
         )
 
 
+PROVIDERS = ("openai", "anthropic", "gemini", "ollama")
+#: OpenAI-compatible servers we know by name (base URL defaults and structured-output rules).
+OPENAI_FLAVORS = ("openai", "openrouter", "groq", "xai", "fireworks", "deepseek", "mistral", "azure",
+                  "llamacpp", "koboldcpp", "ollama", "vllm", "lmstudio", "custom")
+
+
+@dataclass(frozen=True)
+class ProfileConfig:
+    """A named AI connection the user reuses across channels. The API key is not here: it lives
+    in the keyring under `secret_id` (profiles are addressed by `id`, which never changes)."""
+
+    id: str
+    name: str
+    provider: str = "openai"
+    flavor: str = "custom"
+    base_url: str = ""
+    model: str = ""
+    extra_headers: tuple[tuple[str, str], ...] = ()
+    timeout_s: float = 20.0
+    thinking: bool = False
+    api_version: str = ""
+
+    @property
+    def secret_id(self) -> str:
+        return f"ai-profile:{self.id}"
+
+    def to_json(self) -> dict:
+        out = dataclasses.asdict(self)
+        out["extra_headers"] = dict(self.extra_headers)
+        return out
+
+    @classmethod
+    def from_json(cls, raw: Any) -> ProfileConfig:
+        if not isinstance(raw, dict):
+            raise ConfigError(f"a connection profile must be an object, found {raw!r}")
+        allowed = {f.name for f in dataclasses.fields(cls)}
+        extra = set(raw) - allowed
+        if "api_key" in extra or "apiKey" in extra:
+            raise ConfigError("connection profiles never hold API keys in the settings file; set the key in the app "
+                              "(it is stored in the system keyring)")
+        if extra:
+            raise ConfigError(f"unknown connection profile setting(s): {', '.join(sorted(extra))}")
+        pid, name = raw.get("id"), raw.get("name")
+        if not isinstance(pid, str) or not pid.strip():
+            raise ConfigError("every connection profile needs a non-empty id")
+        label = f"connection profile '{pid}'"
+        if not isinstance(name, str) or not name.strip():
+            name = pid
+        provider = raw.get("provider", "openai")
+        if provider not in PROVIDERS:
+            raise ConfigError(f"{label}: provider must be one of {', '.join(PROVIDERS)}, not {provider!r}")
+        flavor = raw.get("flavor") or ("custom" if provider == "openai" else provider)
+        if provider == "openai" and flavor not in OPENAI_FLAVORS:
+            raise ConfigError(f"{label}: flavor must be one of {', '.join(OPENAI_FLAVORS)}, not {flavor!r}")
+        if provider != "openai":
+            flavor = provider
+        base_url = raw.get("base_url", "")
+        if not isinstance(base_url, str) or (base_url and not base_url.startswith(("http://", "https://"))):
+            raise ConfigError(f"{label}: base_url must start with http:// or https://")
+        headers = raw.get("extra_headers") or {}
+        if isinstance(headers, (list, tuple)):
+            headers = dict(headers)
+        if not isinstance(headers, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
+            raise ConfigError(f"{label}: extra_headers must map header names to text")
+        try:
+            timeout = float(raw.get("timeout_s", 20.0))
+        except (TypeError, ValueError):
+            raise ConfigError(f"{label}: timeout_s must be a number of seconds") from None
+        if not 1 <= timeout <= 1000:
+            raise ConfigError(f"{label}: timeout_s must be between 1 and 1000 seconds")
+        for key in ("model", "api_version"):
+            if not isinstance(raw.get(key, ""), str):
+                raise ConfigError(f"{label}: {key} must be text")
+        return cls(id=pid.strip(), name=name.strip(), provider=provider, flavor=flavor, base_url=base_url.rstrip("/"),
+                   model=raw.get("model", ""), extra_headers=tuple(sorted(headers.items())), timeout_s=timeout,
+                   thinking=bool(raw.get("thinking", False)), api_version=raw.get("api_version", ""))
+
+
 @dataclass(frozen=True)
 class Settings:
     # Vaults and indexing
@@ -125,17 +203,68 @@ class Settings:
     fix_refine_keys_in_fuzzy: bool = _s(True, doc="Refine keys also gate BM25 hits (DLE ignores them there).")
     fuzzy_search_enabled: bool = _s(False, "fuzzySearchEnabled")
     fuzzy_search_min_score: float = _s(0.5, "fuzzySearchMinScore", 0.1, 2.0)
-    # AI (settings the health check reads; the AI features build on them)
+    # AI search (dle-behaviour §4). Connections: `connection_profiles` (keys in the keyring) and
+    # one channel per AI feature (`CHANNELS` below), each with DLE's per-tool names.
     ai_search_enabled: bool = _s(False, "aiSearchEnabled")
     ai_search_mode: str = _s("two-stage", "aiSearchMode", choices=("two-stage", "ai-only"))
+    ai_search_scan_depth: int = _s(4, "aiSearchScanDepth", 1, 100, doc="Chat messages the AI reads.")
+    ai_search_system_prompt: str = _s("", "aiSearchSystemPrompt", doc="Empty = the built-in prompt; {{maxEntries}} is replaced.")
+    ai_search_manifest_summary_length: int = _s(600, "aiSearchManifestSummaryLength", 100, 1000)
+    manifest_summary_mode: str = _s("prefer_summary", "manifestSummaryMode",
+                                    choices=("prefer_summary", "summary_only", "content_only"))
+    ai_search_claude_code_prefix: bool = _s(False, "aiSearchClaudeCodePrefix")
+    ai_force_user_role: bool = _s(False, "aiForceUserRole", doc="Send the instructions as a user message (models that reject the system role).")
+    ai_confidence_threshold: str = _s("low", "aiConfidenceThreshold", choices=("low", "medium", "high"))
+    ai_error_fallback: str = _s("keyword", "aiErrorFallback", choices=("keyword", "constants_only", "bootstrap_only", "none"))
+    ai_empty_fallback: str = _s("constants", "aiEmptyFallback", choices=("constants", "constants_bootstrap", "keyword", "none"))
+    hierarchical_pre_filter: bool = _s(False, "hierarchicalPreFilter")
+    hierarchical_aggressiveness: float = _s(0.8, "hierarchicalAggressiveness", 0.0, 0.8)
+    scribe_informed_retrieval: bool = _s(False, "scribeInformedRetrieval")
+    decay_enabled: bool = _s(False, "decayEnabled")
+    decay_boost_threshold: int = _s(5, "decayBoostThreshold", 2, 20)
+    decay_penalty_threshold: int = _s(2, "decayPenaltyThreshold", 2, 10)
+    fix_ai_confidence_budget: bool = _s(True, doc="When the budget cuts, AI confidence decides who survives before priority "
+                                         "(DLE sorts confidence away; off reproduces that).")
+    # Connection channels: mode inherit | profile | proxy (| st, accepted from DLE, used as inherit).
+    connection_profiles: tuple[ProfileConfig, ...] = _s((), doc="Named AI connections; API keys live in the keyring.")
     ai_search_connection_mode: str = _s("profile", "aiSearchConnectionMode", choices=("profile", "proxy"))
     ai_search_profile_id: str = _s("", "aiSearchProfileId")
     ai_search_proxy_url: str = _s("http://127.0.0.1:42069", "aiSearchProxyUrl")
+    ai_search_model: str = _s("", "aiSearchModel", doc="Overrides the profile's model for this channel.")
+    ai_search_max_tokens: int = _s(1024, "aiSearchMaxTokens", 64, 4096)
+    ai_search_timeout: int = _s(20000, "aiSearchTimeout", 1000, 999999, doc="Milliseconds.")
     scribe_enabled: bool = _s(False, "scribeEnabled")
-    scribe_connection_mode: str = _s("inherit", "scribeConnectionMode", choices=("inherit", "profile", "proxy"))
+    scribe_connection_mode: str = _s("inherit", "scribeConnectionMode", choices=("inherit", "st", "profile", "proxy"))
     scribe_profile_id: str = _s("", "scribeProfileId")
     scribe_proxy_url: str = _s("http://127.0.0.1:42069", "scribeProxyUrl")
+    scribe_model: str = _s("", "scribeModel")
+    scribe_max_tokens: int = _s(1024, "scribeMaxTokens", 256, 4096)
+    scribe_timeout: int = _s(60000, "scribeTimeout", 5000, 999999)
+    auto_suggest_connection_mode: str = _s("inherit", "autoSuggestConnectionMode", choices=("inherit", "st", "profile", "proxy"))
+    auto_suggest_profile_id: str = _s("", "autoSuggestProfileId")
+    auto_suggest_proxy_url: str = _s("http://127.0.0.1:42069", "autoSuggestProxyUrl")
+    auto_suggest_model: str = _s("", "autoSuggestModel")
+    auto_suggest_max_tokens: int = _s(2048, "autoSuggestMaxTokens", 256, 4096)
+    auto_suggest_timeout: int = _s(30000, "autoSuggestTimeout", 5000, 999999)
+    ai_notepad_connection_mode: str = _s("inherit", "aiNotepadConnectionMode", choices=("inherit", "profile", "proxy"))
+    ai_notepad_profile_id: str = _s("", "aiNotepadProfileId")
+    ai_notepad_proxy_url: str = _s("http://127.0.0.1:42069", "aiNotepadProxyUrl")
+    ai_notepad_model: str = _s("", "aiNotepadModel")
+    ai_notepad_max_tokens: int = _s(1024, "aiNotepadMaxTokens", 256, 8192)
+    ai_notepad_timeout: int = _s(30000, "aiNotepadTimeout", 5000, 999999)
     librarian_enabled: bool = _s(False, "librarianEnabled")
+    librarian_connection_mode: str = _s("inherit", "librarianConnectionMode", choices=("inherit", "profile", "proxy"))
+    librarian_profile_id: str = _s("", "librarianProfileId")
+    librarian_proxy_url: str = _s("http://127.0.0.1:42069", "librarianProxyUrl")
+    librarian_model: str = _s("", "librarianModel")
+    librarian_max_tokens: int = _s(4096, "librarianSessionMaxTokens", 1024, 16384)
+    librarian_timeout: int = _s(120000, "librarianSessionTimeout", 10000, 999999)
+    optimize_keys_connection_mode: str = _s("inherit", "optimizeKeysConnectionMode", choices=("inherit", "profile", "proxy"))
+    optimize_keys_profile_id: str = _s("", "optimizeKeysProfileId")
+    optimize_keys_proxy_url: str = _s("http://127.0.0.1:42069", "optimizeKeysProxyUrl")
+    optimize_keys_model: str = _s("", "optimizeKeysModel")
+    optimize_keys_max_tokens: int = _s(1024, "optimizeKeysMaxTokens", 256, 8192)
+    optimize_keys_timeout: int = _s(30000, "optimizeKeysTimeout", 5000, 999999)
     # Embeddings and vectors (the SillyTavern Vector API and the embedding endpoints)
     embedding_model_path: str = _s("", doc="Local GGUF embedding model (e.g. Qwen3-Embedding-0.6B-Q8_0.gguf); "
                                    "empty = the model manager's default model once it is downloaded.")
@@ -154,7 +283,7 @@ class Settings:
         out: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            out[f.name] = [v.to_json() for v in value] if f.name == "vaults" else value
+            out[f.name] = [v.to_json() for v in value] if f.name in ("vaults", "connection_profiles") else value
         return out
 
     def replace(self, **changes) -> Settings:
@@ -163,6 +292,10 @@ class Settings:
     def enabled_vaults(self) -> tuple[VaultConfig, ...]:
         return tuple(v for v in self.vaults if v.enabled)
 
+
+#: The AI features that call a model, each with its own connection channel (`{channel}_connection_mode`,
+#: `_profile_id`, `_proxy_url`, `_model`, `_max_tokens`, `_timeout`). All but ai_search may inherit it.
+CHANNELS = ("ai_search", "scribe", "auto_suggest", "ai_notepad", "librarian", "optimize_keys")
 
 FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
 DLE_NAMES = {f.metadata["dle"]: f.name for f in FIELDS.values() if f.metadata.get("dle")}
@@ -181,6 +314,15 @@ def _coerce(name: str, value: Any) -> Any:
         if dupes:
             raise ConfigError(f"vault names must be unique: {', '.join(dupes)}")
         return vaults
+    if name == "connection_profiles":
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError("connection_profiles must be a list")
+        profiles = tuple(p if isinstance(p, ProfileConfig) else ProfileConfig.from_json(p) for p in value)
+        ids = [p.id for p in profiles]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ConfigError(f"connection profile ids must be unique: {', '.join(dupes)}")
+        return profiles
     if isinstance(default, bool):
         if isinstance(value, bool):
             return value

@@ -44,9 +44,16 @@ class MatchConfig:
     semantic_top_k: int = 5
     semantic_min_score: float = 0.35
     semantic_rrf_k: int = 60
+    # AI search (the call itself happens outside core; see ai_stage.py)
+    ai_search_enabled: bool = False
+    ai_search_mode: str = "two-stage"  # two-stage | ai-only
+    ai_confidence_threshold: str = "low"
+    ai_error_fallback: str = "keyword"  # keyword | constants_only | bootstrap_only | none
+    ai_empty_fallback: str = "constants"  # constants | constants_bootstrap | keyword | none
     # Deliberate fixes of DLE bugs (dle-behaviour §3.12), on by default; off reproduces DLE.
     fix_guide_leak: bool = True
     fix_refine_keys_in_fuzzy: bool = True
+    fix_ai_confidence_budget: bool = True  # the budget keeps the AI's surest picks first
 
     @classmethod
     def from_object(cls, obj) -> MatchConfig:

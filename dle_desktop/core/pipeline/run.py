@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from dle_desktop.core.entry import Entry
 from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.core.pipeline.chat import ChatMessage, scan_text, should_skip_generation
+from dle_desktop.core.pipeline.ai_stage import AiOutcome, ai_mode, apply_ai_outcome, budget_order, expand_links, selectable, whole_vault
 from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.core.pipeline.formatting import Group, Injected, apply_budget, group, placement
 from dle_desktop.core.pipeline.matcher import KeywordIndex
 from dle_desktop.core.pipeline.state import SWIPE_SLOTS, ChatState
 from dle_desktop.core.pipeline.stages import (
+    Active,
     Context,
     apply_pins_and_blocks,
     contextual_gating,
@@ -165,7 +167,35 @@ def swipe_key(messages: Sequence[ChatMessage]) -> str:
     return f"{len(messages) - 1}|{messages[-1].swipe_id or 0}"
 
 
-def run_generation(
+@dataclass
+class Pending:
+    """A generation stopped where AI search reads its candidates. `begin_generation` makes it,
+    the caller (optionally) asks an AI, `finish_generation` completes it. Pure data."""
+
+    ctx: Context
+    parts: _SnapshotParts
+    state: ChatState  # after a swipe rollback
+    before: dict
+    slot: str
+    rolled: bool
+    t0: float
+    mode: str  # keywords | two-stage | ai-only
+    #: the keyword result (gated, folder-filtered): the whole answer in keywords mode, the
+    #: fallback otherwise
+    keyword: list[Active]
+    #: what the AI chooses from (force-injected ones included); empty in keywords mode
+    candidates: list[Active]
+
+    @property
+    def selectable(self) -> list[Entry]:
+        return selectable(self.candidates)
+
+    @property
+    def needs_ai(self) -> bool:
+        return self.mode != "keywords"
+
+
+def begin_generation(
     snapshot: IndexSnapshot,
     messages: Sequence[ChatMessage],
     state: ChatState,
@@ -176,17 +206,18 @@ def run_generation(
     swipe: bool | None = None,
     semantic_hits: Sequence[tuple[str, float]] | None = None,
     semantic_note: str | None = None,
-) -> tuple[GenerationResult, ChatState]:
-    """One generation. `semantic_hits` are (uid, similarity) pairs for `semantic_query(messages,
-    cfg)`, looked up by the caller (embedding is I/O, this function is pure); `semantic_note` says
-    why they are partial or missing, for the decision record."""
+) -> Pending | GenerationResult:
+    """Everything up to AI search: a `GenerationResult` when the generation is skipped, else a
+    `Pending`. `semantic_hits` are (uid, similarity) pairs for `semantic_query(messages, cfg)`,
+    looked up by the caller (embedding is I/O, this function is pure); `semantic_note` says why
+    they are partial or missing, for the decision record."""
     t0 = time.perf_counter()
     trace = Trace()
     if semantic_note and cfg.semantic_enabled:
         trace.notes.append(semantic_note)
     skip = should_skip_generation(messages)
     if skip:
-        return GenerationResult(skipped_reason=skip), state
+        return GenerationResult(skipped_reason=skip)
 
     slot = swipe_key(messages)
     rolled = False
@@ -208,13 +239,44 @@ def run_generation(
         entry_depths=parts.entry_depths, semantic_hits=semantic_hits,
         hidden={} if cfg.fix_guide_leak else {e.uid: e for e in snapshot.entries if e.guide},
     )
-
-    items = match_entries(ctx)
+    mode = ai_mode(cfg)
+    matched = match_entries(ctx)
     with trace.timed("gating"):
-        items = contextual_gating(ctx, items, "contextual gating")
+        keyword = contextual_gating(ctx, matched, "contextual gating")
     with trace.timed("folder filter"):
-        items = sort_by_priority(folder_filter(ctx, items))
-    forced = forced_keys(ctx, parts.visible)
+        keyword = sort_by_priority(folder_filter(ctx, keyword))
+    candidates: list[Active] = []
+    if mode != "keywords":
+        with trace.timed("candidates"):
+            if mode == "two-stage":
+                pool = expand_links(ctx, matched)
+            else:
+                pool = whole_vault(ctx, matched)
+            # The keyword matches' gate verdicts are already recorded, and gate verdicts for a
+            # whole vault (ai-only) would drown the record: the pool is gated silently.
+            ctx.trace = Trace()
+            try:
+                candidates = sort_by_priority(folder_filter(ctx, contextual_gating(ctx, pool, "contextual gating")))
+            finally:
+                ctx.trace = trace
+            kept = {a.entry.uid for a in candidates}
+            for a in pool:
+                if a.entry.uid not in kept and a.matched_by.startswith("(wiki-linked"):
+                    trace.add(a.entry, "contextual gating", "removed", "a linked candidate outside the chat's gates or folders")
+    return Pending(ctx, parts, state, before, slot, rolled, t0, mode, keyword, candidates)
+
+
+def finish_generation(pending: Pending, outcome: AiOutcome | None = None) -> tuple[GenerationResult, ChatState]:
+    """Complete a generation: the AI's outcome (None = keywords only, or AI not asked) replaces
+    the keyword result, then pins, cooldowns, requires/excludes, dedup, budget and tracking."""
+    ctx, trace, cfg, state = pending.ctx, pending.ctx.trace, pending.ctx.config, pending.state
+    if outcome is not None and pending.mode != "keywords":
+        trace.timings_ms.update(outcome.timings_ms)
+        with trace.timed("ai selection"):
+            items = apply_ai_outcome(ctx, pending.mode, pending.candidates, pending.keyword, outcome)
+    else:
+        items = pending.keyword
+    forced = forced_keys(ctx, pending.parts.visible)
     with trace.timed("pins"):
         items = apply_pins_and_blocks(ctx, items)
     with trace.timed("reinjection"):
@@ -224,7 +286,12 @@ def run_generation(
     with trace.timed("strip duplicates"):
         items = strip_dedup(ctx, items, forced, lambda e: placement(e, cfg))
     with trace.timed("budget"):
-        positional, outlets = apply_budget(items, cfg, trace)
+        by_confidence = cfg.fix_ai_confidence_budget and outcome is not None and pending.mode != "keywords"
+        walk = budget_order(items, outcome) if by_confidence else items
+        positional, outlets = apply_budget(walk, cfg, trace)
+        if walk is not items:  # survivors chosen by confidence; the prompt keeps priority order
+            rank = {a.entry.uid: i for i, a in enumerate(items)}
+            positional.sort(key=lambda inj: rank.get(inj.entry.uid, len(rank)))
         groups = group(positional, outlets, cfg)
         if cfg.notebook_enabled and state.notebook.strip():
             groups.append(Group("deeplore_notebook", cfg.notebook_position, cfg.notebook_depth, cfg.notebook_role,
@@ -232,15 +299,37 @@ def run_generation(
     injected = [*positional, *outlets]
 
     with trace.timed("tracking"):
-        new_state = _track(state, before, items, injected, cfg, slot)
-    trace.timings_ms["total"] = round((time.perf_counter() - t0) * 1000, 3)
+        new_state = _track(state, pending.before, items, injected, cfg, pending.slot)
+    trace.timings_ms["total"] = round((time.perf_counter() - pending.t0) * 1000, 3)
     result = GenerationResult(
         injected=tuple(injected), groups=tuple(groups),
         total_tokens=sum(i.entry.token_estimate for i in injected),
         verdicts=tuple(trace.verdicts), timings_ms=dict(trace.timings_ms), notes=tuple(trace.notes),
-        swipe_rollback=rolled,
+        swipe_rollback=pending.rolled,
     )
     return result, new_state
+
+
+def run_generation(
+    snapshot: IndexSnapshot,
+    messages: Sequence[ChatMessage],
+    state: ChatState,
+    cfg: MatchConfig = MatchConfig(),
+    *,
+    character_name: str | None = None,
+    rng: random.Random | None = None,
+    swipe: bool | None = None,
+    semantic_hits: Sequence[tuple[str, float]] | None = None,
+    semantic_note: str | None = None,
+    ai_outcome: AiOutcome | None = None,
+) -> tuple[GenerationResult, ChatState]:
+    """One generation without stopping for AI: `begin_generation` then `finish_generation`
+    (with `ai_outcome` when the caller already has one, e.g. a replayed decision)."""
+    pending = begin_generation(snapshot, messages, state, cfg, character_name=character_name, rng=rng, swipe=swipe,
+                               semantic_hits=semantic_hits, semantic_note=semantic_note)
+    if isinstance(pending, GenerationResult):
+        return pending, state
+    return finish_generation(pending, ai_outcome)
 
 
 def _track(state: ChatState, before: dict, matched, injected: list[Injected], cfg: MatchConfig, slot: str) -> ChatState:
