@@ -1,0 +1,1 @@
+"""AI providers: connection profiles and one adapter per chat wire format, behind one async client."""
