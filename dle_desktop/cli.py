@@ -10,10 +10,14 @@ from dle_desktop import __version__
 from dle_desktop.errors import ConfigError, DleError
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data-dir", metavar="DIR", help="keep settings, cache and logs in DIR (default: the platform's app folders)")
+def _common(p: argparse.ArgumentParser, sub: bool = False) -> None:
+    # On a subcommand the options default to SUPPRESS, so `dle-desktop --data-dir X match` keeps X
+    # (argparse would otherwise overwrite it with the subcommand's default, None).
+    extra = {"default": argparse.SUPPRESS} if sub else {}
+    p.add_argument("--data-dir", metavar="DIR", help="keep settings, cache and logs in DIR (default: the platform's app folders)",
+                   **extra)
     p.add_argument("--vault", action="append", metavar="PATH|URL",
-                   help="a vault folder, or http(s)://KEY@HOST:PORT for an Obsidian REST vault (repeatable)")
+                   help="a vault folder, or http(s)://KEY@HOST:PORT for an Obsidian REST vault (repeatable)", **extra)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,17 +28,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
 
     p = sub.add_parser("index", help="index the vaults and print the entries")
-    _common(p)
+    _common(p, sub=True)
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.add_argument("--force", action="store_true", help="re-parse every note, ignoring the cache")
     p.add_argument("--no-content", action="store_true", help="leave entry content out of the JSON")
 
     p = sub.add_parser("health", help="run the vault health check")
-    _common(p)
+    _common(p, sub=True)
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
     p = sub.add_parser("match", help="run the retrieval pipeline on a chat and explain every decision")
-    _common(p)
+    _common(p, sub=True)
     p.add_argument("--chat", required=True, metavar="FILE", help="a SillyTavern chat: a JSON list of messages, or an object with messages")
     p.add_argument("--settings", metavar="FILE", help="JSON settings (DLE's or our names) on top of the saved ones")
     p.add_argument("--replay", action="store_true", help="one generation per user message, state carried between them")
@@ -46,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
     p = sub.add_parser("serve", help="run the engine and HTTP server without a window")
-    _common(p)
+    _common(p, sub=True)
     p.add_argument("--host", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="port to bind (default from settings, 8765; 0 = any free port)")
     p.add_argument("--embedding-model", metavar="PATH",

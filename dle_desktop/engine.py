@@ -393,15 +393,12 @@ class Engine:
         return self.snapshot
 
     async def test_chat(self, doc, replay: bool = False, seed: int | None = None) -> list[dict]:
-        """A dry run of the pipeline on a pasted chat (no stored chat state is read or written)."""
-        from dle_desktop.core.pipeline.replay import generations
-
+        """A dry run of the pipeline on a pasted chat (no stored chat state is read or written),
+        with the semantic and AI stages as configured."""
         snap = self.snapshot
         if snap is None:
             raise DleError("the index is not ready yet")
-        cfg = self.retrieval.config
-        semantic = self.semantic.lookup_sync if cfg.semantic_enabled else None
-        return await asyncio.to_thread(generations, snap, doc, cfg, replay, seed, semantic)
+        return await self.retrieval.dry_run(snap, doc, self.retrieval.config, replay, seed)
 
     def health(self) -> HealthReport:
         snap = self.snapshot

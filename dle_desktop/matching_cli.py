@@ -9,7 +9,6 @@ from pathlib import Path
 
 from dle_desktop.core.pipeline.chat_input import ChatDocument, ChatInputError, has_lone_surrogate, parse_chat_document
 from dle_desktop.core.pipeline.config import MatchConfig
-from dle_desktop.core.pipeline.replay import generations
 from dle_desktop.errors import ConfigError, InputError
 from dle_desktop.state.settings import settings_from_mapping
 
@@ -92,7 +91,6 @@ def _run(engine, doc: ChatDocument, cfg: MatchConfig, replay: bool, seed: int | 
         try:
             await asyncio.to_thread(engine.indexer.load_cache)
             result = await engine.indexer.sync_all()
-            semantic = None
             if cfg.semantic_enabled:
                 if not quiet:
                     engine.subscribe(lambda ev: ev.kind == "semantic" and _embedding_progress(engine.semantic.status))
@@ -101,8 +99,7 @@ def _run(engine, doc: ChatDocument, cfg: MatchConfig, replay: bool, seed: int | 
                 status = engine.semantic.status
                 if status.state == "error":
                     print(f"warning: semantic search unavailable: {status.error}", file=sys.stderr)
-                semantic = engine.semantic.lookup_sync
-            return await asyncio.to_thread(generations, result.snapshot, doc, cfg, replay, seed, semantic)
+            return await engine.retrieval.dry_run(result.snapshot, doc, cfg, replay, seed)
         finally:
             await engine.stop()
 

@@ -13,7 +13,16 @@ from dataclasses import dataclass
 from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.core.pipeline.chat_input import ChatDocument
 from dle_desktop.core.pipeline.config import MatchConfig
-from dle_desktop.core.pipeline.run import GenerationResult, prepare, run_generation, semantic_query
+from dle_desktop.core.pipeline.ai_stage import AiOutcome
+from dle_desktop.core.pipeline.replay import cut_points, initial_state
+from dle_desktop.core.pipeline.run import (
+    GenerationResult,
+    Pending,
+    begin_generation,
+    finish_generation,
+    prepare,
+    semantic_query,
+)
 from dle_desktop.core.pipeline.state import ChatState
 from dle_desktop.errors import DleError, InputError
 from dle_desktop.state.chat_store import ChatStore
@@ -27,6 +36,8 @@ class NotReady(DleError):
 
 #: (query text, top_k) -> ((entry uid, similarity) best first, a note when partial or missing).
 AsyncSemanticLookup = Callable[[str, int], Awaitable[tuple[Sequence[tuple[str, float]], "str | None"]]]
+#: (pending generation, chat id or None for a dry run) -> what the AI chose (never raises).
+AiSelect = Callable[[Pending, "str | None"], Awaitable[AiOutcome]]
 
 
 @dataclass
@@ -35,6 +46,7 @@ class RetrievalService:
     snapshot_getter: Callable[[], IndexSnapshot | None]
     config: MatchConfig
     semantic_lookup: AsyncSemanticLookup | None = None
+    ai_select: AiSelect | None = None
 
     def __post_init__(self) -> None:
         self._store: ChatStore | None = None
@@ -88,20 +100,13 @@ class RetrievalService:
             raise InputError("chat_id is missing")
         cfg = config or self.config
         snap = self.snapshot()
-        hits, note = None, None
-        query = semantic_query(doc.messages, cfg)
-        if query is not None:  # embedding the query overlaps with waiting for the chat's lock
-            if self.semantic_lookup is None:
-                note = "semantic search is on but no embedding model is available here"
-            else:
-                hits, note = await self.semantic_lookup(query, cfg.semantic_top_k)
+        hits, note = await self._semantic(doc.messages, cfg)
         async with self._lock(doc.chat_id):
             loaded = await asyncio.to_thread(self.store.load, doc.chat_id)
             state = self.apply_document(loaded, doc)
             rng = random.Random(doc.seed) if doc.seed is not None else random.Random()
-            result, new_state = await asyncio.to_thread(
-                run_generation, snap, doc.messages, state, cfg,
-                character_name=doc.character_name, rng=rng, swipe=doc.swipe, semantic_hits=hits, semantic_note=note)
+            result, new_state = await self._generate(snap, doc.messages, state, cfg, doc.character_name, rng,
+                                                     doc.swipe, hits, note, doc.chat_id)
             if not doc.dry_run and result.skipped_reason is not None and new_state is not loaded:
                 # Nothing was generated, but pins/context sent with the request still count.
                 await asyncio.to_thread(self.store.save, doc.chat_id, new_state)
@@ -110,6 +115,49 @@ class RetrievalService:
                           "verdicts": [v.to_json() for v in result.verdicts], "total_tokens": result.total_tokens}
                 await asyncio.to_thread(self.store.save, doc.chat_id, new_state, record)
             return result
+
+    async def _semantic(self, messages, cfg: MatchConfig) -> tuple[Sequence[tuple[str, float]] | None, str | None]:
+        query = semantic_query(messages, cfg)
+        if query is None:
+            return None, None
+        if self.semantic_lookup is None:
+            return None, "semantic search is on but no embedding model is available here"
+        return await self.semantic_lookup(query, cfg.semantic_top_k)
+
+    async def _generate(self, snap: IndexSnapshot, messages, state: ChatState, cfg: MatchConfig,
+                        character_name: str | None, rng: random.Random, swipe: bool | None,
+                        hits, note, chat_id: str | None) -> tuple[GenerationResult, ChatState]:
+        """begin → (AI) → finish; the pure halves run off the event loop."""
+        pending = await asyncio.to_thread(
+            begin_generation, snap, messages, state, cfg, character_name=character_name, rng=rng, swipe=swipe,
+            semantic_hits=hits, semantic_note=note)
+        if isinstance(pending, GenerationResult):
+            return pending, state
+        outcome = None
+        if pending.needs_ai:
+            if self.ai_select is None:
+                outcome = AiOutcome("error", message="AI search is on but no AI connection is available here")
+            else:
+                outcome = await self.ai_select(pending, chat_id)
+        return await asyncio.to_thread(finish_generation, pending, outcome)
+
+    async def dry_run(self, snap: IndexSnapshot, doc: ChatDocument, cfg: MatchConfig | None = None,
+                      replay: bool = False, seed: int | None = None) -> list[dict]:
+        """The whole chat through the pipeline (once, or once per user message with the state
+        carried along), with semantic and AI stages as configured; no stored state is touched."""
+        cfg = cfg or self.config
+        rng = random.Random(seed)
+        state = initial_state(doc)
+        messages = list(doc.messages)
+        out = []
+        for cut in cut_points(doc, replay):
+            hits, note = await self._semantic(messages[:cut], cfg)
+            result, state = await self._generate(snap, messages[:cut], state, cfg, doc.character_name, rng, None,
+                                                 hits, note, None)
+            record = result.to_json()
+            record["messages"] = cut
+            out.append(record)
+        return out
 
     async def state(self, chat_id: str) -> ChatState:
         async with self._lock(chat_id):

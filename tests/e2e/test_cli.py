@@ -254,3 +254,12 @@ def test_settings_from_the_data_dir_are_used(data_dir, make_vault, lore):
     proc = dle("index", "--json", "--no-content", data_dir=data_dir)
     assert proc.returncode == 0, proc.stderr
     assert [(e["vault"], e["title"]) for e in json.loads(proc.stdout)["entries"]] == [("Configured", "Beta")]
+
+
+def test_data_dir_before_the_command_is_honoured(tmp_path, make_vault, lore):
+    vault = make_vault({"A.md": lore("A", keys=["a"])}, name="v")
+    data = tmp_path / "early-data"
+    proc = subprocess.run([sys.executable, "-m", "dle_desktop", "--data-dir", str(data), "index", "--vault", str(vault)],
+                          capture_output=True, text=True, encoding="utf-8", timeout=120, env=cli_env(), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (data / "index-cache").is_dir() or any(data.rglob("*")), "the index cache went somewhere else"

@@ -20,6 +20,13 @@ def initial_state(doc: ChatDocument) -> ChatState:
     )
 
 
+def cut_points(doc: ChatDocument, replay: bool) -> list[int]:
+    """Message counts at which a generation runs: after each user message (replay), else once
+    at the end."""
+    points = [i + 1 for i, m in enumerate(doc.messages) if m.is_user] if replay else []
+    return points or [len(doc.messages)]
+
+
 #: (query text, top_k) -> ((entry uid, similarity) best first, a note when partial or missing).
 SemanticLookup = Callable[[str, int], tuple[Sequence[tuple[str, float]], "str | None"]]
 
@@ -31,11 +38,8 @@ def generations(snapshot: IndexSnapshot, doc: ChatDocument, cfg: MatchConfig, re
     rng = random.Random(seed)
     state = initial_state(doc)
     messages = list(doc.messages)
-    cut_points = [i + 1 for i, m in enumerate(messages) if m.is_user] if replay else []
-    if not cut_points:
-        cut_points = [len(messages)]
     out = []
-    for cut in cut_points:
+    for cut in cut_points(doc, replay):
         hits, note = None, None
         query = semantic_query(messages[:cut], cfg)
         if query is not None:
