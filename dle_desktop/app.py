@@ -41,9 +41,9 @@ def make_context(data_dir: str | None, log_to_stderr: bool = True) -> Context:
     return Context(paths, store, settings, SecretStore())
 
 
-def make_engine(ctx: Context, vault_specs: list[str] | None) -> Engine:
+def make_engine(ctx: Context, vault_specs: list[str] | None, ai_offline: bool = False) -> Engine:
     override = [source_from_spec(s, ctx.secrets) for s in vault_specs] if vault_specs else None
-    return Engine(ctx.paths, ctx.settings, ctx.secrets, vault_override=override)
+    return Engine(ctx.paths, ctx.settings, ctx.secrets, vault_override=override, ai_offline=ai_offline)
 
 
 class Runtime:

@@ -47,6 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="turn the semantic stage on (embeds the vault's new or changed entries first)")
     p.add_argument("--embedding-model", metavar="PATH",
                    help="a local GGUF embedding model for the semantic stage; overrides the setting")
+    p.add_argument("--ai", choices=("two-stage", "ai-only"), help="turn AI search on in this mode")
+    p.add_argument("--profile", metavar="NAME",
+                   help="the connection profile (name or id) AI search uses for this run")
+    p.add_argument("--ai-offline", action="store_true",
+                   help="forbid network calls: AI search falls back as configured (cache hits still count)")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
     p = sub.add_parser("serve", help="run the engine and HTTP server without a window")

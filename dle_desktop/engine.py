@@ -69,7 +69,8 @@ def source_from_config(cfg: VaultConfig, secrets: SecretStore) -> VaultSource:
 
 class Engine:
     def __init__(self, paths: AppPaths, settings: Settings, secrets: SecretStore | None = None,
-                 vault_override: list[VaultSource] | None = None, use_cache: bool = True) -> None:
+                 vault_override: list[VaultSource] | None = None, use_cache: bool = True,
+                 ai_offline: bool = False) -> None:
         self.paths = paths
         self.settings = settings
         self.secrets = secrets or SecretStore()
@@ -112,6 +113,12 @@ class Engine:
                                        on_status=lambda st: self._emit("semantic", **st.to_json()))
         self.semantic.pause(settings.semantic_paused)
         self.retrieval.semantic_lookup = self.semantic.lookup
+        from dle_desktop.ai.search import AiSearch
+        from dle_desktop.ai.service import AiService
+
+        # One AI client, breaker, throttle and cache for every channel of this engine.
+        self.ai = AiService(settings, self.secrets, offline=ai_offline)
+        self.retrieval.ai_select = AiSearch(self.ai).select
 
     # -- set-up -----------------------------------------------------------------------------
     def _make_sources(self, override: list[VaultSource] | None) -> list[VaultSource]:
@@ -187,6 +194,7 @@ class Engine:
             await asyncio.to_thread(self.indexer.save_cache)
         self.retrieval.close()
         await self.semantic.aclose()
+        await self.ai.aclose()
         await self._close_vectors()
         for s in self._sources:
             try:
@@ -323,6 +331,7 @@ class Engine:
         self.last_sync = result
         if result.changes.has_changes or result.changes.first_build:
             self._spawn(self.retrieval.warm(result.snapshot))
+            self.ai.clear_cache()  # DLE drops the AI-search cache on every index rebuild
         if self.semantic_enabled and not self._stopping and (
                 first or result.changes.has_changes or result.changes.first_build):
             self.semantic.schedule(result.snapshot)
@@ -446,4 +455,6 @@ class Engine:
             "last_error": self.last_error,
             "semantic": self.semantic.status.to_json() | {"enabled": self.semantic_enabled,
                                                           "paused": self.semantic.paused},
+            "ai": {"enabled": self.settings.ai_search_enabled, "mode": self.settings.ai_search_mode,
+                   "breaker": self.ai.breaker.snapshot()["state"], "offline": self.ai.offline},
         }

@@ -106,6 +106,18 @@ def _run(engine, doc: ChatDocument, cfg: MatchConfig, replay: bool, seed: int | 
     return asyncio.run(go())
 
 
+def _profile_id(settings, wanted: str) -> str:
+    """--profile NAME: a connection profile by id, else by name (case-insensitive)."""
+    for p in settings.connection_profiles:
+        if p.id == wanted:
+            return p.id
+    for p in settings.connection_profiles:
+        if p.name.lower() == wanted.lower():
+            return p.id
+    names = ", ".join(p.name for p in settings.connection_profiles) or "none yet (add one in the app's Channels view)"
+    raise ConfigError(f"no connection profile called '{wanted}'; the profiles are: {names}")
+
+
 def run_match(args) -> int:
     from dle_desktop.app import make_context, make_engine
     from dle_desktop.cli import embedding_model_arg
@@ -125,8 +137,12 @@ def run_match(args) -> int:
         settings = settings.replace(semantic_enabled=True)
     if getattr(args, "embedding_model", None):
         settings = settings.replace(embedding_model_path=embedding_model_arg(args.embedding_model))
+    if getattr(args, "ai", None):
+        settings = settings.replace(ai_search_enabled=True, ai_search_mode=args.ai)
+    if getattr(args, "profile", None):
+        settings = settings.replace(ai_search_connection_mode="profile", ai_search_profile_id=_profile_id(settings, args.profile))
     ctx.settings = settings  # the engine reads tags, the model path and the rest from the same settings
-    engine = make_engine(ctx, args.vault)
+    engine = make_engine(ctx, getattr(args, "vault", None), ai_offline=getattr(args, "ai_offline", False))
     gens = _run(engine, doc, MatchConfig.from_object(settings), args.replay, args.seed, quiet=args.json)
     if args.json:
         json.dump({"generations": gens}, sys.stdout, ensure_ascii=False, indent=1)

@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Match
 
 from dle_desktop.errors import ConfigError, DleError
-from dle_desktop.server import openapi, routes_chat, routes_embeddings, routes_lore, routes_vector
+from dle_desktop.server import openapi, routes_ai, routes_chat, routes_embeddings, routes_lore, routes_vector
 from dle_desktop.server.security import LOOPBACK_NAMES, BodyLimitMiddleware, HostCheckMiddleware
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ async def _method_not_allowed(request: Request, exc) -> JSONResponse:
 def build_app(engine) -> Starlette:
     # routes_vector: SillyTavern's /api/vector/*; routes_embeddings: the embedding-backend endpoints
     # (llama.cpp, Ollama, KoboldCpp, Extras formats) a stock ST can point its sources at.
-    app = Starlette(routes=[*routes_lore.routes, *routes_chat.routes, *openapi.routes,
+    app = Starlette(routes=[*routes_lore.routes, *routes_chat.routes, *routes_ai.routes, *openapi.routes,
                             *routes_vector.routes, *routes_embeddings.routes],
                     exception_handlers={DleError: _dle_error, 404: _not_found, 405: _method_not_allowed,
                                         Exception: _unexpected})

@@ -86,6 +86,8 @@ _SCHEMAS: dict[str, dict] = {
         "index_version": _nullable(INT), "index_built_at": _nullable(NUM), "syncing": BOOL,
         "sync_paused": BOOL, "sample_vault": BOOL, "last_error": _nullable(STR),
         "semantic": _ref("SemanticStatus"),
+        "ai": _obj({"enabled": BOOL, "mode": {"type": "string", "enum": ["two-stage", "ai-only"]},
+                    "breaker": {"type": "string", "enum": ["closed", "open", "half-open"]}, "offline": BOOL}),
     }),
     "ParseWarning": _obj({"code": STR, "message": STR}),
     "EntrySummary": _obj({

@@ -73,17 +73,19 @@ def verdicts_for(generation: dict, title: str) -> list[tuple[str, str, str]]:
 class LiveServer:
     """Engine + HTTP server on a real port. `restart()` keeps the data dir."""
 
-    def __init__(self, vault: Path, data: Path, settings: Settings | None = None, sync: bool = True) -> None:
+    def __init__(self, vault: Path, data: Path, settings: Settings | None = None, sync: bool = True,
+                 secrets: SecretStore | None = None) -> None:
         self.vault = vault
         self.data = data
         self.settings = settings or Settings()
         self.sync = sync
+        self.secrets = secrets or SecretStore(use_keyring=False)
         self._start()
 
     def _start(self) -> None:
         self.thread = EngineThread().start()
         self.paths = AppPaths(self.data, self.data).ensure()
-        self.engine = Engine(self.paths, self.settings, SecretStore(use_keyring=False),
+        self.engine = Engine(self.paths, self.settings, self.secrets,
                              vault_override=[FolderSource(VAULT, self.vault)])
         self.thread.call(self.engine.start(initial_sync=self.sync, watch=False), timeout=30)
         if self.sync:
