@@ -299,6 +299,8 @@ CHANNELS = ("ai_search", "scribe", "auto_suggest", "ai_notepad", "librarian", "o
 
 FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
 DLE_NAMES = {f.metadata["dle"]: f.name for f in FIELDS.values() if f.metadata.get("dle")}
+#: Names older DLE versions wrote (its settings migrations), read like the current ones.
+DLE_NAMES.update({"librarianSessionModel": "librarian_model"})
 
 
 def _coerce(name: str, value: Any) -> Any:

@@ -300,3 +300,42 @@ def _wait(pred, timeout: float = 10.0) -> bool:
             return True
         time.sleep(0.02)
     return False
+
+
+def test_a_new_message_that_names_nothing_new_reuses_the_answer(servers, vault, tmp_path, ai_fake):
+    """The keyword-stable tier: same manifest, no new candidate, so the AI is not asked again."""
+    s = start(servers, vault, tmp_path, ai_fake)
+    no_throttle(s)
+    ai_fake.reply(structured=answer(("Harbor", "high", "here")))
+    s.retrieve("c1", chat("At the harbor the market is loud."))
+    out = s.retrieve("c1", chat("At the harbor the market is loud.", "The gulls cry.", "We wait at the harbor market."))
+    assert len(ai_fake.requests) == 1
+    reason = next(v["reason"] for v in out["verdicts"] if v["title"] == "Harbor" and v["stage"] == "ai search")
+    assert "from the cache (keyword-stable)" in reason
+
+
+def test_the_category_pre_filter_narrows_a_large_vault(servers, tmp_path, ai_fake):
+    root = tmp_path / "big"
+    categories = ("people", "places", "ships", "magic", "trade")
+    for c in categories:
+        for i in range(10):
+            path = root / f"{c}-{i}.md"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(note_text(f"{c.title()} {i}", (f"{c}{i}",)).replace("tags: [lorebook]", f"tags: [lorebook, {c}]"),
+                            encoding="utf-8")
+    s = start(servers, root, tmp_path, ai_fake, aiSearchMode="ai-only", hierarchicalPreFilter=True,
+              hierarchicalAggressiveness=0.8)
+    no_throttle(s)
+
+    def respond(req):
+        if req.schema_name == "category_selection":
+            return {"categories": ["ships"]}
+        return answer(("Ships 3", "high", "the ship"))
+
+    ai_fake.default(respond)
+    out = s.retrieve("c1", chat("We board the ship at dawn."))
+    assert [r.schema_name for r in ai_fake.requests] == ["category_selection", "lore_selection"]
+    sent = ai_fake.requests[1].user_text
+    assert '<entry name="Ships 3">' in sent and '<entry name="People 1">' not in sent
+    assert titles(out) == ["Ships 3"]
+    assert any(n.startswith("category pre-filter: 10 of 50 candidates in ships") for n in out["notes"])

@@ -101,3 +101,7 @@ def test_dle_channel_names_round_trip_through_the_settings_file():
     s = settings(librarianSessionMaxTokens=8000, librarianSessionTimeout=200000, autoSuggestMaxTokens=3000)
     assert (s.librarian_max_tokens, s.librarian_timeout, s.auto_suggest_max_tokens) == (8000, 200000, 3000)
     assert settings_from_mapping(s.to_json()) == s
+
+
+def test_dle_v1_librarian_session_model_is_read_as_the_librarian_model():
+    assert settings_from_mapping({"librarianSessionModel": "claude-haiku-4-5"}).librarian_model == "claude-haiku-4-5"
