@@ -5,6 +5,7 @@ callbacks, which the GUI re-posts onto the Qt thread."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -401,13 +402,22 @@ class Engine:
             raise DleError(self.last_error or "the index could not be built")
         return self.snapshot
 
-    async def test_chat(self, doc, replay: bool = False, seed: int | None = None) -> list[dict]:
+    async def test_chat(self, doc, replay: bool = False, seed: int | None = None,
+                        ai_mode: str | None = None) -> list[dict]:
         """A dry run of the pipeline on a pasted chat (no stored chat state is read or written),
-        with the semantic and AI stages as configured."""
+        with the semantic and AI stages as configured; `ai_mode` ("off", "two-stage", "ai-only")
+        overrides AI search for this run only."""
         snap = self.snapshot
         if snap is None:
             raise DleError("the index is not ready yet")
-        return await self.retrieval.dry_run(snap, doc, self.retrieval.config, replay, seed)
+        cfg = self.retrieval.config
+        if ai_mode == "off":
+            cfg = dataclasses.replace(cfg, ai_search_enabled=False)
+        elif ai_mode in ("two-stage", "ai-only"):
+            cfg = dataclasses.replace(cfg, ai_search_enabled=True, ai_search_mode=ai_mode)
+        elif ai_mode is not None:
+            raise ConfigError(f"AI mode must be off, two-stage or ai-only, not {ai_mode!r}")
+        return await self.retrieval.dry_run(snap, doc, cfg, replay, seed)
 
     def health(self) -> HealthReport:
         snap = self.snapshot

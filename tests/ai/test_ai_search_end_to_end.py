@@ -339,3 +339,17 @@ def test_the_category_pre_filter_narrows_a_large_vault(servers, tmp_path, ai_fak
     assert '<entry name="Ships 3">' in sent and '<entry name="People 1">' not in sent
     assert titles(out) == ["Ships 3"]
     assert any(n.startswith("category pre-filter: 10 of 50 candidates in ships") for n in out["notes"])
+
+
+def test_test_a_chat_can_run_with_ai_on_for_one_dry_run(servers, vault, tmp_path, ai_fake):
+    from dle_desktop.core.pipeline.chat_input import parse_chat_document
+
+    s = start(servers, vault, tmp_path, ai_fake, aiSearchEnabled=False)
+    ai_fake.reply(structured=answer(("Market", "medium", "shopping")))
+    doc = parse_chat_document(chat("At the harbor the market is loud."))
+    gens = s.thread.call(s.engine.test_chat(doc, ai_mode="two-stage"), timeout=30)
+    assert {i["title"] for i in gens[0]["injected"]} == {"Calendar", "Market"}
+    plain = s.thread.call(s.engine.test_chat(doc), timeout=30)
+    assert {i["title"] for i in plain[0]["injected"]} == {"Calendar", "Harbor", "Market"}
+    assert len(ai_fake.requests) == 1
+    assert s.client.get("/api/dle/v1/chats/c1").json()["generation_count"] == 0  # a dry run stores nothing
