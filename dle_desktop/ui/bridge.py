@@ -16,6 +16,7 @@ class EngineBridge(QObject):
     progress = Signal(int, int, str)
     syncState = Signal(dict)
     syncError = Signal(str)
+    semantic = Signal(dict)  # SemanticStatus.to_json()
 
     def __init__(self, runtime, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -34,6 +35,8 @@ class EngineBridge(QObject):
             self.syncState.emit(dict(d))
         elif event.kind == "sync_error":
             self.syncError.emit(str(d.get("message", "")))
+        elif event.kind == "semantic":
+            self.semantic.emit(dict(d))
 
     async def call(self, coro) -> Any:
         """Await a coroutine that runs on the engine loop."""

@@ -15,6 +15,7 @@ from dle_desktop.errors import DleError
 from dle_desktop.ui.bridge import EngineBridge
 from dle_desktop.ui.icons import app_icon
 from dle_desktop.ui.main_window import MainWindow
+from dle_desktop.ui.model_download import ModelDownload
 from dle_desktop.ui.settings_dialog import SettingsDialog
 from dle_desktop.ui.single_instance import InstanceServer, ask_running_instance, instance_name
 from dle_desktop.ui.tray import ChangeNotifier, TrayController
@@ -48,6 +49,15 @@ class DesktopApp:
         self.window.settingsRequested.connect(lambda: self.open_settings())
         self.window.addFolderRequested.connect(self._add_folder_dialog)
         self.settings_dialog: SettingsDialog | None = None
+        self.model_download = ModelDownload(runtime.thread, runtime.ctx.paths.models_dir)
+        strip = self.window.vault_view.semantic_strip
+        strip.pauseToggled.connect(self.set_semantic_paused)
+        strip.settingsRequested.connect(lambda: self.open_settings(page="embeddings"))
+        self.model_download.progressed.connect(strip.show_download)
+        self.model_download.started.connect(lambda *_: strip.show_download(None))
+        for ended in (self.model_download.finished, self.model_download.failed, self.model_download.cancelled):
+            ended.connect(strip.download_ended)
+        self.model_download.finished.connect(self._model_downloaded)
         self.bridge.indexChanged.connect(lambda snap, changes, _src: self.notifier.add(changes))
         self.bridge.indexChanged.connect(lambda snap, *_: self.tray.set_tooltip(f"DLE Desktop: {len(snap)} entries"))
         self.notifier.notify.connect(self._notify)
@@ -73,11 +83,13 @@ class DesktopApp:
             self.window.mark_told_about_tray()
 
     # -- settings -----------------------------------------------------------------------------
-    def open_settings(self, add_folder: str | None = None) -> SettingsDialog:
+    def open_settings(self, add_folder: str | None = None, page: str | None = None) -> SettingsDialog:
         ctx = self.runtime.ctx
-        dlg = SettingsDialog(ctx.settings, ctx.secrets, self.window, self.bridge)
+        dlg = SettingsDialog(ctx.settings, ctx.secrets, self.window, self.bridge, self.model_download)
         if add_folder:
             dlg.add_folder(add_folder)
+        if page:
+            dlg.show_page(page)
         dlg.accepted.connect(lambda: self.apply_settings(dlg.result_settings, dlg.new_keys))
         dlg.setAttribute(Qt.WA_DeleteOnClose)
         self.settings_dialog = dlg
@@ -107,6 +119,9 @@ class DesktopApp:
 
         ctx = self.runtime.ctx
         old = ctx.settings
+        # Pausing from the vault view while the dialog was open must not be undone by the dialog's
+        # older copy: the dialog never edits this one.
+        settings = settings.replace(semantic_paused=old.semantic_paused)
         for secret_id, key in new_keys.items():
             ctx.secrets.set(secret_id, key)
         try:
@@ -116,6 +131,7 @@ class DesktopApp:
             return
         engine = Engine(ctx.paths, settings, ctx.secrets)
         self.bridge.rebind(engine)
+        self.window.reset_semantic(settings)
         self.runtime.replace_engine(engine, settings)
         if (old.server_port, old.server_host, old.server_enabled) != (settings.server_port, settings.server_host, settings.server_enabled):
             self.runtime.restart_server()
@@ -125,11 +141,37 @@ class DesktopApp:
         self.notifier.enabled = settings.show_sync_toasts
         self.window.statusBar().showMessage("Settings saved", 4000)
 
+    # -- semantic search ------------------------------------------------------------------------
+    def set_semantic_paused(self, paused: bool) -> None:
+        """Pause or resume embedding the entries, now and after a restart."""
+        asyncio.ensure_future(self.bridge.run(self.bridge.engine.set_semantic_paused, paused))
+        ctx = self.runtime.ctx
+        ctx.settings = ctx.settings.replace(semantic_paused=paused)
+        try:
+            ctx.store.save(ctx.settings)
+        except (OSError, DleError) as exc:
+            self.window.statusBar().showMessage(f"The pause holds until DLE Desktop quits; it could not be saved: {exc}",
+                                                10000)
+
+    def _model_downloaded(self, path: str) -> None:
+        self.window.statusBar().showMessage(f"Embedding model ready: {Path(path).name}", 5000)
+        settings = self.runtime.ctx.settings
+        if settings.semantic_enabled and not settings.embedding_model_path.strip():
+            # The running engine found no model when it started; now the default one is there.
+            asyncio.ensure_future(self._embed_vault_now())
+
+    async def _embed_vault_now(self) -> None:
+        try:
+            await self.bridge.call(self.bridge.engine.embed_vault_now())
+        except Exception:  # noqa: BLE001 - the engine reports embedding problems as semantic events
+            log.debug("embedding the vault after the model download did not finish", exc_info=True)
+
     def on_instance_message(self, message: str) -> None:
         if message == "show":
             self.window.bring_forward()
 
     def quit(self) -> None:
+        self.model_download.cancel()  # the bytes so far are kept: the next start resumes
         self.window.prepare_quit()
         self.window.close()
         self.tray.hide()

@@ -56,6 +56,8 @@ class MainWindow(QMainWindow):
         bridge.progress.connect(self.on_progress)
         bridge.syncState.connect(self.on_sync_state)
         bridge.syncError.connect(self.on_sync_error)
+        bridge.semantic.connect(self.vault_view.semantic_strip.set_status)
+        self.reset_semantic(bridge.engine.settings)
         self._restore_state()
 
     # -- construction -----------------------------------------------------------------------
@@ -127,6 +129,10 @@ class MainWindow(QMainWindow):
         else:
             self.server_label.setText("Server: off")
             self.server_label.setToolTip(error or "The HTTP server is disabled in settings")
+
+    def reset_semantic(self, settings) -> None:
+        """A (new) engine runs with `settings`: the strip waits for its first semantic event."""
+        self.vault_view.semantic_strip.reset(settings.semantic_enabled, settings.semantic_paused)
 
     # -- engine events ----------------------------------------------------------------------
     def on_index(self, snapshot, changes, source: str) -> None:

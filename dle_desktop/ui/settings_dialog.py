@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QMessageBox,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QTableWidget,
     QTableWidgetItem,
@@ -31,6 +32,8 @@ from PySide6.QtWidgets import (
 
 from dle_desktop.errors import DleError
 from dle_desktop.state.settings import Settings, VaultConfig
+from dle_desktop.ui.embeddings_settings import EmbeddingsPage
+from dle_desktop.ui.model_download import ModelDownload
 
 
 def unique_name(base: str, taken: set[str]) -> str:
@@ -125,10 +128,13 @@ class RestVaultDialog(QDialog):
 
 
 class SettingsDialog(QDialog):
-    def __init__(self, settings: Settings, secrets, parent=None, bridge=None) -> None:
+    PAGES = ("vaults", "general", "embeddings")
+
+    def __init__(self, settings: Settings, secrets, parent=None, bridge=None,
+                 model_download: ModelDownload | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
-        self.resize(760, 480)
+        self.resize(780, 600)
         self.settings = settings
         self.secrets = secrets
         self.bridge = bridge
@@ -136,9 +142,17 @@ class SettingsDialog(QDialog):
         self.new_keys: dict[str, str] = {}
         self.result_settings: Settings | None = None
 
-        tabs = QTabWidget()
+        if model_download is None:  # the app passes its own, which outlives this dialog
+            model_download = ModelDownload(bridge.runtime.thread, bridge.engine.paths.models_dir, parent=self)
+        self.embeddings = EmbeddingsPage(settings, model_download)
+        scroll = QScrollArea()  # long download errors must never squeeze the fields out of sight
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.NoFrame)
+        scroll.setWidget(self.embeddings)
+        self.tabs = tabs = QTabWidget()
         tabs.addTab(self._vaults_tab(), "Vaults")
         tabs.addTab(self._general_tab(), "General")
+        tabs.addTab(scroll, "Embeddings")
         buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
         buttons.accepted.connect(self._accept)
         buttons.rejected.connect(self.reject)
@@ -146,6 +160,12 @@ class SettingsDialog(QDialog):
         layout.addWidget(tabs)
         layout.addWidget(buttons)
         self._fill_table()
+
+    def show_page(self, name: str) -> None:
+        self.tabs.setCurrentIndex(self.PAGES.index(name))
+
+    def current_page(self) -> str:
+        return self.PAGES[self.tabs.currentIndex()]
 
     # -- vaults -----------------------------------------------------------------------------
     def _vaults_tab(self) -> QWidget:
@@ -302,9 +322,14 @@ class SettingsDialog(QDialog):
             close_to_tray=self.close_to_tray.isChecked(), show_sync_toasts=self.toasts.isChecked(),
             watch_folders=self.watch.isChecked(), sync_polling_interval=self.poll.value(),
             lenient_authoring=self.lenient.isChecked(), field_definitions_path=self.fields_path.text().strip(),
+            **self.embeddings.values(),
         )
 
     def _accept(self) -> None:
+        if self.embeddings.problem():  # said under the model field; show it there
+            self.show_page("embeddings")
+            self.embeddings.path.setFocus()
+            return
         try:
             self.result_settings = self.build_settings()
         except DleError as exc:

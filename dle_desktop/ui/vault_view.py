@@ -24,6 +24,7 @@ from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.ui.entries_model import UID_ROLE, EntriesFilter, EntriesModel
 from dle_desktop.ui.entry_detail import render_entry
 from dle_desktop.ui.health_panel import HealthPanel
+from dle_desktop.ui.semantic_strip import SemanticStrip
 from dle_desktop.ui.test_chat_panel import TestChatPanel
 
 WELCOME = """<h2>DLE Desktop</h2><p>Select an entry on the left to see its fields, links and the exact
@@ -74,6 +75,8 @@ class VaultView(QWidget):
         lv.setContentsMargins(0, 0, 0, 0)
         lv.addWidget(self.filter)
         lv.addWidget(self.table)
+        self.semantic_strip = SemanticStrip()
+        lv.addWidget(self.semantic_strip)
         lv.addWidget(self.count_label)
 
         self.test_panel = TestChatPanel(test_runner)

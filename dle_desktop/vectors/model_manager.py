@@ -240,6 +240,16 @@ class ModelManager:
                                  exc, attempt, self.retries)
                         await asyncio.sleep(self.retry_delay)
 
+    def partial_download(self, spec: ModelSpec = DEFAULT_MODEL) -> tuple[int, int | None] | None:
+        """(bytes kept, total bytes if known) of an unfinished download that the next `download`
+        resumes, or None when there is none to resume from."""
+        have = self._part_size(spec)
+        meta = self._read_meta(spec)
+        if not have or not meta:  # without its notes a .part is started over, not resumed
+            return None
+        total = meta.get("total")
+        return have, total if isinstance(total, int) else None
+
     def _part_size(self, spec: ModelSpec) -> int:
         try:
             return self.part_path(spec).stat().st_size
