@@ -44,7 +44,8 @@ def test_every_route_is_documented_and_nothing_else():
     assert documented - routes == set(), "documented operations the server does not have"
     # The routes the brief names, explicitly.
     expected = {"status", "entries", "entries/{vault}/{path}", "health", "skipped", "sync", "retrieve",
-                "chats/{chat_id}", "chats/{chat_id}/records", "openapi.json"}
+                "chats/{chat_id}", "chats/{chat_id}/records", "openapi.json", "ai", "ai/breaker/reset",
+                "ai/cache/clear", "ai/channels/{channel}/test"}
     expected |= {f"chats/{{chat_id}}/{f}" for f in ("pins", "blocks", "context", "folder-filter", "notebook")}
     assert {p.removeprefix(API + "/") for p, _ in routes} == expected
     for f in ("pins", "blocks", "context", "folder-filter", "notebook"):
@@ -149,6 +150,10 @@ def test_live_answers_match_the_documented_schemas(busy_server):
         ("get", f"{API}/chats/c1", "/chats/{chat_id}", None),
         ("get", f"{API}/chats/c1/records?limit=5", "/chats/{chat_id}/records", None),
         ("get", f"{API}/openapi.json", "/openapi.json", None),
+        ("get", f"{API}/ai", "/ai", None),
+        ("post", f"{API}/ai/breaker/reset", "/ai/breaker/reset", None),
+        ("post", f"{API}/ai/cache/clear?chat_id=c1", "/ai/cache/clear", None),
+        ("post", f"{API}/ai/channels/scribe/test", "/ai/channels/{channel}/test", None),  # not set up: ok false
     ]
     for seg, key, value in (("pins", "pins", ["Omen"]), ("blocks", "blocks", [{"title": "Omen", "vault": "lore"}]),
                             ("context", "context", {"era": "Founding", "n": 3}),
