@@ -105,7 +105,7 @@ class Throttled(DleError):
     http_status = 429
 
     def __init__(self, retry_after: float):
-        super().__init__(f"AI calls are throttled; try again in {retry_after:.2f} s")
+        super().__init__(f"AI calls are throttled (at most one every 0.5 s); try again in {retry_after:.2f} s")
         self.retry_after = retry_after
 
 

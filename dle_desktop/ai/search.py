@@ -157,7 +157,9 @@ class AiSearch:
                 raise ExtractError(f"the AI's answer could not be read{cut}: {exc}") from None
 
         try:
-            picks = await svc.call("ai_search", request, parse)
+            # Dry runs (Test a chat, `match --replay`) are deliberate, one after another: the
+            # throttle guards live generations only.
+            picks = await svc.call("ai_search", request, parse, skip_throttle=chat_id is None)
         except DleError as exc:
             return AiOutcome("error", message=str(exc), notes=tuple(notes))
         svc.cache.store(slot, key, lines, uids, entity_version, picks)

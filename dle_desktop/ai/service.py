@@ -124,8 +124,7 @@ class AiService:
             except Throttled as exc:
                 if probe:
                     self.breaker.release_probe()
-                raise AiUnavailable(f"AI calls are throttled (less than 0.5 s since the last one): {exc}",
-                                    "throttle") from None
+                raise AiUnavailable(str(exc), "throttle") from None
         usage = self.usage[channel]
         usage.calls += 1
         usage.last_call_at = time.time()

@@ -160,8 +160,8 @@ class MainWindow(QMainWindow):
         e, w, _ = report.counts
         self.tabs.setTabText(0, f"Vault ({e} errors)" if e else "Vault")
 
-    async def _run_test_chat(self, doc, replay: bool, seed: int) -> list[dict]:
-        return await self.bridge.call(self.bridge.engine.test_chat(doc, replay, seed))
+    async def _run_test_chat(self, doc, replay: bool, seed: int, ai_mode: str | None = None) -> list[dict]:
+        return await self.bridge.call(self.bridge.engine.test_chat(doc, replay, seed, ai_mode))
 
     def on_progress(self, done: int, total: int, message: str) -> None:
         if total <= 0:

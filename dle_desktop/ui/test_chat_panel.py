@@ -44,11 +44,16 @@ OUTCOME_ORDER = {"injected": 0, "truncated": 1, "matched": 2, "cut": 3, "removed
 class TestChatPanel(QWidget):
     entryRequested = Signal(str, str)  # vault, title
 
+    #: (label, engine ai_mode): how AI search runs for one dry run
+    AI_MODES = (("AI search: as configured", None), ("AI search: off", "off"),
+                ("AI search: two-stage", "two-stage"), ("AI search: AI only", "ai-only"))
+
     def __init__(self, runner, parent=None) -> None:
-        """`runner(text_doc, replay, seed) -> awaitable list[generation dict]`."""
+        """`runner(doc, replay, seed, ai_mode) -> awaitable list[generation dict]`."""
         super().__init__(parent)
         self.runner = runner
         self.generations: list[dict] = []
+        self._task: asyncio.Task | None = None
         self.input = QPlainTextEdit()
         self.input.setPlaceholderText(
             "Paste a chat: 'Name: message' lines (the first speaker is the user), a JSON list of SillyTavern "
@@ -59,10 +64,19 @@ class TestChatPanel(QWidget):
         self.replay = QCheckBox("Replay (one generation per user message)")
         self.seed = QSpinBox(minimum=0, maximum=2_000_000_000, value=1)
         self.seed.setToolTip("Seed for probability rolls, so results repeat")
+        self.ai_mode = QComboBox()
+        for label, _ in self.AI_MODES:
+            self.ai_mode.addItem(label)
+        self.ai_mode.setToolTip("Run this test with AI search on or off, whatever the settings say "
+                                "(uses the AI-search channel; a real call unless the answer is cached)")
         self.run_button = QPushButton("Run  (Ctrl+Enter)")
         self.run_button.setDefault(True)
-        self.run_button.clicked.connect(self.run)
+        self.run_button.clicked.connect(lambda *_: self.run())
+        self.cancel_button = QPushButton("Cancel  (Esc)")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(lambda *_: self.cancel())
         QShortcut(QKeySequence("Ctrl+Return"), self, activated=self.run)
+        QShortcut(QKeySequence("Escape"), self, activated=self.cancel)
         self.status = QLabel()
         self.status.setWordWrap(True)
 
@@ -71,12 +85,18 @@ class TestChatPanel(QWidget):
         top.addWidget(self.replay)
         top.addWidget(QLabel("Seed"))
         top.addWidget(self.seed)
+        top.addWidget(self.ai_mode)
         top.addStretch(1)
+        top.addWidget(self.cancel_button)
         top.addWidget(self.run_button)
 
         self.generation = QComboBox()
         self.generation.currentIndexChanged.connect(self._show_generation)
         self.summary = QLabel()
+        self.notes = QLabel()
+        self.notes.setWordWrap(True)
+        self.notes.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.notes.setVisible(False)
         self.verdict_filter = QLineEdit(placeholderText="Filter verdicts (e.g. an entry title or 'cooldown')")
         self.verdict_filter.setClearButtonEnabled(True)
         self.model = QStandardItemModel(0, 4, self)
@@ -120,6 +140,7 @@ class TestChatPanel(QWidget):
         head.addWidget(self.generation, 1)
         ol.addLayout(head)
         ol.addWidget(self.summary)
+        ol.addWidget(self.notes)
         ol.addWidget(results, 1)
 
         inp = QWidget()
@@ -153,7 +174,13 @@ class TestChatPanel(QWidget):
             self.status.setText(f"Could not read {path}: {exc}")
 
     def run(self) -> None:
-        asyncio.ensure_future(self.run_async())
+        if self._task is None or self._task.done():
+            self._task = asyncio.ensure_future(self.run_async())
+
+    def cancel(self) -> None:
+        """Stop a run in progress (an AI call that hangs is aborted, not left running)."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
 
     async def run_async(self) -> bool:
         try:
@@ -162,15 +189,21 @@ class TestChatPanel(QWidget):
             self.status.setText(f"✖ {exc}")
             return False
         self.run_button.setEnabled(False)
-        self.status.setText("Running…")
+        self.cancel_button.setEnabled(True)
+        ai_mode = self.AI_MODES[self.ai_mode.currentIndex()][1]
+        self.status.setText("Running… (asking the AI)" if ai_mode not in (None, "off") else "Running…")
         try:
-            gens = await self.runner(doc, self.replay.isChecked(), self.seed.value())
+            gens = await self.runner(doc, self.replay.isChecked(), self.seed.value(), ai_mode)
+        except asyncio.CancelledError:
+            self.status.setText("Cancelled: nothing was changed")
+            return False
         except Exception as exc:  # noqa: BLE001 - show it, keep the panel usable
             log.exception("test chat failed")
             self.status.setText(f"✖ {exc}")
             return False
         finally:
             self.run_button.setEnabled(True)
+            self.cancel_button.setEnabled(False)
         self.show_generations(gens)
         self.status.setText(f"{len(doc.messages)} messages · dry run: no chat state was changed")
         return True
@@ -194,7 +227,13 @@ class TestChatPanel(QWidget):
         if g.get("skipped_reason"):
             self.summary.setText(f"Skipped: {g['skipped_reason']}")
         else:
-            self.summary.setText(f"{len(g['injected'])} injected, {g['total_tokens']} tokens, {ms:.1f} ms")
+            ai_ms = g["timings_ms"].get("ai search")
+            ai = f" (AI search {ai_ms:.0f} ms)" if ai_ms is not None else ""
+            self.summary.setText(f"{len(g['injected'])} injected, {g['total_tokens']} tokens, {ms:.1f} ms{ai}")
+        notes = g.get("notes") or []
+        # AI fallbacks, cache hits and partial semantic search are explained here, not in verdicts
+        self.notes.setText("\n".join(f"ⓘ {n}" for n in notes))
+        self.notes.setVisible(bool(notes))
         self.model.removeRows(0, self.model.rowCount())
         for v in sorted(g["verdicts"], key=lambda v: (OUTCOME_ORDER.get(v["outcome"], 9), v["title"].casefold())):
             row = [QStandardItem(v["title"]), QStandardItem(v["stage"]), QStandardItem(v["outcome"]), QStandardItem(v["reason"])]

@@ -84,3 +84,65 @@ def test_verdict_double_click_selects_entry(make_desktop, vault_copy, qloop):
         assert view.right_tabs.currentWidget() is view.detail
 
     qloop.run_until_complete(scenario())
+
+
+def _ai_settings(url: str):
+    from dle_desktop.state.settings import settings_from_mapping
+
+    return settings_from_mapping({"connection_profiles": [{"id": "f", "name": "Fake", "provider": "openai",
+                                                          "flavor": "custom", "base_url": url + "/v1", "model": "m"}],
+                                  "aiSearchProfileId": "f", "aiSearchTimeout": 60000})
+
+
+def test_panel_runs_with_ai_search_on_and_shows_its_notes(make_desktop, vault_copy, qloop):
+    from tests.fakes.ai_provider import FakeAiProvider
+
+    with FakeAiProvider() as fake:
+        desk = make_desktop(vault_copy, settings=_ai_settings(fake.url))
+        view = desk.window.vault_view
+        panel = view.test_panel
+        fake.reply(structured={"selected": [{"title": "Guild of Lamplighters", "confidence": "high",
+                                             "reason": "they keep the lamps"}]})
+        fake.reply(structured={"selected": []})
+
+        async def scenario():
+            await wait_for(lambda: view.model.rowCount() == 61)
+            panel.ai_mode.setCurrentIndex(2)  # two-stage for this run only
+            assert await panel.run_async(), panel.status.text()
+            rows = panel.verdict_rows()
+            assert any(r[0] == "Guild of Lamplighters" and r[1] == "ai search" and r[2] == "matched" for r in rows)
+            assert "AI search" in panel.summary.text()
+            panel.input.setPlainText(panel.input.toPlainText() + "\nMira: And the tolls?")
+            assert await panel.run_async()
+            assert "the AI picked no entries; fallback: constants" in panel.notes.text()
+            panel.ai_mode.setCurrentIndex(1)  # off: no call
+            assert await panel.run_async()
+            assert len(fake.requests) == 2 and not panel.notes.isVisible()
+
+        qloop.run_until_complete(scenario())
+
+
+def test_cancel_stops_a_hanging_ai_call(make_desktop, vault_copy, qloop):
+    import asyncio
+
+    from tests.fakes.ai_provider import FakeAiProvider
+
+    with FakeAiProvider() as fake:
+        desk = make_desktop(vault_copy, settings=_ai_settings(fake.url))
+        view = desk.window.vault_view
+        panel = view.test_panel
+        fake.hang()
+
+        async def scenario():
+            await wait_for(lambda: view.model.rowCount() == 61)
+            panel.ai_mode.setCurrentIndex(3)  # AI only
+            panel.run()
+            await wait_for(lambda: fake.waiting == 1)
+            assert panel.cancel_button.isEnabled() and not panel.run_button.isEnabled()
+            panel.cancel()
+            await wait_for(lambda: panel.run_button.isEnabled())
+            assert panel.status.text().startswith("Cancelled")
+            await asyncio.to_thread(fake.wait_for_disconnect)
+            assert fake.disconnects == 1
+
+        qloop.run_until_complete(scenario())
