@@ -118,7 +118,7 @@ class Engine:
         from dle_desktop.ai.service import AiService
 
         # One AI client, breaker, throttle and cache for every channel of this engine.
-        self.ai = AiService(settings, self.secrets, offline=ai_offline)
+        self.ai = AiService(settings, self.secrets, offline=ai_offline, usage_path=paths.ai_usage_file)
         self.retrieval.ai_select = AiSearch(self.ai).select
 
     # -- set-up -----------------------------------------------------------------------------

@@ -139,6 +139,7 @@ class AiSearch:
         hit = svc.cache.lookup(slot, key, lines, uids, pending.mode, entity_version, pattern)
         if hit is not None:
             svc.usage["ai_search"].cache_hits += 1
+            svc.save_usage()
             return self._outcome(hit.picks, manifest.selectable, tier=hit.tier, notes=notes)
 
         def request(channel, profile):

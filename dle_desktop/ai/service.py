@@ -9,10 +9,13 @@ provider → answer parsed by the caller → success or failure recorded. A fail
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from dle_desktop.ai.breaker import CircuitBreaker, Throttle, Throttled
@@ -57,6 +60,20 @@ class ChannelUsage:
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_json(cls, raw) -> ChannelUsage:
+        """Tolerant: a damaged usage file costs the counts, never the start."""
+        out = cls()
+        if not isinstance(raw, dict):
+            return out
+        for f in dataclasses.fields(cls):
+            value = raw.get(f.name)
+            if f.name == "last_error":
+                out.last_error = value if isinstance(value, str) else None
+            elif isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+                setattr(out, f.name, float(value) if f.name == "last_call_at" else int(value))
+        return out
+
 
 def connection_profile(config: ProfileConfig, model: str = "") -> ConnectionProfile:
     """The provider layer's profile for a settings profile, with a channel's model override."""
@@ -71,13 +88,49 @@ class AiService:
     offline: bool = False
     client: AiClient = field(default_factory=AiClient)
     now: Callable[[], float] = time.monotonic
+    #: where usage counts survive restarts (None: this session only)
+    usage_path: Path | None = None
 
     def __post_init__(self) -> None:
         self.breaker = CircuitBreaker(now=self.now)
         self.throttle = Throttle(now=self.now)
         self.cache = AiSearchCache()
         self.usage: dict[str, ChannelUsage] = {c: ChannelUsage() for c in CHANNELS}
+        self.usage_since = time.time()
         self._last_chat: str | None = None
+        self._load_usage()
+
+    # -- usage counts -----------------------------------------------------------------------
+    def _load_usage(self) -> None:
+        if self.usage_path is None or not self.usage_path.is_file():
+            return
+        try:
+            raw = json.loads(self.usage_path.read_text(encoding="utf-8"))
+            channels = raw.get("channels", {}) if isinstance(raw, dict) else {}
+            for name in CHANNELS:
+                self.usage[name] = ChannelUsage.from_json(channels.get(name))
+            since = raw.get("since")
+            if isinstance(since, (int, float)) and not isinstance(since, bool):
+                self.usage_since = float(since)
+        except (OSError, ValueError) as exc:
+            log.warning("AI usage counts could not be read (%s); counting from zero", exc)
+
+    def save_usage(self) -> None:
+        """Atomically (a crash mid-write leaves the previous counts)."""
+        if self.usage_path is None:
+            return
+        data = json.dumps({"since": self.usage_since, "channels": {c: u.to_json() for c, u in self.usage.items()}})
+        tmp = self.usage_path.with_name(self.usage_path.name + ".tmp")
+        try:
+            tmp.write_text(data, encoding="utf-8")
+            os.replace(tmp, self.usage_path)
+        except OSError as exc:
+            log.warning("AI usage counts could not be saved: %s", exc)
+
+    def reset_usage(self) -> None:
+        self.usage = {c: ChannelUsage() for c in CHANNELS}
+        self.usage_since = time.time()
+        self.save_usage()
 
     # -- connections ------------------------------------------------------------------------
     def channel(self, channel: str) -> ResolvedChannel:
@@ -157,11 +210,13 @@ class AiService:
             self.breaker.release_probe()
         self.throttle.stamp()
         usage.last_error = None
+        self.save_usage()
         return result
 
     def _failed(self, usage: ChannelUsage, message: str, trips: bool, probe: bool, count_probe: bool) -> None:
         usage.failures += 1
         usage.last_error = message
+        self.save_usage()
         if probe and not count_probe:
             self.breaker.release_probe()
         else:
@@ -203,7 +258,9 @@ class AiService:
                 "profile": r.profile.name if r.profile else None, "model": r.model, "max_tokens": r.max_tokens,
                 "timeout_s": r.timeout_s, "problem": r.problem, "note": r.note, "usage": self.usage[name].to_json(),
             }
-        return {"offline": self.offline, "breaker": self.breaker.snapshot(), "channels": channels}
+        return {"offline": self.offline, "breaker": self.breaker.snapshot(), "channels": channels,
+                "usage_since": self.usage_since}
 
     async def aclose(self) -> None:
+        self.save_usage()
         await self.client.aclose()

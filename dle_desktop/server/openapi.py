@@ -90,7 +90,7 @@ _SCHEMAS: dict[str, dict] = {
         "calls": INT, "failures": INT, "input_tokens": INT, "output_tokens": INT, "cache_read_tokens": INT,
         "cache_write_tokens": INT, "cache_hits": {"type": "integer", "description": "AI-search answers replayed from the cache"},
         "last_error": _nullable(STR), "last_latency_ms": _nullable(INT), "last_call_at": _nullable(NUM),
-    }, description="counts since the engine started"),
+    }, description="counts since usage_since (kept in the data folder across restarts)"),
     "Channel": _obj({
         "label": STR, "mode": {"type": "string", "enum": ["profile", "proxy"]},
         "inherited": {"type": "boolean", "description": "uses AI search's connection"},
@@ -100,6 +100,7 @@ _SCHEMAS: dict[str, dict] = {
     }),
     "AiState": _obj({
         "offline": BOOL, "breaker": _ref("Breaker"),
+        "usage_since": {"type": "number", "description": "when the usage counts started (Unix time); they survive restarts"},
         "channels": _obj({c: _ref("Channel") for c in ("ai_search", "scribe", "auto_suggest", "ai_notepad",
                                                          "librarian", "optimize_keys")}),
     }),

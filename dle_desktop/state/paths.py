@@ -30,6 +30,10 @@ class AppPaths:
         return self.data_dir / "state.sqlite"
 
     @property
+    def ai_usage_file(self) -> Path:
+        return self.data_dir / "ai-usage.json"
+
+    @property
     def vectors_dir(self) -> Path:
         return self.data_dir / "vectors"
 

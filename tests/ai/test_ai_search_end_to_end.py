@@ -353,3 +353,18 @@ def test_test_a_chat_can_run_with_ai_on_for_one_dry_run(servers, vault, tmp_path
     assert {i["title"] for i in plain[0]["injected"]} == {"Calendar", "Harbor", "Market"}
     assert len(ai_fake.requests) == 1
     assert s.client.get("/api/dle/v1/chats/c1").json()["generation_count"] == 0  # a dry run stores nothing
+
+
+def test_usage_counts_survive_a_restart_and_a_damaged_file_costs_only_the_counts(servers, vault, tmp_path, ai_fake):
+    s = start(servers, vault, tmp_path, ai_fake)
+    ai_fake.reply(structured=answer(("Harbor", "high", "here")))
+    s.retrieve("c1", chat("At the harbor the market is loud."))
+    before = s.client.get("/api/dle/v1/ai").json()["channels"]["ai_search"]["usage"]
+    assert before["calls"] == 1 and before["input_tokens"] > 0
+    s.restart()
+    after = s.client.get("/api/dle/v1/ai").json()["channels"]["ai_search"]["usage"]
+    assert (after["calls"], after["input_tokens"]) == (1, before["input_tokens"])
+    s.close()
+    (s.data / "ai-usage.json").write_text("{not json", encoding="utf-8")
+    s._start()
+    assert s.client.get("/api/dle/v1/ai").json()["channels"]["ai_search"]["usage"]["calls"] == 0
