@@ -48,6 +48,7 @@ class DesktopApp:
         self.window.closeToTray.connect(self._closed_to_tray)
         self.window.settingsRequested.connect(lambda: self.open_settings())
         self.window.addFolderRequested.connect(self._add_folder_dialog)
+        self.window.channels_view.applyRequested.connect(self.apply_settings)
         self.settings_dialog: SettingsDialog | None = None
         self.model_download = ModelDownload(runtime.thread, runtime.ctx.paths.models_dir)
         strip = self.window.vault_view.semantic_strip

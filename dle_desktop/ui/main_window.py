@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 
 from dle_desktop import __version__
 from dle_desktop.ui.bridge import EngineBridge
+from dle_desktop.ui.channels_view import ChannelsView
 from dle_desktop.ui.icons import app_icon
 from dle_desktop.ui.vault_view import VaultView
 
@@ -48,6 +49,10 @@ class MainWindow(QMainWindow):
         self.tabs = QTabWidget()
         self.vault_view = VaultView(test_runner=self._run_test_chat)
         self.tabs.addTab(self.vault_view, "Vault")
+        self.channels_view = ChannelsView(bridge)
+        self.tabs.addTab(self.channels_view, "Channels")
+        self.channels_view.dirtyChanged.connect(
+            lambda dirty: self.tabs.setTabText(self.tabs.indexOf(self.channels_view), "Channels •" if dirty else "Channels"))
         self.setCentralWidget(self.tabs)
         self._build_actions()
         self._build_status_bar()
@@ -80,6 +85,12 @@ class MainWindow(QMainWindow):
         self.settings_action = QAction("Settings…", self, shortcut=QKeySequence("Ctrl+,"),
                                        statusTip="Vaults, server and app options",
                                        triggered=lambda *_: self.settingsRequested.emit())
+        self.vault_view_action = QAction("Vault", self, shortcut=QKeySequence("Ctrl+1"),
+                                         statusTip="The vault's entries, their health, and Test a chat (Ctrl+1)",
+                                         triggered=lambda *_: self.tabs.setCurrentWidget(self.vault_view))
+        self.channels_view_action = QAction("Channels", self, shortcut=QKeySequence("Ctrl+2"),
+                                            statusTip="AI connection profiles, channels, AI search and the breaker (Ctrl+2)",
+                                            triggered=lambda *_: self.tabs.setCurrentWidget(self.channels_view))
         self.find_action = QAction("Find", self, shortcut=QKeySequence.Find, triggered=lambda *_: self.vault_view.focus_filter())
         self.close_action = QAction("Close window", self, shortcut=QKeySequence.Close, triggered=lambda *_: self.close())
         self.quit_action = QAction("Quit", self, shortcut=QKeySequence.Quit, triggered=lambda *_: self.quitRequested.emit())
@@ -100,6 +111,9 @@ class MainWindow(QMainWindow):
         m.addAction(self.close_action)
         m.addAction(self.quit_action)
         m = menu.addMenu("&View")
+        m.addAction(self.vault_view_action)
+        m.addAction(self.channels_view_action)
+        m.addSeparator()
         m.addAction(self.find_action)
         m = menu.addMenu("&Help")
         m.addAction(QAction("About DLE Desktop", self, triggered=lambda *_: self._about()))
@@ -239,12 +253,15 @@ class MainWindow(QMainWindow):
 
     def prepare_quit(self) -> None:
         self._quitting = True
+        self.channels_view.stop()
         self.save_state()
 
     def save_state(self) -> None:
         self.ui_state.setValue("window/geometry", self.saveGeometry())
         self.ui_state.setValue("window/state", self.saveState())
         self.vault_view.save_state(self.ui_state)
+        self.channels_view.save_state(self.ui_state)
+        self.ui_state.setValue("window/tab", self.tabs.currentIndex())
         self.ui_state.sync()
 
     def _restore_state(self) -> None:
@@ -255,6 +272,10 @@ class MainWindow(QMainWindow):
         if isinstance(state, QByteArray):
             self.restoreState(state)
         self._pending_select = self.vault_view.restore_state(self.ui_state)
+        self.channels_view.restore_state(self.ui_state)
+        tab = self.ui_state.value("window/tab", 0, type=int)
+        if 0 <= tab < self.tabs.count():
+            self.tabs.setCurrentIndex(tab)
 
     @property
     def told_about_tray(self) -> bool:
