@@ -232,7 +232,7 @@ class TestChatPanel(QWidget):
             self.summary.setText(f"{len(g['injected'])} injected, {g['total_tokens']} tokens, {ms:.1f} ms{ai}")
         notes = g.get("notes") or []
         # AI fallbacks, cache hits and partial semantic search are explained here, not in verdicts
-        self.notes.setText("\n".join(f"ⓘ {n}" for n in notes))
+        self.notes.setText("\n".join(f"Note: {n}" for n in notes))
         self.notes.setVisible(bool(notes))
         self.model.removeRows(0, self.model.rowCount())
         for v in sorted(g["verdicts"], key=lambda v: (OUTCOME_ORDER.get(v["outcome"], 9), v["title"].casefold())):
