@@ -254,7 +254,7 @@ class ChannelsView(QWidget):
         self._stored.clear()
         self.applied = now
         self._changed()
-        self._say("Saved. Usage counts start again with the new settings.", OK_STYLE)
+        self._say("Saved; the engine runs with these settings now.", OK_STYLE)
         soon(self.refresh)
         return True
 
@@ -455,8 +455,17 @@ class ChannelsView(QWidget):
         self.max_tokens.valueChanged.connect(lambda v: self._edit_channel("max_tokens", v))
         self.timeout.valueChanged.connect(lambda v: self._edit_channel("timeout", int(round(v * 1000))))
 
+        self.usage_since = note("", MUTED_STYLE)
+        self.reset_usage_button = QPushButton("Reset counts")
+        self.reset_usage_button.setToolTip("Start every channel's usage counts from zero")
+        self.reset_usage_button.clicked.connect(lambda *_: soon(self.reset_usage))
+        since_row = QHBoxLayout()
+        since_row.addWidget(self.usage_since, 1)
+        since_row.addWidget(self.reset_usage_button)
+
         layout = QVBoxLayout(box)
         layout.addWidget(self.table)
+        layout.addLayout(since_row)
         layout.addWidget(self.detail, 1)
         return box
 
@@ -885,10 +894,17 @@ class ChannelsView(QWidget):
         self._fill_channels()
         self._fill_usage()
         self._fill_breaker()
+        since = snap.get("usage_since")
+        self.usage_since.setText(time.strftime("Usage counted since %d %b %Y, %H:%M", time.localtime(since))
+                                 if isinstance(since, (int, float)) else "")
 
     async def reset_breaker(self) -> None:
         await self.bridge.run(self.bridge.engine.ai.reset_breaker)
         self.breaker_message.setText("Breaker reset.")
+        await self.refresh()
+
+    async def reset_usage(self) -> None:
+        await self.bridge.run(self.bridge.engine.ai.reset_usage)
         await self.refresh()
 
     async def clear_cache(self) -> None:

@@ -208,6 +208,7 @@ class ProfileEditor(QDialog):
         self.clear_key_button = QPushButton("Clear key")
         self.clear_key_button.setToolTip("Remove the stored key when you apply")
         self.key_note = note()
+        self.key_note.setMinimumWidth(400)  # so the form does not reserve lines for a narrow wrap
         self.timeout = QDoubleSpinBox(minimum=1.0, maximum=1000.0, decimals=1, suffix=" s")
         self.timeout.setValue(p.timeout_s)
         self.timeout.setSizePolicy(QSizePolicy.Fixed, QSizePolicy.Fixed)
@@ -255,8 +256,10 @@ class ProfileEditor(QDialog):
         header_row.addWidget(self.headers, 1)
         header_row.addLayout(header_buttons)
         form.addRow("Extra headers", header_row)
-        form.addRow("", note("Header values are saved in settings.json: put API keys in the key field, "
-                             "which goes to the keyring.", MUTED_STYLE))
+        header_note = note("Header values are saved in settings.json: put API keys in the key field, "
+                           "which goes to the keyring.", MUTED_STYLE)
+        header_note.setMinimumWidth(400)
+        form.addRow("", header_note)
         self.form = form
 
         self.problem = note(style=ERROR_STYLE)

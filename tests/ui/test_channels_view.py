@@ -259,6 +259,16 @@ def test_channels_inherit_test_and_count_usage(make_desktop, vault_copy, ai_fake
         view.select_channel("ai_search")
         assert view.usage.text().startswith("1 call · 0 failed · tokens 900 in / 12 out")
         assert cell(view, "scribe", "Calls") == "0"
+        assert view.usage_since.text().startswith("Usage counted since ")
+
+        # Apply starts a new engine; the counts carry over, until Reset counts
+        assert view.apply()
+        await view.refresh()
+        assert cell(view, "ai_search", "Calls") == "1"
+        assert desk.bridge.engine.settings.scribe_model == "other-model"
+        view.reset_usage_button.click()
+        await wait_for(lambda: cell(view, "ai_search", "Calls") == "0", what="the counts reset")
+        assert cell(view, "ai_search", "Tokens in / out") == "0 / 0"
         await settled(desk)
 
     qloop.run_until_complete(scenario())
