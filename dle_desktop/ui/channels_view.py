@@ -44,6 +44,7 @@ from dle_desktop.ai.channels import LABELS, PURPOSES, ResolvedChannel, resolve_c
 from dle_desktop.ai.types import FLAVOR_LABELS
 from dle_desktop.errors import DleError
 from dle_desktop.state.settings import CHANNELS, FIELDS, ProfileConfig, Settings
+from dle_desktop.ui.async_util import soon
 from dle_desktop.ui.profile_editor import (
     ERROR_STYLE,
     MUTED_STYLE,
@@ -96,17 +97,6 @@ BREAKER_TEXT = {
     "half-open": ("Half-open: the next AI call is a trial; its success closes the breaker.", WARN_STYLE),
 }
 COLUMNS = ("Channel", "Status", "Connection", "Model", "Calls", "Tokens in / out", "Last call")
-
-
-def soon(make) -> asyncio.Future | None:
-    """Run `make()` on the GUI's asyncio loop, if there still is one (not while the app shuts down)."""
-    try:
-        loop = asyncio.get_event_loop()
-    except RuntimeError:
-        return None
-    if loop.is_closed():
-        return None
-    return asyncio.ensure_future(make(), loop=loop)
 
 
 def own_values(settings: Settings) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from dle_desktop import __version__
+from dle_desktop.ui.async_util import soon
 from dle_desktop.ui.bridge import EngineBridge
 from dle_desktop.ui.channels_view import ChannelsView
 from dle_desktop.ui.icons import app_icon
@@ -162,7 +163,7 @@ class MainWindow(QMainWindow):
         self.index_label.setText(
             f"{len(snapshot)} entries in {vaults} vault{'s' if vaults != 1 else ''} · "
             f"{len(snapshot.skipped)} not indexed · updated {when}{cached}")
-        asyncio.ensure_future(self.refresh_health())
+        soon(self.refresh_health)
 
     async def refresh_health(self) -> None:
         try:

@@ -1,0 +1,19 @@
+"""Starting asyncio work from Qt callbacks safely."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+
+def soon(make: Callable[[], Coroutine[Any, Any, Any]]) -> asyncio.Future | None:
+    """Run `make()` on the GUI's asyncio loop, if there still is one. An engine event can reach
+    the window while the app (or a test) is shutting its loop down; then nothing is started."""
+    try:
+        loop = asyncio.get_event_loop()
+    except RuntimeError:
+        return None
+    if loop.is_closed():
+        return None
+    return asyncio.ensure_future(make(), loop=loop)
