@@ -237,11 +237,13 @@ class Engine:
             path = self.settings.embedding_model_path.strip() or self._default_embedding_model()
             if not path:
                 raise EmbeddingError(
-                    "no local embedding model is configured: set embedding_model_path to a GGUF embedding model "
-                    "(Settings, or --embedding-model PATH on the command line), or download the default model in Settings", 503)
+                    "no local embedding model is configured: download the default model or choose a GGUF "
+                    "embedding model file in Settings → Embeddings (--embedding-model PATH on the command line; "
+                    "setting embedding_model_path)", 503)
             model = Path(path).expanduser()
             if not model.is_file():
-                raise EmbeddingError(f"the embedding model {model} does not exist; check embedding_model_path", 503)
+                raise EmbeddingError(f"the embedding model {model} does not exist; choose another in Settings → Embeddings "
+                                     "(setting embedding_model_path)", 503)
             from dle_desktop.vectors.embedder import LocalEmbedder
 
             self._local_embedder = LocalEmbedder(model)
