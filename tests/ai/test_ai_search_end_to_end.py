@@ -368,3 +368,18 @@ def test_usage_counts_survive_a_restart_and_a_damaged_file_costs_only_the_counts
     (s.data / "ai-usage.json").write_text("{not json", encoding="utf-8")
     s._start()
     assert s.client.get("/api/dle/v1/ai").json()["channels"]["ai_search"]["usage"]["calls"] == 0
+
+
+def test_decay_hints_mark_an_entry_injected_again_and_again(servers, vault, tmp_path, ai_fake):
+    s = start(servers, vault, tmp_path, ai_fake, decayEnabled=True, decayPenaltyThreshold=2,
+              stripDuplicateInjections=False)
+    no_throttle(s)
+    ai_fake.default(lambda req: answer(("Harbor", "high", "here")))
+    turns: list[str] = []
+    for i in range(3):  # a growing chat: each request is a new generation, not a swipe
+        turns += [f"At the harbor the market is loud, turn {i}.", "The narrator nods."]
+        s.retrieve("c1", chat(*turns[:-1]))
+    manifest = ai_fake.requests[-1].user_text
+    harbor = manifest[manifest.index('<entry name="Harbor">'):].split("</entry>")[0]
+    market = manifest[manifest.index('<entry name="Market">'):].split("</entry>")[0]
+    assert "[FREQUENT" in harbor and "[FREQUENT" not in market
