@@ -47,6 +47,8 @@ class SeenRequest:
 class _Knobs:
     fail_paths: dict[str, int] = field(default_factory=dict)
     slow_paths: dict[str, float] = field(default_factory=dict)
+    #: decoded-path prefix -> an Event the request waits for (up to 30 s) before it is answered
+    hold_paths: dict[str, threading.Event] = field(default_factory=dict)
     drop_paths: set[str] = field(default_factory=set)
     listing_overrides: dict[str, list[Any]] = field(default_factory=dict)
     latency: float = 0.0
@@ -121,6 +123,9 @@ class _Handler(BaseHTTPRequestHandler):
         wait = knobs.latency + (knobs.slow_paths.get(_matches(path or "", list(knobs.slow_paths)), 0.0))
         if wait:
             time.sleep(wait)
+        held = _matches(path or "", list(knobs.hold_paths))
+        if held is not None:
+            knobs.hold_paths[held].wait(30)
         if _matches(path or "", list(knobs.drop_paths)) is not None:
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
@@ -228,6 +233,10 @@ class FakeObsidian:
     @property
     def slow_paths(self) -> dict[str, float]:
         return self.knobs.slow_paths
+
+    @property
+    def hold_paths(self) -> dict[str, threading.Event]:
+        return self.knobs.hold_paths
 
     @property
     def drop_paths(self) -> set[str]:

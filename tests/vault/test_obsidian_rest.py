@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import logging
 import socket
 import time
@@ -555,7 +556,8 @@ def test_half_open_allows_a_single_probe(server: FakeObsidian, clock: FakeClock)
             with pytest.raises(VaultError):
                 await src.read_text("Welcome.md")
         server.fail_paths.clear()
-        server.slow_paths["/vault/Welcome.md"] = 0.5
+        gate = threading.Event()  # the probe is answered only when the test says so (no timing race)
+        server.hold_paths["/vault/Welcome.md"] = gate
         clock.advance(2.0)
         probe = asyncio.create_task(src.read_text("Welcome.md"))
         while server.in_flight == 0:
@@ -563,6 +565,7 @@ def test_half_open_allows_a_single_probe(server: FakeObsidian, clock: FakeClock)
         with pytest.raises(VaultUnreachable, match="probe"):
             await src.read_text("World/Rules/Duskfrost.md")
         assert server.hits["/vault/World/Rules/Duskfrost.md"] == 0
+        gate.set()
         assert await probe == "# Welcome\n"
         assert await src.read_text("World/Rules/Duskfrost.md") == "Duskfrost\n"
 
