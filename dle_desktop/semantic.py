@@ -172,17 +172,6 @@ class SemanticSearch:
             return [], f"semantic search unavailable: {_describe(exc)}"
         return hits, self._note()
 
-    def lookup_sync(self, text: str, top_k: int) -> tuple[Hits, str | None]:
-        """The same from a worker thread (the "Test a chat" panel's dry runs)."""
-        if not text.strip():
-            return [], None
-        try:
-            vault = self._vault_embeddings()
-            hits = vault.search_sync(text, fetch_count(top_k))
-        except Exception as exc:  # noqa: BLE001
-            return [], f"semantic search unavailable: {_describe(exc)}"
-        return hits, self._note()
-
 
 def _model_name(vault: VaultEmbeddings) -> str | None:
     path = getattr(vault.embedder, "model_path", None)

@@ -99,12 +99,3 @@ class VaultEmbeddings:
         q = await self.embedder.embed([text], query=True)
         hits = await asyncio.to_thread(self.store.query, COLLECTION, SOURCE, self.profile_key, np.asarray(q[0]), top_k)
         return [(h.item.text, float(h.score)) for h in hits]
-
-    def search_sync(self, text: str, top_k: int) -> list[tuple[str, float]]:
-        """The same as `search`, blocking (worker threads and the CLI; not on an event loop)."""
-        if not text.strip():
-            return []
-        embed_sync = getattr(self.embedder, "embed_sync", None)
-        q = embed_sync([text], query=True) if embed_sync else asyncio.run(self.embedder.embed([text], query=True))
-        hits = self.store.query(COLLECTION, SOURCE, self.profile_key, np.asarray(q[0]), top_k)
-        return [(h.item.text, float(h.score)) for h in hits]
