@@ -38,7 +38,7 @@ CACHE_SAVE_INTERVAL_S = 5.0
 
 @dataclass(frozen=True)
 class EngineEvent:
-    """What subscribers hear. kind: index | progress | sync_error | sync_state | semantic."""
+    """What subscribers hear. kind: index | progress | sync_error | sync_state | semantic | ai_breaker."""
 
     kind: str
     data: dict[str, Any] = field(default_factory=dict)
@@ -118,7 +118,8 @@ class Engine:
         from dle_desktop.ai.service import AiService
 
         # One AI client, breaker, throttle and cache for every channel of this engine.
-        self.ai = AiService(settings, self.secrets, offline=ai_offline, usage_path=paths.ai_usage_file)
+        self.ai = AiService(settings, self.secrets, offline=ai_offline, usage_path=paths.ai_usage_file,
+                            on_breaker=lambda snap: self._emit("ai_breaker", **snap))
         self.retrieval.ai_select = AiSearch(self.ai).select
 
     # -- set-up -----------------------------------------------------------------------------

@@ -90,6 +90,8 @@ class AiService:
     now: Callable[[], float] = time.monotonic
     #: where usage counts survive restarts (None: this session only)
     usage_path: Path | None = None
+    #: told the breaker's snapshot whenever a call's result changes its state (for the window)
+    on_breaker: Callable[[dict], None] | None = None
 
     def __post_init__(self) -> None:
         self.breaker = CircuitBreaker(now=self.now)
@@ -204,10 +206,12 @@ class AiService:
             if probe:
                 self.breaker.release_probe()
             raise
+        before = self.breaker.state
         if count_probe or not probe:
             self.breaker.record_success()
         else:
             self.breaker.release_probe()
+        self._breaker_moved(before)
         self.throttle.stamp()
         usage.last_error = None
         self.save_usage()
@@ -217,10 +221,12 @@ class AiService:
         usage.failures += 1
         usage.last_error = message
         self.save_usage()
+        before = self.breaker.state
         if probe and not count_probe:
             self.breaker.release_probe()
         else:
             self.breaker.record_failure(trips)
+        self._breaker_moved(before)
         log.info("AI call failed (%s): %s", "trips the breaker" if trips else "breaker unaffected", message)
 
     async def test_channel(self, channel: str) -> tuple[bool, str, int]:
@@ -244,7 +250,16 @@ class AiService:
 
     # -- state for the UI and the API -------------------------------------------------------
     def reset_breaker(self) -> None:
+        before = self.breaker.state
         self.breaker.reset()
+        self._breaker_moved(before)
+
+    def _breaker_moved(self, before: str) -> None:
+        if self.on_breaker is not None and self.breaker.state != before:
+            try:
+                self.on_breaker(self.breaker.snapshot())
+            except Exception:  # noqa: BLE001 - a listener's bug must not fail the AI call
+                log.exception("breaker listener failed")
 
     def clear_cache(self, chat_id: str | None = None) -> None:
         self.cache.clear(chat_id)

@@ -17,6 +17,7 @@ class EngineBridge(QObject):
     syncState = Signal(dict)
     syncError = Signal(str)
     semantic = Signal(dict)  # SemanticStatus.to_json()
+    aiBreaker = Signal(dict)  # CircuitBreaker.snapshot(), when a call moved it
 
     def __init__(self, runtime, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -37,6 +38,8 @@ class EngineBridge(QObject):
             self.syncError.emit(str(d.get("message", "")))
         elif event.kind == "semantic":
             self.semantic.emit(dict(d))
+        elif event.kind == "ai_breaker":
+            self.aiBreaker.emit(dict(d))
 
     async def call(self, coro) -> Any:
         """Await a coroutine that runs on the engine loop."""

@@ -133,6 +133,7 @@ class DesktopApp:
         engine = Engine(ctx.paths, settings, ctx.secrets)
         self.bridge.rebind(engine)
         self.window.reset_semantic(settings)
+        self.window.on_ai_breaker({"state": "closed"})  # the new engine starts with a closed breaker
         self.runtime.replace_engine(engine, settings)
         if (old.server_port, old.server_host, old.server_enabled) != (settings.server_port, settings.server_host, settings.server_enabled):
             self.runtime.restart_server()

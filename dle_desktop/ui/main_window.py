@@ -63,6 +63,7 @@ class MainWindow(QMainWindow):
         bridge.syncState.connect(self.on_sync_state)
         bridge.syncError.connect(self.on_sync_error)
         bridge.semantic.connect(self.vault_view.semantic_strip.set_status)
+        bridge.aiBreaker.connect(self.on_ai_breaker)
         self.reset_semantic(bridge.engine.settings)
         self._restore_state()
 
@@ -135,7 +136,22 @@ class MainWindow(QMainWindow):
         sb.addWidget(self.index_label, 1)
         sb.addPermanentWidget(self.progress)
         sb.addPermanentWidget(self.cancel_button)
+        # Shown only while AI calls are paused: a glance answers "why is AI search not running?"
+        self.ai_label = QLabel()
+        self.ai_label.setStyleSheet("color: #b35c00;")
+        self.ai_label.hide()
+        sb.addPermanentWidget(self.ai_label)
         sb.addPermanentWidget(self.server_label)
+
+    def on_ai_breaker(self, snap: dict) -> None:
+        if snap.get("state") == "closed":
+            self.ai_label.hide()
+            return
+        self.ai_label.setText("AI paused (circuit breaker)")
+        self.ai_label.setToolTip("Two AI calls in a row failed (server or network errors, or unreadable answers), so "
+                                 "AI calls pause for 30 s and generations use the fallback. The Channels view "
+                                 "(Ctrl+2) shows the last error and can reset the breaker.")
+        self.ai_label.show()
 
     def set_server_status(self, url: str | None, error: str | None) -> None:
         if url:

@@ -146,3 +146,28 @@ def test_cancel_stops_a_hanging_ai_call(make_desktop, vault_copy, qloop):
             assert fake.disconnects == 1
 
         qloop.run_until_complete(scenario())
+
+
+def test_the_status_bar_says_when_the_ai_breaker_pauses_calls(make_desktop, vault_copy, qloop):
+    from tests.fakes.ai_provider import FakeAiProvider
+
+    with FakeAiProvider() as fake:
+        desk = make_desktop(vault_copy, settings=_ai_settings(fake.url))
+        window = desk.window
+        panel = window.vault_view.test_panel
+        fake.fail(500)
+        fake.fail(502)
+
+        async def scenario():
+            await wait_for(lambda: window.vault_view.model.rowCount() == 61)
+            panel.ai_mode.setCurrentIndex(2)
+            assert not window.ai_label.isVisibleTo(window)
+            for extra in ("", "\nMira: And the tolls?"):
+                panel.input.setPlainText(panel.input.toPlainText() + extra)
+                assert await panel.run_async()
+            await wait_for(lambda: window.ai_label.isVisibleTo(window))
+            assert "circuit breaker" in window.ai_label.text() and "Channels view" in window.ai_label.toolTip()
+            await window.bridge.run(window.bridge.engine.ai.reset_breaker)
+            await wait_for(lambda: not window.ai_label.isVisibleTo(window))
+
+        qloop.run_until_complete(scenario())
