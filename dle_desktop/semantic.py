@@ -60,7 +60,6 @@ class SemanticSearch:
         self._vault: VaultEmbeddings | None = None
         self._task: asyncio.Task | None = None
         self._paused = False
-        self._snapshot: IndexSnapshot | None = None
         self.status = SemanticStatus()
 
     # -- state ------------------------------------------------------------------------------
@@ -97,7 +96,6 @@ class SemanticSearch:
     def schedule(self, snapshot: IndexSnapshot) -> asyncio.Task:
         """Embed what is new or changed in `snapshot` (a newer call supersedes a running one;
         what it already committed is kept, so nothing is embedded twice)."""
-        self._snapshot = snapshot
         if self._task is not None and not self._task.done():
             self._task.cancel()
         self._task = asyncio.get_running_loop().create_task(self._run(snapshot))

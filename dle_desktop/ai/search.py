@@ -6,6 +6,7 @@ happened and the pure stage (core/pipeline/ai_stage.py) applies the configured f
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import time
@@ -32,6 +33,7 @@ from dle_desktop.ai.prefilter import (
 )
 from dle_desktop.ai.prompts import CATEGORY_PREFILTER, load_prompt
 from dle_desktop.ai.service import AiService
+from dle_desktop.ai.types import ChatRequest
 from dle_desktop.core.entry import Entry, TagConfig
 from dle_desktop.core.pipeline.ai_stage import AiOutcome, AiPick
 from dle_desktop.core.pipeline.chat import scan_text
@@ -68,6 +70,7 @@ def decay_trackers(state: ChatState) -> dict[str, tuple[int, int]]:
 class AiSearch:
     def __init__(self, service: AiService) -> None:
         self.service = service
+        self._entity_cache: tuple[int, re.Pattern | None] | None = None
 
     @property
     def settings(self):
@@ -81,8 +84,7 @@ class AiSearch:
             log.exception("AI search failed unexpectedly")
             outcome = AiOutcome("error", message=str(exc))
         took = round((time.perf_counter() - started) * 1000, 3)
-        return AiOutcome(outcome.status, outcome.picks, outcome.below_threshold, outcome.unmatched, outcome.message,
-                         outcome.cache_tier, outcome.notes, {**outcome.timings_ms, "ai search": took})
+        return dataclasses.replace(outcome, timings_ms={**outcome.timings_ms, "ai search": took})
 
     async def _select(self, pending: Pending, chat_id: str | None) -> AiOutcome:
         s = self.settings
@@ -143,8 +145,6 @@ class AiSearch:
             return self._outcome(hit.picks, manifest.selectable, tier=hit.tier, notes=notes)
 
         def request(channel, profile):
-            from dle_desktop.ai.types import ChatRequest
-
             return ChatRequest(system=system, user_parts=(stable, chat_part), max_tokens=channel.max_tokens,
                                json_schema=LORE_SELECTION_SCHEMA, cache_hint=True,
                                force_user_role=s.ai_force_user_role)
@@ -187,7 +187,7 @@ class AiSearch:
     def _entities(self, entries: Sequence[Entry]) -> tuple[int, re.Pattern | None]:
         """The entity-name pattern of the sliding-window cache tier, built once per vault state."""
         version = hash(tuple(e.title for e in entries))
-        cached = getattr(self, "_entity_cache", None)
+        cached = self._entity_cache
         if cached is None or cached[0] != version:
             names = {e.title for e in entries} | {k for e in entries for k in e.keys}
             cached = (version, compile_entity_pattern(names))
@@ -205,8 +205,6 @@ class AiSearch:
             return None, None
 
         def request(channel, profile):
-            from dle_desktop.ai.types import ChatRequest
-
             return ChatRequest(system=load_prompt(CATEGORY_PREFILTER),
                                user_parts=(category_user_message(category_manifest(clusters), chat_context),),
                                max_tokens=PREFILTER_MAX_TOKENS, json_schema=CATEGORY_SCHEMA,

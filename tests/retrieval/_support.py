@@ -74,12 +74,13 @@ class LiveServer:
     """Engine + HTTP server on a real port. `restart()` keeps the data dir."""
 
     def __init__(self, vault: Path, data: Path, settings: Settings | None = None, sync: bool = True,
-                 secrets: SecretStore | None = None) -> None:
+                 secrets: SecretStore | None = None, client_timeout: float = 60) -> None:
         self.vault = vault
         self.data = data
         self.settings = settings or Settings()
         self.sync = sync
         self.secrets = secrets or SecretStore(use_keyring=False)
+        self.client_timeout = client_timeout
         self._start()
 
     def _start(self) -> None:
@@ -93,7 +94,8 @@ class LiveServer:
         self.runner = ServerRunner(self.engine, "127.0.0.1", 0)
         self.thread.call(self.runner.start(), timeout=30)
         self.url = self.runner.url
-        self.client = httpx.Client(base_url=self.url, timeout=60)
+        self.port = self.runner.port
+        self.client = httpx.Client(base_url=self.url, timeout=self.client_timeout)
 
     def close(self) -> None:
         if self.thread is None:
@@ -101,7 +103,7 @@ class LiveServer:
         self.client.close()
         try:
             self.thread.call(self.runner.stop(), timeout=15)
-            self.thread.call(self.engine.stop(), timeout=15)
+            self.thread.call(self.engine.stop(), timeout=30)
         finally:
             self.thread.stop()
             self.thread = None

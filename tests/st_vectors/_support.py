@@ -10,14 +10,9 @@ from pathlib import Path
 
 import httpx
 
-from dle_desktop.engine import Engine
-from dle_desktop.engine_thread import EngineThread
-from dle_desktop.server.app import ServerRunner
-from dle_desktop.state.paths import AppPaths
-from dle_desktop.state.secrets import SecretStore
 from dle_desktop.state.settings import Settings
-from dle_desktop.vault.sources import FolderSource
 from dle_desktop.vectors.st_hash import get_string_hash
+from tests.retrieval._support import LiveServer
 
 VECTOR = "/api/vector"
 
@@ -55,43 +50,14 @@ def items_of(*texts: str) -> list[dict]:
     return [item(t, i) for i, t in enumerate(texts)]
 
 
-class StServer:
-    """Engine + HTTP server on a free loopback port, as the app runs it. `restart()` keeps the data."""
+class StServer(LiveServer):
+    """Engine + HTTP server on a free loopback port, as the app runs it (no initial sync: the Vector
+    API needs no index). `restart()` keeps the data."""
 
     def __init__(self, data: Path, vault: Path, model: Path | None) -> None:
-        self.data = data
-        self.vault = vault
         self.model = model
-        self.thread = None
-        self._start()
-
-    def _start(self) -> None:
-        self.thread = EngineThread("st-vectors-test").start()
-        self.paths = AppPaths(self.data, self.data).ensure()
-        settings = Settings(embedding_model_path=str(self.model) if self.model else "")
-        self.engine = Engine(self.paths, settings, SecretStore(use_keyring=False),
-                             vault_override=[FolderSource("lore", self.vault)])
-        self.thread.call(self.engine.start(initial_sync=False, watch=False), timeout=30)
-        self.runner = ServerRunner(self.engine, "127.0.0.1", 0)
-        self.thread.call(self.runner.start(), timeout=30)
-        self.url = self.runner.url
-        self.port = self.runner.port
-        self.client = httpx.Client(base_url=self.url, timeout=120)
-
-    def close(self) -> None:
-        if self.thread is None:
-            return
-        self.client.close()
-        try:
-            self.thread.call(self.runner.stop(), timeout=15)
-            self.thread.call(self.engine.stop(), timeout=30)
-        finally:
-            self.thread.stop()
-            self.thread = None
-
-    def restart(self) -> None:
-        self.close()
-        self._start()
+        super().__init__(vault, data, Settings(embedding_model_path=str(model) if model else ""), sync=False,
+                         client_timeout=120)
 
     # -- the Vector API, as ST's frontend calls it ----------------------------------------
     def post(self, route: str, body, headers: dict | None = None, timeout: float | None = None) -> httpx.Response:
