@@ -23,8 +23,21 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION = 1
 
 
-def _s(default, dle: str | None = None, lo=None, hi=None, choices: tuple | None = None, doc: str = ""):
-    return field(default=default, metadata={"dle": dle, "lo": lo, "hi": hi, "choices": choices, "doc": doc})
+def _s(default, dle: str | None = None, lo=None, hi=None, choices: tuple | None = None, doc: str = "",
+       group: str | None = None, page: str | None = None, label: str = ""):
+    """One setting's declaration. `group` (one of `GROUPS`) and `page` ("retrieval", or the page
+    that edits it elsewhere: "embeddings", "channels") place it in the settings UI; `label` is its
+    name there (default: our name in words); `doc` is the one-line explanation."""
+    return field(default=default, metadata={"dle": dle, "lo": lo, "hi": hi, "choices": choices, "doc": doc,
+                                            "group": group, "page": page, "label": label})
+
+
+#: The settings UI's groups in DLE's order (its Matching, Injection and Features tabs, its Vault
+#: Tags section) followed by our own; `_s(group=...)` names one of them.
+GROUPS = ("Matching & Budget", "Keyword Matching", "Recursive Scan", "Re-injection Control", "Gating",
+          "AI Search", "Injection", "Author's Notebook", "Vault Tags", "Semantic Search", "DLE Fixes")
+#: Short names for `_s(group=...)` so the declarations below stay on one line each.
+_MB, _KW, _RS, _RI, _GT, _AI, _IN, _NB, _VT, _SE, _FX = GROUPS
 
 
 @dataclass(frozen=True)
@@ -156,12 +169,18 @@ class Settings:
     # Vaults and indexing
     vaults: tuple[VaultConfig, ...] = _s((), "vaults", doc="Configured vaults; the first enabled one is primary.")
     multi_vault_conflict_resolution: str = _s("all", "multiVaultConflictResolution", choices=("all", "first", "last", "merge"))
-    lorebook_tag: str = _s("lorebook", "lorebookTag")
-    constant_tag: str = _s("lorebook-always", "constantTag")
-    never_insert_tag: str = _s("lorebook-never", "neverInsertTag")
-    seed_tag: str = _s("lorebook-seed", "seedTag")
-    bootstrap_tag: str = _s("lorebook-bootstrap", "bootstrapTag")
-    librarian_guide_tag: str = _s("lorebook-guide", "librarianGuideTag")
+    lorebook_tag: str = _s("lorebook", "lorebookTag", group=_VT, page="retrieval",
+                           doc="Notes carrying this tag (without #) are lore entries; changing it re-reads the vaults.")
+    constant_tag: str = _s("lorebook-always", "constantTag", group=_VT, page="retrieval", label="Always-send tag",
+                           doc="Entries with this tag are injected every generation, matched or not.")
+    never_insert_tag: str = _s("lorebook-never", "neverInsertTag", group=_VT, page="retrieval",
+                               doc="Entries with this tag are indexed but never injected.")
+    seed_tag: str = _s("lorebook-seed", "seedTag", group=_VT, page="retrieval",
+                       doc="Entries with this tag are background for AI search on new chats.")
+    bootstrap_tag: str = _s("lorebook-bootstrap", "bootstrapTag", group=_VT, page="retrieval", label="Starter entry tag",
+                            doc="Entries with this tag are injected while the chat is shorter than the new chat threshold.")
+    librarian_guide_tag: str = _s("lorebook-guide", "librarianGuideTag", group=_VT, page="retrieval",
+                                  doc="Entries with this tag guide the Librarian and never reach the writing prompt.")
     lenient_authoring: bool = _s(True, "lenientAuthoring")
     field_definitions_path: str = _s("DeepLore/field-definitions.yaml", "fieldDefinitionsPath")
     cache_ttl: int = _s(300, "cacheTTL", 0, 86400, doc="Seconds; REST vaults are re-read when older.")
@@ -169,62 +188,123 @@ class Settings:
     watch_folders: bool = _s(True, doc="Watch folder vaults for changes.")
     show_sync_toasts: bool = _s(True, "showSyncToasts")
     # Matching (used by the retrieval pipeline)
-    new_chat_threshold: int = _s(3, "newChatThreshold", 1, 20)
-    scan_depth: int = _s(4, "scanDepth", 0, 100)
-    max_entries: int = _s(10, "maxEntries", 1, 100)
-    unlimited_entries: bool = _s(False, "unlimitedEntries")
-    max_tokens_budget: int = _s(3072, "maxTokensBudget", 100, 100000)
-    unlimited_budget: bool = _s(False, "unlimitedBudget")
-    recursive_scan: bool = _s(False, "recursiveScan")
-    max_recursion_steps: int = _s(3, "maxRecursionSteps", 1, 10)
-    match_whole_words: bool = _s(False, "matchWholeWords")
-    case_sensitive: bool = _s(False, "caseSensitive")
-    injection_position: int = _s(1, "injectionPosition", 0, 2, doc="0 after, 1 in chat, 2 before the prompt.")
-    injection_depth: int = _s(4, "injectionDepth", 0, 9999)
-    injection_role: int = _s(0, "injectionRole", 0, 2, doc="0 system, 1 user, 2 assistant.")
-    injection_mode: str = _s("extension", "injectionMode", choices=("extension", "prompt_list"))
-    injection_template: str = _s("<{{title}}>\n{{content}}\n</{{title}}>", "injectionTemplate")
-    allow_wi_scan: bool = _s(False, "allowWIScan", doc="Let SillyTavern's World Info scan injected lore.")
-    character_context_scan: bool = _s(False, "characterContextScan")
-    keyword_occurrence_weighting: bool = _s(False, "keywordOccurrenceWeighting", doc="No effect in DLE either (the final sort overrides it).")
-    reinjection_cooldown: int = _s(0, "reinjectionCooldown", 0, 50)
-    strip_duplicate_injections: bool = _s(True, "stripDuplicateInjections")
-    strip_lookback_depth: int = _s(2, "stripLookbackDepth", 1, 10)
-    contextual_gating_tolerance: str = _s("strict", "contextualGatingTolerance", choices=("strict", "moderate", "lenient"))
-    notebook_enabled: bool = _s(False, "notebookEnabled")
-    notebook_position: int = _s(1, "notebookPosition", 0, 2)
-    notebook_depth: int = _s(4, "notebookDepth", 0, 9999)
-    notebook_role: int = _s(0, "notebookRole", 0, 2)
-    semantic_enabled: bool = _s(False, doc="Add entries whose meaning is close to the chat (needs an embedding model).")
-    semantic_top_k: int = _s(5, lo=1, hi=50, doc="How many semantic matches may be added per generation.")
-    semantic_min_score: float = _s(0.35, lo=-1.0, hi=1.0, doc="Minimum cosine similarity for a semantic match.")
-    semantic_rrf_k: int = _s(60, lo=1, hi=1000, doc="Reciprocal-rank fusion constant (higher flattens the ranks).")
-    fix_guide_leak: bool = _s(True, doc="Guide entries never reach the writing prompt, also not through BM25 (DLE leaks them).")
-    fix_refine_keys_in_fuzzy: bool = _s(True, doc="Refine keys also gate BM25 hits (DLE ignores them there).")
-    fuzzy_search_enabled: bool = _s(False, "fuzzySearchEnabled")
-    fuzzy_search_min_score: float = _s(0.5, "fuzzySearchMinScore", 0.1, 2.0)
+    new_chat_threshold: int = _s(3, "newChatThreshold", 1, 20, group=_VT, page="retrieval",
+                                 doc="A chat with at most this many messages is new: starter entries and seeds apply.")
+    scan_depth: int = _s(4, "scanDepth", 0, 100, group=_MB, page="retrieval", label="Keyword scan depth",
+                         doc="How many recent messages are searched for keys (0 turns keyword matching off).")
+    max_entries: int = _s(10, "maxEntries", 1, 100, group=_MB, page="retrieval",
+                          doc="Most entries injected per generation, constants and pins included.")
+    unlimited_entries: bool = _s(False, "unlimitedEntries", group=_MB, page="retrieval",
+                                 doc="Ignore the max entries cap.")
+    max_tokens_budget: int = _s(3072, "maxTokensBudget", 100, 100000, group=_MB, page="retrieval", label="Token budget",
+                                doc="Most tokens of lore per generation; the entry that crosses it is cut at a sentence.")
+    unlimited_budget: bool = _s(False, "unlimitedBudget", group=_MB, page="retrieval", label="Unlimited token budget",
+                                doc="Ignore the token budget.")
+    recursive_scan: bool = _s(False, "recursiveScan", group=_RS, page="retrieval",
+                              doc="Matched entries' text is searched for keys too, pulling in the entries it names.")
+    max_recursion_steps: int = _s(3, "maxRecursionSteps", 1, 10, group=_RS, page="retrieval",
+                                  doc="How many rounds of recursive scanning at most.")
+    match_whole_words: bool = _s(False, "matchWholeWords", group=_KW, page="retrieval",
+                                 doc="Keys match whole words only (off: \"ab\" also matches inside \"about\").")
+    case_sensitive: bool = _s(False, "caseSensitive", group=_KW, page="retrieval",
+                              doc="Keys match only with the same upper and lower case.")
+    injection_position: int = _s(1, "injectionPosition", 0, 2, group=_IN, page="retrieval",
+                                 doc="Where lore goes: 0 after the main prompt, 1 in the chat at a depth, 2 before the main prompt.")
+    injection_depth: int = _s(4, "injectionDepth", 0, 9999, group=_IN, page="retrieval",
+                              doc="In-chat position: how many messages from the end (0 = after the last one).")
+    injection_role: int = _s(0, "injectionRole", 0, 2, group=_IN, page="retrieval",
+                             doc="In-chat lore is sent as 0 system, 1 user or 2 assistant.")
+    injection_mode: str = _s("extension", "injectionMode", choices=("extension", "prompt_list"), group=_IN,
+                             page="retrieval", doc="extension: a fixed place in the prompt; prompt_list: named prompts "
+                             "you place in SillyTavern's prompt manager.")
+    injection_template: str = _s("<{{title}}>\n{{content}}\n</{{title}}>", "injectionTemplate", group=_IN,
+                                 page="retrieval", doc="How each entry is written into the prompt; {{title}} and "
+                                 "{{content}} are replaced.")
+    allow_wi_scan: bool = _s(False, "allowWIScan", group=_IN, page="retrieval", label="Allow World Info scan",
+                             doc="Let SillyTavern's World Info scan injected lore.")
+    character_context_scan: bool = _s(False, "characterContextScan", group=_MB, page="retrieval",
+                                      label="Auto-match active character",
+                                      doc="Inject the active character's own entry (by title or key) without a key match.")
+    keyword_occurrence_weighting: bool = _s(False, "keywordOccurrenceWeighting", group=_KW, page="retrieval",
+                                            doc="No effect in DLE either (the final sort overrides it).")
+    reinjection_cooldown: int = _s(0, "reinjectionCooldown", 0, 50, group=_RI, page="retrieval",
+                                   doc="After an entry is injected, skip it for this many generations (0 = off).")
+    strip_duplicate_injections: bool = _s(True, "stripDuplicateInjections", group=_RI, page="retrieval",
+                                          label="Skip recently injected",
+                                          doc="Skip entries injected unchanged in the last few generations.")
+    strip_lookback_depth: int = _s(2, "stripLookbackDepth", 1, 10, group=_RI, page="retrieval",
+                                   doc="How many past generations \"skip recently injected\" looks back.")
+    contextual_gating_tolerance: str = _s("strict", "contextualGatingTolerance",
+                                          choices=("strict", "moderate", "lenient"), group=_GT, page="retrieval",
+                                          doc="Fallback for gating fields that set no tolerance of their own.")
+    notebook_enabled: bool = _s(False, "notebookEnabled", group=_NB, page="retrieval",
+                                doc="Inject each chat's Author's Notebook text.")
+    notebook_position: int = _s(1, "notebookPosition", 0, 2, group=_NB, page="retrieval",
+                                doc="0 after the main prompt, 1 in the chat at a depth, 2 before the main prompt.")
+    notebook_depth: int = _s(4, "notebookDepth", 0, 9999, group=_NB, page="retrieval",
+                             doc="In-chat position: how many messages from the end.")
+    notebook_role: int = _s(0, "notebookRole", 0, 2, group=_NB, page="retrieval",
+                            doc="Sent as 0 system, 1 user or 2 assistant.")
+    semantic_enabled: bool = _s(False, group=_SE, page="embeddings",
+                                doc="Add entries whose meaning is close to the chat (needs an embedding model).")
+    semantic_top_k: int = _s(5, lo=1, hi=50, group=_SE, page="embeddings",
+                             doc="How many semantic matches may be added per generation.")
+    semantic_min_score: float = _s(0.35, lo=-1.0, hi=1.0, group=_SE, page="embeddings",
+                                   doc="Minimum cosine similarity for a semantic match.")
+    semantic_rrf_k: int = _s(60, lo=1, hi=1000, group=_SE, page="embeddings",
+                             doc="Reciprocal-rank fusion constant (higher flattens the ranks).")
+    fix_guide_leak: bool = _s(True, group=_FX, page="retrieval",
+                              doc="Guide entries never reach the writing prompt, also not through BM25 (DLE leaks them).")
+    fix_refine_keys_in_fuzzy: bool = _s(True, group=_FX, page="retrieval",
+                                        doc="Refine keys also gate BM25 hits (DLE ignores them there).")
+    fuzzy_search_enabled: bool = _s(False, "fuzzySearchEnabled", group=_MB, page="retrieval",
+                                    label="Fuzzy search (BM25)",
+                                    doc="Also find entries whose text resembles the chat when no key is written out.")
+    fuzzy_search_min_score: float = _s(0.5, "fuzzySearchMinScore", 0.1, 2.0, group=_MB, page="retrieval",
+                                       label="Fuzzy strictness",
+                                       doc="Minimum BM25 score of a fuzzy match: lower finds more, higher fewer.")
     # AI search (dle-behaviour §4). Connections: `connection_profiles` (keys in the keyring) and
     # one channel per AI feature (`CHANNELS` below), each with DLE's per-tool names.
-    ai_search_enabled: bool = _s(False, "aiSearchEnabled")
-    ai_search_mode: str = _s("two-stage", "aiSearchMode", choices=("two-stage", "ai-only"))
-    ai_search_scan_depth: int = _s(4, "aiSearchScanDepth", 1, 100, doc="Chat messages the AI reads.")
-    ai_search_system_prompt: str = _s("", "aiSearchSystemPrompt", doc="Empty = the built-in prompt; {{maxEntries}} is replaced.")
-    ai_search_manifest_summary_length: int = _s(600, "aiSearchManifestSummaryLength", 100, 1000)
+    ai_search_enabled: bool = _s(False, "aiSearchEnabled", group=_AI, page="channels",
+                                 doc="Let an AI choose entries (two-stage or AI only).")
+    ai_search_mode: str = _s("two-stage", "aiSearchMode", choices=("two-stage", "ai-only"), group=_AI, page="channels",
+                             doc="two-stage: keywords find candidates, the AI chooses; ai-only: the AI reads the whole vault.")
+    ai_search_scan_depth: int = _s(4, "aiSearchScanDepth", 1, 100, group=_AI, page="retrieval",
+                                   doc="Chat messages the AI reads.")
+    ai_search_system_prompt: str = _s("", "aiSearchSystemPrompt", group=_AI, page="retrieval",
+                                      doc="Empty = the built-in prompt; {{maxEntries}} is replaced.")
+    ai_search_manifest_summary_length: int = _s(600, "aiSearchManifestSummaryLength", 100, 1000, group=_AI,
+                                                page="retrieval",
+                                                doc="Characters of each entry's summary the AI sees in the candidate list.")
     manifest_summary_mode: str = _s("prefer_summary", "manifestSummaryMode",
-                                    choices=("prefer_summary", "summary_only", "content_only"))
-    ai_search_claude_code_prefix: bool = _s(False, "aiSearchClaudeCodePrefix")
-    ai_force_user_role: bool = _s(False, "aiForceUserRole", doc="Send the instructions as a user message (models that reject the system role).")
-    ai_confidence_threshold: str = _s("low", "aiConfidenceThreshold", choices=("low", "medium", "high"))
-    ai_error_fallback: str = _s("keyword", "aiErrorFallback", choices=("keyword", "constants_only", "bootstrap_only", "none"))
-    ai_empty_fallback: str = _s("constants", "aiEmptyFallback", choices=("constants", "constants_bootstrap", "keyword", "none"))
-    hierarchical_pre_filter: bool = _s(False, "hierarchicalPreFilter")
-    hierarchical_aggressiveness: float = _s(0.8, "hierarchicalAggressiveness", 0.0, 0.8)
+                                    choices=("prefer_summary", "summary_only", "content_only"), group=_AI,
+                                    page="retrieval", doc="What the AI sees of each candidate: its summary (else its "
+                                    "text), only entries with a summary, or always its text.")
+    ai_search_claude_code_prefix: bool = _s(False, "aiSearchClaudeCodePrefix", group=_AI, page="retrieval",
+                                            doc="Start the prompt with the Claude Code prefix some proxies require.")
+    ai_force_user_role: bool = _s(False, "aiForceUserRole", group=_AI, page="retrieval",
+                                  doc="Send the instructions as a user message (models that reject the system role).")
+    ai_confidence_threshold: str = _s("low", "aiConfidenceThreshold", choices=("low", "medium", "high"), group=_AI,
+                                      page="channels", doc="Drop the AI's picks below this confidence.")
+    ai_error_fallback: str = _s("keyword", "aiErrorFallback", choices=("keyword", "constants_only", "bootstrap_only", "none"),
+                                group=_AI, page="channels", doc="What is injected when the AI call fails.")
+    ai_empty_fallback: str = _s("constants", "aiEmptyFallback", choices=("constants", "constants_bootstrap", "keyword", "none"),
+                                group=_AI, page="channels", doc="What is injected when the AI picks nothing.")
+    hierarchical_pre_filter: bool = _s(False, "hierarchicalPreFilter", group=_AI, page="channels",
+                                       doc="On big vaults, let the AI narrow the candidates by category first.")
+    hierarchical_aggressiveness: float = _s(0.8, "hierarchicalAggressiveness", 0.0, 0.8, group=_AI, page="channels",
+                                            doc="How much the pre-filter may cut.")
+    # Not on any page: there is no Session Scribe summary here for AI search to read yet.
     scribe_informed_retrieval: bool = _s(False, "scribeInformedRetrieval")
-    decay_enabled: bool = _s(False, "decayEnabled")
-    decay_boost_threshold: int = _s(5, "decayBoostThreshold", 2, 20)
-    decay_penalty_threshold: int = _s(2, "decayPenaltyThreshold", 2, 10)
-    fix_ai_confidence_budget: bool = _s(True, doc="When the budget cuts, AI confidence decides who survives before priority "
-                                         "(DLE sorts confidence away; off reproduces that).")
+    decay_enabled: bool = _s(False, "decayEnabled", group=_AI, page="retrieval",
+                             doc="Tell the AI which entries were stale or injected many times in a row.")
+    decay_boost_threshold: int = _s(5, "decayBoostThreshold", 2, 20, group=_AI, page="retrieval",
+                                    doc="Generations without injection after which an entry is hinted as stale.")
+    decay_penalty_threshold: int = _s(2, "decayPenaltyThreshold", 2, 10, group=_AI, page="retrieval",
+                                      doc="Injections in a row after which an entry is hinted as frequent.")
+    fix_ai_confidence_budget: bool = _s(True, group=_FX, page="channels",
+                                        doc="When the budget cuts, AI confidence decides who survives before priority "
+                                        "(DLE sorts confidence away; off reproduces that).")
     # Connection channels: mode inherit | profile | proxy (| st, accepted from DLE, used as inherit).
     connection_profiles: tuple[ProfileConfig, ...] = _s((), doc="Named AI connections; API keys live in the keyring.")
     ai_search_connection_mode: str = _s("profile", "aiSearchConnectionMode", choices=("profile", "proxy"))
@@ -301,6 +381,22 @@ FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
 DLE_NAMES = {f.metadata["dle"]: f.name for f in FIELDS.values() if f.metadata.get("dle")}
 #: Names older DLE versions wrote (its settings migrations), read like the current ones.
 DLE_NAMES.update({"librarianSessionModel": "librarian_model"})
+
+
+def label_for(name: str) -> str:
+    """A setting's name in the settings UI: its declared label, else our name in words."""
+    return FIELDS[name].metadata.get("label") or name.replace("_", " ").capitalize()
+
+
+def grouped_fields() -> list[tuple[str, list[dataclasses.Field]]]:
+    """The settings that have a place in the settings UI, by group in `GROUPS` order (declaration
+    order within a group)."""
+    by_group: dict[str, list[dataclasses.Field]] = {g: [] for g in GROUPS}
+    for f in FIELDS.values():
+        group = f.metadata.get("group")
+        if group is not None:
+            by_group[group].append(f)
+    return [(g, fs) for g, fs in by_group.items() if fs]
 
 
 def _coerce(name: str, value: Any) -> Any:

@@ -1,0 +1,76 @@
+"""What a settings change needs: nothing but the window, the running engine told in place, a
+fresh AI service, a new engine (which re-syncs the vaults), or a restarted HTTP server.
+
+Anything not named here needs a new engine: a setting added later is applied the slow, safe way
+until someone decides it can be applied in place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from dle_desktop.core.pipeline.config import MatchConfig
+from dle_desktop.state.settings import CHANNELS, FIELDS, Settings
+
+SERVER_FIELDS = frozenset({"server_host", "server_port", "server_enabled"})
+#: Read by the window (or set through their own engine calls), never by a running engine.
+WINDOW_FIELDS = frozenset({"close_to_tray", "show_sync_toasts", "semantic_paused", "sync_paused"})
+#: Where AI calls go: a change starts a fresh AI service (new client, closed breaker, empty cache).
+AI_CONNECTION_FIELDS = frozenset({"connection_profiles", *(
+    f"{c}_{part}" for c in CHANNELS
+    for part in ("connection_mode", "profile_id", "proxy_url", "model", "max_tokens", "timeout"))})
+_AI_PREFIXES = ("ai_", "scribe_", "auto_suggest_", "librarian_", "optimize_keys_", "hierarchical_", "decay_",
+                "manifest_")
+#: Read per generation (the pipeline's config, AI search's options, the health check's limits):
+#: the running engine takes them and keeps its index.
+IN_PLACE_FIELDS = frozenset(
+    {f.name for f in dataclasses.fields(MatchConfig)}
+    | {n for n in FIELDS if n.startswith(_AI_PREFIXES) and n not in AI_CONNECTION_FIELDS}
+    | {"cache_ttl"}
+) - {"librarian_guide_tag"}  # a tag: the vaults are parsed with it
+
+
+@dataclass(frozen=True)
+class ApplyPlan:
+    changed: frozenset[str]
+    new_engine: bool = False
+    rebuild_ai: bool = False
+    restart_server: bool = False
+
+    @property
+    def in_place(self) -> bool:
+        """The running engine takes the new settings (it keeps its index)."""
+        return not self.new_engine and bool(self.changed - SERVER_FIELDS - WINDOW_FIELDS or self.rebuild_ai)
+
+    def describe(self) -> str:
+        """What applying does, for the status bar."""
+        if self.new_engine:
+            what = ["re-reading the vaults"]
+        elif self.in_place:
+            what = ["a fresh AI connection"] if self.rebuild_ai else []
+            what.insert(0, "in use from the next generation")
+        else:
+            what = []
+        if self.restart_server:
+            what.append("server restarted")
+        return ", ".join(what)
+
+
+def changed_fields(old: Settings, new: Settings) -> frozenset[str]:
+    return frozenset(name for name in FIELDS if getattr(old, name) != getattr(new, name))
+
+
+def plan(old: Settings, new: Settings, new_key_ids: Iterable[str] = ()) -> ApplyPlan:
+    """What applying `new` over `old` (plus the keyring entries `new_key_ids`) must restart."""
+    changed = changed_fields(old, new)
+    key_ids = tuple(new_key_ids)
+    unsorted = changed - SERVER_FIELDS - WINDOW_FIELDS - AI_CONNECTION_FIELDS - IN_PLACE_FIELDS
+    return ApplyPlan(
+        changed=changed,
+        # REST vault keys are read when a vault source is made, AI keys on every call.
+        new_engine=bool(unsorted) or any(k.startswith("vault:") for k in key_ids),
+        rebuild_ai=bool(changed & AI_CONNECTION_FIELDS) or any(k.startswith("ai-profile:") for k in key_ids),
+        restart_server=bool(changed & SERVER_FIELDS),
+    )
