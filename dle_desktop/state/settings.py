@@ -209,11 +209,11 @@ class Settings:
     case_sensitive: bool = _s(False, "caseSensitive", group=_KW, page="retrieval",
                               doc="Keys match only with the same upper and lower case.")
     injection_position: int = _s(1, "injectionPosition", 0, 2, group=_IN, page="retrieval",
-                                 doc="Where lore goes: 0 after the main prompt, 1 in the chat at a depth, 2 before the main prompt.")
+                                 doc="Where lore goes in the prompt (an entry's own position wins).")
     injection_depth: int = _s(4, "injectionDepth", 0, 9999, group=_IN, page="retrieval",
                               doc="In-chat position: how many messages from the end (0 = after the last one).")
     injection_role: int = _s(0, "injectionRole", 0, 2, group=_IN, page="retrieval",
-                             doc="In-chat lore is sent as 0 system, 1 user or 2 assistant.")
+                             doc="Who in-chat lore is sent as.")
     injection_mode: str = _s("extension", "injectionMode", choices=("extension", "prompt_list"), group=_IN,
                              page="retrieval", doc="extension: a fixed place in the prompt; prompt_list: named prompts "
                              "you place in SillyTavern's prompt manager.")
@@ -240,11 +240,11 @@ class Settings:
     notebook_enabled: bool = _s(False, "notebookEnabled", group=_NB, page="retrieval",
                                 doc="Inject each chat's Author's Notebook text.")
     notebook_position: int = _s(1, "notebookPosition", 0, 2, group=_NB, page="retrieval",
-                                doc="0 after the main prompt, 1 in the chat at a depth, 2 before the main prompt.")
+                                doc="Where the notebook goes in the prompt.")
     notebook_depth: int = _s(4, "notebookDepth", 0, 9999, group=_NB, page="retrieval",
                              doc="In-chat position: how many messages from the end.")
     notebook_role: int = _s(0, "notebookRole", 0, 2, group=_NB, page="retrieval",
-                            doc="Sent as 0 system, 1 user or 2 assistant.")
+                            doc="Who the notebook is sent as.")
     semantic_enabled: bool = _s(False, group=_SE, page="embeddings",
                                 doc="Add entries whose meaning is close to the chat (needs an embedding model).")
     semantic_top_k: int = _s(5, lo=1, hi=50, group=_SE, page="embeddings",
@@ -383,9 +383,13 @@ DLE_NAMES = {f.metadata["dle"]: f.name for f in FIELDS.values() if f.metadata.ge
 DLE_NAMES.update({"librarianSessionModel": "librarian_model"})
 
 
+_ACRONYMS = {"ai": "AI", "rrf": "RRF", "wi": "WI", "ttl": "TTL", "url": "URL"}
+
+
 def label_for(name: str) -> str:
     """A setting's name in the settings UI: its declared label, else our name in words."""
-    return FIELDS[name].metadata.get("label") or name.replace("_", " ").capitalize()
+    words = [_ACRONYMS.get(w, w) for w in name.split("_")]
+    return FIELDS[name].metadata.get("label") or " ".join(words)[:1].upper() + " ".join(words)[1:]
 
 
 def grouped_fields() -> list[tuple[str, list[dataclasses.Field]]]:

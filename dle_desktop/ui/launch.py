@@ -9,9 +9,11 @@ import sys
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtWidgets import QApplication, QDialog, QFileDialog, QMessageBox
+from PySide6.QtWidgets import QApplication, QDialog, QFileDialog, QMessageBox, QProgressBar
 
 from dle_desktop.errors import DleError
+from dle_desktop.settings_apply import ApplyPlan, plan
+from dle_desktop.ui.async_util import soon
 from dle_desktop.ui.bridge import EngineBridge
 from dle_desktop.ui.icons import app_icon
 from dle_desktop.ui.main_window import MainWindow
@@ -50,6 +52,12 @@ class DesktopApp:
         self.window.addFolderRequested.connect(self._add_folder_dialog)
         self.window.channels_view.applyRequested.connect(self.apply_settings)
         self.settings_dialog: SettingsDialog | None = None
+        self.apply_task: asyncio.Task | None = None
+        self._apply_lock = asyncio.Lock()
+        self.apply_bar = QProgressBar(maximumWidth=180, maximum=0, textVisible=True)  # 0: busy, no percentage
+        self.apply_bar.setFormat("Applying settings…")
+        self.apply_bar.hide()
+        self.window.statusBar().addPermanentWidget(self.apply_bar)
         self.model_download = ModelDownload(runtime.thread, runtime.ctx.paths.models_dir)
         strip = self.window.vault_view.semantic_strip
         strip.pauseToggled.connect(self.set_semantic_paused)
@@ -114,10 +122,10 @@ class DesktopApp:
         name = unique_name(path.name, {v["name"].lower() for v in existing})
         self.apply_settings(ctx.settings.replace(vaults=[*existing, {"name": name, "kind": "folder", "path": str(path)}]), {})
 
-    def apply_settings(self, settings, new_keys: dict[str, str]) -> None:
-        """Save, then restart the engine on the new vaults (and the server if its options changed)."""
-        from dle_desktop.engine import Engine
-
+    def apply_settings(self, settings, new_keys: dict[str, str]) -> asyncio.Task | None:
+        """Save at once, then apply in the background (the window stays usable; the status bar
+        shows it): only what the change needs restarts (see `settings_apply.plan`). Returns the
+        background task, or None when the settings could not be saved."""
         ctx = self.runtime.ctx
         old = ctx.settings
         # Pausing from the vault view while the dialog was open must not be undone by the dialog's
@@ -129,19 +137,43 @@ class DesktopApp:
             ctx.store.save(settings)
         except (OSError, DleError) as exc:
             QMessageBox.warning(self.window, "Settings", f"Settings could not be saved: {exc}")
-            return
-        engine = Engine(ctx.paths, settings, ctx.secrets)
-        self.bridge.rebind(engine)
-        self.window.reset_semantic(settings)
-        self.window.on_ai_breaker({"state": "closed"})  # the new engine starts with a closed breaker
-        self.runtime.replace_engine(engine, settings)
-        if (old.server_port, old.server_host, old.server_enabled) != (settings.server_port, settings.server_host, settings.server_enabled):
-            self.runtime.restart_server()
-            server = self.runtime.server
-            self.window.set_server_status(server.url if server else None, self.runtime.server_error)
+            return None
+        ctx.settings = settings  # the next settings dialog starts from these, even mid-apply
         self.window.close_to_tray = settings.close_to_tray
         self.notifier.enabled = settings.show_sync_toasts
-        self.window.statusBar().showMessage("Settings saved", 4000)
+        self.apply_task = asyncio.ensure_future(self._apply(settings, plan(old, settings, new_keys)))
+        return self.apply_task
+
+    async def _apply(self, settings, todo: ApplyPlan) -> None:
+        from dle_desktop.engine import Engine
+
+        async with self._apply_lock:  # one at a time, in the order they were asked for
+            self.apply_bar.show()
+            try:
+                if todo.new_engine:
+                    ctx = self.runtime.ctx
+                    engine = Engine(ctx.paths, settings, ctx.secrets)
+                    self.bridge.rebind(engine)
+                    self.window.reset_semantic(settings)
+                    self.window.on_ai_breaker({"state": "closed"})  # the new engine starts with a closed breaker
+                    await asyncio.to_thread(self.runtime.replace_engine, engine, settings)
+                elif todo.in_place:
+                    await self.bridge.call(self.bridge.engine.apply_settings(settings, todo.rebuild_ai))
+                    if "semantic_enabled" in todo.changed:
+                        self.window.reset_semantic(settings)
+                    soon(self.window.refresh_health)  # its limits (scan depth, budget...) may have moved
+                if todo.restart_server:
+                    await asyncio.to_thread(self.runtime.restart_server)
+                    server = self.runtime.server
+                    self.window.set_server_status(server.url if server else None, self.runtime.server_error)
+            except Exception as exc:  # noqa: BLE001 - saved already; say so rather than lose the window
+                log.exception("applying settings failed")
+                self.window.statusBar().showMessage(f"Settings were saved, but applying them failed: {exc}", 15000)
+                return
+            finally:
+                self.apply_bar.hide()
+        done = todo.describe()
+        self.window.statusBar().showMessage(f"Settings saved ({done})" if done else "Settings saved", 4000)
 
     # -- semantic search ------------------------------------------------------------------------
     def set_semantic_paused(self, paused: bool) -> None:

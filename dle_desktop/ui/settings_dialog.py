@@ -34,6 +34,7 @@ from dle_desktop.errors import DleError
 from dle_desktop.state.settings import Settings, VaultConfig
 from dle_desktop.ui.embeddings_settings import EmbeddingsPage
 from dle_desktop.ui.model_download import ModelDownload
+from dle_desktop.ui.retrieval_settings import RetrievalPage
 
 
 def unique_name(base: str, taken: set[str]) -> str:
@@ -128,7 +129,7 @@ class RestVaultDialog(QDialog):
 
 
 class SettingsDialog(QDialog):
-    PAGES = ("vaults", "general", "embeddings")
+    PAGES = ("vaults", "general", "retrieval", "embeddings")
 
     def __init__(self, settings: Settings, secrets, parent=None, bridge=None,
                  model_download: ModelDownload | None = None) -> None:
@@ -152,6 +153,9 @@ class SettingsDialog(QDialog):
         self.tabs = tabs = QTabWidget()
         tabs.addTab(self._vaults_tab(), "Vaults")
         tabs.addTab(self._general_tab(), "General")
+        self.retrieval = RetrievalPage(settings)
+        self.retrieval.pageRequested.connect(self.show_page)
+        tabs.addTab(self.retrieval, "Retrieval")
         tabs.addTab(scroll, "Embeddings")
         buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
         buttons.accepted.connect(self._accept)
@@ -323,12 +327,18 @@ class SettingsDialog(QDialog):
             watch_folders=self.watch.isChecked(), sync_polling_interval=self.poll.value(),
             lenient_authoring=self.lenient.isChecked(), field_definitions_path=self.fields_path.text().strip(),
             **self.embeddings.values(),
+            **self.retrieval.values(),
         )
 
     def _accept(self) -> None:
         if self.embeddings.problem():  # said under the model field; show it there
             self.show_page("embeddings")
             self.embeddings.path.setFocus()
+            return
+        problem = self.retrieval.problem()
+        if problem:
+            self.show_page("retrieval")
+            QMessageBox.warning(self, "Settings", problem)
             return
         try:
             self.result_settings = self.build_settings()

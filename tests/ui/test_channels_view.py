@@ -58,6 +58,8 @@ def texts(widget) -> list[str]:
 async def settled(desk) -> None:
     """Until the window shows the running engine's index (after Apply: the new engine's), so no
     engine event is still on its way when the test's event loop closes."""
+    if desk.apply_task is not None:  # settings are applied in the background
+        await desk.apply_task
     view = desk.window.vault_view
     await wait_for(lambda: (snap := desk.runtime.engine.snapshot) is not None and view.snapshot is snap,
                    timeout=60, what="the new engine's index in the window")
@@ -157,6 +159,7 @@ def test_new_profile_key_goes_to_the_keyring_and_the_connection_test_reports(mak
         assert secrets.get(profile.secret_id) is None  # nothing stored before Apply
 
         assert view.apply()
+        await desk.apply_task  # applied in the background
         assert not view.dirty and view.dirty_label.isHidden()
         assert secrets.get(profile.secret_id) == KEY
         raw = desk.runtime.ctx.paths.settings_file.read_text(encoding="utf-8")
@@ -261,8 +264,9 @@ def test_channels_inherit_test_and_count_usage(make_desktop, vault_copy, ai_fake
         assert cell(view, "scribe", "Calls") == "0"
         assert view.usage_since.text().startswith("Usage counted since ")
 
-        # Apply starts a new engine; the counts carry over, until Reset counts
+        # Apply starts a fresh AI service; the counts carry over, until Reset counts
         assert view.apply()
+        await desk.apply_task  # applied in the background
         await view.refresh()
         assert cell(view, "ai_search", "Calls") == "1"
         assert desk.bridge.engine.settings.scribe_model == "other-model"
@@ -331,6 +335,7 @@ def test_delete_a_profile_in_use_warns_and_removes_its_key(make_desktop, vault_c
         assert cell(view, "ai_search", "Status") == "✗ no connection profile chosen for this channel"
         assert secrets.get("ai-profile:fake-1") == KEY  # removed only on Apply
         assert view.apply()
+        await desk.apply_task  # applied in the background
         assert secrets.get("ai-profile:fake-1") is None
         assert secrets.get(copy.secret_id) == KEY
         saved = SettingsStore(desk.runtime.ctx.paths.settings_file).load()
@@ -381,6 +386,7 @@ def test_edits_apply_and_survive_a_restart(make_desktop, vault_copy, ai_fake, ql
     QTest.keyClicks(view.model, "claude-via-proxy")
     view.timeout.setValue(45.5)
     assert view.apply() and changes == [True, False, True, False]
+    qloop.run_until_complete(desk.apply_task)  # applied in the background
     assert desk.bridge.engine.settings.ai_search_mode == "ai-only"
 
     settings_file = desk.runtime.ctx.paths.settings_file

@@ -31,6 +31,8 @@ def plain(text: str) -> str:
 async def settled(desk) -> None:
     """Until the window shows the current engine's index (after "OK" swapped engines), so no
     engine event is still on its way when the test's event loop closes."""
+    if desk.apply_task is not None:  # settings are applied in the background
+        await desk.apply_task
     view = desk.window.vault_view
     await wait_for(lambda: (snap := desk.runtime.engine.snapshot) is not None and view.snapshot is snap,
                    timeout=60, what="the new engine's index in the window")
@@ -66,6 +68,7 @@ def test_page_round_trips_settings_through_save_and_a_new_engine(make_desktop, v
 
     async def scenario():
         # The new engine embeds the vault with the chosen model, and the strip says so.
+        await desk.apply_task  # applied in the background
         assert desk.runtime.engine.semantic_enabled
         assert not strip.isHidden()
         await wait_for(lambda: strip.state == "ready", timeout=60, what="semantic index ready")
