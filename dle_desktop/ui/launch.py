@@ -9,7 +9,16 @@ import sys
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtWidgets import QApplication, QDialog, QFileDialog, QMessageBox, QProgressBar
+from PySide6.QtWidgets import (
+    QApplication,
+    QDialog,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QProgressBar,
+    QWidget,
+)
 
 from dle_desktop.errors import DleError
 from dle_desktop.settings_apply import ApplyPlan, plan
@@ -54,9 +63,7 @@ class DesktopApp:
         self.settings_dialog: SettingsDialog | None = None
         self.apply_task: asyncio.Task | None = None
         self._apply_lock = asyncio.Lock()
-        self.apply_bar = QProgressBar(maximumWidth=180, maximum=0, textVisible=True)  # 0: busy, no percentage
-        self.apply_bar.setFormat("Applying settings…")
-        self.apply_bar.hide()
+        self.apply_bar = self._busy_bar("Applying settings…")
         self.window.statusBar().addPermanentWidget(self.apply_bar)
         self.model_download = ModelDownload(runtime.thread, runtime.ctx.paths.models_dir)
         strip = self.window.vault_view.semantic_strip
@@ -70,6 +77,17 @@ class DesktopApp:
         self.bridge.indexChanged.connect(lambda snap, changes, _src: self.notifier.add(changes))
         self.bridge.indexChanged.connect(lambda snap, *_: self.tray.set_tooltip(f"DLE Desktop: {len(snap)} entries"))
         self.notifier.notify.connect(self._notify)
+
+    @staticmethod
+    def _busy_bar(text: str) -> QWidget:
+        """A status-bar piece that says what is going on beside a busy bar (hidden until shown)."""
+        bar = QWidget()
+        row = QHBoxLayout(bar)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(QLabel(text))
+        row.addWidget(QProgressBar(maximumWidth=120, maximumHeight=14, maximum=0, textVisible=False))  # 0: busy
+        bar.hide()
+        return bar
 
     def start(self) -> None:
         """Call after runtime.start(): engine events from its start are already queued to us."""
