@@ -122,38 +122,6 @@ class Engine:
                             on_breaker=lambda snap: self._emit("ai_breaker", **snap))
         self.retrieval.ai_select = AiSearch(self.ai).select
 
-    async def apply_settings(self, settings: Settings, rebuild_ai: bool = False) -> None:
-        """Take settings that the running engine reads per generation (the pipeline's, AI search's,
-        the health check's): the next generation uses them, and the index stays as it is. Vaults,
-        parsing and watching are fixed when the engine is made (`settings_apply.plan` says which
-        changes need a new engine). `rebuild_ai` starts a fresh AI service (a new connection:
-        closed breaker, empty cache), keeping the usage counts."""
-        from dle_desktop.ai.search import AiSearch
-        from dle_desktop.ai.service import AiService
-
-        old_settings, old_config = self.settings, self.retrieval.config
-        config = MatchConfig.from_object(settings)
-        self.settings = settings
-        self.retrieval.config = config
-        if rebuild_ai:
-            old_ai = self.ai
-            self.ai = AiService(settings, self.secrets, offline=old_ai.offline, usage_path=old_ai.usage_path,
-                                on_breaker=old_ai.on_breaker)
-            self.ai.usage, self.ai.usage_since = old_ai.usage, old_ai.usage_since
-            self.retrieval.ai_select = AiSearch(self.ai).select
-            await old_ai.aclose()
-            self._emit("ai_breaker", **self.ai.breaker.snapshot())
-        else:
-            self.ai.settings = settings
-            if settings != old_settings:
-                self.ai.clear_cache()  # a cached answer was chosen under the old prompt and options
-        snap = self.snapshot
-        if snap is not None and not self._stopping:
-            if config != old_config:
-                self._spawn(self.retrieval.warm(snap))
-            if config.semantic_enabled and not old_config.semantic_enabled:
-                self.semantic.schedule(snap)
-
     # -- set-up -----------------------------------------------------------------------------
     def _make_sources(self, override: list[VaultSource] | None) -> list[VaultSource]:
         if override is not None:
@@ -427,6 +395,39 @@ class Engine:
             await asyncio.sleep(self.settings.sync_polling_interval)
             if not self.sync_paused and not self.syncing:
                 await self._run_sync(force=False, reason="poll")
+
+    # -- settings ---------------------------------------------------------------------------
+    async def apply_settings(self, settings: Settings, rebuild_ai: bool = False) -> None:
+        """Take settings that the running engine reads per generation (the pipeline's, AI search's,
+        the health check's): the next generation uses them, and the index stays as it is. Vaults,
+        parsing and watching are fixed when the engine is made (`settings_apply.plan` says which
+        changes need a new engine). `rebuild_ai` starts a fresh AI service (a new connection:
+        closed breaker, empty cache), keeping the usage counts."""
+        from dle_desktop.ai.search import AiSearch
+        from dle_desktop.ai.service import AiService
+
+        old_settings, old_config = self.settings, self.retrieval.config
+        config = MatchConfig.from_object(settings)
+        self.settings = settings
+        self.retrieval.config = config
+        if rebuild_ai:
+            old_ai = self.ai
+            self.ai = AiService(settings, self.secrets, offline=old_ai.offline, usage_path=old_ai.usage_path,
+                                on_breaker=old_ai.on_breaker)
+            self.ai.usage, self.ai.usage_since = old_ai.usage, old_ai.usage_since
+            self.retrieval.ai_select = AiSearch(self.ai).select
+            await old_ai.aclose()
+            self._emit("ai_breaker", **self.ai.breaker.snapshot())
+        else:
+            self.ai.settings = settings
+            if settings != old_settings:
+                self.ai.clear_cache()  # a cached answer was chosen under the old prompt and options
+        snap = self.snapshot
+        if snap is not None and not self._stopping:
+            if config != old_config:
+                self._spawn(self.retrieval.warm(snap))
+            if config.semantic_enabled and not old_config.semantic_enabled:
+                self.semantic.schedule(snap)
 
     # -- queries ----------------------------------------------------------------------------
     async def wait_ready(self, timeout: float = 60.0) -> IndexSnapshot:
