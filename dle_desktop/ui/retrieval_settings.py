@@ -11,6 +11,7 @@ import dataclasses
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -174,8 +175,10 @@ class RetrievalPage(QWidget):
     def __init__(self, settings: Settings, parent=None) -> None:
         super().__init__(parent)
         self.filter = QLineEdit(clearButtonEnabled=True)
-        self.filter.setPlaceholderText("Filter: our name, DLE's name (scanDepth) or a word of the explanation")
+        self.filter.setPlaceholderText("Filter (Ctrl+F): our name, DLE's name (scanDepth) or a word of the explanation")
         self.filter.textChanged.connect(self.apply_filter)
+        find = QShortcut(QKeySequence.Find, self, activated=self.filter.setFocus)
+        find.setContext(Qt.WidgetWithChildrenShortcut)
         self.nothing = QLabel()
         self.nothing.setStyleSheet(WARN_STYLE)
         self.nothing.hide()

@@ -3,10 +3,13 @@ index, no re-sync) and take effect on the next generation; what needs more says 
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.settings_apply import plan
-from dle_desktop.state.settings import ProfileConfig, Settings, VaultConfig
+from dle_desktop.state.settings import FIELDS, GROUPS, ProfileConfig, Settings, VaultConfig, grouped_fields
 from tests.retrieval._support import LiveServer, messages, titles, write_world
 
 
@@ -89,3 +92,16 @@ def test_changes_that_the_running_engine_cannot_take_ask_for_what_they_need():
     assert plan(s, s, ["vault:Mine"]).new_engine  # a REST vault's key is read when the vault is made
     assert plan(s, s, ["ai-profile:local"]).rebuild_ai
     assert not plan(s, s).in_place and plan(s, s).describe() == ""
+
+
+
+def test_every_setting_on_a_settings_page_has_a_group_an_explanation_and_a_range():
+    placed = [f for _, fs in grouped_fields() for f in fs]
+    assert placed and all(f.metadata["group"] in GROUPS and f.metadata["page"] in ("retrieval", "embeddings", "channels")
+                          for f in placed)
+    no_doc = [f.name for f in placed if not f.metadata["doc"]]
+    no_range = [f.name for f in placed if isinstance(f.default, (int, float)) and not isinstance(f.default, bool)
+                and (f.metadata["lo"] is None or f.metadata["hi"] is None)]
+    assert (no_doc, no_range) == ([], [])
+    # Everything the pipeline reads has a place in the UI (else only settings.json could set it).
+    assert sorted(f.name for f in dataclasses.fields(MatchConfig) if FIELDS[f.name].metadata["group"] is None) == []
