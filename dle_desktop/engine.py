@@ -428,6 +428,8 @@ class Engine:
                 self._spawn(self.retrieval.warm(snap))
             if config.semantic_enabled and not old_config.semantic_enabled:
                 self.semantic.schedule(snap)
+        if old_config.semantic_enabled and not config.semantic_enabled:
+            await self.semantic.aclose()  # stop embedding for a search that is off (made anew if it comes back)
 
     # -- queries ----------------------------------------------------------------------------
     async def wait_ready(self, timeout: float = 60.0) -> IndexSnapshot:

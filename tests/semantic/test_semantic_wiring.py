@@ -127,6 +127,25 @@ def test_retrieve_adds_semantic_matches_with_verdicts(servers, vault, tmp_path, 
     assert out["notes"] == []
 
 
+def test_switched_on_in_place_the_running_engine_embeds_and_searches_and_off_stops(servers, vault, tmp_path,
+                                                                                    tiny_model):
+    s = start(servers, vault, tmp_path / "data", embedding_model_path=str(tiny_model),
+              semantic_min_score=-1.0, semantic_top_k=2)
+    engine, snapshot = s.engine, s.engine.snapshot
+    on = s.settings.replace(semantic_enabled=True)
+    s.thread.call(engine.apply_settings(on), timeout=30)
+    status = wait_idle(s)
+    assert s.engine is engine and engine.snapshot is snapshot  # the same index, embedded in place
+    assert status.state == "ready" and status.embedded == visible_count(s)
+    out = s.retrieve("c1", chat("A quiet evening, nothing in particular."))
+    assert len([v for v in semantic_verdicts(out) if v["outcome"] == "matched"]) == 2
+
+    s.thread.call(engine.apply_settings(on.replace(semantic_enabled=False)), timeout=30)
+    assert engine.semantic.status.state == "ready"  # nothing left running
+    out = s.retrieve("c2", chat("A quiet evening, nothing in particular."))
+    assert semantic_verdicts(out) == [] and out["notes"] == []
+
+
 def test_without_a_model_retrieval_goes_on_and_says_why(servers, vault, tmp_path):
     s = start(servers, vault, tmp_path / "data", semantic_enabled=True)
     status = wait_idle(s)
