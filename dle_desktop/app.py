@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dle_desktop.engine import Engine, source_from_spec
 from dle_desktop.engine_thread import EngineThread
 from dle_desktop.errors import ConfigError, DleError
 from dle_desktop.logging_setup import configure_logging
 from dle_desktop.server.app import ServerRunner
+from dle_desktop.session_vaults import SessionVaults
 from dle_desktop.state.paths import AppPaths, resolve_paths
-from dle_desktop.state.secrets import SecretStore
+from dle_desktop.state.secrets import SecretStore, read_keys_file
 from dle_desktop.state.settings import Settings, SettingsStore
 
 log = logging.getLogger(__name__)
@@ -27,9 +29,13 @@ class Context:
     store: SettingsStore
     settings: Settings
     secrets: SecretStore
+    #: Vaults this run opened besides (or instead of) the saved ones: `--vault`, a second launch.
+    session: SessionVaults = field(default_factory=SessionVaults)
 
 
-def make_context(data_dir: str | None, log_to_stderr: bool = True) -> Context:
+def make_context(data_dir: str | None, log_to_stderr: bool = True, keys_file: str | None = None) -> Context:
+    """`keys_file`: API keys for this run (see `state.secrets.read_keys_file`); the environment's
+    DLE_AI_KEY_*/DLE_VAULT_KEY_*/DLE_OBSIDIAN_KEY variables are read too."""
     paths = resolve_paths(data_dir)
     try:
         paths.ensure()
@@ -38,12 +44,21 @@ def make_context(data_dir: str | None, log_to_stderr: bool = True) -> Context:
     configure_logging(paths.logs_dir, to_stderr=log_to_stderr)
     store = SettingsStore(paths.settings_file)
     settings = store.load()
-    return Context(paths, store, settings, SecretStore())
+    secrets = SecretStore(file_path=paths.secrets_file, run_keys=os.environ)
+    if keys_file:
+        secrets.add_run_keys(read_keys_file(keys_file))
+    return Context(paths, store, settings, secrets)
 
 
 def make_engine(ctx: Context, vault_specs: list[str] | None, ai_offline: bool = False) -> Engine:
-    override = [source_from_spec(s, ctx.secrets) for s in vault_specs] if vault_specs else None
+    override = [source_from_spec(s, ctx.secrets, ctx.settings.vaults) for s in vault_specs] if vault_specs else None
     return Engine(ctx.paths, ctx.settings, ctx.secrets, vault_override=override, ai_offline=ai_offline)
+
+
+def session_engine(ctx: Context, settings: Settings | None = None) -> Engine:
+    """An engine on `settings` (default: the context's) that keeps this session's vaults open."""
+    settings = settings or ctx.settings
+    return Engine(ctx.paths, settings, ctx.secrets, vault_override=ctx.session.sources(settings, ctx.secrets))
 
 
 class Runtime:

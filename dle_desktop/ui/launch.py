@@ -12,6 +12,7 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QApplication, QDialog, QFileDialog, QMessageBox
 
 from dle_desktop.errors import DleError
+from dle_desktop.session_vaults import ADDED, SessionVaults
 from dle_desktop.ui.bridge import EngineBridge
 from dle_desktop.ui.icons import app_icon
 from dle_desktop.ui.main_window import MainWindow
@@ -86,7 +87,8 @@ class DesktopApp:
     # -- settings -----------------------------------------------------------------------------
     def open_settings(self, add_folder: str | None = None, page: str | None = None) -> SettingsDialog:
         ctx = self.runtime.ctx
-        dlg = SettingsDialog(ctx.settings, ctx.secrets, self.window, self.bridge, self.model_download)
+        dlg = SettingsDialog(ctx.settings, ctx.secrets, self.window, self.bridge, self.model_download,
+                             session=ctx.session, sample_folder=self._sample_folder())
         if add_folder:
             dlg.add_folder(add_folder)
         if page:
@@ -96,6 +98,10 @@ class DesktopApp:
         self.settings_dialog = dlg
         dlg.open()
         return dlg
+
+    def _sample_folder(self) -> str | None:
+        engine = self.runtime.engine
+        return engine.sources[0].describe() if engine.using_sample_vault else None
 
     def _add_folder_dialog(self) -> None:
         folder = QFileDialog.getExistingDirectory(self.window, "Open a vault folder")
@@ -112,11 +118,13 @@ class DesktopApp:
             self.window.statusBar().showMessage(f"{path} is already a vault", 5000)
             return
         name = unique_name(path.name, {v["name"].lower() for v in existing})
+        if ctx.session and ctx.session.replaces_saved:  # the command line chose the vaults: open this one next to them now
+            ctx.session.add(str(path), ADDED)
         self.apply_settings(ctx.settings.replace(vaults=[*existing, {"name": name, "kind": "folder", "path": str(path)}]), {})
 
     def apply_settings(self, settings, new_keys: dict[str, str]) -> None:
         """Save, then restart the engine on the new vaults (and the server if its options changed)."""
-        from dle_desktop.engine import Engine
+        from dle_desktop.app import session_engine
 
         ctx = self.runtime.ctx
         old = ctx.settings
@@ -130,7 +138,11 @@ class DesktopApp:
         except (OSError, DleError) as exc:
             QMessageBox.warning(self.window, "Settings", f"Settings could not be saved: {exc}")
             return
-        engine = Engine(ctx.paths, settings, ctx.secrets)
+        try:
+            engine = session_engine(ctx, settings)
+        except DleError as exc:  # e.g. a folder given with --vault was removed since
+            QMessageBox.warning(self.window, "Settings", f"Settings were saved, but the vaults could not be opened: {exc}")
+            return
         self.bridge.rebind(engine)
         self.window.reset_semantic(settings)
         self.window.on_ai_breaker({"state": "closed"})  # the new engine starts with a closed breaker
@@ -183,7 +195,7 @@ class DesktopApp:
 
 
 def run_gui(args) -> int:
-    from dle_desktop.app import Runtime, make_context, make_engine
+    from dle_desktop.app import Runtime, make_context, session_engine
 
     qapp = QApplication.instance() or QApplication(sys.argv[:1])
     qapp.setApplicationName("DLE Desktop")
@@ -202,7 +214,8 @@ def run_gui(args) -> int:
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
     try:
-        engine = make_engine(ctx, args.vault)
+        ctx.session = SessionVaults.from_command_line(args.vault)
+        engine = session_engine(ctx)
     except DleError as exc:
         QMessageBox.critical(None, "DLE Desktop", str(exc))
         return 2

@@ -93,7 +93,8 @@ class MainWindow(QMainWindow):
         self.channels_view_action = QAction("Channels", self, shortcut=QKeySequence("Ctrl+2"),
                                             statusTip="AI connection profiles, channels, AI search and the breaker (Ctrl+2)",
                                             triggered=lambda *_: self.tabs.setCurrentWidget(self.channels_view))
-        self.find_action = QAction("Find", self, shortcut=QKeySequence.Find, triggered=lambda *_: self.vault_view.focus_filter())
+        self.find_action = QAction("Find", self, shortcut=QKeySequence.Find, statusTip="Filter the vault's entries (Ctrl+F)",
+                                   triggered=lambda *_: self.find())
         self.close_action = QAction("Close window", self, shortcut=QKeySequence.Close, triggered=lambda *_: self.close())
         self.quit_action = QAction("Quit", self, shortcut=QKeySequence.Quit, triggered=lambda *_: self.quitRequested.emit())
         for a in (self.sync_action, self.rebuild_action, self.pause_action):
@@ -244,6 +245,10 @@ class MainWindow(QMainWindow):
     def set_paused(self, paused: bool) -> None:
         asyncio.ensure_future(self.bridge.run(self.bridge.engine.set_sync_paused, paused))
         self.statusBar().showMessage("Sync paused" if paused else "Sync resumed", 4000)
+
+    def find(self) -> None:
+        self.tabs.setCurrentWidget(self.vault_view)
+        self.vault_view.focus_filter()
 
     def _about(self) -> None:
         QMessageBox.about(self, "About DLE Desktop",
