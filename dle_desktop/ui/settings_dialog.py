@@ -226,11 +226,12 @@ class SettingsDialog(QDialog):
                       "With no vault, the bundled sample vault opens.")
         hint.setWordWrap(True)
         layout = QVBoxLayout(w)
+        self.session_note: QLabel | None = None
         if self.session:
-            session_note = QLabel(self._session_note())
-            session_note.setWordWrap(True)
-            session_note.setStyleSheet("color: #a15c00")
-            layout.addWidget(session_note)
+            self.session_note = QLabel(self._session_note())
+            self.session_note.setWordWrap(True)
+            self.session_note.setStyleSheet("color: #a15c00")
+            layout.addWidget(self.session_note)
         layout.addLayout(row)
         layout.addLayout(form)
         layout.addWidget(hint)
