@@ -71,9 +71,12 @@ class Runtime:
         self.thread = EngineThread()
         self.server: ServerRunner | None = None
         self.server_error: str | None = None
+        #: `--port`: wins over the saved port (and runs the server) until a port is chosen in Settings.
+        self.port_override = port
+        self._serve_allowed = serve
         self._host = host or ctx.settings.server_host
         self._port = ctx.settings.server_port if port is None else port
-        self._serve = serve and ctx.settings.server_enabled if port is None else serve
+        self._serve = self.should_serve(ctx.settings)
 
     def start(self) -> Runtime:
         self.thread.start()
@@ -103,16 +106,30 @@ class Runtime:
             self.ctx.settings = settings
         self.thread.call(swap(), timeout=60)
 
+    def should_serve(self, settings: Settings) -> bool:
+        return self._serve_allowed and (settings.server_enabled or self.port_override is not None)
+
+    def server_needs_restart(self, old: Settings, new: Settings) -> bool:
+        """Whether applying `new` must (re)start the server: its options changed, or it should be
+        running and is not (its port was busy, and may be free now). A port changed in Settings
+        replaces `--port` from then on."""
+        if old.server_port != new.server_port:
+            self.port_override = None
+        changed = (old.server_port, old.server_host, old.server_enabled) != (
+            new.server_port, new.server_host, new.server_enabled)
+        return changed or (self.server is None and self.should_serve(new))
+
     def restart_server(self) -> None:
-        """Apply changed server settings: stop the server and start it with the new ones."""
+        """Apply changed server settings (or retry a busy port): stop the server and start it again."""
         if self.server is not None:
             self.thread.call(self.server.stop(), timeout=15)
             self.server = None
         self.server_error = None
         settings = self.ctx.settings
-        if not settings.server_enabled:
+        if not self.should_serve(settings):
             return
-        self._host, self._port = settings.server_host, settings.server_port
+        self._host = settings.server_host
+        self._port = settings.server_port if self.port_override is None else self.port_override
         server = ServerRunner(self.engine, self._host, self._port)
         try:
             self.thread.call(server.start(), timeout=30)

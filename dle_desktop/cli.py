@@ -22,11 +22,24 @@ def _common(p: argparse.ArgumentParser, sub: bool = False) -> None:
                         "http://KEY@HOST:PORT still works but shows the key in the process list", **extra)
 
 
+def port_arg(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {value!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a number from 0 to 65535, not {port}")
+    return port
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dle-desktop", description="DLE Desktop: a native lore engine for SillyTavern.")
     parser.add_argument("--version", action="version", version=f"dle-desktop {__version__}")
     _common(parser)
     parser.add_argument("--minimized", action="store_true", help="start in the system tray without showing the window")
+    parser.add_argument("--port", type=port_arg, metavar="PORT",
+                        help="port of the HTTP server for SillyTavern (default from settings, 8765; 0 = any free "
+                             "port); kept until another port is chosen in Settings")
     sub = parser.add_subparsers(dest="command")
 
     p = sub.add_parser("index", help="index the vaults and print the entries")
@@ -59,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="run the engine and HTTP server without a window")
     _common(p, sub=True)
     p.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, help="port to bind (default from settings, 8765; 0 = any free port)")
+    p.add_argument("--port", type=port_arg, default=argparse.SUPPRESS,
+                   help="port to bind (default from settings, 8765; 0 = any free port)")
     p.add_argument("--embedding-model", metavar="PATH",
                    help="a local GGUF embedding model for this run (no download); overrides the setting")
     p.add_argument("--keys-file", metavar="FILE",

@@ -150,11 +150,11 @@ class SecretStore:
             self.location = "the system keyring"
             self.problem: str | None = None
         elif self._file is not None:
-            self.location = f"{self._file.path} (readable only by you)"
+            self.location = f"{self._file.path}, a file only you can read (no system keyring)"
             self.problem = (f"No system keyring is available: API keys are stored in {self._file.path}, "
                             "a file only your user account can read.")
         else:
-            self.location = "memory (this session only)"
+            self.location = "memory for this session only (no system keyring)"
             self.problem = ("No system keyring is available: API keys are kept in memory for this session only "
                             "and must be entered again after a restart.")
 

@@ -48,6 +48,8 @@ class DesktopApp:
         self.window.quitRequested.connect(self.quit)
         self.window.closeToTray.connect(self._closed_to_tray)
         self.window.settingsRequested.connect(lambda: self.open_settings())
+        self.window.server_notice.retryRequested.connect(self.retry_server)
+        self.window.server_notice.settingsRequested.connect(lambda: self.open_settings(page="general"))
         self.window.addFolderRequested.connect(self._add_folder_dialog)
         self.window.channels_view.applyRequested.connect(self.apply_settings)
         self.settings_dialog: SettingsDialog | None = None
@@ -68,9 +70,8 @@ class DesktopApp:
         """Call after runtime.start(): engine events from its start are already queued to us."""
         server = self.runtime.server
         self.window.set_server_status(server.url if server else None, self.runtime.server_error)
-        problems = [p for p in (self.runtime.server_error, self.runtime.ctx.store.problem) if p]
-        if problems:
-            self.window.statusBar().showMessage(" · ".join(problems), 30000)
+        if self.runtime.ctx.store.problem:  # a server problem has its own notice, with Retry
+            self.window.statusBar().showMessage(self.runtime.ctx.store.problem, 30000)
         if not self._start_hidden:
             self.window.show()
 
@@ -147,13 +148,19 @@ class DesktopApp:
         self.window.reset_semantic(settings)
         self.window.on_ai_breaker({"state": "closed"})  # the new engine starts with a closed breaker
         self.runtime.replace_engine(engine, settings)
-        if (old.server_port, old.server_host, old.server_enabled) != (settings.server_port, settings.server_host, settings.server_enabled):
-            self.runtime.restart_server()
-            server = self.runtime.server
-            self.window.set_server_status(server.url if server else None, self.runtime.server_error)
+        if self.runtime.server_needs_restart(old, settings):
+            self.retry_server()
         self.window.close_to_tray = settings.close_to_tray
         self.notifier.enabled = settings.show_sync_toasts
         self.window.statusBar().showMessage("Settings saved", 4000)
+
+    def retry_server(self) -> None:
+        """Start the server again (the notice's Retry, or changed server settings)."""
+        self.runtime.restart_server()
+        server = self.runtime.server
+        self.window.set_server_status(server.url if server else None, self.runtime.server_error)
+        if server is not None:
+            self.window.statusBar().showMessage(f"Server running on {server.url}", 5000)
 
     # -- semantic search ------------------------------------------------------------------------
     def set_semantic_paused(self, paused: bool) -> None:
@@ -219,7 +226,7 @@ def run_gui(args) -> int:
     except DleError as exc:
         QMessageBox.critical(None, "DLE Desktop", str(exc))
         return 2
-    runtime = Runtime(ctx, engine)
+    runtime = Runtime(ctx, engine, port=getattr(args, "port", None))
     ui_state = QSettings(str(ctx.paths.config_dir / "ui-state.ini"), QSettings.IniFormat)
     # Built before the engine starts, so it hears the cached index and the first sync.
     desktop = DesktopApp(qapp, runtime, ui_state, start_hidden=getattr(args, "minimized", False))

@@ -72,7 +72,7 @@ def make_desktop(tmp_path, qapp):
             engine = session_engine(ctx)
         else:
             engine = Engine(paths, settings, ctx.secrets, vault_override=[FolderSource("vault", vault)])
-        runtime = Runtime(ctx, engine, **(runtime_options or {"serve": False, "port": 0}))
+        runtime = Runtime(ctx, engine, **({"serve": False, "port": 0} if runtime_options is None else runtime_options))
         ui_state = QSettings(str(paths.config_dir / "ui-state.ini"), QSettings.IniFormat)
         desktop = DesktopApp(qapp, runtime, ui_state, tray_available=tray)
         runtime.start()
