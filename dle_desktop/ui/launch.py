@@ -4,6 +4,7 @@ the tray on the Qt thread (qasync runs asyncio there so slots can await engine w
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sys
 from pathlib import Path
@@ -12,13 +13,22 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QApplication, QDialog, QFileDialog, QMessageBox
 
 from dle_desktop.errors import DleError
-from dle_desktop.session_vaults import ADDED, SessionVaults
+from dle_desktop.session_vaults import ADDED, SECOND_LAUNCH, SessionVaults, spec_location
+from dle_desktop.state.secrets import CLI_VAULT_SECRET
+from dle_desktop.state.settings import VaultConfig
 from dle_desktop.ui.bridge import EngineBridge
 from dle_desktop.ui.icons import app_icon
 from dle_desktop.ui.main_window import MainWindow
 from dle_desktop.ui.model_download import ModelDownload
 from dle_desktop.ui.settings_dialog import SettingsDialog
-from dle_desktop.ui.single_instance import InstanceServer, ask_running_instance, instance_name
+from dle_desktop.ui.single_instance import (
+    ACK,
+    OPEN_VAULTS,
+    InstanceServer,
+    ask_running_instance,
+    hand_over,
+    instance_name,
+)
 from dle_desktop.ui.tray import ChangeNotifier, TrayController
 
 log = logging.getLogger(__name__)
@@ -53,6 +63,8 @@ class DesktopApp:
         self.window.addFolderRequested.connect(self._add_folder_dialog)
         self.window.channels_view.applyRequested.connect(self.apply_settings)
         self.settings_dialog: SettingsDialog | None = None
+        self.vault_question: QMessageBox | None = None  # asking about a vault from a second launch
+        self._vault_requests: list[str] = []
         self.model_download = ModelDownload(runtime.thread, runtime.ctx.paths.models_dir)
         strip = self.window.vault_view.semantic_strip
         strip.pauseToggled.connect(self.set_semantic_paused)
@@ -190,6 +202,78 @@ class DesktopApp:
     def on_instance_message(self, message: str) -> None:
         if message == "show":
             self.window.bring_forward()
+        elif message.startswith(OPEN_VAULTS):
+            try:
+                specs = [s for s in json.loads(message[len(OPEN_VAULTS):]) if isinstance(s, str) and s]
+            except ValueError:
+                log.warning("ignored an unreadable message from a second launch")
+                return
+            self.window.bring_forward()
+            self._vault_requests.extend(specs)
+            if self.vault_question is None:
+                self._ask_next_vault()
+
+    # -- vaults handed over by a second launch --------------------------------------------------
+    def _ask_next_vault(self) -> None:
+        """One question at a time, without a nested event loop (the engine's replies keep coming)."""
+        if not self._vault_requests:
+            self.vault_question = None
+            return
+        spec = self._vault_requests.pop(0)
+        shown = spec_location(spec)
+        box = QMessageBox(QMessageBox.Question, "Open a vault?",
+                          f"DLE Desktop was started again with --vault {shown}.", parent=self.window)
+        box.setInformativeText("Open for this session: the vault opens now, next to the open ones, until DLE "
+                               "Desktop quits.\n\nAdd to saved vaults: it opens now and at every start.")
+        session = box.addButton("Open for this session", QMessageBox.AcceptRole)
+        saved = box.addButton("Add to saved vaults", QMessageBox.AcceptRole)
+        box.addButton("Ignore", QMessageBox.RejectRole)
+        box.setDefaultButton(session)
+        box.setAttribute(Qt.WA_DeleteOnClose)
+
+        def answered(_result) -> None:
+            clicked = box.clickedButton()
+            choice = "session" if clicked is session else "saved" if clicked is saved else "ignore"
+            self.open_handed_vault(spec, choice)
+            self._ask_next_vault()
+
+        box.finished.connect(answered)
+        self.vault_question = box
+        box.open()
+
+    def open_handed_vault(self, spec: str, choice: str) -> None:
+        """choice: session (open until quit) | saved (save and open) | ignore."""
+        ctx = self.runtime.ctx
+        shown = spec_location(spec)
+        if choice == "ignore":
+            self.window.statusBar().showMessage(f"Not opened: {shown}", 6000)
+            return
+        try:
+            if choice == "session":
+                if not ctx.session.add(spec, SECOND_LAUNCH):
+                    self.window.statusBar().showMessage(f"{shown} is already open", 5000)
+                    return
+                self.apply_settings(ctx.settings, {})
+            elif spec.startswith(("http://", "https://")):
+                self._save_rest_vault(spec)
+            else:
+                self.add_vault_folder(spec)
+        except DleError as exc:
+            QMessageBox.warning(self.window, "Open a vault", f"{shown} could not be opened: {exc}")
+
+    def _save_rest_vault(self, spec: str) -> None:
+        from dle_desktop.ui.settings_dialog import unique_name
+        from dle_desktop.vault.obsidian_rest import parse_vault_spec
+
+        ctx = self.runtime.ctx
+        source = parse_vault_spec(spec)
+        existing = [v.to_json() for v in ctx.settings.vaults]
+        cfg = VaultConfig(name=unique_name(f"Obsidian {source.port}", {v["name"].lower() for v in existing}),
+                          kind="obsidian-rest", host=source.host, port=source.port, https=source.https)
+        key = source.reveal_api_key() or ctx.secrets.get(CLI_VAULT_SECRET)
+        if ctx.session and ctx.session.replaces_saved:
+            ctx.session.add(spec, ADDED)
+        self.apply_settings(ctx.settings.replace(vaults=[*existing, cfg.to_json()]), {cfg.secret_id: key} if key else {})
 
     def quit(self) -> None:
         self.model_download.cancel()  # the bytes so far are kept: the next start resumes
@@ -199,6 +283,34 @@ class DesktopApp:
         self.bridge.close()
         self.runtime.stop()
         self.done.set()
+
+
+def second_launch(name: str, args) -> int | None:
+    """When the app already runs for this data folder: hand it the vaults (it asks the user there)
+    or bring it forward, say plainly what was and was not applied, and return the exit code."""
+    from dle_desktop.engine import source_from_spec
+
+    specs = []
+    for spec in args.vault or ():
+        source_from_spec(spec)  # a folder that is not there is this launch's error, not the other's question
+        specs.append(spec if spec.startswith(("http://", "https://")) else spec_location(spec))
+    if not specs:
+        if not ask_running_instance(name):
+            return None
+        print("DLE Desktop is already running; brought its window forward.")
+    else:
+        answer = hand_over(name, OPEN_VAULTS + json.dumps(specs))
+        if answer is None:
+            return None
+        shown = ", ".join(spec_location(s) for s in specs)
+        if answer != ACK:
+            print(f"DLE Desktop is already running and did not take the vault: --vault {shown} was NOT applied. "
+                  "Open it there (File → Add vault folder…) or quit DLE Desktop and start it again.", file=sys.stderr)
+            return 1
+        print(f"DLE Desktop is already running; it asks in its window whether to open {shown}.")
+    if getattr(args, "port", None) is not None:
+        print("--port was NOT applied: the running app keeps its server port (change it in Settings).", file=sys.stderr)
+    return 0
 
 
 def run_gui(args) -> int:
@@ -211,9 +323,9 @@ def run_gui(args) -> int:
 
     ctx = make_context(args.data_dir, log_to_stderr=True)
     name = instance_name(str(ctx.paths.data_dir))
-    if ask_running_instance(name):
-        print("DLE Desktop is already running; brought its window forward.")
-        return 0
+    handed = second_launch(name, args)
+    if handed is not None:
+        return handed
     instance = InstanceServer(name)
 
     import qasync
