@@ -1,5 +1,5 @@
 """Settings: the vaults (folders and Obsidian REST), how they merge, and the app's own options.
-API keys typed here go to the keyring, never to settings.json."""
+API keys typed here go to the keyring (or the private key file without one), never to settings.json."""
 
 from __future__ import annotations
 
