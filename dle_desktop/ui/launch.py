@@ -84,6 +84,8 @@ class DesktopApp:
         self.window.set_server_status(server.url if server else None, self.runtime.server_error)
         if self.runtime.ctx.store.problem:  # a server problem has its own notice, with Retry
             self.window.statusBar().showMessage(self.runtime.ctx.store.problem, 30000)
+        if self.runtime.server_error and self._start_hidden:  # nobody sees the window's notice yet
+            self.tray.show_message("SillyTavern cannot connect", self.runtime.server_error)
         if not self._start_hidden:
             self.window.show()
 

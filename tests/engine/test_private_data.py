@@ -176,3 +176,18 @@ def test_vault_notes_keep_the_users_own_mode(tmp_path, loose_umask):
     asyncio.run(FolderSource("v", vault).write_text("New.md", "# New\n"))
     assert mode(vault / "New.md") == 0o644
 
+
+
+@posix_only
+def test_vector_files_are_private(tmp_path, loose_umask):
+    """The Vector API store holds the texts SillyTavern sends: its database and rows are 0600."""
+    import numpy as np
+
+    from dle_desktop.vectors.store_scope import connect
+    from dle_desktop.vectors.store_util import write_rows
+
+    db = connect(tmp_path / "items.sqlite")
+    db.execute("CREATE TABLE t (x)")
+    db.close()
+    write_rows(tmp_path / "vectors.0.f32", 0, np.zeros((2, 4), dtype=np.float32))
+    assert mode(tmp_path / "items.sqlite") == 0o600 and mode(tmp_path / "vectors.0.f32") == 0o600
