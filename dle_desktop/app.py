@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dle_desktop.engine import Engine, source_from_spec
 from dle_desktop.engine_thread import EngineThread
 from dle_desktop.errors import ConfigError, DleError
 from dle_desktop.logging_setup import configure_logging
 from dle_desktop.server.app import ServerRunner
+from dle_desktop.session_vaults import SessionVaults
 from dle_desktop.state.paths import AppPaths, resolve_paths
-from dle_desktop.state.secrets import SecretStore
+from dle_desktop.state.secrets import SecretStore, read_keys_file
 from dle_desktop.state.settings import Settings, SettingsStore
 
 log = logging.getLogger(__name__)
@@ -27,9 +29,13 @@ class Context:
     store: SettingsStore
     settings: Settings
     secrets: SecretStore
+    #: Vaults this run opened besides (or instead of) the saved ones: `--vault`, a second launch.
+    session: SessionVaults = field(default_factory=SessionVaults)
 
 
-def make_context(data_dir: str | None, log_to_stderr: bool = True) -> Context:
+def make_context(data_dir: str | None, log_to_stderr: bool = True, keys_file: str | None = None) -> Context:
+    """`keys_file`: API keys for this run (see `state.secrets.read_keys_file`); the environment's
+    DLE_AI_KEY_*/DLE_VAULT_KEY_*/DLE_OBSIDIAN_KEY variables are read too."""
     paths = resolve_paths(data_dir)
     try:
         paths.ensure()
@@ -38,12 +44,21 @@ def make_context(data_dir: str | None, log_to_stderr: bool = True) -> Context:
     configure_logging(paths.logs_dir, to_stderr=log_to_stderr)
     store = SettingsStore(paths.settings_file)
     settings = store.load()
-    return Context(paths, store, settings, SecretStore())
+    secrets = SecretStore(file_path=paths.secrets_file, run_keys=os.environ)
+    if keys_file:
+        secrets.add_run_keys(read_keys_file(keys_file))
+    return Context(paths, store, settings, secrets)
 
 
 def make_engine(ctx: Context, vault_specs: list[str] | None, ai_offline: bool = False) -> Engine:
-    override = [source_from_spec(s, ctx.secrets) for s in vault_specs] if vault_specs else None
+    override = [source_from_spec(s, ctx.secrets, ctx.settings.vaults) for s in vault_specs] if vault_specs else None
     return Engine(ctx.paths, ctx.settings, ctx.secrets, vault_override=override, ai_offline=ai_offline)
+
+
+def session_engine(ctx: Context, settings: Settings | None = None) -> Engine:
+    """An engine on `settings` (default: the context's) that keeps this session's vaults open."""
+    settings = settings or ctx.settings
+    return Engine(ctx.paths, settings, ctx.secrets, vault_override=ctx.session.sources(settings, ctx.secrets))
 
 
 class Runtime:
@@ -56,9 +71,12 @@ class Runtime:
         self.thread = EngineThread()
         self.server: ServerRunner | None = None
         self.server_error: str | None = None
+        #: `--port`: wins over the saved port (and runs the server) until a port is chosen in Settings.
+        self.port_override = port
+        self._serve_allowed = serve
         self._host = host or ctx.settings.server_host
         self._port = ctx.settings.server_port if port is None else port
-        self._serve = serve and ctx.settings.server_enabled if port is None else serve
+        self._serve = self.should_serve(ctx.settings)
 
     def start(self) -> Runtime:
         self.thread.start()
@@ -88,16 +106,30 @@ class Runtime:
             self.ctx.settings = settings
         self.thread.call(swap(), timeout=60)
 
+    def should_serve(self, settings: Settings) -> bool:
+        return self._serve_allowed and (settings.server_enabled or self.port_override is not None)
+
+    def server_needs_restart(self, old: Settings, new: Settings) -> bool:
+        """Whether applying `new` must (re)start the server: its options changed, or it should be
+        running and is not (its port was busy, and may be free now). A port changed in Settings
+        replaces `--port` from then on."""
+        if old.server_port != new.server_port:
+            self.port_override = None
+        changed = (old.server_port, old.server_host, old.server_enabled) != (
+            new.server_port, new.server_host, new.server_enabled)
+        return changed or (self.server is None and self.should_serve(new))
+
     def restart_server(self) -> None:
-        """Apply changed server settings: stop the server and start it with the new ones."""
+        """Apply changed server settings (or retry a busy port): stop the server and start it again."""
         if self.server is not None:
             self.thread.call(self.server.stop(), timeout=15)
             self.server = None
         self.server_error = None
         settings = self.ctx.settings
-        if not settings.server_enabled:
+        if not self.should_serve(settings):
             return
-        self._host, self._port = settings.server_host, settings.server_port
+        self._host = settings.server_host
+        self._port = settings.server_port if self.port_override is None else self.port_override
         server = ServerRunner(self.engine, self._host, self._port)
         try:
             self.thread.call(server.start(), timeout=30)

@@ -17,7 +17,19 @@ def _common(p: argparse.ArgumentParser, sub: bool = False) -> None:
     p.add_argument("--data-dir", metavar="DIR", help="keep settings, cache and logs in DIR (default: the platform's app folders)",
                    **extra)
     p.add_argument("--vault", action="append", metavar="PATH|URL",
-                   help="a vault folder, or http(s)://KEY@HOST:PORT for an Obsidian REST vault (repeatable)", **extra)
+                   help="a vault folder, or http(s)://HOST:PORT for an Obsidian REST vault (repeatable); its key "
+                        "comes from DLE_OBSIDIAN_KEY or the saved vault at that address (keyring). "
+                        "http://KEY@HOST:PORT still works but shows the key in the process list", **extra)
+
+
+def port_arg(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {value!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a number from 0 to 65535, not {port}")
+    return port
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dle-desktop {__version__}")
     _common(parser)
     parser.add_argument("--minimized", action="store_true", help="start in the system tray without showing the window")
+    parser.add_argument("--port", type=port_arg, metavar="PORT",
+                        help="port of the HTTP server for SillyTavern (default from settings, 8765; 0 = any free "
+                             "port); kept until another port is chosen in Settings")
     sub = parser.add_subparsers(dest="command")
 
     p = sub.add_parser("index", help="index the vaults and print the entries")
@@ -57,9 +72,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="run the engine and HTTP server without a window")
     _common(p, sub=True)
     p.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, help="port to bind (default from settings, 8765; 0 = any free port)")
+    p.add_argument("--port", type=port_arg, default=argparse.SUPPRESS,
+                   help="port to bind (default from settings, 8765; 0 = any free port)")
     p.add_argument("--embedding-model", metavar="PATH",
                    help="a local GGUF embedding model for this run (no download); overrides the setting")
+    p.add_argument("--keys-file", metavar="FILE",
+                   help="API keys for this run, NAME=KEY lines (DLE_AI_KEY_<PROFILE ID>, DLE_VAULT_KEY_<VAULT NAME>, "
+                        "DLE_OBSIDIAN_KEY); the file must be readable only by you (chmod 600). The same names "
+                        "work as environment variables")
 
     p = sub.add_parser("embed", help="embed one text with a local GGUF model and print the vector")
     from dle_desktop.embed_cli import add_embed_arguments
@@ -131,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return run_match(args)
         if args.command == "serve":
-            ctx = make_context(args.data_dir)
+            ctx = make_context(args.data_dir, keys_file=args.keys_file)
             if args.embedding_model:
                 ctx.settings = ctx.settings.replace(embedding_model_path=embedding_model_arg(args.embedding_model))
             return run_headless(ctx, make_engine(ctx, args.vault), args.host, args.port)

@@ -47,12 +47,28 @@ class EngineEvent:
 Subscriber = Callable[[EngineEvent], None]
 
 
-def source_from_spec(spec: str, secrets: SecretStore | None = None) -> VaultSource:
-    """A `--vault` argument: a folder path, or http(s)://KEY@HOST:PORT for an Obsidian REST vault."""
+def source_from_spec(spec: str, secrets: SecretStore | None = None,
+                     saved: tuple[VaultConfig, ...] = ()) -> VaultSource:
+    """A `--vault` argument: a folder path, or http(s)://HOST:PORT for an Obsidian REST vault. The
+    REST key comes from DLE_OBSIDIAN_KEY, else from the saved vault at that address (keyring); the
+    old http://KEY@HOST:PORT form still works but shows the key to every process list."""
     if spec.startswith(("http://", "https://")):
+        from dle_desktop.state.secrets import CLI_VAULT_ENV, CLI_VAULT_SECRET
         from dle_desktop.vault.obsidian_rest import parse_vault_spec
 
-        return parse_vault_spec(spec)
+        source = parse_vault_spec(spec)
+        if source.has_api_key:
+            log.warning("the Obsidian REST key in --vault can be read by other programs in the process list; "
+                        "give it in %s or save the vault in Settings instead", CLI_VAULT_ENV)
+        elif secrets is not None:
+            key = secrets.get(CLI_VAULT_SECRET) or next(
+                (secrets.get(v.secret_id) for v in saved if v.kind == "obsidian-rest" and v.host == source.host
+                 and v.port == source.port and v.https == source.https), None)
+            if key:
+                from dle_desktop.vault.obsidian_rest import ObsidianRestSource
+
+                source = ObsidianRestSource(source.name, source.host, source.port, key, https=source.https)
+        return source
     path = Path(spec).expanduser()
     if not path.is_dir():
         raise ConfigError(f"vault folder not found: {spec}")

@@ -10,6 +10,8 @@ import sys
 import threading
 from pathlib import Path
 
+from dle_desktop.private_files import private_opener
+
 _secrets: set[str] = set()
 _secrets_lock = threading.Lock()
 _PATTERNS = (
@@ -52,6 +54,13 @@ class ScrubFilter(logging.Filter):
         return True
 
 
+class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """Log files are 0600: they name vault notes and chats."""
+
+    def _open(self):
+        return open(self.baseFilename, self.mode, encoding=self.encoding, errors=self.errors, opener=private_opener)
+
+
 _configured = False
 
 
@@ -66,7 +75,7 @@ def configure_logging(logs_dir: Path | None, level: int = logging.INFO, to_stder
     handlers: list[logging.Handler] = []
     if logs_dir is not None:
         logs_dir.mkdir(parents=True, exist_ok=True)
-        fh = logging.handlers.RotatingFileHandler(logs_dir / "dle-desktop.log", maxBytes=2_000_000, backupCount=3, encoding="utf-8")
+        fh = PrivateRotatingFileHandler(logs_dir / "dle-desktop.log", maxBytes=2_000_000, backupCount=3, encoding="utf-8")
         handlers.append(fh)
     if to_stderr:
         sh = logging.StreamHandler(sys.stderr)

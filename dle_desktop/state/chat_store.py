@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from dle_desktop.core.pipeline.state import ChatState
+from dle_desktop.private_files import make_private_file
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,7 @@ class ChatStore:
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            make_private_file(Path(self.path))  # SQLite gives its -wal and -shm files the same mode
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")

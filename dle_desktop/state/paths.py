@@ -9,6 +9,8 @@ from pathlib import Path
 
 import platformdirs
 
+from dle_desktop.private_files import make_private_dir, tighten
+
 APP_NAME = "dle-desktop"
 
 
@@ -34,6 +36,11 @@ class AppPaths:
         return self.data_dir / "ai-usage.json"
 
     @property
+    def secrets_file(self) -> Path:
+        """API keys when the system has no keyring (0600)."""
+        return self.data_dir / "secrets.json"
+
+    @property
     def vectors_dir(self) -> Path:
         return self.data_dir / "vectors"
 
@@ -51,8 +58,13 @@ class AppPaths:
         return self.data_dir / "run"
 
     def ensure(self) -> AppPaths:
+        """Create the folders, private to the user; files earlier versions left readable are tightened."""
         for d in (self.config_dir, self.data_dir, self.index_cache_dir, self.logs_dir, self.runtime_dir):
-            d.mkdir(parents=True, exist_ok=True)
+            make_private_dir(d)
+        for f in (self.settings_file, self.state_db, Path(f"{self.state_db}-wal"), Path(f"{self.state_db}-shm"),
+                  self.ai_usage_file, self.secrets_file, *self.logs_dir.glob("dle-desktop.log*"),
+                  *self.index_cache_dir.glob("*.idx")):
+            tighten(f)
         return self
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dle_desktop.errors import ConfigError
+from dle_desktop.private_files import private_opener
 
 log = logging.getLogger(__name__)
 
@@ -539,7 +540,7 @@ class SettingsStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")
         data = json.dumps(settings.to_json(), indent=2, ensure_ascii=False)
-        with open(tmp, "w", encoding="utf-8") as fh:
+        with open(tmp, "w", encoding="utf-8", opener=private_opener) as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())

@@ -716,7 +716,8 @@ class ChannelsView(QWidget):
         editor = ProfileEditor(profile, taken_names={p.name for p in others},
                                taken_ids={p.id for p in self.profiles()},
                                key_state=self.key_state(secret_id) if profile else "none",
-                               persistent=self.secrets.persistent, tester=self._tester(),
+                               persistent=self.secrets.persistent, key_location=getattr(self.secrets, "location", None),
+                               tester=self._tester(),
                                pending_key=self.new_keys.get(secret_id), parent=self)
         editor.accepted.connect(lambda: on_save(editor))
         editor.finished.connect(lambda *_: editor.deleteLater())

@@ -4,6 +4,8 @@ the tray on the Qt thread (qasync runs asyncio there so slots can await engine w
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import logging
 import sys
 from pathlib import Path
@@ -23,12 +25,22 @@ from PySide6.QtWidgets import (
 from dle_desktop.errors import DleError
 from dle_desktop.settings_apply import ApplyPlan, plan
 from dle_desktop.ui.async_util import soon
+from dle_desktop.session_vaults import ADDED, SECOND_LAUNCH, SessionVaults, spec_location
+from dle_desktop.state.secrets import CLI_VAULT_SECRET
+from dle_desktop.state.settings import VaultConfig
 from dle_desktop.ui.bridge import EngineBridge
 from dle_desktop.ui.icons import app_icon
 from dle_desktop.ui.main_window import MainWindow
 from dle_desktop.ui.model_download import ModelDownload
 from dle_desktop.ui.settings_dialog import SettingsDialog
-from dle_desktop.ui.single_instance import InstanceServer, ask_running_instance, instance_name
+from dle_desktop.ui.single_instance import (
+    ACK,
+    OPEN_VAULTS,
+    InstanceServer,
+    ask_running_instance,
+    hand_over,
+    instance_name,
+)
 from dle_desktop.ui.tray import ChangeNotifier, TrayController
 
 log = logging.getLogger(__name__)
@@ -58,6 +70,8 @@ class DesktopApp:
         self.window.quitRequested.connect(self.quit)
         self.window.closeToTray.connect(self._closed_to_tray)
         self.window.settingsRequested.connect(lambda: self.open_settings())
+        self.window.server_notice.retryRequested.connect(self.retry_server)
+        self.window.server_notice.settingsRequested.connect(lambda: self.open_settings(page="general"))
         self.window.addFolderRequested.connect(self._add_folder_dialog)
         self.window.channels_view.applyRequested.connect(self.apply_settings)
         self.settings_dialog: SettingsDialog | None = None
@@ -65,6 +79,8 @@ class DesktopApp:
         self._apply_lock = asyncio.Lock()
         self.apply_bar = self._busy_bar("Applying settings…")
         self.window.statusBar().addPermanentWidget(self.apply_bar)
+        self.vault_question: QMessageBox | None = None  # asking about a vault from a second launch
+        self._vault_requests: list[str] = []
         self.model_download = ModelDownload(runtime.thread, runtime.ctx.paths.models_dir)
         strip = self.window.vault_view.semantic_strip
         strip.pauseToggled.connect(self.set_semantic_paused)
@@ -93,9 +109,10 @@ class DesktopApp:
         """Call after runtime.start(): engine events from its start are already queued to us."""
         server = self.runtime.server
         self.window.set_server_status(server.url if server else None, self.runtime.server_error)
-        problems = [p for p in (self.runtime.server_error, self.runtime.ctx.store.problem) if p]
-        if problems:
-            self.window.statusBar().showMessage(" · ".join(problems), 30000)
+        if self.runtime.ctx.store.problem:  # a server problem has its own notice, with Retry
+            self.window.statusBar().showMessage(self.runtime.ctx.store.problem, 30000)
+        if self.runtime.server_error and self._start_hidden:  # nobody sees the window's notice yet
+            self.tray.show_message("SillyTavern cannot connect", self.runtime.server_error)
         if not self._start_hidden:
             self.window.show()
 
@@ -112,7 +129,8 @@ class DesktopApp:
     # -- settings -----------------------------------------------------------------------------
     def open_settings(self, add_folder: str | None = None, page: str | None = None) -> SettingsDialog:
         ctx = self.runtime.ctx
-        dlg = SettingsDialog(ctx.settings, ctx.secrets, self.window, self.bridge, self.model_download)
+        dlg = SettingsDialog(ctx.settings, ctx.secrets, self.window, self.bridge, self.model_download,
+                             session=ctx.session, sample_folder=self._sample_folder())
         if add_folder:
             dlg.add_folder(add_folder)
         if page:
@@ -122,6 +140,10 @@ class DesktopApp:
         self.settings_dialog = dlg
         dlg.open()
         return dlg
+
+    def _sample_folder(self) -> str | None:
+        engine = self.runtime.engine
+        return engine.sources[0].describe() if engine.using_sample_vault else None
 
     def _add_folder_dialog(self) -> None:
         folder = QFileDialog.getExistingDirectory(self.window, "Open a vault folder")
@@ -138,6 +160,8 @@ class DesktopApp:
             self.window.statusBar().showMessage(f"{path} is already a vault", 5000)
             return
         name = unique_name(path.name, {v["name"].lower() for v in existing})
+        if ctx.session and ctx.session.replaces_saved:  # the command line chose the vaults: open this one next to them now
+            ctx.session.add(str(path), ADDED)
         self.apply_settings(ctx.settings.replace(vaults=[*existing, {"name": name, "kind": "folder", "path": str(path)}]), {})
 
     def apply_settings(self, settings, new_keys: dict[str, str]) -> asyncio.Task | None:
@@ -159,18 +183,25 @@ class DesktopApp:
         ctx.settings = settings  # the next settings dialog starts from these, even mid-apply
         self.window.close_to_tray = settings.close_to_tray
         self.notifier.enabled = settings.show_sync_toasts
-        self.apply_task = asyncio.ensure_future(self._apply(settings, plan(old, settings, new_keys)))
+        todo = plan(old, settings, new_keys)
+        if self.runtime.server_needs_restart(old, settings):  # also: it should run and does not (busy port)
+            todo = dataclasses.replace(todo, restart_server=True)
+        self.apply_task = asyncio.ensure_future(self._apply(settings, todo))
         return self.apply_task
 
     async def _apply(self, settings, todo: ApplyPlan) -> None:
-        from dle_desktop.engine import Engine
+        from dle_desktop.app import session_engine
 
         async with self._apply_lock:  # one at a time, in the order they were asked for
             self.apply_bar.show()
             try:
                 if todo.new_engine:
-                    ctx = self.runtime.ctx
-                    engine = Engine(ctx.paths, settings, ctx.secrets)
+                    try:  # keeps the vaults this session opened (--vault, a second launch)
+                        engine = session_engine(self.runtime.ctx, settings)
+                    except DleError as exc:  # e.g. a folder given with --vault was removed since
+                        QMessageBox.warning(self.window, "Settings",
+                                            f"Settings were saved, but the vaults could not be opened: {exc}")
+                        return
                     self.bridge.rebind(engine)
                     self.window.reset_semantic(settings)
                     self.window.on_ai_breaker({"state": "closed"})  # the new engine starts with a closed breaker
@@ -182,8 +213,7 @@ class DesktopApp:
                     soon(self.window.refresh_health)  # its limits (scan depth, budget...) may have moved
                 if todo.restart_server:
                     await asyncio.to_thread(self.runtime.restart_server)
-                    server = self.runtime.server
-                    self.window.set_server_status(server.url if server else None, self.runtime.server_error)
+                    self._show_server_state()
             except Exception as exc:  # noqa: BLE001 - saved already; say so rather than lose the window
                 log.exception("applying settings failed")
                 self.window.statusBar().showMessage(f"Settings were saved, but applying them failed: {exc}", 15000)
@@ -192,6 +222,17 @@ class DesktopApp:
                 self.apply_bar.hide()
         done = todo.describe()
         self.window.statusBar().showMessage(f"Settings saved ({done})" if done else "Settings saved", 4000)
+
+    def retry_server(self) -> None:
+        """Start the server again (the notice's Retry)."""
+        self.runtime.restart_server()
+        self._show_server_state()
+
+    def _show_server_state(self) -> None:
+        server = self.runtime.server
+        self.window.set_server_status(server.url if server else None, self.runtime.server_error)
+        if server is not None:
+            self.window.statusBar().showMessage(f"Server running on {server.url}", 5000)
 
     # -- semantic search ------------------------------------------------------------------------
     def set_semantic_paused(self, paused: bool) -> None:
@@ -221,6 +262,78 @@ class DesktopApp:
     def on_instance_message(self, message: str) -> None:
         if message == "show":
             self.window.bring_forward()
+        elif message.startswith(OPEN_VAULTS):
+            try:
+                specs = [s for s in json.loads(message[len(OPEN_VAULTS):]) if isinstance(s, str) and s]
+            except ValueError:
+                log.warning("ignored an unreadable message from a second launch")
+                return
+            self.window.bring_forward()
+            self._vault_requests.extend(specs)
+            if self.vault_question is None:
+                self._ask_next_vault()
+
+    # -- vaults handed over by a second launch --------------------------------------------------
+    def _ask_next_vault(self) -> None:
+        """One question at a time, without a nested event loop (the engine's replies keep coming)."""
+        if not self._vault_requests:
+            self.vault_question = None
+            return
+        spec = self._vault_requests.pop(0)
+        shown = spec_location(spec)
+        box = QMessageBox(QMessageBox.Question, "Open a vault?",
+                          f"DLE Desktop was started again with --vault {shown}.", parent=self.window)
+        box.setInformativeText("Open for this session: the vault opens now, next to the open ones, until DLE "
+                               "Desktop quits.\n\nAdd to saved vaults: it opens now and at every start.")
+        session = box.addButton("Open for this session", QMessageBox.AcceptRole)
+        saved = box.addButton("Add to saved vaults", QMessageBox.AcceptRole)
+        box.addButton("Ignore", QMessageBox.RejectRole)
+        box.setDefaultButton(session)
+        box.setAttribute(Qt.WA_DeleteOnClose)
+
+        def answered(_result) -> None:
+            clicked = box.clickedButton()
+            choice = "session" if clicked is session else "saved" if clicked is saved else "ignore"
+            self.open_handed_vault(spec, choice)
+            self._ask_next_vault()
+
+        box.finished.connect(answered)
+        self.vault_question = box
+        box.open()
+
+    def open_handed_vault(self, spec: str, choice: str) -> None:
+        """choice: session (open until quit) | saved (save and open) | ignore."""
+        ctx = self.runtime.ctx
+        shown = spec_location(spec)
+        if choice == "ignore":
+            self.window.statusBar().showMessage(f"Not opened: {shown}", 6000)
+            return
+        try:
+            if choice == "session":
+                if not ctx.session.add(spec, SECOND_LAUNCH):
+                    self.window.statusBar().showMessage(f"{shown} is already open", 5000)
+                    return
+                self.apply_settings(ctx.settings, {})
+            elif spec.startswith(("http://", "https://")):
+                self._save_rest_vault(spec)
+            else:
+                self.add_vault_folder(spec)
+        except DleError as exc:
+            QMessageBox.warning(self.window, "Open a vault", f"{shown} could not be opened: {exc}")
+
+    def _save_rest_vault(self, spec: str) -> None:
+        from dle_desktop.ui.settings_dialog import unique_name
+        from dle_desktop.vault.obsidian_rest import parse_vault_spec
+
+        ctx = self.runtime.ctx
+        source = parse_vault_spec(spec)
+        existing = [v.to_json() for v in ctx.settings.vaults]
+        cfg = VaultConfig(name=unique_name(f"Obsidian {source.port}", {v["name"].lower() for v in existing}),
+                          kind="obsidian-rest", host=source.host, port=source.port, https=source.https)
+        key = source.reveal_api_key() or ctx.secrets.get(CLI_VAULT_SECRET)
+        if ctx.session and ctx.session.replaces_saved:
+            ctx.session.add(spec, ADDED)
+        self.apply_settings(ctx.settings.replace(vaults=[*existing, cfg.to_json()]), {cfg.secret_id: key} if key else {})
 
     def quit(self) -> None:
         self.model_download.cancel()  # the bytes so far are kept: the next start resumes
@@ -232,8 +345,36 @@ class DesktopApp:
         self.done.set()
 
 
+def second_launch(name: str, args) -> int | None:
+    """When the app already runs for this data folder: hand it the vaults (it asks the user there)
+    or bring it forward, say plainly what was and was not applied, and return the exit code."""
+    from dle_desktop.engine import source_from_spec
+
+    specs = []
+    for spec in args.vault or ():
+        source_from_spec(spec)  # a folder that is not there is this launch's error, not the other's question
+        specs.append(spec if spec.startswith(("http://", "https://")) else spec_location(spec))
+    if not specs:
+        if not ask_running_instance(name):
+            return None
+        print("DLE Desktop is already running; brought its window forward.")
+    else:
+        answer = hand_over(name, OPEN_VAULTS + json.dumps(specs))
+        if answer is None:
+            return None
+        shown = ", ".join(spec_location(s) for s in specs)
+        if answer != ACK:
+            print(f"DLE Desktop is already running and did not take the vault: --vault {shown} was NOT applied. "
+                  "Open it there (File → Add vault folder…) or quit DLE Desktop and start it again.", file=sys.stderr)
+            return 1
+        print(f"DLE Desktop is already running; it asks in its window whether to open {shown}.")
+    if getattr(args, "port", None) is not None:
+        print("--port was NOT applied: the running app keeps its server port (change it in Settings).", file=sys.stderr)
+    return 0
+
+
 def run_gui(args) -> int:
-    from dle_desktop.app import Runtime, make_context, make_engine
+    from dle_desktop.app import Runtime, make_context, session_engine
 
     qapp = QApplication.instance() or QApplication(sys.argv[:1])
     qapp.setApplicationName("DLE Desktop")
@@ -242,9 +383,9 @@ def run_gui(args) -> int:
 
     ctx = make_context(args.data_dir, log_to_stderr=True)
     name = instance_name(str(ctx.paths.data_dir))
-    if ask_running_instance(name):
-        print("DLE Desktop is already running; brought its window forward.")
-        return 0
+    handed = second_launch(name, args)
+    if handed is not None:
+        return handed
     instance = InstanceServer(name)
 
     import qasync
@@ -252,11 +393,12 @@ def run_gui(args) -> int:
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
     try:
-        engine = make_engine(ctx, args.vault)
+        ctx.session = SessionVaults.from_command_line(args.vault)
+        engine = session_engine(ctx)
     except DleError as exc:
         QMessageBox.critical(None, "DLE Desktop", str(exc))
         return 2
-    runtime = Runtime(ctx, engine)
+    runtime = Runtime(ctx, engine, port=getattr(args, "port", None))
     ui_state = QSettings(str(ctx.paths.config_dir / "ui-state.ini"), QSettings.IniFormat)
     # Built before the engine starts, so it hears the cached index and the first sync.
     desktop = DesktopApp(qapp, runtime, ui_state, start_hidden=getattr(args, "minimized", False))

@@ -16,6 +16,8 @@ from PySide6.QtWidgets import (
     QPushButton,
     QTabWidget,
     QToolBar,
+    QVBoxLayout,
+    QWidget,
 )
 
 from dle_desktop import __version__
@@ -23,6 +25,7 @@ from dle_desktop.ui.async_util import soon
 from dle_desktop.ui.bridge import EngineBridge
 from dle_desktop.ui.channels_view import ChannelsView
 from dle_desktop.ui.icons import app_icon
+from dle_desktop.ui.server_notice import ServerNotice
 from dle_desktop.ui.vault_view import VaultView
 
 log = logging.getLogger(__name__)
@@ -54,7 +57,14 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.channels_view, "Channels")
         self.channels_view.dirtyChanged.connect(
             lambda dirty: self.tabs.setTabText(self.tabs.indexOf(self.channels_view), "Channels •" if dirty else "Channels"))
-        self.setCentralWidget(self.tabs)
+        self.server_notice = ServerNotice()
+        central = QWidget()
+        column = QVBoxLayout(central)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(4)
+        column.addWidget(self.server_notice)
+        column.addWidget(self.tabs, 1)
+        self.setCentralWidget(central)
         self._build_actions()
         self._build_status_bar()
 
@@ -93,7 +103,8 @@ class MainWindow(QMainWindow):
         self.channels_view_action = QAction("Channels", self, shortcut=QKeySequence("Ctrl+2"),
                                             statusTip="AI connection profiles, channels, AI search and the breaker (Ctrl+2)",
                                             triggered=lambda *_: self.tabs.setCurrentWidget(self.channels_view))
-        self.find_action = QAction("Find", self, shortcut=QKeySequence.Find, triggered=lambda *_: self.vault_view.focus_filter())
+        self.find_action = QAction("Find", self, shortcut=QKeySequence.Find, statusTip="Filter the vault's entries (Ctrl+F)",
+                                   triggered=lambda *_: self.find())
         self.close_action = QAction("Close window", self, shortcut=QKeySequence.Close, triggered=lambda *_: self.close())
         self.quit_action = QAction("Quit", self, shortcut=QKeySequence.Quit, triggered=lambda *_: self.quitRequested.emit())
         for a in (self.sync_action, self.rebuild_action, self.pause_action):
@@ -158,8 +169,9 @@ class MainWindow(QMainWindow):
             self.server_label.setText(f"Server: {url}")
             self.server_label.setToolTip("SillyTavern and scripts connect here")
         else:
-            self.server_label.setText("Server: off")
+            self.server_label.setText("Server: not running" if error else "Server: off")
             self.server_label.setToolTip(error or "The HTTP server is disabled in settings")
+        self.server_notice.show_problem(None if url else error)
 
     def reset_semantic(self, settings) -> None:
         """A (new) engine runs with `settings`: the strip waits for its first semantic event."""
@@ -244,6 +256,10 @@ class MainWindow(QMainWindow):
     def set_paused(self, paused: bool) -> None:
         asyncio.ensure_future(self.bridge.run(self.bridge.engine.set_sync_paused, paused))
         self.statusBar().showMessage("Sync paused" if paused else "Sync resumed", 4000)
+
+    def find(self) -> None:
+        self.tabs.setCurrentWidget(self.vault_view)
+        self.vault_view.focus_filter()
 
     def _about(self) -> None:
         QMessageBox.about(self, "About DLE Desktop",

@@ -68,9 +68,10 @@ def new_profile_id(name: str, taken: set[str] | frozenset[str] = frozenset()) ->
             return pid
 
 
-def key_status_text(state: str, persistent: bool) -> tuple[str, str]:
-    """What to say about a profile's key, and in which style. state: stored | pending | cleared | none."""
-    where = "the system keyring" if persistent else "memory for this session only (no system keyring)"
+def key_status_text(state: str, persistent: bool, where: str | None = None) -> tuple[str, str]:
+    """What to say about a profile's key, and in which style. state: stored | pending | cleared | none.
+    `where`: the secret store's own words (keyring, a private file, or memory)."""
+    where = where or ("the system keyring" if persistent else "memory for this session only (no system keyring)")
     if state == "stored":
         return f"A key is stored in {where}. Type a new one to replace it.", OK_STYLE
     if state == "pending":
@@ -172,7 +173,7 @@ class ProfileEditor(QDialog):
 
     def __init__(self, profile: ProfileConfig | None, *, taken_names: set[str], taken_ids: set[str],
                  key_state: str, persistent: bool, tester: Tester | None = None,
-                 pending_key: str | None = None, parent=None) -> None:
+                 pending_key: str | None = None, parent=None, key_location: str | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Edit connection profile" if profile else "New connection profile")
         self.setMinimumWidth(560)
@@ -183,6 +184,7 @@ class ProfileEditor(QDialog):
         self._taken_ids = taken_ids
         self.key_state = key_state
         self.persistent = persistent
+        self.key_location = key_location
         self.pending_key = pending_key
         self.clear_key = False
         self.new_key: str | None = None
@@ -257,7 +259,7 @@ class ProfileEditor(QDialog):
         header_row.addLayout(header_buttons)
         form.addRow("Extra headers", header_row)
         header_note = note("Header values are saved in settings.json: put API keys in the key field, "
-                           "which goes to the keyring.", MUTED_STYLE)
+                           "which is kept out of settings.json (in the system keyring, or a private file without one).", MUTED_STYLE)
         header_note.setMinimumWidth(400)
         form.addRow("", header_note)
         self.form = form
@@ -406,9 +408,9 @@ class ProfileEditor(QDialog):
     def _show_key_state(self) -> None:
         typed = bool(self.key.text().strip())
         if typed:
-            text, style = key_status_text("pending", self.persistent)
+            text, style = key_status_text("pending", self.persistent, self.key_location)
         else:
-            text, style = key_status_text(self.key_state, self.persistent)
+            text, style = key_status_text(self.key_state, self.persistent, self.key_location)
         self.key_note.setText(text)
         self.key_note.setStyleSheet(style)
         self.key.setPlaceholderText("•••••••• (stored; type to replace)" if self.key_state in ("stored", "pending")

@@ -1,5 +1,5 @@
 """Settings: the vaults (folders and Obsidian REST), how they merge, and the app's own options.
-API keys typed here go to the keyring, never to settings.json."""
+API keys typed here go to the keyring (or the private key file without one), never to settings.json."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from dle_desktop.errors import DleError
+from dle_desktop.session_vaults import ADDED, COMMAND_LINE, SAMPLE, SAVED, SECOND_LAUNCH, SessionVaults, VaultRow
 from dle_desktop.state.settings import Settings, VaultConfig
 from dle_desktop.ui.embeddings_settings import EmbeddingsPage
 from dle_desktop.ui.model_download import ModelDownload
@@ -43,6 +44,25 @@ def unique_name(base: str, taken: set[str]) -> str:
         name = f"{base} {n}"
         n += 1
     return name
+
+
+def source_text(row: VaultRow) -> str:
+    """The Source column: where a vault came from, and whether this session uses it."""
+    return {SAVED: "saved" if row.in_use else "saved · not in use now",
+            COMMAND_LINE: "command line · this session",
+            SECOND_LAUNCH: "second launch · this session",
+            ADDED: "added · this session",
+            SAMPLE: "bundled sample"}.get(row.origin, row.origin)
+
+
+def source_tooltip(row: VaultRow) -> str:
+    if row.origin == SAVED:
+        return ("Saved in settings.json; opens at every start." if row.in_use else
+                "Saved in settings.json, but this session uses the vaults given with --vault instead; "
+                "it opens at the next start without --vault.")
+    if row.origin == SAMPLE:
+        return "The bundled sample world opens while no vault is saved: add your own folder to replace it."
+    return "Open for this session only (not saved); it closes when DLE Desktop quits."
 
 
 class RestVaultDialog(QDialog):
@@ -132,8 +152,13 @@ class SettingsDialog(QDialog):
     PAGES = ("vaults", "general", "retrieval", "embeddings")
 
     def __init__(self, settings: Settings, secrets, parent=None, bridge=None,
-                 model_download: ModelDownload | None = None) -> None:
+                 model_download: ModelDownload | None = None, session: SessionVaults | None = None,
+                 sample_folder: str | None = None) -> None:
+        """`session`: vaults this run opened (shown, not editable here); `sample_folder`: the
+        bundled sample's folder while it is the open vault."""
         super().__init__(parent)
+        self.session = session or SessionVaults()
+        self.sample_folder = sample_folder
         self.setWindowTitle("Settings")
         self.resize(780, 600)
         self.settings = settings
@@ -174,8 +199,8 @@ class SettingsDialog(QDialog):
     # -- vaults -----------------------------------------------------------------------------
     def _vaults_tab(self) -> QWidget:
         w = QWidget()
-        self.table = QTableWidget(0, 4)
-        self.table.setHorizontalHeaderLabels(["Enabled", "Name", "Kind", "Location"])
+        self.table = QTableWidget(0, 5)
+        self.table.setHorizontalHeaderLabels(["Enabled", "Name", "Kind", "Location", "Source"])
         self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SingleSelection)
         self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
@@ -205,34 +230,58 @@ class SettingsDialog(QDialog):
                       "With no vault, the bundled sample vault opens.")
         hint.setWordWrap(True)
         layout = QVBoxLayout(w)
+        self.session_note: QLabel | None = None
+        if self.session:
+            self.session_note = QLabel(self._session_note())
+            self.session_note.setWordWrap(True)
+            self.session_note.setStyleSheet("color: #a15c00")
+            layout.addWidget(self.session_note)
         layout.addLayout(row)
         layout.addLayout(form)
         layout.addWidget(hint)
         return w
 
+    def _session_note(self) -> str:
+        if self.session.replaces_saved:
+            return ("This session uses the vaults given on the command line (--vault) instead of the saved ones. "
+                    "They stay open until DLE Desktop quits and are not saved; changes to the saved vaults apply "
+                    "from the next start without --vault.")
+        return "This session also has vaults open that are not saved; they stay open until DLE Desktop quits."
+
     def _fill_table(self) -> None:
+        """Saved vaults (editable, row i = saved vault i), then the ones this session opened besides them."""
+        rows = self.session.rows(self.vaults, self.sample_folder)
         self.table.blockSignals(True)
-        self.table.setRowCount(len(self.vaults))
-        for r, v in enumerate(self.vaults):
+        self.table.setRowCount(len(rows))
+        for r, row in enumerate(rows):
+            saved = r < len(self.vaults)
             check = QTableWidgetItem()
-            check.setFlags(Qt.ItemIsUserCheckable | Qt.ItemIsEnabled | Qt.ItemIsSelectable)
-            check.setCheckState(Qt.Checked if v.enabled else Qt.Unchecked)
-            self.table.setItem(r, 0, check)
-            self.table.setItem(r, 1, QTableWidgetItem(v.name))
-            self.table.setItem(r, 2, QTableWidgetItem("folder" if v.kind == "folder" else "Obsidian REST"))
-            where = v.path if v.kind == "folder" else f"{'https' if v.https else 'http'}://{v.host}:{v.port}"
-            self.table.setItem(r, 3, QTableWidgetItem(where))
+            if saved:
+                check.setFlags(Qt.ItemIsUserCheckable | Qt.ItemIsEnabled | Qt.ItemIsSelectable)
+                check.setCheckState(Qt.Checked if self.vaults[r].enabled else Qt.Unchecked)
+            cells = [check, QTableWidgetItem(row.name),
+                     QTableWidgetItem("folder" if row.kind == "folder" else "Obsidian REST"),
+                     QTableWidgetItem(row.location), QTableWidgetItem(source_text(row))]
+            for c, item in enumerate(cells):
+                if not saved:  # shown so the page says what is open, but there is nothing to edit
+                    item.setFlags(Qt.ItemIsEnabled)
+                    item.setForeground(self.palette().placeholderText())
+                if c:
+                    item.setToolTip(source_tooltip(row))
+                self.table.setItem(r, c, item)
+        self.table.resizeColumnToContents(4)
         self.table.blockSignals(False)
 
     def _enabled_changed(self, item: QTableWidgetItem) -> None:
-        if item.column() == 0:
+        if item.column() == 0 and item.row() < len(self.vaults):
             r = item.row()
             v = self.vaults[r]
             self.vaults[r] = VaultConfig(**{**v.to_json(), "enabled": item.checkState() == Qt.Checked})
 
     def _selected(self) -> int | None:
+        """The selected saved vault's index; rows of session vaults are not editable."""
         rows = self.table.selectionModel().selectedRows()
-        return rows[0].row() if rows else None
+        return rows[0].row() if rows and rows[0].row() < len(self.vaults) else None
 
     def add_folder(self, folder: str) -> VaultConfig:
         path = Path(folder).expanduser().resolve()

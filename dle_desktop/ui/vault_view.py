@@ -101,7 +101,8 @@ class VaultView(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.main_split)
 
-        QShortcut(QKeySequence.Find, self, activated=self.focus_filter)
+        # Ctrl+F belongs to the main window's Find action: a second binding here made Qt call the
+        # key ambiguous and drop it.
         QShortcut(QKeySequence(Qt.Key_Escape), self.filter, activated=lambda: self.filter.clear())
 
     # -- data -------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dle_desktop.core.entry import Entry, Skip
+from dle_desktop.private_files import private_opener
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ class IndexCache:
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self._file(key)
         tmp = path.with_suffix(".tmp")
-        with open(tmp, "wb") as fh:
+        with open(tmp, "wb", opener=private_opener) as fh:
             pickle.dump({"format": CACHE_FORMAT, "key": key, "records": records, "meta": meta or {}}, fh, protocol=pickle.HIGHEST_PROTOCOL)
             fh.flush()
             os.fsync(fh.fileno())

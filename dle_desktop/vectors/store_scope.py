@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dle_desktop.private_files import make_private_file, private_opener
 from dle_desktop.vectors.contracts import Hit, StoredItem, VectorConflict
 from dle_desktop.vectors.store_ann import (CALIBRATION_QUERIES, HOLDOUT_MAX, HOLDOUT_MIN_QUERIES, HOLDOUT_SHARE, MIX,
                                           TARGET_RECALL_HELDOUT, TARGET_RECALL_MIX, AnnIndex, calibrate)
@@ -95,6 +96,7 @@ def vector_file(gen: int) -> str:
 
 
 def connect(path: Path) -> sqlite3.Connection:
+    make_private_file(path)  # it holds the texts SillyTavern sent; SQLite's -wal/-shm copy its mode
     db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=60)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=FULL")
@@ -412,7 +414,7 @@ class Scope:
         gen = self.gen + 1
         new = self.path / vector_file(gen)
         mm = self._mm
-        with open(new, "wb") as f:
+        with open(new, "wb", opener=private_opener) as f:
             for chunk in _chunks(labels_rows, SCAN_CHUNK):
                 assert mm is not None
                 rows = np.fromiter((r for _, r in chunk), np.int64, len(chunk))

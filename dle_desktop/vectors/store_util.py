@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dle_desktop.private_files import private_opener
 from dle_desktop.vectors.contracts import StoredItem
 
 INT64_MIN = -(2**63)
@@ -206,7 +207,7 @@ def fsync_dir(path: Path) -> None:
 
 def write_rows(path: Path, offset: int, data: np.ndarray) -> None:
     """Write `data` (C-contiguous float32) at byte `offset`, cut anything after it, fsync."""
-    with open(path, "r+b" if path.exists() else "w+b") as f:
+    with open(path, "r+b" if path.exists() else "w+b", opener=private_opener) as f:
         f.seek(offset)
         f.write(memoryview(np.ascontiguousarray(data, dtype=np.float32)).cast("B"))
         f.truncate()

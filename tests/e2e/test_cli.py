@@ -263,3 +263,20 @@ def test_data_dir_before_the_command_is_honoured(tmp_path, make_vault, lore):
                           capture_output=True, text=True, encoding="utf-8", timeout=120, env=cli_env(), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (data / "index-cache").is_dir() or any(data.rglob("*")), "the index cache went somewhere else"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
+def test_serve_refuses_a_keys_file_others_can_read(data_dir, tmp_path):
+    keys = tmp_path / "keys.env"
+    keys.write_text("DLE_AI_KEY_MAIN=sk-readable-by-all\n", encoding="utf-8")
+    keys.chmod(0o644)
+    proc = dle("serve", "--port", "0", "--keys-file", str(keys), data_dir=data_dir)
+    assert proc.returncode == 2
+    assert "chmod 600" in proc.stderr and "sk-readable-by-all" not in proc.stderr
+
+
+def test_help_says_where_a_rest_vault_key_goes():
+    proc = subprocess.run([sys.executable, "-m", "dle_desktop", "serve", "--help"], capture_output=True, text=True,
+                          timeout=60, env=cli_env(), cwd=REPO)
+    text = " ".join(proc.stdout.split())
+    assert "DLE_OBSIDIAN_KEY" in text and "process list" in text and "--keys-file" in text

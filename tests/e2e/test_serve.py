@@ -206,3 +206,32 @@ def test_serve_twice_on_the_same_data_dir_and_port_after_a_clean_stop(serve, tmp
     assert int(second.wait_line(LISTENING).group(2)) == port  # the port was released
     second.proc.send_signal(signal.SIGINT)
     assert second.finish() == 0
+
+
+def test_headless_serve_takes_an_ai_key_from_a_keys_file(serve, tmp_path):
+    """With no keyring, headless `serve` had no way to get a profile's API key (only plaintext
+    extra_headers): a 0600 keys file (or the environment) supplies it for the run."""
+    import json
+
+    from tests.fakes.ai_provider import FakeAiProvider
+
+    key = "sk-headless-Key-4711"
+    with FakeAiProvider() as fake:
+        data = tmp_path / "data"
+        data.mkdir()
+        (data / "settings.json").write_text(json.dumps({
+            "connection_profiles": [{"id": "main-box", "name": "Main", "provider": "openai", "flavor": "custom",
+                                     "base_url": fake.url + "/v1", "model": "fake-model"}],
+            "ai_search_profile_id": "main-box"}), encoding="utf-8")
+        keys = tmp_path / "keys.env"
+        keys.write_text(f"# for the headless box\nDLE_AI_KEY_MAIN_BOX={key}\n", encoding="utf-8")
+        keys.chmod(0o600)
+        s = serve("--port", "0", "--keys-file", str(keys))
+        url = s.wait_line(LISTENING).group(1)
+        answer = httpx.post(f"{url}/api/dle/v1/ai/channels/ai_search/test", timeout=30)
+        assert answer.status_code == 200, answer.text
+        assert fake.requests and fake.requests[-1].headers["authorization"] == f"Bearer {key}"
+        s.proc.send_signal(signal.SIGTERM)
+        assert s.finish() == 0
+    assert key not in "".join(s.stdout + s.stderr)
+    assert key not in (data / "logs" / "dle-desktop.log").read_text(encoding="utf-8")

@@ -57,12 +57,22 @@ def make_desktop(tmp_path, qapp):
 
     made = []
 
-    def make(vault: Path, tray: bool = False, data_dir: Path | None = None, settings: Settings | None = None):
+    def make(vault: Path | None, tray: bool = False, data_dir: Path | None = None, settings: Settings | None = None,
+             command_line: list[str] | None = None, runtime_options: dict | None = None):
+        """`command_line`: start as `dle-desktop --vault ...` would (vault=None: only those, or the
+        saved/sample vaults when empty); otherwise `vault` is opened directly."""
+        from dle_desktop.app import session_engine
+        from dle_desktop.session_vaults import SessionVaults
+
         paths = resolve_paths(data_dir or tmp_path / "data").ensure()
         settings = settings or Settings()
         ctx = Context(paths, SettingsStore(paths.settings_file), settings, SecretStore(use_keyring=False))
-        engine = Engine(paths, settings, ctx.secrets, vault_override=[FolderSource("vault", vault)])
-        runtime = Runtime(ctx, engine, serve=False, port=0)
+        if command_line is not None:
+            ctx.session = SessionVaults.from_command_line(command_line)
+            engine = session_engine(ctx)
+        else:
+            engine = Engine(paths, settings, ctx.secrets, vault_override=[FolderSource("vault", vault)])
+        runtime = Runtime(ctx, engine, **({"serve": False, "port": 0} if runtime_options is None else runtime_options))
         ui_state = QSettings(str(paths.config_dir / "ui-state.ini"), QSettings.IniFormat)
         desktop = DesktopApp(qapp, runtime, ui_state, tray_available=tray)
         runtime.start()

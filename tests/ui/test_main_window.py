@@ -238,3 +238,31 @@ def test_settings_dialog_builds_valid_settings(make_desktop, vault_copy, tmp_pat
     dlg.remove_selected()
     assert dlg.build_settings().vaults == ()
     dlg.reject()
+
+
+def test_ctrl_f_focuses_the_filter(make_desktop, vault_copy, qtbot, qloop):
+    """Ctrl+F was bound twice (window action and vault view), so Qt called it ambiguous and did
+    nothing: the key went to the table's type-ahead instead."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    desk = make_desktop(vault_copy)
+    window, view = desk.window, desk.window.vault_view
+    window.show()
+    window.activateWindow()
+    qtbot.waitExposed(window)
+
+    async def scenario():
+        await wait_for(lambda: view.model.rowCount() == 61)
+        view.table.setFocus()
+        await wait_for(lambda: view.table.hasFocus(), what="table focus")
+        QTest.keyClick(view.table, Qt.Key_F, Qt.ControlModifier)
+        await wait_for(lambda: view.filter.hasFocus(), timeout=3, what="filter focus after Ctrl+F")
+        # From another tab, Ctrl+F brings the Vault view forward first.
+        window.tabs.setCurrentWidget(window.channels_view)
+        window.channels_view.setFocus()
+        QTest.keyClick(window.channels_view, Qt.Key_F, Qt.ControlModifier)
+        await wait_for(lambda: window.tabs.currentWidget() is view and view.filter.hasFocus(), timeout=3,
+                       what="Vault tab and filter focus after Ctrl+F on Channels")
+
+    qloop.run_until_complete(scenario())
