@@ -61,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--embedding-model", metavar="PATH",
                    help="a local GGUF embedding model for this run (no download); overrides the setting")
 
+    p = sub.add_parser("server-token", help="print the token that LAN clients and listed web pages send to the server")
+    _common(p, sub=True)
+
     p = sub.add_parser("embed", help="embed one text with a local GGUF model and print the vector")
     from dle_desktop.embed_cli import add_embed_arguments
 
@@ -130,6 +133,14 @@ def main(argv: list[str] | None = None) -> int:
             from dle_desktop.matching_cli import run_match
 
             return run_match(args)
+        if args.command == "server-token":
+            from dle_desktop.server.security import server_token
+
+            ctx = make_context(args.data_dir)
+            print(server_token(ctx.secrets))
+            if not ctx.secrets.persistent:
+                print(f"warning: {ctx.secrets.problem}", file=sys.stderr)
+            return 0
         if args.command == "serve":
             ctx = make_context(args.data_dir)
             if args.embedding_model:
