@@ -64,7 +64,10 @@ class AccessPolicy:
     def build(cls, bound_host: str, allowed_hosts=(), allowed_origins=(), token=lambda: None) -> AccessPolicy:
         hosts = set(LOOPBACK_NAMES) | {parse_host(h)[0] for h in allowed_hosts}
         if bound_host.strip("[]").lower() not in _WILDCARD_BINDS:
-            hosts.add(parse_host(f"[{bound_host}]" if ":" in bound_host else bound_host)[0])
+            try:
+                hosts.add(parse_host(f"[{bound_host.strip('[]')}]" if ":" in bound_host else bound_host)[0])
+            except ValueError:
+                pass  # e.g. a link-local address with a zone: no Host header can name it anyway
         return cls(frozenset(hosts), frozenset(parse_origin(o) for o in allowed_origins), token)
 
     def judge(self, scope) -> Refusal | None:

@@ -16,7 +16,7 @@ from dle_desktop.engine import Engine
 from dle_desktop.engine_thread import EngineThread
 from dle_desktop.errors import ConfigError
 from dle_desktop.server.app import ServerRunner
-from dle_desktop.server.security import TOKEN_SECRET_NAME, server_token
+from dle_desktop.server.security import TOKEN_SECRET_NAME, AccessPolicy, server_token
 from dle_desktop.state.paths import AppPaths
 from dle_desktop.state.secrets import SecretStore
 from dle_desktop.state.settings import Settings
@@ -200,3 +200,40 @@ def test_a_loopback_server_creates_no_token_and_says_nothing(served, caplog):
     assert served.client.get(f"{API}/status").status_code == 200
     assert served.secrets.get(TOKEN_SECRET_NAME) is None
     assert not [r for r in caplog.records if "LAN mode" in r.getMessage()]
+
+
+# ----------------------------------------------------------------------------- the policy alone
+
+
+def scope(client: str | None, *headers: tuple[str, str], method: str = "GET") -> dict:
+    return {"type": "http", "method": method, "client": (client, 50000) if client else None,
+            "headers": [(k.lower().encode(), v.encode()) for k, v in (("Host", "localhost"), *headers)]}
+
+
+POLICY = AccessPolicy.build("0.0.0.0", ["192.168.1.20"], ["http://127.0.0.1:8000"], lambda: "the-token")
+
+
+@pytest.mark.parametrize("peer, needs_token", [("127.0.0.1", False), ("127.8.9.10", False), ("::1", False),
+                                               ("::ffff:127.0.0.1", False), ("192.168.1.7", True),
+                                               ("::ffff:192.168.1.7", True), (None, True)])
+def test_the_peer_address_decides_whether_a_token_is_needed(peer, needs_token):
+    refusal = POLICY.judge(scope(peer))
+    assert (refusal is not None and refusal.cause == "token_required") == needs_token
+    assert POLICY.judge(scope(peer, ("Authorization", "Bearer the-token"))) is None
+
+
+def test_a_repeated_origin_is_refused_even_if_one_copy_is_listed():
+    refusal = POLICY.judge(scope("127.0.0.1", ("Origin", "http://127.0.0.1:8000"), ("Origin", "https://evil.example"),
+                                 ("X-DLE-Token", "the-token")))
+    assert refusal is not None and refusal.cause == "forbidden_origin"
+
+
+def test_a_listed_origins_preflight_needs_no_token_but_its_requests_do():
+    origin = ("Origin", "http://127.0.0.1:8000")
+    assert POLICY.judge(scope("127.0.0.1", origin, ("Access-Control-Request-Method", "PUT"), method="OPTIONS")) is None
+    assert POLICY.judge(scope("127.0.0.1", origin, method="OPTIONS")).cause == "token_required"
+    assert POLICY.judge(scope("127.0.0.1", origin, ("X-DLE-Token", "the-token"))) is None
+
+
+def test_an_unusable_bind_address_is_simply_not_a_host_name():
+    assert AccessPolicy.build("fe80::1%eth0").hosts == AccessPolicy.build("127.0.0.1").hosts
