@@ -130,8 +130,9 @@ class ServerRunner:
         # instead of its own stderr handler. proxy_headers=False: the peer address that decides
         # whether a token is needed is the socket's, never an X-Forwarded-For header.
         # limit_concurrency caps running requests; the protocol caps the sockets themselves.
+        # ws="none": there are no WebSocket routes, so no upgrade may slip past the socket cap.
         config = uvicorn.Config(self._access, log_config=None, log_level="warning", access_log=False,
-                                lifespan="off", server_header=False, proxy_headers=False,
+                                lifespan="off", server_header=False, proxy_headers=False, ws="none",
                                 http=protocol_class(limits), timeout_keep_alive=limits.keep_alive_timeout,
                                 limit_concurrency=limits.max_connections + 1,
                                 h11_max_incomplete_event_size=limits.max_header_bytes)
