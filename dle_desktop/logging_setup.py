@@ -56,8 +56,10 @@ class ScrubFilter(logging.Filter):
 
 
 class RepeatFilter(logging.Filter):
-    """Let at most `burst` records from one place (logger, level, source line, message template)
+    """Let at most `burst` records from one place (logger, level, source line, exception type)
     through per `window` seconds; the next one after a quiet spell says how many were dropped.
+    The message text is not part of the place: asyncio's handler, for one, logs every failed
+    accept from one line with a pre-formatted message.
 
     A failing `accept()` or a scanning client can log the same error thousands of times a second;
     without this the rotating log would keep only that error and lose everything before it."""
@@ -73,8 +75,9 @@ class RepeatFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         # Computed once per record: a later filter (ScrubFilter) may rewrite msg for other handlers.
+        error = record.exc_info[0].__name__ if record.exc_info and record.exc_info[0] else None
         place = record.__dict__.setdefault("_repeat_place", (record.name, record.levelno, record.pathname,
-                                                              record.lineno, str(record.msg)))
+                                                              record.lineno, error))
         now = self.clock()
         with self._lock:
             state = self._places.get(place)

@@ -57,6 +57,15 @@ def test_a_flood_from_one_place_is_cut_to_a_burst_and_counted():
     assert sink.lines[-1] == "accept failed: errno again [997 more like this were not logged in the last 60 s]"
 
 
+def test_a_pre_formatted_message_from_one_line_is_one_place():
+    """asyncio logs each failed accept with the socket's details already in the text."""
+    clock = Clock()
+    log, sink = logger_with(RepeatFilter(burst=2, window=60, clock=clock))
+    for fd in range(100):
+        log.error(f"socket.accept() out of system resource\nsocket: <fd={fd}>")
+    assert len(sink.lines) == 2
+
+
 def test_other_places_are_not_silenced_by_a_flood():
     clock = Clock()
     log, sink = logger_with(RepeatFilter(burst=2, window=60, clock=clock))
