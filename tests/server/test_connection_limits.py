@@ -151,7 +151,7 @@ def test_a_stalled_body_is_answered_408(limited):
 
 def test_when_every_connection_is_busy_a_newcomer_gets_503(tmp_path):
     server = Limited(tmp_path, ServerLimits(max_connections=5, body_stall_timeout=600))
-    busy = []
+    busy: list[socket.socket] = []
     try:
         for _ in range(5):  # requests in flight: each route waits for a body that is still coming
             s = server.connect()
@@ -164,11 +164,17 @@ def test_when_every_connection_is_busy_a_newcomer_gets_503(tmp_path):
             answer = closed_by_server(late)
         assert answer is not None and answer.startswith(b"HTTP/1.1 503")
         assert b"too many open connections" in answer
+        for s in busy:
+            s.close()
+        # The busy ones hung up: room again, once the server has read their hang-ups.
+        deadline = time.monotonic() + BOUND
+        while server.status() != 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.status() == 200
     finally:
         for s in busy:
             s.close()
-    assert server.status() == 200  # the busy ones went away: room again
-    server.close()
+        server.close()
 
 
 def test_a_client_that_hangs_up_mid_body_is_not_an_unexpected_error(limited, caplog):
