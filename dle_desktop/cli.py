@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "DLE_OBSIDIAN_KEY); the file must be readable only by you (chmod 600). The same names "
                         "work as environment variables")
 
+    p = sub.add_parser("server-token", help="print the token that LAN clients and listed web pages send to the server")
+    _common(p, sub=True)
+
     p = sub.add_parser("embed", help="embed one text with a local GGUF model and print the vector")
     from dle_desktop.embed_cli import add_embed_arguments
 
@@ -150,6 +153,14 @@ def main(argv: list[str] | None = None) -> int:
             from dle_desktop.matching_cli import run_match
 
             return run_match(args)
+        if args.command == "server-token":
+            from dle_desktop.server.security import server_token
+
+            ctx = make_context(args.data_dir)
+            print(server_token(ctx.secrets))
+            if not ctx.secrets.persistent:
+                print(f"warning: {ctx.secrets.problem}", file=sys.stderr)
+            return 0
         if args.command == "serve":
             ctx = make_context(args.data_dir, keys_file=args.keys_file)
             if args.embedding_model:

@@ -1,5 +1,6 @@
 """Logging, configured in one place: a rotating file in the data folder, stderr for the CLI,
-and a filter that scrubs every known secret and anything that looks like a bearer token."""
+a filter that scrubs every known secret and anything that looks like a bearer token, and one
+that rate-limits records repeating from the same place (so a flood cannot rotate the history away)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import logging.handlers
 import re
 import sys
 import threading
+import time
+from collections import OrderedDict
 from pathlib import Path
 
 from dle_desktop.private_files import private_opener
@@ -61,6 +64,48 @@ class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
         return open(self.baseFilename, self.mode, encoding=self.encoding, errors=self.errors, opener=private_opener)
 
 
+class RepeatFilter(logging.Filter):
+    """Let at most `burst` records from one place (logger, level, source line, exception type)
+    through per `window` seconds; the next one after a quiet spell says how many were dropped.
+    The message text is not part of the place: asyncio's handler, for one, logs every failed
+    accept from one line with a pre-formatted message.
+
+    A failing `accept()` or a scanning client can log the same error thousands of times a second;
+    without this the rotating log would keep only that error and lose everything before it."""
+
+    def __init__(self, burst: int = 10, window: float = 60.0, clock=time.monotonic, max_places: int = 1000) -> None:
+        super().__init__()
+        self.burst = burst
+        self.window = window
+        self.clock = clock
+        self.max_places = max_places
+        self._lock = threading.Lock()
+        self._places: OrderedDict[tuple, list] = OrderedDict()  # place -> [window start, passed, dropped]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        # Computed once per record: a later filter (ScrubFilter) may rewrite msg for other handlers.
+        error = record.exc_info[0].__name__ if record.exc_info and record.exc_info[0] else None
+        place = record.__dict__.setdefault("_repeat_place", (record.name, record.levelno, record.pathname,
+                                                              record.lineno, error))
+        now = self.clock()
+        with self._lock:
+            state = self._places.get(place)
+            if state is None or now - state[0] >= self.window:
+                dropped = state[2] if state else 0
+                self._places[place] = [now, 1, 0]
+                self._places.move_to_end(place)
+                while len(self._places) > self.max_places:
+                    self._places.popitem(last=False)
+                if dropped:
+                    record.msg = f"{record.msg} [{dropped} more like this were not logged in the last {self.window:g} s]"
+                return True
+            if state[1] < self.burst:
+                state[1] += 1
+                return True
+            state[2] += 1
+            return False
+
+
 _configured = False
 
 
@@ -83,6 +128,7 @@ def configure_logging(logs_dir: Path | None, level: int = logging.INFO, to_stder
         handlers.append(sh)
     for h in handlers:
         h.setFormatter(fmt)
+        h.addFilter(RepeatFilter())
         h.addFilter(ScrubFilter())
         root.addHandler(h)
     for noisy in ("watchdog", "httpx", "httpcore", "uvicorn.access"):

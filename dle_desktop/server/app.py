@@ -8,17 +8,18 @@ import socket
 
 import uvicorn
 from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Match
 
 from dle_desktop.errors import ConfigError, DleError
 from dle_desktop.server import openapi, routes_ai, routes_chat, routes_embeddings, routes_lore, routes_vector
-from dle_desktop.server.security import LOOPBACK_NAMES, BodyLimitMiddleware, HostCheckMiddleware
+from dle_desktop.server.limits import ServerLimits, protocol_class
+from dle_desktop.server.security import AccessMiddleware, AccessPolicy, BodyLimitMiddleware, is_loopback_bind, server_token
 
 log = logging.getLogger(__name__)
 
-MAX_BODY_BYTES = 64 * 1024 * 1024
+MAX_BODY_BYTES = ServerLimits.max_body_bytes
 
 
 async def _dle_error(request: Request, exc: DleError) -> JSONResponse:
@@ -28,6 +29,12 @@ async def _dle_error(request: Request, exc: DleError) -> JSONResponse:
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
     return JSONResponse({"error": "internal error; details are in the DLE Desktop log"}, status_code=500)
+
+
+async def _client_gone(request: Request, exc: ClientDisconnect) -> Response:
+    # Nobody is left to answer, and a client hanging up mid-body is not a fault of ours.
+    log.info("%s %s: the client disconnected before its request body arrived", request.method, request.url.path)
+    return Response(status_code=400)
 
 
 async def _not_found(request: Request, exc) -> JSONResponse:
@@ -50,27 +57,41 @@ def build_app(engine) -> Starlette:
     # (llama.cpp, Ollama, KoboldCpp, Extras formats) a stock ST can point its sources at.
     app = Starlette(routes=[*routes_lore.routes, *routes_chat.routes, *routes_ai.routes, *openapi.routes,
                             *routes_vector.routes, *routes_embeddings.routes],
-                    exception_handlers={DleError: _dle_error, 404: _not_found, 405: _method_not_allowed,
-                                        Exception: _unexpected})
+                    exception_handlers={DleError: _dle_error, ClientDisconnect: _client_gone, 404: _not_found,
+                                        405: _method_not_allowed, Exception: _unexpected})
     app.state.engine = engine
     return app
 
 
-def wrap_security(app, bound_host: str) -> object:
-    allowed = set(LOOPBACK_NAMES)
-    if bound_host not in ("0.0.0.0", "::", ""):
-        allowed.add(bound_host.lower())
-    return HostCheckMiddleware(BodyLimitMiddleware(app, MAX_BODY_BYTES), frozenset(allowed))
+def wrap_security(app, policy: AccessPolicy, limits: ServerLimits = ServerLimits()) -> AccessMiddleware:
+    """Every request passes the access checks (Host, Origin, token) before the body limits, and
+    both before any route."""
+    return AccessMiddleware(BodyLimitMiddleware(app, limits.max_body_bytes, limits.body_stall_timeout), policy)
+
+
+def access_policy(engine, bound_host: str) -> AccessPolicy:
+    """The access rules from the engine's settings; the token is created only when first needed."""
+    settings = engine.settings
+    token: list[str] = []
+
+    def current_token() -> str:
+        if not token:
+            token.append(server_token(engine.secrets))
+        return token[0]
+
+    return AccessPolicy.build(bound_host, settings.server_allowed_hosts, settings.server_allowed_origins, current_token)
 
 
 class ServerRunner:
     """Binds the socket ourselves (so a busy port is a clear error, not uvicorn's sys.exit),
     then serves with uvicorn on the current loop."""
 
-    def __init__(self, engine, host: str = "127.0.0.1", port: int = 8765) -> None:
+    def __init__(self, engine, host: str = "127.0.0.1", port: int = 8765, limits: ServerLimits = ServerLimits()) -> None:
         self.engine = engine
         self.host = host
         self.port = port
+        self.limits = limits
+        self._access: AccessMiddleware | None = None
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task | None = None
         self._sock: socket.socket | None = None
@@ -102,9 +123,19 @@ class ServerRunner:
     async def start(self) -> None:
         self._sock = self._bind()
         self._app = build_app(self.engine)
-        app = wrap_security(self._app, self.host)
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                                timeout_keep_alive=30, server_header=False)
+        policy = access_policy(self.engine, self.host)
+        self._access = wrap_security(self._app, policy, self.limits)
+        limits = self.limits
+        # log_config=None: uvicorn's records go through our (scrubbed, rate-limited) handlers
+        # instead of its own stderr handler. proxy_headers=False: the peer address that decides
+        # whether a token is needed is the socket's, never an X-Forwarded-For header.
+        # limit_concurrency caps running requests; the protocol caps the sockets themselves.
+        # ws="none": there are no WebSocket routes, so no upgrade may slip past the socket cap.
+        config = uvicorn.Config(self._access, log_config=None, log_level="warning", access_log=False,
+                                lifespan="off", server_header=False, proxy_headers=False, ws="none",
+                                http=protocol_class(limits), timeout_keep_alive=limits.keep_alive_timeout,
+                                limit_concurrency=limits.max_connections + 1,
+                                h11_max_incomplete_event_size=limits.max_header_bytes)
         self._server = uvicorn.Server(config)
         self._task = asyncio.get_running_loop().create_task(self._server.serve(sockets=[self._sock]))
         while not self._server.started:
@@ -113,12 +144,25 @@ class ServerRunner:
                 raise DleError("the HTTP server stopped while starting")
             await asyncio.sleep(0.01)
         log.info("listening on %s", self.url)
+        if not is_loopback_bind(self.host):
+            self._warn_lan(policy)
+
+    def _warn_lan(self, policy: AccessPolicy) -> None:
+        policy.token()  # created now, so that it can be looked up before the first client comes
+        names = ", ".join(sorted(policy.hosts))
+        log.warning("LAN mode: %s is reachable from other machines. Clients there must send the server token "
+                    "(Authorization: Bearer <token>; `dle-desktop server-token` prints it) and reach the server "
+                    "by one of these host names: %s%s", self.url, names,
+                    "" if self.engine.settings.server_allowed_hosts or self.host not in ("0.0.0.0", "::")
+                    else " (list the name or address LAN clients use in server_allowed_hosts)")
 
     def set_engine(self, engine) -> None:
         """Serve another engine from now on (after the vault configuration changed)."""
         self.engine = engine
         if self._app is not None:
             self._app.state.engine = engine
+        if self._access is not None:
+            self._access.policy = access_policy(engine, self.host)
 
     async def stop(self) -> None:
         if self._server is not None:

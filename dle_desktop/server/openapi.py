@@ -375,8 +375,11 @@ def build_document() -> dict:
         "info": {
             "title": "DLE Desktop API",
             "version": __version__,
-            "description": "The local lore engine's HTTP API. Only loopback Host headers are accepted (403 otherwise); "
-                           "bodies over 64 MiB get 413. Every error is JSON {\"error\": \"...\"}.",
+            "description": "The local lore engine's HTTP API. Host must be a loopback name or one listed in "
+                           "server_allowed_hosts (403 otherwise); a browser Origin must be listed in "
+                           "server_allowed_origins (403 otherwise); listed origins and clients on other machines "
+                           "send the server token as Authorization: Bearer or X-DLE-Token (401 otherwise). "
+                           "Bodies over 64 MiB get 413. Every error is JSON {\"error\": \"...\"}.",
         },
         "servers": [{"url": "http://127.0.0.1:8765", "description": "the default address (setting server_port)"}],
         "tags": [{"name": "lore", "description": "the index"},

@@ -20,8 +20,8 @@ Ollama's answer echoes it, the others report our model id. With no local model c
 endpoint answers 503 with a message saying how to configure one.
 
 `Connection: close` is answered with `Connection: close` (node-fetch v2 needs it); other requests
-keep the connection alive. ST calls these from its Node server, which sends no `Origin`: a POST
-from a web page of another site is refused (403), so no page can make the browser use them.
+keep the connection alive. ST calls these from its Node server, which sends no `Origin`; requests
+from web pages the user has not listed are refused by `server/security.py` before they get here.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ from dle_desktop.server.routes_vector import (
     BadJson,
     BodyTooLarge,
     connection_headers,
-    foreign_origin,
     parse_json_bytes,
     read_body_limited,
 )
@@ -162,9 +161,6 @@ def _json(request: Request, payload: Any, status: int = 200, headers: dict | Non
 def _endpoint(handler, error_shape):
     async def endpoint(request: Request) -> Response:
         try:
-            origin = foreign_origin(request)
-            if origin is not None:
-                raise EndpointError(403, f"requests from web pages of {origin[:100]!r} are not accepted")
             body = await _read_object(request)
             return await handler(request, body)
         except EndpointError as exc:

@@ -17,9 +17,8 @@ answering other `/api/vector/*` paths with TauriTavern's 404 (405 for a wrong me
 route), which ST 1.18 treats as "endpoint unavailable".
 
 No CORS: ST's browser code calls its own server, which calls us server to server (no `Origin`).
-A POST carrying the `Origin` of a web page of another site is refused with 403 (a cross-site
-`text/plain` POST needs no preflight, so this is the CSRF defence; the Host check is the
-DNS-rebinding one).
+Requests from web pages (an `Origin` the user has not listed) are refused before they reach these
+routes: `server/security.py` judges Host, Origin and token for every route.
 """
 
 from __future__ import annotations
@@ -30,7 +29,6 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import numpy as np
@@ -124,30 +122,6 @@ async def parse_json_bytes(body: bytes) -> Any:
     return data
 
 
-_LOOPBACK_ORIGIN_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
-
-
-def foreign_origin(request: Request) -> str | None:
-    """The `Origin` of a request a web page on another site sent, else None.
-
-    These routes are called server to server (ST's Node server sends no Origin) or by a native
-    client. A browser adds `Origin` to every cross-site POST, and a `text/plain` POST needs no
-    preflight, so without this check any web page could make the user's browser purge vectors
-    or burn CPU on embeddings (the Host check does not catch it: Host is ours). Pages served from
-    loopback (ST itself on localhost) are allowed."""
-    origin = request.headers.get("origin")
-    if origin is None:
-        return None
-    try:
-        parts = urlsplit(origin.strip())
-        host = (parts.hostname or "").lower()
-    except ValueError:
-        return origin
-    if parts.scheme in ("http", "https") and (host in _LOOPBACK_ORIGIN_HOSTS or f"[{host}]" in _LOOPBACK_ORIGIN_HOSTS):
-        return None
-    return origin
-
-
 def connection_headers(request: Request) -> dict[str, str]:
     """`Connection: close` back when the request asked for it (node-fetch v2 does, and reuses a
     socket the server is about to close if it is not told: st-wire-contracts.md §3)."""
@@ -192,9 +166,6 @@ Handler = Callable[[Any, dict, Request], Awaitable[Any]]
 def _route(name: str, handler: Handler, path: str | None = None) -> Route:
     async def endpoint(request: Request) -> Response:
         try:
-            origin = foreign_origin(request)
-            if origin is not None:
-                raise VectorApiError(403, f"requests from web pages of {origin[:100]!r} are not accepted", "forbidden_origin")
             try:
                 raw = await read_body_limited(request, VECTOR_MAX_BODY_BYTES)
             except BodyTooLarge as exc:

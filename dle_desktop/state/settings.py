@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dle_desktop.core.hosts import host_name, parse_origin
 from dle_desktop.errors import ConfigError
 from dle_desktop.private_files import private_opener
 
@@ -25,12 +26,14 @@ SCHEMA_VERSION = 1
 
 
 def _s(default, dle: str | None = None, lo=None, hi=None, choices: tuple | None = None, doc: str = "",
-       group: str | None = None, page: str | None = None, label: str = ""):
+       group: str | None = None, page: str | None = None, label: str = "", item=None):
     """One setting's declaration. `group` (one of `GROUPS`) and `page` ("retrieval", or the page
     that edits it elsewhere: "embeddings", "channels") place it in the settings UI; `label` is its
-    name there (default: our name in words); `doc` is the one-line explanation."""
+    name there (default: our name in words); `doc` is the one-line explanation. `item` (lists of
+    text only): turns one listed value into its canonical form, or raises ValueError saying what
+    is wrong with it."""
     return field(default=default, metadata={"dle": dle, "lo": lo, "hi": hi, "choices": choices, "doc": doc,
-                                            "group": group, "page": page, "label": label})
+                                            "group": group, "page": page, "label": label, "item": item})
 
 
 #: The settings UI's groups in DLE's order (its Matching, Injection and Features tabs, its Vault
@@ -355,6 +358,15 @@ class Settings:
     server_host: str = _s("127.0.0.1", doc="Address the embedded HTTP server binds.")
     server_port: int = _s(8765, lo=0, hi=65535, doc="Port of the embedded HTTP server (0 = any free port).")
     server_enabled: bool = _s(True)
+    server_allowed_hosts: tuple[str, ...] = _s(
+        (), item=host_name,
+        doc="LAN use: host names or addresses, besides 127.0.0.1, localhost and [::1], that clients may use "
+            "to reach the server (e.g. 192.168.1.20 or host.docker.internal). Clients on other machines "
+            "must also send the server token.")
+    server_allowed_origins: tuple[str, ...] = _s(
+        (), item=parse_origin,
+        doc="Web pages (origins such as http://127.0.0.1:8000) allowed to call the server from a browser; "
+            "each request must carry the server token. Requests from any other page are refused.")
     close_to_tray: bool = _s(True, doc="Closing the window keeps DLE Desktop running in the tray.")
     sync_paused: bool = _s(False, doc="Background sync paused from the tray.")
     semantic_paused: bool = _s(False, doc="Embedding the vault's entries for semantic search paused from the window.")
@@ -426,6 +438,8 @@ def _coerce(name: str, value: Any) -> Any:
         if dupes:
             raise ConfigError(f"connection profile ids must be unique: {', '.join(dupes)}")
         return profiles
+    if isinstance(default, tuple):
+        return _text_list(name, value, meta.get("item"))
     if isinstance(default, bool):
         if isinstance(value, bool):
             return value
@@ -457,6 +471,23 @@ def _coerce(name: str, value: Any) -> Any:
             raise ConfigError(f"setting {name}: {value!r} is not one of {', '.join(choices)}")
         return value
     return value
+
+
+def _text_list(name: str, value: Any, item) -> tuple[str, ...]:
+    """A list of text values; one string is split at commas and spaces (`"a, b"`)."""
+    if isinstance(value, str):
+        value = value.replace(",", " ").split()
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"setting {name}: expected a list of text values, got {value!r}")
+    out: list[str] = []
+    for raw in value:
+        try:
+            canonical = item(raw) if item else raw.strip()
+        except ValueError as exc:
+            raise ConfigError(f"setting {name}: {exc}") from None
+        if canonical and canonical not in out:
+            out.append(canonical)
+    return tuple(out)
 
 
 def normalise_name(name: str) -> str | None:

@@ -12,6 +12,9 @@ import numpy as np
 import pytest
 
 from dle_desktop.server.routes_vector import VECTOR_MAX_BODY_BYTES
+from dle_desktop.server.security import server_token
+from dle_desktop.state.settings import Settings
+from tests.retrieval._support import LiveServer
 
 from ._support import BREAD, DRAGON, NODE_FETCH_HEADERS, RED_DRAGON, keep_alive_exchange, raw_request
 
@@ -164,18 +167,28 @@ def test_extras_compute_batch_and_single(st):
     assert np.allclose(single, data["embedding"][0], atol=1e-5)
 
 
-def test_extras_modules_with_cors_for_the_browser(st):
-    r = st.client.get("/api/modules", headers={"Origin": "http://localhost:8000", "Authorization": "Bearer sekrit"})
-    assert r.status_code == 200 and r.json() == {"modules": ["embeddings"]}
-    assert r.headers["access-control-allow-origin"] == "*"
-    pre = st.client.options("/api/modules", headers={
-        "Origin": "http://localhost:8000", "Access-Control-Request-Method": "GET",
-        "Access-Control-Request-Headers": "authorization", "Access-Control-Request-Private-Network": "true"})
-    assert pre.status_code == 204
-    assert pre.headers["access-control-allow-origin"] == "*"
-    assert "GET" in pre.headers["access-control-allow-methods"]
-    assert "authorization" in pre.headers["access-control-allow-headers"].lower()
-    assert pre.headers["access-control-allow-private-network"] == "true"
+def test_extras_modules_with_cors_for_the_browser(tmp_path):
+    """ST's browser fetches /api/modules itself, with the Extras key as a Bearer token: that page's
+    origin must be listed and the key must be the server token; the preflight needs neither key."""
+    settings = Settings().replace(server_allowed_origins=["http://localhost:8000"])
+    server = LiveServer(tmp_path / "vault", tmp_path / "data", settings, sync=False)
+    try:
+        token = server_token(server.secrets)
+        r = server.client.get("/api/modules", headers={"Origin": "http://localhost:8000", "Authorization": f"Bearer {token}"})
+        assert r.status_code == 200 and r.json() == {"modules": ["embeddings"]}
+        assert r.headers["access-control-allow-origin"] == "*"
+        r = server.client.get("/api/modules", headers={"Origin": "http://localhost:8000", "Authorization": "Bearer sekrit"})
+        assert r.status_code == 401
+        pre = server.client.options("/api/modules", headers={
+            "Origin": "http://localhost:8000", "Access-Control-Request-Method": "GET",
+            "Access-Control-Request-Headers": "authorization", "Access-Control-Request-Private-Network": "true"})
+        assert pre.status_code == 204
+        assert pre.headers["access-control-allow-origin"] == "*"
+        assert "GET" in pre.headers["access-control-allow-methods"]
+        assert "authorization" in pre.headers["access-control-allow-headers"].lower()
+        assert pre.headers["access-control-allow-private-network"] == "true"
+    finally:
+        server.close()
 
 
 def test_only_the_browser_facing_endpoint_has_cors(st):

@@ -298,13 +298,13 @@ def test_host_check_applies_to_the_vector_routes(st):
 
 
 def test_no_cors_on_the_vector_routes(st):
-    """Only ST's server (same-origin for its browser) or a native client calls these: no CORS."""
-    r = st.client.post("/api/vector/list", json={"collectionId": "c", "source": "transformers"},
-                       headers={"Origin": "http://localhost:8000"})
+    """Only ST's server or a native client calls these (no Origin): no CORS answers, and a page's
+    preflight is refused."""
+    r = st.client.post("/api/vector/list", json={"collectionId": "c", "source": "transformers"})
     assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
     r = st.client.options("/api/vector/list", headers={"Origin": "http://evil.example",
                                                        "Access-Control-Request-Method": "POST"})
-    assert "access-control-allow-origin" not in r.headers
+    assert r.status_code == 403 and "access-control-allow-origin" not in r.headers
 
 
 def test_errors_keep_the_connection_usable(st):
@@ -334,9 +334,11 @@ def test_cross_site_pages_cannot_post(st, cid, origin):
 
 
 @pytest.mark.parametrize("origin", ["http://localhost:8000", "http://127.0.0.1:8000", "http://[::1]:8000"])
-def test_pages_on_loopback_may_post(st, origin):
+def test_pages_on_loopback_are_web_pages_too(st, origin):
+    """A page on http://127.0.0.1:8000 may be SillyTavern, or anything else served there: only
+    origins listed in server_allowed_origins (with the server token) are let through."""
     r = st.client.post("/api/vector/list", json={"collectionId": "c", "source": "transformers"}, headers={"Origin": origin})
-    assert r.status_code == 200
+    assert r.status_code == 403 and r.json()["cause"] == "forbidden_origin"
 
 
 def test_a_broken_model_file_fails_only_the_requests_that_need_it(tmp_path):
