@@ -110,6 +110,16 @@ def test_ollama_embed_empty_input(st):
         assert st.client.post("/api/embed", json=body).json() == {"model": "m", "embeddings": []}
 
 
+@pytest.mark.parametrize("texts", [[""], ["", ""], [DRAGON, ""]])
+def test_ollama_embed_gives_an_empty_string_in_an_array_its_embedding(st, texts):
+    # Real Ollama drops only a bare `"input": ""`; array elements are embedded one for one.
+    data = st.client.post("/api/embed", json={"model": "m", "input": texts}).json()
+    rows = unit_rows(data["embeddings"])
+    assert len(rows) == len(texts)
+    alone = st.client.post("/api/embed", json={"model": "m", "input": [""]}).json()["embeddings"][0]
+    assert np.allclose(rows[texts.index("")], alone, atol=1e-5)
+
+
 def test_ollama_legacy_one_prompt_at_a_time_with_connection_close(st):
     """ST 1.12.6 calls /api/embeddings once per text, sequentially, each with Connection: close
     (the case that broke against a server that did not answer `Connection: close`)."""
