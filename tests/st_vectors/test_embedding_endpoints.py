@@ -56,7 +56,10 @@ def test_embeddings_are_deterministic_and_documents_get_no_query_prompt(st):
     one = st.client.post("/v1/embeddings", json={"input": DRAGON}).json()
     again = st.client.post("/v1/embeddings", json={"input": [BREAD, DRAGON]}).json()
     assert len(one["data"]) == 1
-    assert np.allclose(one["data"][0]["embedding"], again["data"][1]["embedding"], atol=1e-5)
+    repeat = st.client.post("/v1/embeddings", json={"input": DRAGON}).json()
+    assert one["data"][0]["embedding"] == repeat["data"][0]["embedding"]  # alone: the same bits every time
+    # packed with another short text: the same vector up to float rounding (embedder.py's contract)
+    assert np.dot(one["data"][0]["embedding"], again["data"][1]["embedding"]) > 0.9999
     query = st.client.post("/v1/embeddings", json={"input": DRAGON, "input_type": "query"}).json()
     assert not np.allclose(one["data"][0]["embedding"], query["data"][0]["embedding"], atol=1e-5)
 
