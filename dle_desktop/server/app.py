@@ -101,6 +101,7 @@ class ServerRunner:
 
     async def start(self) -> None:
         self._sock = self._bind()
+        self._tell_port(self.engine)
         self._app = build_app(self.engine)
         app = wrap_security(self._app, self.host)
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
@@ -117,8 +118,14 @@ class ServerRunner:
     def set_engine(self, engine) -> None:
         """Serve another engine from now on (after the vault configuration changed)."""
         self.engine = engine
+        self._tell_port(engine)
         if self._app is not None:
             self._app.state.engine = engine
+
+    def _tell_port(self, engine) -> None:
+        """The engine names a vector source pointed at this port as our own server."""
+        if self._sock is not None and hasattr(engine, "server_port"):
+            engine.server_port = self.port
 
     async def stop(self) -> None:
         if self._server is not None:
