@@ -532,6 +532,9 @@ class ObsidianRestSource(VaultSource):
         except VaultError as exc:
             return _test_result(False, False, str(exc), None)
         status = _olra_status(hello)
+        if status is None and hello.status_code in (401, 403):
+            # DLE's scanner takes a 401 on `/` for the plugin refusing the key: say that.
+            return _test_result(False, False, str(self._status_error(hello, "")), _olra_version(hello))
         if status is None:
             found = self._scrub(describe_answer(hello))
             return _test_result(False, False, f"{self.describe()} answered, but it is not the Obsidian Local REST "

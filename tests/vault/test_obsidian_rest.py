@@ -483,6 +483,13 @@ def test_connection_to_a_server_that_answers_404_to_everything() -> None:
     assert "27123" in message and KEY not in message
 
 
+def test_connection_refused_on_the_root_says_the_key_was_refused() -> None:
+    with CannedServer(401, b'{"message": "Authorization required."}', content_type="application/json") as other:
+        result = run(using(parse_vault_spec(f"http://{KEY}@127.0.0.1:{other.port}"), lambda s: s.test_connection()))
+    assert result["ok"] is False and "the API key was refused (HTTP 401)" in str(result["message"])
+    assert other.paths == ["/"]
+
+
 def test_connection_to_a_web_page_names_it() -> None:
     page = b"<!DOCTYPE html><html><head><title>\n  SillyTavern\n</title></head><body>hi</body></html>"
     with CannedServer(200, page, content_type="text/html; charset=utf-8") as other:
