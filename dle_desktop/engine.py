@@ -121,6 +121,8 @@ class Engine:
             config=MatchConfig.from_object(settings),
         )
         self._vectors = None  # the SillyTavern Vector API service, made on first use (see `vectors`)
+        #: The port our HTTP server listens on (set by ServerRunner); vector scopes name it.
+        self.server_port: int | None = None
         self._local_embedder = None
         self._stopping = False
         from dle_desktop.semantic import SemanticSearch
@@ -233,7 +235,7 @@ class Engine:
 
             root, threshold = self.paths.vectors_dir, self.settings.vector_ann_threshold
             self._vectors = VectorService(lambda: VectorStore(root, ann_threshold=threshold), self.local_embedder,
-                                          self._remote_embedder)
+                                          self._remote_embedder, own_port=lambda: self.server_port)
         return self._vectors
 
     def _remote_embedder(self, source_settings):

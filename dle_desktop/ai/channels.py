@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dle_desktop.ai.types import model_optional
 from dle_desktop.errors import ConfigError
 from dle_desktop.state.settings import CHANNELS, ProfileConfig, Settings
 
@@ -116,7 +117,7 @@ def resolve_channel(settings: Settings, channel: str) -> ResolvedChannel:
     if profile is None:
         return result(None, f"the connection profile '{profile_id}' does not exist (it may have been a SillyTavern "
                             "Connection Manager profile); choose one of yours in the Channels view")
-    if not (model or profile.model):
+    if not (model or profile.model or model_optional(profile.provider, profile.flavor)):
         return result(None, f"the connection profile '{profile.name}' has no model; set one")
     return result(profile)
 

@@ -44,11 +44,20 @@ FLAVOR_LABELS: dict[str, str] = {
     "custom": "OpenAI-compatible server", "anthropic": "Anthropic", "gemini": "Gemini",
 }
 
-#: Servers that answer with whatever model they have loaded, so a profile may leave the model empty.
+#: Servers that answer with whatever model they have loaded, so a profile may leave the model empty
+#: (the request then carries no `model`). Ollama and vLLM pick by name, so they need one.
 _MODEL_OPTIONAL = frozenset({"llamacpp", "koboldcpp", "lmstudio", "custom"})
+#: How the profile editor describes an empty model where `model_optional` allows one.
+LOADED_MODEL_HINT = "empty = whatever model the server has loaded"
 #: A GA api-version that supports json_schema response formats; users with older resources set theirs.
 AZURE_DEFAULT_API_VERSION = "2024-10-21"
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
+def model_optional(provider: str, flavor: str) -> bool:
+    """Whether a connection may leave the model empty and get the server's loaded model. The one
+    rule the profile check, the profile editor and every channel follow."""
+    return provider == "openai" and flavor in _MODEL_OPTIONAL
 
 
 def default_base_url(provider: str, flavor: str) -> str:
@@ -165,7 +174,7 @@ def _validate(p: ConnectionProfile) -> None:
         raise ConfigError(f"{where}: put credentials in the API key field, not in the server URL")
     if parts.query or parts.fragment:
         raise ConfigError(f"{where}: the server URL must not carry a query (?…) or fragment (#…)")
-    if not p.model.strip() and not (p.provider == "openai" and p.flavor in _MODEL_OPTIONAL):
+    if not p.model.strip() and not model_optional(p.provider, p.flavor):
         what = "deployment name" if p.flavor == "azure" else "model name"
         raise ConfigError(f"{where}: a {p.label} connection needs a {what}")
     if not math.isfinite(p.timeout_s) or not 0 < p.timeout_s <= 1_000_000:

@@ -299,6 +299,24 @@ def _bm25_delta(previous: IndexSnapshot, entries: Sequence[Entry]) -> Bm25Index:
     return previous.bm25.with_changes(removed=removed, added=added)
 
 
+_ENTRY_FIELDS = tuple(f.name for f in dataclasses.fields(Entry))
+
+
+def entry_values(e: Entry) -> tuple:
+    """Every field of an entry, for comparing two parses of a note by value (Entry compares by
+    identity so that snapshots can tell their own objects apart)."""
+    return tuple(getattr(e, name) for name in _ENTRY_FIELDS)
+
+
+def same_view(old: IndexSnapshot, new: IndexSnapshot) -> bool:
+    """Whether `new` shows readers exactly what `old` does: the same entries field by field, in
+    the same order, the same notes not indexed, warnings and field definitions."""
+    if (len(old.entries) != len(new.entries) or old.skipped != new.skipped or old.warnings != new.warnings
+            or old.field_definitions != new.field_definitions or old.conflict_mode != new.conflict_mode):
+        return False
+    return all(a is b or entry_values(a) == entry_values(b) for a, b in zip(old.entries, new.entries))
+
+
 def patch_snapshot(previous: IndexSnapshot, replacements: Sequence[tuple[Entry, Entry]]) -> IndexSnapshot | None:
     """A new snapshot with parsed entries swapped for edited ones, without rebuilding the rest.
 

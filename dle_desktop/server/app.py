@@ -122,6 +122,7 @@ class ServerRunner:
 
     async def start(self) -> None:
         self._sock = self._bind()
+        self._tell_port(self.engine)
         self._app = build_app(self.engine)
         policy = access_policy(self.engine, self.host)
         self._access = wrap_security(self._app, policy, self.limits)
@@ -159,10 +160,16 @@ class ServerRunner:
     def set_engine(self, engine) -> None:
         """Serve another engine from now on (after the vault configuration changed)."""
         self.engine = engine
+        self._tell_port(engine)
         if self._app is not None:
             self._app.state.engine = engine
         if self._access is not None:
             self._access.policy = access_policy(engine, self.host)
+
+    def _tell_port(self, engine) -> None:
+        """The engine names a vector source pointed at this port as our own server."""
+        if self._sock is not None and hasattr(engine, "server_port"):
+            engine.server_port = self.port
 
     async def stop(self) -> None:
         if self._server is not None:

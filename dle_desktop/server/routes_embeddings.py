@@ -219,8 +219,10 @@ def _ollama_model(body: dict) -> str | None:
 
 async def _ollama_embed(request: Request, body: dict) -> Response:
     model = _ollama_model(body)
-    texts, _ = _texts(body.get("input"), "input", missing_ok=True)
-    if texts == [""]:  # Ollama: an empty string input is no input
+    texts, was_list = _texts(body.get("input"), "input", missing_ok=True)
+    if texts == [""] and not was_list:
+        # Ollama: `"input": ""` is no input, but every element of an array is embedded, an empty
+        # one too; answering `[""]` with no embedding fails a caller's whole batch.
         texts = []
     started = time.perf_counter_ns()
     if not texts:

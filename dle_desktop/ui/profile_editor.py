@@ -32,7 +32,13 @@ from PySide6.QtWidgets import (
 )
 
 from dle_desktop.ai.service import connection_profile
-from dle_desktop.ai.types import AZURE_DEFAULT_API_VERSION, FLAVOR_LABELS, default_base_url
+from dle_desktop.ai.types import (
+    AZURE_DEFAULT_API_VERSION,
+    FLAVOR_LABELS,
+    LOADED_MODEL_HINT,
+    default_base_url,
+    model_optional,
+)
 from dle_desktop.errors import DleError
 from dle_desktop.state.settings import OPENAI_FLAVORS, PROVIDERS, ProfileConfig
 
@@ -52,7 +58,6 @@ URL_HINTS = {
     "custom": "http://127.0.0.1:5000/v1",
     "azure": "https://YOUR-RESOURCE.openai.azure.com",
 }
-MODEL_OPTIONAL = frozenset({"llamacpp", "koboldcpp", "lmstudio", "custom"})
 
 #: (ok, message, latency ms), as AiService.test_profile answers
 TestResult = tuple[bool, str, int]
@@ -364,8 +369,8 @@ class ProfileEditor(QDialog):
         self._set_row_visible(self.thinking, provider in ("anthropic", "gemini"))
         if flavor == "azure":
             self.model.setPlaceholderText("the deployment name")
-        elif provider == "openai" and flavor in MODEL_OPTIONAL:
-            self.model.setPlaceholderText("empty = whatever model the server has loaded")
+        elif model_optional(provider, flavor):
+            self.model.setPlaceholderText(LOADED_MODEL_HINT)
         else:
             self.model.setPlaceholderText("e.g. " + {"anthropic": "claude-haiku-4-5", "gemini": "gemini-2.5-flash",
                                                       "ollama": "llama3.1:8b", "openrouter": "anthropic/claude-haiku-4.5"

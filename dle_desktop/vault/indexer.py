@@ -19,7 +19,14 @@ from dle_desktop.core.changes import ChangeSet, diff_snapshots
 from dle_desktop.core.entry import Entry, Skip, TagConfig
 from dle_desktop.core.fields import DEFAULT_DEFINITIONS, FieldDefinitions, parse_field_definitions
 from dle_desktop.core.hashing import simple_hash
-from dle_desktop.core.index import IndexSnapshot, VaultSlice, build_snapshot, patch_snapshot
+from dle_desktop.core.index import (
+    IndexSnapshot,
+    VaultSlice,
+    build_snapshot,
+    entry_values,
+    patch_snapshot,
+    same_view,
+)
 from dle_desktop.core.note_parser import parse_note
 from dle_desktop.errors import VaultError
 from dle_desktop.vault.cache import FileRecord, IndexCache
@@ -105,10 +112,27 @@ class VaultIndexer:
         return out
 
     def _publish(self, started: float, parsed: int, read: int) -> SyncResult:
-        new = build_snapshot(self._slices(), self.field_definitions, self.options.conflict_mode, previous=self.snapshot)
-        changes = diff_snapshots(self.snapshot, new)
+        old = self.snapshot
+        new = build_snapshot(self._slices(), self.field_definitions, self.options.conflict_mode, previous=old)
+        if old is not None and same_view(old, new):
+            # A sync that changed nothing (a forced re-parse, a touched file) keeps the published
+            # snapshot: its version, keyword automaton and BM25 stay valid, and nothing downstream
+            # (clients watching index_version, the AI-search cache) is invalidated for nothing.
+            self._adopt_parsed(old)
+            return SyncResult(old, ChangeSet(), time.perf_counter() - started, parsed, read, dict(self._errors))
+        changes = diff_snapshots(old, new)
         self.snapshot = new
         return SyncResult(new, changes, time.perf_counter() - started, parsed, read, dict(self._errors))
+
+    def _adopt_parsed(self, snapshot: IndexSnapshot) -> None:
+        """Point the file records back at the kept snapshot's parsed entries (equal by value),
+        so the next edit can still be patched into it (patch_snapshot needs them by identity)."""
+        held = snapshot._finalized
+        for records in self._records.values():
+            for path, rec in records.items():
+                prev = held.get(rec.result.uid) if isinstance(rec.result, Entry) else None
+                if prev is not None and prev[0] is not rec.result and entry_values(prev[0]) == entry_values(rec.result):
+                    records[path] = FileRecord(rec.stamp, rec.content_hash, prev[0])
 
     def _patch(self, vault: str, paths: list[str], prior: dict[str, FileRecord], records: dict[str, FileRecord],
                started: float, parsed: int, read: int) -> SyncResult | None:

@@ -44,6 +44,9 @@ BREAKER_BASE_MS = 2000
 BREAKER_MAX_MS = 15000
 
 _REDACTED = "***"
+#: What OLRA names itself in `GET /` (`service`); how the connection test knows it is the plugin.
+OLRA_SERVICE = "Obsidian Local REST API"
+_HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
 
 
 # --------------------------------------------------------------------------- host allowlist
@@ -450,16 +453,18 @@ class ObsidianRestSource(VaultSource):
                 breaker.success()
             return resp
 
-    def _status_error(self, resp: httpx.Response, what: str) -> VaultError:
-        """The error for a non-success answer: auth trouble gets its own type and advice."""
-        if resp.status_code in (401, 403):
+    def _status_error(self, resp: httpx.Response, what: str, *, refused: bool = False) -> VaultError:
+        """The error for a non-success answer: auth trouble gets its own type and advice.
+        `refused`: the server said so in a successful answer (OLRA's `"authenticated": false`)."""
+        if refused or resp.status_code in (401, 403):
+            said = "" if refused else f" (HTTP {resp.status_code})"
             if not self.has_api_key:
                 return VaultAuthError(
-                    f"{self.describe()}: the server wants an API key and none is set (HTTP {resp.status_code}). "
+                    f"{self.describe()}: the server wants an API key and none is set{said}. "
                     "Copy it from Obsidian → Settings → Local REST API."
                 )
             return VaultAuthError(
-                f"{self.describe()}: the API key was refused (HTTP {resp.status_code}). "
+                f"{self.describe()}: the API key was refused{said}. "
                 "Copy the current key from Obsidian → Settings → Local REST API."
             )
         snippet = self._scrub(resp.content[:ERROR_BODY_CHARS * 4].decode("utf-8", "replace")[:ERROR_BODY_CHARS])
@@ -518,13 +523,26 @@ class ObsidianRestSource(VaultSource):
     # ---- connection test
 
     async def test_connection(self) -> dict[str, object]:
-        """Reach the server (`GET /`, no auth needed) and then check the key (`GET /vault/`)."""
+        """Ask `GET /` (no auth needed) whether this is OLRA and whether it accepts the key, then
+        list the vault root the way a sync does. Anything else on that port is named, not trusted:
+        a 404 from another server looks just like OLRA's empty vault."""
         timeout = min(self.timeout, CONNECTION_TEST_TIMEOUT_S)
         try:
             hello = await self._request("GET", "/", timeout=timeout)
         except VaultError as exc:
             return _test_result(False, False, str(exc), None)
+        status = _olra_status(hello)
+        if status is None and hello.status_code in (401, 403):
+            # DLE's scanner takes a 401 on `/` for the plugin refusing the key: say that.
+            return _test_result(False, False, str(self._status_error(hello, "")), _olra_version(hello))
+        if status is None:
+            found = self._scrub(describe_answer(hello))
+            return _test_result(False, False, f"{self.describe()} answered, but it is not the Obsidian Local REST "
+                                f"API ({found}). Check the port: the plugin listens on {DEFAULT_HTTP_PORT} (http) "
+                                f"and {DEFAULT_HTTPS_PORT} (https).", None)
         version = _olra_version(hello)
+        if status.get("authenticated") is False:
+            return _test_result(False, False, str(self._status_error(hello, "", refused=True)), version)
         try:
             resp = await self._request("GET", "/vault/", timeout=timeout)
         except VaultError as exc:
@@ -544,6 +562,49 @@ class ObsidianRestSource(VaultSource):
 
 def _test_result(ok: bool, authenticated: bool, message: str, version: str | None) -> dict[str, object]:
     return {"ok": ok, "authenticated": authenticated, "message": message, "version": version}
+
+
+def _olra_status(resp: httpx.Response) -> dict | None:
+    """OLRA's `GET /` status object (`{"service": "Obsidian Local REST API", "authenticated": ...}`),
+    or None when whatever answered is not the plugin."""
+    if resp.status_code != 200:
+        return None
+    try:
+        data = json.loads(resp.content)
+    except ValueError:
+        return None
+    service = data.get("service") if isinstance(data, dict) else None
+    return data if isinstance(service, str) and OLRA_SERVICE.lower() in service.lower() else None
+
+
+def describe_answer(resp: httpx.Response) -> str:
+    """A few words on what answered instead of OLRA: the status, then a page title, a JSON
+    service name or the start of the body, then the Server header."""
+    found = [f"HTTP {resp.status_code}"]
+    kind = resp.headers.get("content-type", "").split(";")[0].strip().lower()
+    text = resp.content[:8192].decode("utf-8", "replace")
+    title = _HTML_TITLE.search(text)
+    if kind == "text/html" or title:
+        name = " ".join(title.group(1).split())[:ERROR_BODY_CHARS] if title else ""
+        found.append(f'an HTML page titled "{name}"' if name else "an HTML page")
+    else:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        named = next((data[k] for k in ("service", "name") if isinstance(data, dict) and isinstance(data.get(k), str)),
+                     None)
+        snippet = " ".join(text.split())[:ERROR_BODY_CHARS]
+        if named:
+            found.append(f'service "{named[:ERROR_BODY_CHARS]}"')
+        elif snippet:
+            found.append(f"answer: {snippet}")
+        else:
+            found.append("an empty answer")
+    server = resp.headers.get("server", "").strip()
+    if server:
+        found.append(f"server: {server[:80]}")
+    return ", ".join(found)
 
 
 def _olra_version(resp: httpx.Response) -> str | None:

@@ -29,6 +29,18 @@ at most `pack_text_tokens` (32) share a decode up to `batch_tokens` (256) tokens
 are decoded alone. A text decoded alone gets the same bits whatever else is in the request; a
 packed short text can differ in its last bits (cosine > 0.9999) with other neighbours.
 `batch_tokens=0` decodes every text alone.
+
+Memory. In embedding mode llama.cpp makes every token of a llama_decode an output: a row of
+floats the size of the vocabulary each (151,669 for Qwen3), in an output buffer that only ever
+grows. One 2,048-token text made it 1.2 GB, kept until the model was unloaded. For last-token
+pooling on a causal model (Qwen3-Embedding) only the last token's output is used, so every other
+token is decoded with embeddings off and no outputs (that fills the KV cache and computes no
+vocabulary rows), and then each text's last token with embeddings on (`_decode_last_tokens`):
+the buffer holds at most one row per text of a packed group. What stays per context: the KV
+cache (n_ctx tokens), the compute buffer (sized for n_ubatch tokens) and that buffer; the figures
+are in `benchmarks/results/embedder.txt` (`benchmarks/bench_embedder_memory.py`). Encoder models
+(BERT) and other poolings read every token and keep the one-pass decode; their vocabularies are
+small (30,522 for MiniLM) and their texts short (512 tokens).
 """
 
 from __future__ import annotations
@@ -69,9 +81,8 @@ BATCH_TOKENS_DEFAULT = 256
 PACK_TEXT_TOKENS_DEFAULT = 32
 #: The largest physical batch for causal models: a long text is decoded in chunks of this many
 #: tokens (same result, the KV cache carries over). llama.cpp's compute buffer grows with it
-#: (embedding mode computes every token's output over the whole vocabulary): ~0.3 GB at 512
-#: against ~1.2 GB at 2,048 for the 0.6B model. The price, measured here on a 1,500-token text:
-#: ~30 % slower than one 2,048-token physical batch; texts up to 512 tokens are not affected.
+#: (it is sized for a graph where every token's output covers the whole vocabulary): ~0.3 GB at
+#: 512 against ~1.2 GB at 2,048 for the 0.6B model, reserved though only touched as used.
 CAUSAL_UBATCH = 512
 
 POOLING_NAMES = {"none": 0, "mean": 1, "cls": 2, "last": 3, "rank": 4}
@@ -335,6 +346,10 @@ class _Loaded:
     token_view: np.ndarray
     pos_view: np.ndarray
     seq_views: list[Any]
+    logits_view: np.ndarray
+    #: Last-token pooling on a causal model: only each text's last token needs an output (see
+    #: `_decode_last_tokens`), which keeps llama.cpp's output buffer small.
+    last_token_only: bool = False
 
 
 class LocalEmbedder:
@@ -667,7 +682,8 @@ class LocalEmbedder:
             token_view = np.ctypeslib.as_array(batch.token, shape=(n_batch,))
             pos_view = np.ctypeslib.as_array(batch.pos, shape=(n_batch,))
             np.ctypeslib.as_array(batch.n_seq_id, shape=(n_batch,))[:] = 1
-            np.ctypeslib.as_array(batch.logits, shape=(n_batch,))[:] = 1
+            logits_view = np.ctypeslib.as_array(batch.logits, shape=(n_batch,))
+            logits_view[:] = 1
             seq_views = [batch.seq_id[i] for i in range(n_batch)]
             for ptr in seq_views:
                 ptr[0] = 0
@@ -677,7 +693,8 @@ class LocalEmbedder:
             raise
         return _Loaded(path=path, stamp=stamp, info=info, model=model, ctx=ctx, batch=batch, n_out=n_out, capacity=n_batch,
                        n_seq_max=n_seq_max, prefix=prefix, suffix=suffix, vocab=vocab, pooling=pooling,
-                       token_view=token_view, pos_view=pos_view, seq_views=seq_views)
+                       token_view=token_view, pos_view=pos_view, seq_views=seq_views, logits_view=logits_view,
+                       last_token_only=info.causal and pooling == POOLING_NAMES["last"])
 
     @staticmethod
     def _tokenize(lc: Any, vocab: Any, data: bytes, add_special: bool) -> list[int]:
@@ -757,6 +774,9 @@ class LocalEmbedder:
         return _normalise(out)
 
     def _decode_one(self, lc: Any, loaded: _Loaded, toks: list[int], out: np.ndarray, row: int) -> None:
+        if loaded.last_token_only:
+            self._decode_last_tokens(lc, loaded, [toks], out, [row])
+            return
         n = len(toks)
         loaded.token_view[:n] = toks
         loaded.pos_view[:n] = np.arange(n, dtype=np.int32)
@@ -781,6 +801,9 @@ class LocalEmbedder:
             if len(group) == 1:
                 self._decode_one(lc, loaded, seqs[group[0]], out, group[0])
                 continue
+            if loaded.last_token_only:
+                self._decode_last_tokens(lc, loaded, [seqs[k] for k in group], out, group)
+                continue
             n = 0
             for s, k in enumerate(group):
                 toks = seqs[k]
@@ -801,6 +824,59 @@ class LocalEmbedder:
             self.tokens_processed += n
             for s, k in enumerate(group):
                 self._read_pooled(lc, loaded, s, out, k)
+
+    def _decode_last_tokens(self, lc: Any, loaded: _Loaded, seqs: list[list[int]], out: np.ndarray,
+                            rows: Sequence[int]) -> None:
+        """Last-token pooling on a causal model, in two steps. In embedding mode llama.cpp makes
+        every token of a decode an output, with a row of the whole vocabulary each, and keeps its
+        output buffer at the largest size it ever needed (a 2,048-token text with Qwen3's 151,669
+        tokens: 1.2 GB, for good). So every token but each text's last is decoded with embeddings
+        off and no outputs (that only fills the KV cache), then the last tokens alone (text `s`
+        is sequence `s`) with embeddings on: one output per text, the same vector."""
+        ctx = loaded.ctx
+        lc.llama_memory_clear(lc.llama_get_memory(ctx), True)
+        loaded.logits_view[:loaded.capacity] = 0
+        lc.llama_set_embeddings(ctx, False)
+        try:
+            n = 0
+            for s, toks in enumerate(seqs):
+                body = toks[:-1]
+                start = 0
+                while start < len(body):
+                    m = min(len(body) - start, loaded.capacity - n)
+                    loaded.token_view[n:n + m] = body[start:start + m]
+                    loaded.pos_view[n:n + m] = np.arange(start, start + m, dtype=np.int32)
+                    for ptr in loaded.seq_views[n:n + m]:
+                        ptr[0] = s
+                    n += m
+                    start += m
+                    if n == loaded.capacity:
+                        self._decode_batch(lc, loaded, n)
+                        n = 0
+            if n:
+                self._decode_batch(lc, loaded, n)
+        finally:
+            lc.llama_set_embeddings(ctx, True)
+            loaded.logits_view[:loaded.capacity] = 1
+        for s, toks in enumerate(seqs):
+            loaded.token_view[s] = toks[-1]
+            loaded.pos_view[s] = len(toks) - 1
+            loaded.seq_views[s][0] = s
+        self._decode_batch(lc, loaded, len(seqs))
+        for s, row in enumerate(rows):
+            self._read_pooled(lc, loaded, s, out, row)
+
+    def _decode_batch(self, lc: Any, loaded: _Loaded, n: int) -> None:
+        """llama_decode the first `n` tokens of the batch (positions, sequences and output flags as
+        set); sequence ids go back to 0 afterwards."""
+        loaded.batch.n_tokens = n
+        rc = lc.llama_decode(loaded.ctx, loaded.batch)
+        for ptr in loaded.seq_views[:n]:
+            ptr[0] = 0
+        if rc != 0:
+            raise EmbeddingError(f"llama.cpp failed to decode a batch of {n} tokens (code {rc}) "
+                                 f"{_llama_reason('')}".rstrip(), 502)
+        self.tokens_processed += n
 
     @staticmethod
     def _read_pooled(lc: Any, loaded: _Loaded, seq: int, out: np.ndarray, row: int) -> None:

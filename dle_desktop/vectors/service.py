@@ -21,6 +21,7 @@ turn that into `{"error": true, "message": ..., "cause": ...}`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 import threading
@@ -43,8 +44,10 @@ from dle_desktop.vectors.source_settings import (
     PRECOMPUTED_SOURCES,
     SourceSettings,
     SourceSettingsError,
+    canonical_profile_key,
     js_number,
     parse_source_settings,
+    scope_endpoint,
 )
 
 log = logging.getLogger(__name__)
@@ -319,7 +322,14 @@ class VectorService:
     the engine loop never blocks on disk or numpy."""
 
     def __init__(self, store: Any, local_embedder_factory: Callable[[], Embedder] | None,
-                 remote_factory: RemoteFactory | None = default_remote_factory) -> None:
+                 remote_factory: RemoteFactory | None = default_remote_factory,
+                 own_port: Callable[[], int | None] = lambda: None) -> None:
+        """`own_port`: the port our HTTP server listens on (None before it does); a remote
+        source pointed at it is named OWN_SERVER in its scope, so a port change keeps it."""
+        self._own_port = own_port
+        #: (collection, source, canonical key) → the stored key to use (a scope written before
+        #: endpoints were canonical, when one exists); cleared by purges.
+        self._scope_keys: dict[tuple[str, str, str], str] = {}
         self._store_or_factory = store
         self._store: Any = None
         self._local_factory = local_embedder_factory
@@ -424,7 +434,32 @@ class VectorService:
         if embedder is None:
             raise bad_request(f"source {source} is not available in DLE Desktop; use transformers (our local model), "
                               "llamacpp/vllm/ollama/koboldcpp pointed at a server, or precomputed embeddings")
-        return Resolved(source, embedder.profile, embedder, remote=True)
+        profile = embedder.profile
+        if profile.endpoint:
+            profile = dataclasses.replace(profile, endpoint=scope_endpoint(source, profile.endpoint, self._own_port()))
+        return Resolved(source, profile, embedder, remote=True)
+
+    async def _scope_key(self, collection_id: str, resolved: Resolved) -> str:
+        """The profile key a request's scope is stored under: the canonical one, or the key of a
+        scope written under another spelling of the same server (localhost / 127.0.0.1, before
+        endpoints were canonical), so its vectors are found (the largest, if several)."""
+        key = resolved.profile.key()
+        if not resolved.remote or not resolved.profile.endpoint:
+            return key
+        memo = (collection_id, resolved.source, key)
+        found = self._scope_keys.get(memo)
+        if found is None:
+            stored = await self._store_call("profile_keys", collection_id, resolved.source)
+            own = self._own_port()
+            same = [(count, k) for k, count in stored
+                    if k == key or canonical_profile_key(resolved.source, k, own) == key]
+            found = key if not same or any(k == key for _, k in same) else max(same)[1]
+            if found != key:
+                log.info("vector collection %r: using its scope stored under the older endpoint spelling", collection_id)
+            if len(self._scope_keys) >= 10_000:  # one entry per collection and source seen: bound it
+                self._scope_keys.clear()
+            self._scope_keys[memo] = found
+        return found
 
     async def _embed(self, resolved: Resolved, settings: SourceSettings, texts: list[str], *, query: bool) -> np.ndarray:
         """The vectors for `texts` (unique), validated; raises VectorApiError."""
@@ -457,7 +492,8 @@ class VectorService:
     # -- the routes -------------------------------------------------------------------------
     async def list(self, collection_id: str, settings: SourceSettings) -> list[int]:
         resolved = self._resolve(settings)
-        hashes = await self._store_call("list_hashes", collection_id, resolved.source, resolved.profile.key())
+        hashes = await self._store_call("list_hashes", collection_id, resolved.source,
+                                        await self._scope_key(collection_id, resolved))
         return [int(h) for h in hashes]
 
     async def insert(self, collection_id: str, settings: SourceSettings, items: list[StoredItem]) -> int:
@@ -469,20 +505,22 @@ class VectorService:
         vectors = await self._embed(resolved, settings, unique, query=False)
         row = {text: i for i, text in enumerate(unique)}
         matrix = vectors[[row[it.text] for it in items]]
-        return await self._store_call("insert", collection_id, resolved.source, resolved.profile.key(), list(items), matrix)
+        return await self._store_call("insert", collection_id, resolved.source, await self._scope_key(collection_id, resolved),
+                                      list(items), matrix)
 
     async def delete(self, collection_id: str, settings: SourceSettings, hashes: list[int]) -> int:
         resolved = self._resolve(settings)
         if not hashes:
             return 0
-        return await self._store_call("delete", collection_id, resolved.source, resolved.profile.key(), list(hashes))
+        return await self._store_call("delete", collection_id, resolved.source, await self._scope_key(collection_id, resolved),
+                                      list(hashes))
 
     async def query(self, collection_id: str, settings: SourceSettings, search_text: str, top_k: int,
                     threshold: float) -> dict:
         resolved = self._resolve(settings)
         vector = await self._query_vector(resolved, settings, search_text)
-        hits: list[Hit] = await self._store_call("query", collection_id, resolved.source, resolved.profile.key(),
-                                                 vector, top_k)
+        hits: list[Hit] = await self._store_call("query", collection_id, resolved.source,
+                                                 await self._scope_key(collection_id, resolved), vector, top_k)
         kept = [h for h in hits[:top_k] if h.score >= threshold]  # TT: hashes and metadata filtered together
         return {"metadata": [_metadata(h) for h in kept], "hashes": [int(h.item.hash) for h in kept]}
 
@@ -496,7 +534,8 @@ class VectorService:
         pooled: list[tuple[float, int, str, Hit]] = []
         order = 0
         for cid in collection_ids:
-            hits = await self._store_call("query", cid, resolved.source, resolved.profile.key(), vector, top_k)
+            hits = await self._store_call("query", cid, resolved.source, await self._scope_key(cid, resolved), vector,
+                                          top_k)
             for h in hits[:top_k]:
                 pooled.append((h.score, order, cid, h))
                 order += 1
@@ -511,10 +550,12 @@ class VectorService:
 
     async def purge(self, collection_id: str) -> int:
         """Every scope of the collection, whatever the source or model."""
+        self._scope_keys = {k: v for k, v in self._scope_keys.items() if k[0] != collection_id}
         return await self._store_call("purge", collection_id)
 
     async def purge_all(self) -> None:
         """Every vector of every source (never the model cache)."""
+        self._scope_keys.clear()
         await self._store_call("purge_all")
 
     # -- lifecycle --------------------------------------------------------------------------

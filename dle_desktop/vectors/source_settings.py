@@ -11,6 +11,7 @@ fails to embed; ST's frontend always sends one); an unknown name is a 400.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -91,6 +92,69 @@ class SourceSettings:
 
 def normalise_url(url: str) -> str:
     return url.strip().rstrip("/")
+
+
+#: What a vector scope names DLE Desktop's own server by, whatever port it listens on.
+OWN_SERVER = "dle-desktop"
+#: Sources whose requests go to the server's origin, and those that drop one trailing /v1
+#: (ST's trimV1): other paths there reach the same embeddings.
+_ORIGIN_ONLY = frozenset({"ollama", "extras"})
+_TRIM_V1 = frozenset({"llamacpp", "vllm"})
+_LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain"})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _loopback(host: str) -> bool:
+    if host.rstrip(".") in _LOCAL_NAMES:
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback or ip.is_unspecified  # 0.0.0.0 and :: reach this machine too
+
+
+def scope_endpoint(source: str, url: str, own_port: int | None = None) -> str:
+    """The server part of a vector scope: one name for every spelling of the same server, so a
+    collection is found again whether ST says localhost, 127.0.0.1, [::1] or 0.0.0.0, with or
+    without a default port, a trailing slash or (where the source ignores it) a path. Our own
+    server is `OWN_SERVER` whatever its port, so changing the port keeps its collections. Other
+    host names (a LAN address of this machine, its host name) stay as they are."""
+    text = url.strip()
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError:
+        return normalise_url(text)
+    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
+    if not host or scheme not in _DEFAULT_PORTS:
+        return normalise_url(text)
+    port = port if port is not None else _DEFAULT_PORTS[scheme]
+    loopback = _loopback(host)
+    if loopback and own_port is not None and port == own_port:
+        return OWN_SERVER
+    if loopback:
+        host = "127.0.0.1"
+    shown = f"[{host}]" if ":" in host else host
+    origin = f"{scheme}://{shown}" + ("" if port == _DEFAULT_PORTS[scheme] else f":{port}")
+    path = parts.path.rstrip("/")
+    if source in _ORIGIN_ONLY:
+        path = ""
+    elif source in _TRIM_V1 and path.endswith("/v1"):
+        path = path[:-3]
+    return origin + path
+
+
+def canonical_profile_key(source: str, key: str, own_port: int | None = None) -> str:
+    """A stored profile key (EmbeddingProfile.key()) with its endpoint line made canonical, to
+    find scopes written before endpoints were (or under another port of our own server)."""
+    lines = key.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("endpoint=") and line != "endpoint=":
+            lines[i] = "endpoint=" + scope_endpoint(source, line[len("endpoint="):], own_port)
+    return "\n".join(lines)
 
 
 def check_url(url: str, what: str) -> str:

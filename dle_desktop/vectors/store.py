@@ -176,21 +176,35 @@ class VectorStore:
         with self._struct.read():
             self._check_open()
             for sdir in self._scope_dirs():
-                with self._reg:
-                    scope = self._open.get(sdir)
-                    if scope is None:
-                        info = peek(sdir)
-                    else:
-                        scope.users += 1
-                if scope is not None:
-                    try:
-                        with scope.lock.read():
-                            info = scope.info()
-                    finally:
-                        self._release(scope)
+                info = self._scope_info(sdir)
                 if info is not None:
                     out.append(info)
         return sorted(out, key=lambda d: (d["collection"], d["source"], d["profile_key"]))
+
+    def profile_keys(self, collection: str, source: str) -> list[tuple[str, int]]:
+        """(profile key, item count) of each scope `collection` has for `source`."""
+        cdir = self._collection_dir(collection)
+        out = []
+        with self._struct.read():
+            self._check_open()
+            for sdir in sorted(cdir.glob("s-*")) if cdir.is_dir() else ():
+                info = self._scope_info(sdir) if sdir.is_dir() else None
+                if info is not None and info["source"] == source:
+                    out.append((info["profile_key"], info["count"]))
+        return out
+
+    def _scope_info(self, sdir: Path) -> dict | None:
+        """Names and counts of a scope folder, open or not (caller holds `_struct`)."""
+        with self._reg:
+            scope = self._open.get(sdir)
+            if scope is None:
+                return peek(sdir)
+            scope.users += 1
+        try:
+            with scope.lock.read():
+                return scope.info()
+        finally:
+            self._release(scope)
 
     def close(self) -> None:
         if self._closed:

@@ -189,13 +189,14 @@ def _write_qwen3(path: Path, *, seed: int, hidden: int, layers: int, heads: int,
 
 def make_tiny_qwen3_gguf(path: str | os.PathLike[str], seed: int = 0, hidden: int = 64, layers: int = 2,
                          heads: int = 4, kv_heads: int = 2, ffn: int = 128, n_merges: int = 240,
-                         context_length: int = 2048) -> Path:
+                         context_length: int = 2048, n_vocab: int | None = None) -> Path:
     """Write a tiny Qwen3 embedding GGUF (F32, last-token pooling) to `path` and return it.
 
     Same arguments → byte-identical file. The vocabulary: 256 byte tokens, `n_merges` learnt
-    merges and the specials `<|endoftext|>` (EOS and padding), `<|im_start|>`, `<|im_end|>`."""
+    merges and the specials `<|endoftext|>` (EOS and padding), `<|im_start|>`, `<|im_end|>`;
+    `n_vocab` pads it to a real model's size (llama.cpp's buffers grow with the vocabulary)."""
     return _write_qwen3(Path(path), seed=seed, hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads,
-                        head_dim=hidden // heads, ffn=ffn, n_merges=n_merges, n_vocab=None,
+                        head_dim=hidden // heads, ffn=ffn, n_merges=n_merges, n_vocab=n_vocab,
                         context_length=context_length, quant="F32", name="Tiny Qwen3 Embedding (random)")
 
 

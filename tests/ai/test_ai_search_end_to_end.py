@@ -53,9 +53,10 @@ def servers():
         s.close()
 
 
-def start(servers, vault, tmp_path, ai_fake, *, key: str | None = FAKE_KEY, **values) -> LiveServer:
+def start(servers, vault, tmp_path, ai_fake, *, key: str | None = FAKE_KEY, profile_values: dict | None = None,
+          **values) -> LiveServer:
     profile = {"id": "fake", "name": "Fake", "provider": "openai", "flavor": "custom",
-               "base_url": ai_fake.url + "/v1", "model": "fake-model"}
+               "base_url": ai_fake.url + "/v1", "model": "fake-model", **(profile_values or {})}
     settings = settings_from_mapping({"connection_profiles": [profile], "aiSearchEnabled": True,
                                       "aiSearchProfileId": "fake", "aiSearchTimeout": 2000, **values})
     secrets = SecretStore(use_keyring=False)
@@ -75,6 +76,15 @@ def no_throttle(server: LiveServer) -> None:
 
 
 # -- two-stage and AI-only ----------------------------------------------------------------------
+
+def test_a_llamacpp_profile_without_a_model_asks_the_loaded_model(servers, vault, tmp_path, ai_fake):
+    s = start(servers, vault, tmp_path, ai_fake, profile_values={"flavor": "llamacpp", "model": ""})
+    ai_fake.reply(structured=answer(("Harbor", "high", "they are at the harbor")))
+    out = s.retrieve("c1", chat("At the harbor the market is loud."))
+    assert "Harbor" in titles(out) and not any("fallback" in n.lower() for n in out["notes"])
+    assert "model" not in ai_fake.last.body  # the server answers with whatever it has loaded
+
+
 
 def test_two_stage_sends_keyword_candidates_and_keeps_the_ai_picks(servers, vault, tmp_path, ai_fake):
     s = start(servers, vault, tmp_path, ai_fake)
@@ -235,6 +245,25 @@ def test_the_same_chat_again_is_answered_from_the_cache(servers, vault, tmp_path
     assert s.client.post("/api/dle/v1/ai/cache/clear").status_code == 200
     s.retrieve("c1", msgs, dry_run=True)
     assert len(ai_fake.requests) == 2
+
+
+def test_a_forced_sync_that_changes_nothing_keeps_the_index_version_and_the_ai_cache(servers, vault, tmp_path,
+                                                                                    ai_fake):
+    s = start(servers, vault, tmp_path, ai_fake)
+    no_throttle(s)
+    ai_fake.reply(structured=answer(("Harbor", "high", "here")))
+    msgs = chat("At the harbor the market is loud.")
+    s.retrieve("c1", msgs, dry_run=True)
+    version = s.client.get("/api/dle/v1/status").json()["index_version"]
+    assert s.client.post("/api/dle/v1/sync?force=1").json()["changes"]["has_changes"] is False
+    assert s.client.get("/api/dle/v1/status").json()["index_version"] == version
+    again = s.retrieve("c1", msgs, dry_run=True)
+    assert len(ai_fake.requests) == 1
+    assert any("from the cache (exact)" in v["reason"] for v in again["verdicts"] if v["title"] == "Harbor")
+    # A real edit still makes a new index version.
+    (vault / "Market.md").write_text(WORLD["Market.md"].replace("place of note", "loud place"), encoding="utf-8")
+    s.client.post("/api/dle/v1/sync?force=1")
+    assert s.client.get("/api/dle/v1/status").json()["index_version"] != version
 
 
 # -- offline, unset channel, connection test, secrets ---------------------------------------------

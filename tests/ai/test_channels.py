@@ -15,7 +15,8 @@ PROFILES = [
      "model": "llama-3.1-8b-instant"},
     {"id": "claude", "name": "Claude", "provider": "anthropic", "base_url": "https://api.anthropic.com",
      "model": "claude-sonnet-4-5"},
-    {"id": "nomodel", "name": "Local", "provider": "openai", "flavor": "llamacpp", "base_url": "http://127.0.0.1:8080/v1"},
+    {"id": "local", "name": "Local", "provider": "openai", "flavor": "llamacpp", "base_url": "http://127.0.0.1:8080/v1"},
+    {"id": "nomodel", "name": "Groq, no model", "provider": "openai", "flavor": "groq"},
 ]
 
 
@@ -80,6 +81,15 @@ def test_st_mode_from_a_dle_settings_file_inherits_with_a_note():
 def test_problems_are_reported_in_words(values, problem):
     r = resolve_channel(settings(**values), "ai_search")
     assert r.profile is None and problem in r.problem
+
+
+def test_a_local_server_profile_without_a_model_uses_the_loaded_model():
+    # The profile editor describes an empty model on llama.cpp as "whatever model the server has
+    # loaded"; every channel must then accept it and send no model (issue 9, item 9).
+    resolved = resolve_all(settings(aiSearchProfileId="local"))
+    for r in resolved.values():
+        assert r.problem is None and r.profile.id == "local" and r.model == ""
+    assert resolved["librarian"].require().flavor == "llamacpp"
 
 
 def test_no_profiles_at_all_says_where_to_add_one():

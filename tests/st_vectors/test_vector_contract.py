@@ -121,6 +121,17 @@ def test_list_insert_delete_examples(st, transport):
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
+def test_an_item_with_empty_text_inserts_alone(st, cid, transport):
+    # A batch of one empty text: our Ollama endpoint used to answer it with no embedding, and
+    # the insert (ST's Ollama source, or our own Ollama client) failed with a 500.
+    item = {"hash": 777, "text": "", "index": 0}
+    src, headers = source(st, transport, [""])
+    st.ok("insert", {"collectionId": cid, **src, "items": [item]}, headers)
+    src, headers = source(st, transport)
+    assert st.json("list", {"collectionId": cid, **src}, headers) == [777]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
 def test_query_answers_aligned_metadata_and_hashes(st, cid, transport):
     src, headers = source(st, transport, [i["text"] for i in EXAMPLE_ITEMS])
     st.ok("insert", {"collectionId": cid, **src, "items": EXAMPLE_ITEMS}, headers)

@@ -64,7 +64,7 @@ def test_second_sync_with_nothing_changed_reads_nothing(make_vault, lore):
     # The same Entry objects are carried into the new snapshot.
     for u, e in first.snapshot.by_uid.items():
         assert second.snapshot.by_uid[u] is e
-    assert second.snapshot.version != first.snapshot.version
+    assert second.snapshot is first.snapshot  # nothing changed: the published index stays
 
 
 def test_editing_one_file_rereads_and_reparses_only_it(make_vault, lore, helpers):
@@ -161,6 +161,21 @@ def test_force_reparses_everything(make_vault, lore):
     result = run(idx.sync_all(force=True))
     assert (result.read, result.parsed) == (4, 4)
     assert not result.changes.has_changes  # same content: nothing to report
+
+
+def test_a_forced_sync_that_changes_nothing_keeps_the_index_and_its_version(make_vault, lore, helpers):
+    root = make_vault({f"N{i}.md": lore(f"Note {i}", (f"k{i}",)) for i in range(4)} | {"Plain.md": "skipped"})
+    idx = indexer_for(root)
+    first = run(idx.sync_all()).snapshot
+    forced = run(idx.sync_all(force=True))
+    assert forced.parsed == 5
+    assert forced.snapshot is first and idx.snapshot.version == first.version
+    # The next edit is still patched into the kept snapshot (no full rebuild).
+    (root / "N2.md").write_text(lore("Note 2", ("k2",), body="Edited."), encoding="utf-8")
+    helpers.bump_mtime(root / "N2.md")
+    edited = run(idx.sync_paths("v", ["N2.md"]))
+    assert edited.changes.modified == ("v:N2.md",) and edited.snapshot.version != first.version
+    assert edited.snapshot._patched_from is not None and edited.snapshot._patched_from[0] is first
 
 
 # ----------------------------------------------------------------------------- failures

@@ -24,6 +24,7 @@ from dle_desktop.vault.obsidian_rest import (
     reset_circuit_breakers,
 )
 from dle_desktop.vault.sources import FolderSource
+from tests.fakes.canned_server import CannedServer
 from tests.fakes.obsidian_server import FakeObsidian
 
 T = TypeVar("T")
@@ -462,12 +463,51 @@ def test_connection_with_bad_key(server: FakeObsidian) -> None:
     result = run(using(parse_vault_spec(f"http://bad@127.0.0.1:{server.port}"), lambda s: s.test_connection()))
     assert result["ok"] is False and result["authenticated"] is False and result["version"] == "3.2.0"
     assert "the API key was refused" in str(result["message"])
+    assert [r.raw_path for r in server.requests] == ["/"]  # OLRA's `authenticated: false` said it already
 
 
 def test_connection_to_empty_vault(tmp_path: Path) -> None:
     with FakeObsidian(make_vault(tmp_path / "v", {}), api_key=KEY) as srv:
         result = run(using(parse_vault_spec(srv.spec), lambda s: s.test_connection()))
     assert result["ok"] is True and "empty" in str(result["message"])
+
+
+def test_connection_to_a_server_that_answers_404_to_everything() -> None:
+    # A 404 for /vault/ is OLRA's "empty vault", so this used to pass as a working connection.
+    with CannedServer(404, b"Not Found", server_name="TinyHTTP/1.0") as other:
+        src = parse_vault_spec(f"http://{KEY}@127.0.0.1:{other.port}")
+        result = run(using(src, lambda s: s.test_connection()))
+    assert result["ok"] is False and result["authenticated"] is False
+    message = str(result["message"])
+    assert "is not the Obsidian Local REST API (HTTP 404, answer: Not Found, server: TinyHTTP/1.0)" in message
+    assert "27123" in message and KEY not in message
+
+
+def test_connection_refused_on_the_root_says_the_key_was_refused() -> None:
+    with CannedServer(401, b'{"message": "Authorization required."}', content_type="application/json") as other:
+        result = run(using(parse_vault_spec(f"http://{KEY}@127.0.0.1:{other.port}"), lambda s: s.test_connection()))
+    assert result["ok"] is False and "the API key was refused (HTTP 401)" in str(result["message"])
+    assert other.paths == ["/"]
+
+
+def test_connection_to_a_web_page_names_it() -> None:
+    page = b"<!DOCTYPE html><html><head><title>\n  SillyTavern\n</title></head><body>hi</body></html>"
+    with CannedServer(200, page, content_type="text/html; charset=utf-8") as other:
+        result = run(using(parse_vault_spec(f"http://{KEY}@127.0.0.1:{other.port}"), lambda s: s.test_connection()))
+    assert result["ok"] is False
+    assert '(HTTP 200, an HTML page titled "SillyTavern", server: Canned/1.0)' in str(result["message"])
+
+
+def test_connection_to_our_own_server_is_not_mistaken_for_obsidian(tmp_path: Path) -> None:
+    from tests.retrieval._support import LiveServer, write_world
+
+    ours = LiveServer(write_world(tmp_path / "world"), tmp_path / "data")
+    try:
+        result = run(using(parse_vault_spec(f"http://{KEY}@127.0.0.1:{ours.port}"), lambda s: s.test_connection()))
+    finally:
+        ours.close()
+    assert result["ok"] is False and result["version"] is None
+    assert "not the Obsidian Local REST API (HTTP 404" in str(result["message"])
 
 
 def test_connection_to_nothing() -> None:
