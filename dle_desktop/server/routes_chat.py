@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from dle_desktop.core.chat_id import ChatIdError, check_chat_id
 from dle_desktop.core.pipeline.chat_input import (
     ChatInputError,
     has_lone_surrogate,
@@ -21,6 +22,7 @@ from dle_desktop.core.pipeline.chat_input import (
     parse_refs,
 )
 from dle_desktop.errors import InputError
+from dle_desktop.server.chat_routing import ChatRoute
 
 RETRIEVE_FIELDS = {"chat_id", "messages", "character_name", "context", "swipe", "dry_run", "seed", "pins", "blocks",
                    "folder_filter", "notebook"}
@@ -73,10 +75,14 @@ def _service(request: Request):
 
 
 def _chat_id(request: Request) -> str:
-    chat_id = request.path_params["chat_id"].strip()
-    if not chat_id or len(chat_id) > 512:
-        raise InputError("chat id must be 1-512 characters")
-    return chat_id
+    return checked_chat_id(request.path_params["chat_id"])
+
+
+def checked_chat_id(value) -> str:
+    try:
+        return check_chat_id(value)
+    except ChatIdError as exc:
+        raise InputError(str(exc)) from None
 
 
 def state_json(chat_id: str, state) -> dict:
@@ -137,6 +143,10 @@ _PARSERS = {
 }
 _FIELD = {"pins": "pins", "blocks": "blocks", "context": "context", "folder-filter": "folder_filter", "notebook": "notebook"}
 
+CHATS = "/api/dle/v1/chats"
+#: Path segments after a chat id that name a part of the chat, not more of its id.
+SUB_RESOURCES = ("records", *_FIELD)
+
 
 def _make_field_routes(name: str):
     attr = _FIELD[name]
@@ -161,14 +171,15 @@ def _make_field_routes(name: str):
         state = await _service(request).update(chat_id, **{attr: parsed})
         return JSONResponse({attr: state_json(chat_id, state)[attr]})
 
-    return [Route(f"/api/dle/v1/chats/{{chat_id}}/{name}", get, methods=["GET"]),
-            Route(f"/api/dle/v1/chats/{{chat_id}}/{name}", put, methods=["PUT"])]
+    return [ChatRoute(f"{CHATS}/{{chat_id:path}}/{name}", get, methods=["GET"]),
+            ChatRoute(f"{CHATS}/{{chat_id:path}}/{name}", put, methods=["PUT"])]
 
 
 routes = [
     Route("/api/dle/v1/retrieve", retrieve, methods=["POST"]),
-    Route("/api/dle/v1/chats/{chat_id}", get_chat, methods=["GET"]),
-    Route("/api/dle/v1/chats/{chat_id}", delete_chat, methods=["DELETE"]),
-    Route("/api/dle/v1/chats/{chat_id}/records", chat_records, methods=["GET"]),
+    # The sub-resource routes first: `/chats/a/b/records` is chat "a/b"'s records.
+    ChatRoute(f"{CHATS}/{{chat_id:path}}/records", chat_records, methods=["GET"]),
     *[r for name in _FIELD for r in _make_field_routes(name)],
+    ChatRoute(f"{CHATS}/{{chat_id:path}}", get_chat, methods=["GET"], sub_resources=SUB_RESOURCES),
+    ChatRoute(f"{CHATS}/{{chat_id:path}}", delete_chat, methods=["DELETE"], sub_resources=SUB_RESOURCES),
 ]
