@@ -15,9 +15,10 @@ MAX_CHAT_ID_CHARS = 512
 
 _SEPARATORS = "\u2028\u2029"
 #: The same rule as a JSON Schema / Python regular expression, for the OpenAPI document (Python's
-#: `\s` is `str.isspace`, so the two agree; tests/core/test_chat_id.py checks it).
+#: `\s` is `str.isspace`, so the two agree; tests/core/test_chat_id.py checks it). It ends with
+#: "nothing follows" rather than `$`, which in Python also matches before a final newline.
 _BAD = r"\x00-\x1f\x7f-\x9f\u2028\u2029"
-CHAT_ID_PATTERN = rf"^[^\s{_BAD}](?:[^{_BAD}]*[^\s{_BAD}])?$"
+CHAT_ID_PATTERN = rf"^[^\s{_BAD}](?:[^{_BAD}]*[^\s{_BAD}])?(?![\s\S])"
 
 
 class ChatIdError(ValueError):

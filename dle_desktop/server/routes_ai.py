@@ -26,7 +26,7 @@ async def reset_breaker(request: Request) -> JSONResponse:
 
 
 async def clear_cache(request: Request) -> JSONResponse:
-    chat_id = request.query_params.get("chat_id") or None
+    chat_id = request.query_params.get("chat_id")
     if chat_id is not None:
         checked_chat_id(chat_id)
     _ai(request).clear_cache(chat_id)

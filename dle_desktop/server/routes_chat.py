@@ -23,6 +23,7 @@ from dle_desktop.core.pipeline.chat_input import (
 )
 from dle_desktop.errors import InputError
 from dle_desktop.server.chat_routing import ChatRoute
+from dle_desktop.state.chat_store import KEEP_RECORDS
 
 RETRIEVE_FIELDS = {"chat_id", "messages", "character_name", "context", "swipe", "dry_run", "seed", "pins", "blocks",
                    "folder_filter", "notebook"}
@@ -127,10 +128,10 @@ async def delete_chat(request: Request) -> JSONResponse:
 
 async def chat_records(request: Request) -> JSONResponse:
     chat_id = _chat_id(request)
-    try:
-        limit = max(1, min(50, int(request.query_params.get("limit", "10"))))
-    except ValueError:
-        raise InputError("limit must be a number") from None
+    raw = request.query_params.get("limit", "10")
+    limit = int(raw) if raw.isascii() and raw.isdigit() else 0
+    if not 1 <= limit <= KEEP_RECORDS:
+        raise InputError(f"limit must be a whole number from 1 to {KEEP_RECORDS}, not {raw[:40]!r}")
     return JSONResponse({"chat_id": chat_id, "records": await _service(request).records(chat_id, limit)})
 
 

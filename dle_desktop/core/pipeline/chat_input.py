@@ -87,6 +87,8 @@ def _message(raw: Any, i: int) -> ChatMessage:
             raise ChatInputError(f"{where}.{flag} must be true or false, not {v!r}"[:200])
         flags[flag] = v
     swipe_id = raw.get("swipe_id")
+    if isinstance(swipe_id, float) and swipe_id.is_integer():
+        swipe_id = int(swipe_id)  # JSON's 3.0 is the whole number 3
     if swipe_id is not None and (isinstance(swipe_id, bool) or not isinstance(swipe_id, int) or swipe_id < 0):
         raise ChatInputError(f"{where}.swipe_id must be a whole number ≥ 0")
     extra = raw.get("extra")
