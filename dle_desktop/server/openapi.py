@@ -1,5 +1,5 @@
-"""The OpenAPI 3.1 document of the embedded server's API under /api/dle/v1, built in code and
-served at GET /api/dle/v1/openapi.json.
+"""The OpenAPI 3.1 document of the embedded server's whole HTTP API (ours under /api/dle/v1, and
+the routes SillyTavern calls), built in code and served at GET /api/dle/v1/openapi.json.
 
 Keep it in step with the routes: tests/retrieval/test_openapi.py checks that every route of the
 server is documented (and nothing else is) and validates real answers against the schemas below,
