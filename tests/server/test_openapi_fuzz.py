@@ -41,6 +41,8 @@ from dle_desktop.state.settings import Settings
 from dle_desktop.vectors.source_settings import KNOWN_SOURCES
 from tests.retrieval._support import API, LiveServer, write_world
 
+pytestmark = pytest.mark.slow  # about 15 s; runs with the suite
+
 SEED = 20261201
 CONFIG = SchemathesisConfig.from_dict({
     "seed": SEED,
