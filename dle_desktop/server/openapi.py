@@ -1,9 +1,13 @@
-"""The OpenAPI 3.1 document of the embedded server's API under /api/dle/v1, built in code and
-served at GET /api/dle/v1/openapi.json.
+"""The OpenAPI 3.1 document of the embedded server's whole HTTP API (ours under /api/dle/v1, and
+the routes SillyTavern calls), built in code and served at GET /api/dle/v1/openapi.json.
 
-Keep it in step with routes_lore.py and routes_chat.py: tests/retrieval/test_openapi.py checks
-that every route is documented (and nothing else is), and validates real answers against the
-schemas below."""
+Keep it in step with the routes: tests/retrieval/test_openapi.py checks that every route of the
+server is documented (and nothing else is) and validates real answers against the schemas below,
+and tests/server/test_openapi_fuzz.py fuzzes the live server with schemathesis against it. The
+routes SillyTavern calls (vectors, embeddings) are described in openapi_vectors.py.
+
+Not described yet: authentication. When the server asks for a token, add a `securitySchemes`
+entry (and `security` on the operations) here."""
 
 from __future__ import annotations
 
@@ -14,6 +18,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from dle_desktop import __version__
+from dle_desktop.core.chat_id import CHAT_ID_PATTERN, MAX_CHAT_ID_CHARS
+from dle_desktop.core.pipeline.chat_input import ALIASES
+from dle_desktop.server import openapi_vectors
 
 API = "/api/dle/v1"
 
@@ -67,6 +74,10 @@ ROLES = "0 system, 1 user, 2 assistant"
 
 _SCHEMAS: dict[str, dict] = {
     "Error": _obj({"error": {"type": "string", "description": "what went wrong, fit for a user"}}),
+    "ChatId": {"type": "string", "minLength": 1, "maxLength": MAX_CHAT_ID_CHARS, "pattern": CHAT_ID_PATTERN,
+               "description": "SillyTavern's chat id, exactly (never trimmed): 1-512 characters, `/` allowed "
+                              "(group chats), no control characters (newlines, tabs, NUL, ...) and no whitespace "
+                              "at either end"},
     # -- lore -----------------------------------------------------------------------------------
     "VaultStatus": _obj({
         "name": STR, "kind": {"type": "string", "enum": ["folder", "obsidian-rest"]},
@@ -148,10 +159,11 @@ _SCHEMAS: dict[str, dict] = {
     "EntryRef": {
         "description": "A pin or block: a bare title (any vault) or {title, vault}. Titles match case-insensitively.",
         "oneOf": [
-            {"type": "string", "minLength": 1},
-            _obj({"title": {"type": "string", "minLength": 1}, "vault": _nullable(STR),
-                  "vaultSource": {"type": "string", "description": "DLE's name for `vault` (input only)"}},
-                 required=["title"]),
+            {"type": "string", "pattern": r"\S", "description": "a title (not blank; surrounding spaces are dropped)"},
+            _obj({"title": {"type": "string", "pattern": r"\S"}, "vault": _nullable(STR),
+                  "vaultSource": _nullable({"type": "string", "description": "DLE's name for `vault` (input only; "
+                                                                            "not beside `vault`)"})},
+                 required=["title"]) | {"not": {"required": ["vault", "vaultSource"]}},
         ],
     },
     "Context": _map({"anyOf": [STR, NUM, BOOL, _arr({"anyOf": [STR, NUM]}), {"type": "null"}]},
@@ -170,25 +182,29 @@ _SCHEMAS: dict[str, dict] = {
                                                              "type: narrator, isSmallSys mark messages that are not scanned"}),
     }, required=["mes"], description="A SillyTavern chat message; other fields are ignored."),
     "RetrieveRequest": _obj({
-        "chat_id": {"type": "string", "minLength": 1, "maxLength": 512,
-                    "description": "whose state to use and update (also `chatId`)"},
+        "chat_id": _ref("ChatId") | {"description": "whose state to use and update (also `chatId`)"},
         "messages": _arr(_ref("ChatMessage"), "the chat so far, oldest first (at most 20,000)") | {"maxItems": 20000},
-        "character_name": {"type": "string", "description": "the active character (also `characterName`)"},
-        "context": _ref("Context"),
-        "swipe": {"type": "boolean", "description": "true: this regenerates the last generation, so roll its state back "
-                                                    "first; false: never roll back; absent: roll back when the same "
-                                                    "message slot is generated again"},
+        "character_name": _nullable({"type": "string", "description": "the active character (also `characterName`)"}),
+        "context": _nullable(_ref("Context")) | {"description": "replaces the chat's gating context; null clears it"},
+        "swipe": {"type": ["boolean", "null"],
+                  "description": "true: this regenerates the last generation, so roll its state back first; false: "
+                                 "never roll back; absent or null: roll back when the same message slot is generated "
+                                 "again"},
         "dry_run": {"type": "boolean", "default": False,
                     "description": "compute without changing the chat's state (also `dryRun`)"},
-        "seed": {"type": "integer", "description": "seed for the probability rolls (reproducible results)"},
-        "pins": _arr(_ref("EntryRef"), "replaces the chat's pins"),
-        "blocks": _arr(_ref("EntryRef"), "replaces the chat's blocks"),
+        "seed": {"type": ["integer", "null"], "description": "seed for the probability rolls (reproducible results)"},
+        "pins": {"type": ["array", "null"], "items": _ref("EntryRef"), "description": "replaces the chat's pins; "
+                                                                                       "null clears them"},
+        "blocks": {"type": ["array", "null"], "items": _ref("EntryRef"), "description": "replaces the chat's blocks; "
+                                                                                         "null clears them"},
         "folder_filter": _ref("FolderFilter") | {"description": "replaces the chat's folder filter (also `folderFilter`)"},
-        "notebook": {"type": "string", "description": "replaces the chat's notebook (at most 64 KiB as UTF-8)"},
-        "chatId": STR, "characterName": STR, "dryRun": BOOL, "folderFilter": _ref("FolderFilter"),
+        "notebook": {"type": ["string", "null"],
+                     "description": "replaces the chat's notebook (at most 64 KiB as UTF-8); null keeps it"},
+        "chatId": _ref("ChatId"), "characterName": _nullable(STR), "dryRun": BOOL, "folderFilter": _ref("FolderFilter"),
     }, required=["messages"], additional=False,
-        description="Unknown fields are refused. Fields given here (pins, blocks, context, folder_filter, notebook) "
-                    "replace the chat's and are saved with it, unless `dry_run`."),
+        description="Unknown fields are refused, and so is a field given in both spellings (`chat_id` and "
+                    "`chatId`, ...). Fields given here (pins, blocks, context, folder_filter, notebook) replace the "
+                    "chat's and are saved with it, unless `dry_run`."),
     "Injected": _obj({
         "title": STR, "vault": STR,
         "tokens": {"type": "integer", "description": "estimated tokens as injected (after truncation)"},
@@ -251,8 +267,10 @@ _SCHEMAS: dict[str, dict] = {
 }
 
 
-# chat_id is required in either spelling.
+# chat_id is required in one spelling, and no field may come in both.
 _SCHEMAS["RetrieveRequest"]["anyOf"] = [{"required": ["chat_id"]}, {"required": ["chatId"]}]
+_SCHEMAS["RetrieveRequest"]["allOf"] = [{"not": {"required": [snake, camel]}} for camel, snake in ALIASES.items()]
+_SCHEMAS.update(openapi_vectors.SCHEMAS)
 
 
 # -- operations --------------------------------------------------------------------------------
@@ -265,10 +283,11 @@ def _err(description: str) -> dict:
     return _json(_ref("Error"), description)
 
 
-_CHAT_ID = {"name": "chat_id", "in": "path", "required": True,
-            "schema": {"type": "string", "minLength": 1, "maxLength": 512},
-            "description": "the chat's id (SillyTavern's chat id); surrounding spaces are ignored"}
-_BAD_CHAT_ID = {"400": _err("bad chat id (empty or over 512 characters)")}
+_CHAT_ID = {"name": "chat_id", "in": "path", "required": True, "schema": _ref("ChatId"),
+            "description": "the chat's id, percent-encoded. A `/` in it may be sent as is (`chats/group/abc`) or "
+                           "as `%2F`; only before a part's name (`.../records`, `.../pins`, ...) must it be `%2F`, "
+                           "else the name is read as that part"}
+_BAD_CHAT_ID = {"400": _err("bad chat id (empty, over 512 characters, a control character, or whitespace at an end)")}
 _BODY_ERRORS = {
     "400": _err("the body is empty, not UTF-8, not JSON, or has the wrong shape; `error` names the problem"),
     "413": _err("the body is over the server's limit (64 MiB)"),
@@ -327,9 +346,9 @@ def build_document() -> dict:
                                       _json(_ref("Skipped"), "skipped notes"), tag="lore")},
         f"{API}/sync": {"post": _op(
             "syncNow", "Sync the vaults now", _json(_ref("SyncResult"), "what changed"), tag="lore",
-            params=[{"name": "force", "in": "query", "required": False, "schema": {"type": "string", "enum": ["1"]},
-                     "description": "1: re-read every note, ignoring the cache"}],
-            errors={"502": _err("the sync failed (vault unreachable, ...)")})},
+            params=[{"name": "force", "in": "query", "required": False, "schema": {"type": "string", "enum": ["0", "1"]},
+                     "description": "1: re-read every note, ignoring the cache; 0 (the default): only changed notes"}],
+            errors={"400": _err("force is not 0 or 1"), "502": _err("the sync failed (vault unreachable, ...)")})},
         f"{API}/retrieve": {"post": _op(
             "retrieve", "Run the retrieval pipeline for one generation of a chat",
             _json(_ref("Generation"), "what to inject, and why"), tag="retrieval", body=_ref("RetrieveRequest"),
@@ -347,8 +366,8 @@ def build_document() -> dict:
             tag="chats",
             params=[_CHAT_ID, {"name": "limit", "in": "query", "required": False,
                                "schema": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
-                               "description": "how many (clamped to 1-50)"}],
-            errors={"400": _err("bad chat id, or limit is not a number")})},
+                               "description": "how many, 1-50 (50 are kept)"}],
+            errors={"400": _err("bad chat id, or limit is not a whole number from 1 to 50")})},
         **_field_paths(),
         f"{API}/ai": {"get": _op("getAi", "AI channels, usage counts and the circuit breaker",
                                  _json(_ref("AiState"), "the AI side"), tag="ai")},
@@ -356,8 +375,9 @@ def build_document() -> dict:
                                                 _json(_obj({"breaker": _ref("Breaker")}), "the breaker"), tag="ai")},
         f"{API}/ai/cache/clear": {"post": _op(
             "clearAiCache", "Forget cached AI-search answers", _json(_obj({"cleared": STR}), "which chat, or all"),
-            tag="ai", params=[{"name": "chat_id", "in": "query", "required": False, "schema": STR,
-                               "description": "only this chat's answers"}])},
+            tag="ai", params=[{"name": "chat_id", "in": "query", "required": False, "schema": _ref("ChatId"),
+                               "description": "only this chat's answers (absent: every chat's)"}],
+            errors={"400": _err("bad chat id")})},
         f"{API}/ai/channels/{{channel}}/test": {"post": _op(
             "testChannel", "DLE's connection test (\"Reply OK.\" / \"ping\") on a channel's connection",
             _json(_ref("ConnectionTest"), "the result; a failure is ok=false with the reason, not an error status"),
@@ -369,6 +389,8 @@ def build_document() -> dict:
                                            {"description": "the OpenAPI document",
                                             "content": {"application/json": {"schema": {"type": "object"}}}},
                                            tag="meta")},
+        **openapi_vectors.VECTOR_PATHS,
+        **openapi_vectors.EMBEDDING_PATHS,
     }
     return {
         "openapi": "3.1.0",
@@ -379,16 +401,22 @@ def build_document() -> dict:
                            "server_allowed_hosts (403 otherwise); a browser Origin must be listed in "
                            "server_allowed_origins (403 otherwise); listed origins and clients on other machines "
                            "send the server token as Authorization: Bearer or X-DLE-Token (401 otherwise). "
-                           "Bodies over 64 MiB get 413. Every error is JSON {\"error\": \"...\"}.",
+                           "Bodies over 64 MiB get 413. Every error of /api/dle/v1 and every refusal is JSON "
+                           "{\"error\": \"...\"}; the SillyTavern-facing routes answer other errors in the shape "
+                           "their callers read.",
         },
         "servers": [{"url": "http://127.0.0.1:8765", "description": "the default address (setting server_port)"}],
         "tags": [{"name": "lore", "description": "the index"},
                  {"name": "retrieval", "description": "the retrieval pipeline"},
                  {"name": "chats", "description": "per-chat state"},
                  {"name": "ai", "description": "AI connection channels"},
+                 {"name": "vectors", "description": "SillyTavern's Vector API (its wire format, not ours)"},
+                 {"name": "embeddings", "description": "embedding-backend endpoints in the formats SillyTavern's "
+                                                       "sources call, served by the local model"},
                  {"name": "meta", "description": "this document"}],
         "paths": paths,
         "components": {"schemas": _SCHEMAS},
+        "x-catch-all-routes": openapi_vectors.UNSUPPORTED,
     }
 
 

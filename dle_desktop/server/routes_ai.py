@@ -7,6 +7,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from dle_desktop.server.routes_chat import checked_chat_id
 from dle_desktop.state.settings import CHANNELS
 
 
@@ -25,7 +26,9 @@ async def reset_breaker(request: Request) -> JSONResponse:
 
 
 async def clear_cache(request: Request) -> JSONResponse:
-    chat_id = request.query_params.get("chat_id") or None
+    chat_id = request.query_params.get("chat_id")
+    if chat_id is not None:
+        checked_chat_id(chat_id)
     _ai(request).clear_cache(chat_id)
     return JSONResponse({"cleared": chat_id or "all"})
 

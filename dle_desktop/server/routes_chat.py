@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from dle_desktop.core.chat_id import ChatIdError, check_chat_id
 from dle_desktop.core.pipeline.chat_input import (
     ChatInputError,
     has_lone_surrogate,
@@ -21,6 +22,8 @@ from dle_desktop.core.pipeline.chat_input import (
     parse_refs,
 )
 from dle_desktop.errors import InputError
+from dle_desktop.server.chat_routing import ChatRoute
+from dle_desktop.state.chat_store import KEEP_RECORDS
 
 RETRIEVE_FIELDS = {"chat_id", "messages", "character_name", "context", "swipe", "dry_run", "seed", "pins", "blocks",
                    "folder_filter", "notebook"}
@@ -73,10 +76,14 @@ def _service(request: Request):
 
 
 def _chat_id(request: Request) -> str:
-    chat_id = request.path_params["chat_id"].strip()
-    if not chat_id or len(chat_id) > 512:
-        raise InputError("chat id must be 1-512 characters")
-    return chat_id
+    return checked_chat_id(request.path_params["chat_id"])
+
+
+def checked_chat_id(value) -> str:
+    try:
+        return check_chat_id(value)
+    except ChatIdError as exc:
+        raise InputError(str(exc)) from None
 
 
 def state_json(chat_id: str, state) -> dict:
@@ -121,10 +128,10 @@ async def delete_chat(request: Request) -> JSONResponse:
 
 async def chat_records(request: Request) -> JSONResponse:
     chat_id = _chat_id(request)
-    try:
-        limit = max(1, min(50, int(request.query_params.get("limit", "10"))))
-    except ValueError:
-        raise InputError("limit must be a number") from None
+    raw = request.query_params.get("limit", "10")
+    limit = int(raw) if raw.isascii() and raw.isdigit() else 0
+    if not 1 <= limit <= KEEP_RECORDS:
+        raise InputError(f"limit must be a whole number from 1 to {KEEP_RECORDS}, not {raw[:40]!r}")
     return JSONResponse({"chat_id": chat_id, "records": await _service(request).records(chat_id, limit)})
 
 
@@ -136,6 +143,10 @@ _PARSERS = {
     "notebook": None,
 }
 _FIELD = {"pins": "pins", "blocks": "blocks", "context": "context", "folder-filter": "folder_filter", "notebook": "notebook"}
+
+CHATS = "/api/dle/v1/chats"
+#: Path segments after a chat id that name a part of the chat, not more of its id.
+SUB_RESOURCES = ("records", *_FIELD)
 
 
 def _make_field_routes(name: str):
@@ -161,14 +172,15 @@ def _make_field_routes(name: str):
         state = await _service(request).update(chat_id, **{attr: parsed})
         return JSONResponse({attr: state_json(chat_id, state)[attr]})
 
-    return [Route(f"/api/dle/v1/chats/{{chat_id}}/{name}", get, methods=["GET"]),
-            Route(f"/api/dle/v1/chats/{{chat_id}}/{name}", put, methods=["PUT"])]
+    return [ChatRoute(f"{CHATS}/{{chat_id:path}}/{name}", get, methods=["GET"]),
+            ChatRoute(f"{CHATS}/{{chat_id:path}}/{name}", put, methods=["PUT"])]
 
 
 routes = [
     Route("/api/dle/v1/retrieve", retrieve, methods=["POST"]),
-    Route("/api/dle/v1/chats/{chat_id}", get_chat, methods=["GET"]),
-    Route("/api/dle/v1/chats/{chat_id}", delete_chat, methods=["DELETE"]),
-    Route("/api/dle/v1/chats/{chat_id}/records", chat_records, methods=["GET"]),
+    # The sub-resource routes first: `/chats/a/b/records` is chat "a/b"'s records.
+    ChatRoute(f"{CHATS}/{{chat_id:path}}/records", chat_records, methods=["GET"]),
     *[r for name in _FIELD for r in _make_field_routes(name)],
+    ChatRoute(f"{CHATS}/{{chat_id:path}}", get_chat, methods=["GET"], sub_resources=SUB_RESOURCES),
+    ChatRoute(f"{CHATS}/{{chat_id:path}}", delete_chat, methods=["DELETE"], sub_resources=SUB_RESOURCES),
 ]

@@ -52,8 +52,11 @@ async def skipped(request: Request) -> JSONResponse:
 
 async def sync(request: Request) -> JSONResponse:
     engine = _engine(request)
+    force = request.query_params.get("force", "0")
+    if force not in ("0", "1"):
+        return JSONResponse({"error": f"force must be 0 or 1, not {force[:40]!r}"}, status_code=400)
     try:
-        result = await engine.sync_now(force=request.query_params.get("force") == "1")
+        result = await engine.sync_now(force=force == "1")
     except DleError as exc:
         return JSONResponse({"error": str(exc)}, status_code=exc.http_status)
     if result is None:

@@ -324,10 +324,11 @@ async def scopes_enabled(request: Request) -> Response:
 
 async def unsupported(request: Request) -> Response:
     name = request.path_params.get("name", "")
-    if name in ROUTE_NAMES:
+    allow = "POST" if name in ROUTE_NAMES else "GET, HEAD" if name == "scopes-enabled" else None
+    if allow is not None:
         return STJSONResponse({"error": True, "cause": "vector_endpoint_unavailable",
-                               "message": f"{request.method} is not allowed on /api/vector/{name}; use POST"},
-                              status_code=405, headers={"Allow": "POST", **connection_headers(request)})
+                               "message": f"{request.method} is not allowed on /api/vector/{name}; use {allow}"},
+                              status_code=405, headers={"Allow": allow, **connection_headers(request)})
     return STJSONResponse({"error": True, "cause": "vector_endpoint_unavailable",
                            "message": f"Unsupported vector endpoint: {name}"},
                           status_code=404, headers=connection_headers(request) or None)

@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+from dle_desktop.core.chat_id import is_forbidden_char, is_valid_chat_id
 from dle_desktop.core.pipeline.state import ChatState
 from dle_desktop.private_files import make_private_file
 
@@ -41,8 +42,16 @@ CREATE TABLE IF NOT EXISTS broken_chats (
     problem TEXT NOT NULL,
     moved_at REAL NOT NULL
 );
-PRAGMA user_version = 1;
 """
+#: 2: chat ids follow core/chat_id.py's rule (older stores may hold ids with control characters).
+SCHEMA_VERSION = 2
+
+
+def _written_out(chat_id: str) -> str:
+    """`chat_id` with its control characters (and whitespace at its ends) as `\\uXXXX` text."""
+    last = len(chat_id) - 1
+    return "".join(f"\\u{ord(ch):04x}" if is_forbidden_char(ch) or (ch.isspace() and i in (0, last)) else ch
+                   for i, ch in enumerate(chat_id))
 
 
 def _is_int(v) -> bool:
@@ -112,6 +121,36 @@ class ChatStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        if self._db.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+            self._make_chat_ids_reachable()
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _make_chat_ids_reachable(self) -> None:
+        """Before the chat-id rule, /retrieve stored ids with newlines, NUL and other control
+        characters, which no request can name any more. Each such chat gets its id with those
+        characters written out (`a\\u000ab`); if that id is taken or too long, its state is kept
+        in broken_chats instead. Either way the log says where it went."""
+        rows = self._db.execute("SELECT chat_id FROM chats UNION SELECT chat_id FROM generations").fetchall()
+        taken = {row[0] for row in rows}
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            for old in sorted(chat_id for chat_id in taken if not is_valid_chat_id(chat_id)):
+                new = _written_out(old)
+                if is_valid_chat_id(new) and new not in taken:
+                    self._db.execute("UPDATE chats SET chat_id = ? WHERE chat_id = ?", (new, old))
+                    self._db.execute("UPDATE generations SET chat_id = ? WHERE chat_id = ?", (new, old))
+                    taken.add(new)
+                    log.warning("chat %r has an id that requests can no longer name; it is now chat %r", old, new)
+                else:
+                    problem = f"chat id {old[:100]!r} breaks the chat-id rule and {new[:100]!r} was taken or too long"
+                    self._db.execute("INSERT INTO broken_chats SELECT chat_id, state, ?, ? FROM chats WHERE chat_id = ?",
+                                     (problem, time.time(), old))
+                    self._db.execute("DELETE FROM chats WHERE chat_id = ?", (old,))
+                    log.warning("%s; its state was moved to broken_chats", problem)
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         with self._lock:

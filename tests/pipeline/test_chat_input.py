@@ -31,7 +31,7 @@ def test_an_object_with_every_field():
     doc = parse_chat_document({
         "messages": [GOOD], "context": {"era": ["dawn", 3], "level": 5, "flag": True, "gone": None},
         "pins": ["A", {"title": "B", "vault": "w"}, {"title": "C", "vaultSource": "x"}], "blocks": ["D"],
-        "folder_filter": ["/Characters/", "Places"], "character_name": "Aria", "chat_id": " c1 ",
+        "folder_filter": ["/Characters/", "Places"], "character_name": "Aria", "chat_id": "c1",
         "notebook": "n", "swipe": True, "dry_run": True, "seed": 4, "settings": {"scanDepth": 3},
     })
     assert doc.context == {"era": ["dawn", "3"], "level": "5", "flag": "true"}
@@ -85,6 +85,11 @@ BAD = [
     ({"messages": [GOOD], "chat_id": ""}, "chat_id"),
     ({"messages": [GOOD], "chat_id": 5}, "chat_id"),
     ({"messages": [GOOD], "chat_id": "x" * 513}, "chat_id"),
+    ({"messages": [GOOD], "chat_id": " c1 "}, "chat_id starts or ends with whitespace"),
+    ({"messages": [GOOD], "chat_id": "c\n1"}, "chat_id has a control character (U+000A)"),
+    ({"messages": [GOOD], "chat_id": "c", "chatId": "c"}, "give chat_id or chatId, not both"),
+    ({"messages": [GOOD], "folder_filter": [], "folderFilter": ["A"]}, "give folder_filter or folderFilter, not both"),
+    ({"messages": [GOOD], "pins": [{"title": "A", "vault": "v", "vaultSource": "v"}]}, "pins[0]: give vault or vaultSource"),
     ({"messages": [GOOD], "characterName": 5}, "character_name"),
     ({"messages": [GOOD], "notebook": []}, "notebook"),
     ({"messages": [GOOD], "swipe": "yes"}, "swipe"),

@@ -1,12 +1,14 @@
 """A small JSON Schema checker for the OpenAPI document's schemas (jsonschema is not a dependency).
 
-Covers what dle_desktop/server/openapi.py uses: $ref, allOf/anyOf/oneOf, type (also lists),
-enum, properties/required/additionalProperties, items, min/maxLength, minimum/maximum, maxItems.
+Covers what dle_desktop/server/openapi.py uses: $ref, allOf/anyOf/oneOf/not, type (also lists),
+enum, const, properties/required/additionalProperties, items, min/maxLength, pattern,
+minimum/maximum, min/maxItems.
 `strict=True` treats an object schema with `properties` and no `additionalProperties` as closed,
 so a field the code returns but the document does not mention is reported."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 _TYPES = {
@@ -70,6 +72,8 @@ def errors(value: Any, schema: dict, root: dict, strict: bool = True, path: str 
             out.append(f"{path}: matches none of the alternatives: " + " | ".join("; ".join(r[:2]) for r in results))
         elif "oneOf" in schema and passing > 1:
             out.append(f"{path}: matches {passing} oneOf alternatives")
+    if "not" in schema and not errors(value, schema["not"], root, False, path):
+        out.append(f"{path}: matches what `not` excludes")
     t = schema.get("type")
     if t is not None:
         types = t if isinstance(t, list) else [t]
@@ -84,12 +88,16 @@ def errors(value: Any, schema: dict, root: dict, strict: bool = True, path: str 
             out.append(f"{path}: shorter than {schema['minLength']}")
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             out.append(f"{path}: longer than {schema['maxLength']}")
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            out.append(f"{path}: does not match {schema['pattern']}")
     if _TYPES["number"](value):
         if "minimum" in schema and value < schema["minimum"]:
             out.append(f"{path}: below {schema['minimum']}")
         if "maximum" in schema and value > schema["maximum"]:
             out.append(f"{path}: above {schema['maximum']}")
     if isinstance(value, list):
+        if "minItems" in schema and len(value) < schema["minItems"]:
+            out.append(f"{path}: fewer than {schema['minItems']} items")
         if "maxItems" in schema and len(value) > schema["maxItems"]:
             out.append(f"{path}: more than {schema['maxItems']} items")
         if "items" in schema:

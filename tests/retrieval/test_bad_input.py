@@ -199,8 +199,13 @@ def test_body_over_the_server_limit_is_413(primed):
 
 
 def test_unknown_route_and_method_are_json_errors(primed):
-    r = primed.client.get(f"{API}/chats/{CHAT}/bogus")
+    r = primed.client.get(f"{API}/bogus")
     assert r.status_code == 404 and "no route" in r.json()["error"]
+    # Chat ids may hold "/" (SillyTavern's group chats): this is chat "<CHAT>/bogus", fresh, not CHAT's.
+    r = primed.client.get(f"{API}/chats/{CHAT}/bogus")
+    assert r.status_code == 200 and r.json()["chat_id"] == f"{CHAT}/bogus" and r.json()["generation_count"] == 0
+    r = primed.client.post(f"{API}/chats/{CHAT}/pins")
+    assert r.status_code == 405 and set(r.headers["allow"].split(", ")) == {"GET", "HEAD", "PUT"}
     r = primed.client.get(f"{API}/retrieve")
     assert r.status_code == 405 and "POST" in r.json()["error"]
 

@@ -158,10 +158,12 @@ def test_records_are_the_recent_decisions(server):
         assert rec["total_tokens"] == gen["total_tokens"]
         assert isinstance(rec["created_at"], float)
     assert recs[-1]["injected"] == [] and any(v["stage"] == "strip duplicates" for v in recs[-1]["verdicts"])
-    assert len(server.records("r", limit=1000)) == 4  # limit is clamped to 50
+    assert len(server.records("r", limit=50)) == 4
     r = server.client.get(f"{API}/chats/r/records")
     assert [x["gen"] for x in r.json()["records"]] == [4, 3, 2, 1]  # default limit 10
-    assert server.client.get(f"{API}/chats/r/records", params={"limit": "0"}).json()["records"][0]["gen"] == 4
+    # Outside 1-50 is refused, as the OpenAPI document says (it used to be clamped silently).
+    for limit in ("0", "1000"):
+        assert server.client.get(f"{API}/chats/r/records", params={"limit": limit}).status_code == 400
     r = server.client.get(f"{API}/chats/r/records", params={"limit": "many"})
     assert r.status_code == 400 and "limit" in r.json()["error"]
 

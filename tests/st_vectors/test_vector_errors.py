@@ -113,6 +113,10 @@ def test_wrong_method_and_unknown_routes(st):
     r = st.post("no-such-route", {})
     assert r.status_code == 404 and r.json()["cause"] == "vector_endpoint_unavailable"
     assert "Unsupported vector endpoint" in r.json()["message"]
+    # scopes-enabled is a route too (GET): another method is a 405 naming it, not "unsupported".
+    for method in ("PUT", "POST", "DELETE"):
+        r = st.client.request(method, "/api/vector/scopes-enabled")
+        assert r.status_code == 405 and r.headers["allow"] == "GET, HEAD", (method, r.text)
 
 
 # -- precomputed vectors (koboldcpp, webllm) ------------------------------------------------------

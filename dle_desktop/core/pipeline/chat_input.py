@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from dle_desktop.core.chat_id import ChatIdError, check_chat_id
 from dle_desktop.core.pipeline.chat import ChatMessage
 from dle_desktop.core.pipeline.state import EntryRef
 
@@ -86,6 +87,8 @@ def _message(raw: Any, i: int) -> ChatMessage:
             raise ChatInputError(f"{where}.{flag} must be true or false, not {v!r}"[:200])
         flags[flag] = v
     swipe_id = raw.get("swipe_id")
+    if isinstance(swipe_id, float) and swipe_id.is_integer():
+        swipe_id = int(swipe_id)  # JSON's 3.0 is the whole number 3
     if swipe_id is not None and (isinstance(swipe_id, bool) or not isinstance(swipe_id, int) or swipe_id < 0):
         raise ChatInputError(f"{where}.swipe_id must be a whole number ≥ 0")
     extra = raw.get("extra")
@@ -156,6 +159,10 @@ def parse_chat_document(raw: Any, allowed: set[str] | None = None) -> ChatDocume
         return ChatDocument(messages=parse_messages(raw))
     if not isinstance(raw, dict):
         raise ChatInputError(f"a chat is a list of messages or an object with messages, not {type(raw).__name__}")
+    both = sorted(alias for alias, name in ALIASES.items() if alias in raw and name in raw)
+    if both:
+        # One of the two would be dropped silently; which one the caller meant is unknowable.
+        raise ChatInputError("; ".join(f"give {ALIASES[a]} or {a}, not both" for a in both))
     doc = {ALIASES.get(k, k): v for k, v in raw.items()}
     allowed = allowed or DOC_FIELDS
     unknown = sorted(k for k in doc if k not in allowed)
@@ -164,8 +171,11 @@ def parse_chat_document(raw: Any, allowed: set[str] | None = None) -> ChatDocume
     if "messages" not in doc:
         raise ChatInputError("messages is missing")
     chat_id = doc.get("chat_id")
-    if chat_id is not None and (not isinstance(chat_id, str) or not chat_id.strip() or len(chat_id) > 512):
-        raise ChatInputError("chat_id must be non-empty text of at most 512 characters")
+    if chat_id is not None:
+        try:
+            check_chat_id(chat_id, "chat_id")
+        except ChatIdError as exc:
+            raise ChatInputError(str(exc)) from None
     name = doc.get("character_name")
     if name is not None and not isinstance(name, str):
         raise ChatInputError("character_name must be text")
@@ -186,7 +196,7 @@ def parse_chat_document(raw: Any, allowed: set[str] | None = None) -> ChatDocume
         raise ChatInputError("settings must be an object")
     return ChatDocument(
         messages=parse_messages(doc["messages"]),
-        chat_id=chat_id.strip() if chat_id else None,
+        chat_id=chat_id,
         character_name=name,
         context=parse_context(doc["context"]) if "context" in doc else None,
         pins=parse_refs(doc["pins"], "pins") if "pins" in doc else None,

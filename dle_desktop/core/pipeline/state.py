@@ -34,10 +34,13 @@ class EntryRef:
                 raise ValueError("a pin or block needs a title")
             return cls(raw.strip())
         if isinstance(raw, dict) and isinstance(raw.get("title"), str) and raw["title"].strip():
-            vault = raw.get("vault", raw.get("vaultSource"))
-            if vault is not None and not isinstance(vault, str):
-                raise ValueError("a pin's vault must be text")
-            return cls(raw["title"].strip(), vault or None)
+            vault, source = raw.get("vault"), raw.get("vaultSource")
+            for name, value in (("vault", vault), ("vaultSource", source)):
+                if value is not None and not isinstance(value, str):
+                    raise ValueError(f"a pin's {name} must be text")
+            if "vault" in raw and "vaultSource" in raw:
+                raise ValueError("give vault or vaultSource (DLE's name for it), not both")
+            return cls(raw["title"].strip(), (vault if vault is not None else source) or None)
         raise ValueError(f"a pin or block is a title or {{title, vault}}, not {raw!r}"[:200])
 
 

@@ -1,0 +1,269 @@
+"""The OpenAPI paths and schemas of the routes SillyTavern calls: its Vector API (`/api/vector/*`,
+routes_vector.py) and the embedding-backend endpoints (routes_embeddings.py). openapi.py merges
+them into the one document.
+
+These routes speak SillyTavern's wire format, which is looser than our own API: numbers may come as
+strings (`Number()` in ST), unknown fields are ignored, an empty body is `{}`. The schemas say what
+ST sends and what we answer; the descriptions say where the server is more lenient."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dle_desktop.vectors.service import (
+    DEFAULT_TOP_K,
+    MAX_COLLECTION_ID_CHARS,
+    MAX_COLLECTIONS,
+    MAX_HASHES,
+    MAX_INSERT_ITEMS,
+    MAX_TOP_K,
+)
+from dle_desktop.vectors.source_settings import KNOWN_SOURCES, MAX_SETTING_CHARS
+
+STR = {"type": "string"}
+INT = {"type": "integer"}
+NUM = {"type": "number"}
+BOOL = {"type": "boolean"}
+
+
+def _ref(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+#: Text with something other than whitespace in it, and no NUL.
+_NON_BLANK = r"^[^\x00]*[^\s\x00][^\x00]*$"
+_SETTING = {"type": "string", "maxLength": MAX_SETTING_CHARS}
+
+SCHEMAS: dict[str, dict] = {
+    "VectorError": {
+        "type": "object", "required": ["error", "message", "cause"],
+        "properties": {
+            "error": {"const": True}, "message": {"type": "string", "description": "what went wrong"},
+            "cause": {"type": "string", "enum": ["invalid_request", "embedding_auth_failed", "forbidden_origin",
+                                                 "vector_endpoint_unavailable", "vector_index_conflict",
+                                                 "request_too_large", "embedding_rate_limited",
+                                                 "embedding_unavailable", "vector_store_unavailable"]},
+        },
+        "description": "TauriTavern's error shape, which SillyTavern 1.18 reads.",
+    },
+    "CollectionId": {
+        "description": "ST's `String(collectionId)`: a chat id, `world_<hash>`, `file_<hash>`, ... (a number is "
+                       "read as its text)",
+        "anyOf": [{"type": "string", "minLength": 1, "maxLength": MAX_COLLECTION_ID_CHARS, "pattern": _NON_BLANK},
+                  {"type": "number"}],
+    },
+    "VectorHash": {"type": "integer", "minimum": -2 ** 63, "maximum": 2 ** 63 - 1,
+                   "description": "ST's getStringHash of the text (a signed 64-bit whole number)"},
+    "VectorItem": {"type": "object", "required": ["hash", "text", "index"],
+                   "properties": {"hash": _ref("VectorHash"), "text": STR,
+                                  "index": {"type": "integer", "minimum": -2 ** 63, "maximum": 2 ** 63 - 1}}},
+    "VectorMetadata": {"type": "object", "required": ["hash", "text", "index"], "additionalProperties": False,
+                       "properties": {"hash": INT, "text": STR, "index": INT}},
+    "VectorSource": {
+        "type": "object",
+        "description": "The embedding source and its settings, in the body (ST 1.13+) or, for ST 1.12, in the "
+                       "X-LlamaCpp-URL, X-Vllm-URL, X-Vllm-Model, X-Ollama-URL, X-Ollama-Model, X-Ollama-Keep, "
+                       "X-Extras-Url, X-Extras-Key, X-OpenAI-Model, X-Togetherai-Model, X-Cohere-Model headers. "
+                       "`transformers` is DLE Desktop's local model; `koboldcpp` and `webllm` send their vectors "
+                       "in `embeddings`; the others call the server or cloud the settings name.",
+        "properties": {
+            "source": {"type": "string", "enum": ["", *KNOWN_SOURCES],
+                       "description": "absent, null or empty means transformers"},
+            "apiUrl": _SETTING, "model": _SETTING, "keep": BOOL, "extrasUrl": _SETTING, "extrasKey": _SETTING,
+            "embeddings": {"type": "object", "additionalProperties": {"type": "array", "items": NUM, "minItems": 1},
+                           "description": "koboldcpp / webllm: text → its vector"},
+        },
+    },
+    "VectorQueryResult": {"type": "object", "required": ["metadata", "hashes"], "additionalProperties": False,
+                          "properties": {"metadata": {"type": "array", "items": _ref("VectorMetadata")},
+                                         "hashes": {"type": "array", "items": INT}}},
+    "EmbeddingInput": {"description": "one text or a list of texts",
+                       "anyOf": [STR, {"type": "array", "items": STR, "maxItems": MAX_INSERT_ITEMS}]},
+    "PlainError": {"type": "object", "required": ["error"], "properties": {"error": STR}},
+    "OpenAiError": {"type": "object", "required": ["error"], "properties": {"error": {
+        "type": "object", "required": ["message", "type", "code"],
+        "properties": {"message": STR, "type": STR, "code": INT}}}},
+    "OpenAiEmbeddings": {"type": "object", "required": ["object", "data", "model", "usage"], "properties": {
+        "object": {"const": "list"},
+        "data": {"type": "array", "items": {"type": "object", "required": ["object", "index", "embedding"], "properties": {
+            "object": {"const": "embedding"}, "index": INT,
+            "embedding": {"anyOf": [{"type": "array", "items": NUM}, {"type": "string", "description": "base64"}]}}}},
+        "model": STR,
+        "usage": {"type": "object", "required": ["prompt_tokens", "total_tokens"],
+                  "properties": {"prompt_tokens": INT, "total_tokens": INT}}}},
+}
+
+_VECTORS = {"type": "array", "items": {"type": "array", "items": NUM}}
+
+
+def _body(fields: dict[str, Any], required: list[str]) -> dict:
+    return {"allOf": [_ref("VectorSource"), {"type": "object", "properties": fields, "required": required}]}
+
+
+def _json(schema: dict, description: str) -> dict:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+_OK_TEXT = {"description": "done: the text `OK`", "content": {"text/plain": {"schema": {"const": "OK"}}}}
+_VECTOR_ERRORS = {
+    "400": _json(_ref("VectorError"), "the body is not JSON, a field is missing or has the wrong shape, an unknown "
+                                      "source, or a source that cannot run with these settings"),
+    "401": _json(_ref("VectorError"), "the embedding source refused the credentials"),
+    "403": _json(_ref("VectorError"), "sent by a web page of another site (an `Origin` that is not loopback)"),
+    "413": _json(_ref("VectorError"), "the body is over 32 MiB"),
+    "429": _json(_ref("VectorError"), "the embedding source is rate limiting"),
+    "500": _json(_ref("VectorError"), "the embedding source or the vector store failed (SillyTavern's own status "
+                                      "for these; the message says why)"),
+}
+_COLLECTION = _ref("CollectionId")
+_SEARCH = {"type": "string", "pattern": _NON_BLANK, "description": "the text to search for (not blank)"}
+_TOP_K = {"anyOf": [{"type": "integer", "minimum": 0, "maximum": MAX_TOP_K}, {"type": "null"}],
+          "description": f"how many hits (1-{MAX_TOP_K}); 0 or none means {DEFAULT_TOP_K}. As in ST, a numeric "
+                         "string is read as its number"}
+_THRESHOLD = {"anyOf": [{"type": "number", "minimum": -1, "maximum": 1}, {"type": "null"}],
+              "description": "the least similarity a hit needs (-1 to 1; none means 0)"}
+
+
+def _vector_op(name: str, summary: str, ok: dict, body: dict, *, body_required: bool = True,
+               extra_errors: dict | None = None) -> dict:
+    op_id = "vector" + "".join(p.capitalize() for p in name.split("-"))
+    return {"post": {
+        "operationId": op_id, "summary": summary, "tags": ["vectors"],
+        "requestBody": {"required": body_required, "content": {"application/json": {"schema": body}}},
+        "responses": {"200": ok, **_VECTOR_ERRORS, **(extra_errors or {})},
+    }}
+
+
+_CONFLICT = {"409": _json(_ref("VectorError"), "the collection holds vectors of another length for this source and "
+                                               "model; nothing was written")}
+
+VECTOR_PATHS: dict[str, dict] = {
+    "/api/vector/list": _vector_op("list", "The hashes stored in a collection (for this source and model)",
+                                   _json({"type": "array", "items": INT}, "the hashes"),
+                                   _body({"collectionId": _COLLECTION}, ["collectionId"])),
+    "/api/vector/insert": _vector_op(
+        "insert", "Embed and store items (a batch is embedded and checked whole, then written at once)", _OK_TEXT,
+        _body({"collectionId": _COLLECTION,
+               "items": {"type": "array", "items": _ref("VectorItem"), "maxItems": MAX_INSERT_ITEMS}},
+              ["collectionId", "items"]), extra_errors=_CONFLICT),
+    "/api/vector/delete": _vector_op(
+        "delete", "Delete items by hash", _OK_TEXT,
+        _body({"collectionId": _COLLECTION, "hashes": {"type": "array", "items": _ref("VectorHash"),
+                                                       "maxItems": MAX_HASHES,
+                                                       "description": "numeric strings are read as numbers"}},
+              ["collectionId", "hashes"])),
+    "/api/vector/query": _vector_op(
+        "query", "The items closest to a text", _json(_ref("VectorQueryResult"), "hits, best first"),
+        _body({"collectionId": _COLLECTION, "searchText": _SEARCH, "topK": _TOP_K, "threshold": _THRESHOLD},
+              ["collectionId", "searchText"])),
+    "/api/vector/query-multi": _vector_op(
+        "query-multi", "The items closest to a text across collections (pooled, then cut to topK)",
+        _json({"type": "object", "additionalProperties": _ref("VectorQueryResult")},
+              "hits per collection id (collections without hits are left out)"),
+        _body({"collectionIds": {"type": "array", "items": _COLLECTION, "maxItems": MAX_COLLECTIONS},
+               "searchText": _SEARCH, "topK": _TOP_K, "threshold": _THRESHOLD}, ["collectionIds", "searchText"])),
+    "/api/vector/purge": _vector_op("purge", "Delete a collection (every source and model)", _OK_TEXT,
+                                    _body({"collectionId": _COLLECTION}, ["collectionId"])),
+    "/api/vector/purge-all": _vector_op("purge-all", "Delete every collection", _OK_TEXT,
+                                        {"type": "object"}, body_required=False),
+    "/api/vector/scopes-enabled": {"get": {
+        "operationId": "vectorScopesEnabled", "summary": "SillyTavern 1.12.6 asks this; vectors are always kept "
+                                                         "per model", "tags": ["vectors"],
+        "responses": {"200": _json({"type": "object", "required": ["enabled"], "properties": {"enabled": {"const": True}}},
+                                   "always enabled")}}},
+    "/api/backends/kobold/embed": {"post": {
+        "operationId": "koboldEmbed", "tags": ["vectors"],
+        "summary": "SillyTavern's hop to KoboldCpp for the koboldcpp source: embed `items` on the KoboldCpp at "
+                   "`server`",
+        "requestBody": {"required": True, "content": {"application/json": {"schema": {
+            "type": "object", "required": ["server", "items"],
+            "properties": {"server": {"type": "string", "format": "uri", "description": "the KoboldCpp URL "
+                                                                                         "(also `apiUrl`)"},
+                           "items": {"type": "array", "items": STR, "maxItems": MAX_INSERT_ITEMS}}}}}},
+        "responses": {"200": _json({"type": "object", "required": ["model", "embeddings"],
+                                    "properties": {"model": STR, "embeddings": _VECTORS}}, "the vectors"),
+                      **{k: v for k, v in _VECTOR_ERRORS.items() if k != "500"},
+                      "500": _json(_ref("VectorError"), "KoboldCpp could not be reached or gave no usable vectors")}}},
+}
+#: The catch-all route under /api/vector/: not an operation (it has no request to describe), so it
+#: is said here, as an extension of the document, rather than as a path.
+UNSUPPORTED = {
+    "/api/vector/{name}": {
+        "description": "Any other path under /api/vector/, and any other method on the routes above, answers "
+                       "TauriTavern's error (VectorError, cause `vector_endpoint_unavailable`): 404 for an unknown "
+                       "route (SillyTavern 1.18 reads it as \"endpoint unavailable\"), 405 with `Allow` for a "
+                       "known route and the wrong method.",
+        "responses": {"404": _json(_ref("VectorError"), "unknown route"),
+                      "405": _json(_ref("VectorError"), "known route, wrong method")},
+    },
+}
+
+
+# -- embedding backends --------------------------------------------------------------------------
+
+_UNAVAILABLE = "no local embedding model is configured (or it failed to load); the message says how to set one"
+
+
+def _embed_op(op_id: str, summary: str, ok: dict, body: dict, error: str) -> dict:
+    errors = {"400": "the body is not a JSON object, or a field has the wrong type",
+              "403": "sent by a web page of another site", "413": "the body is over 32 MiB",
+              "500": "the local embedder failed", "502": "the local embedder failed",
+              "503": _UNAVAILABLE}
+    return {"post": {"operationId": op_id, "summary": summary, "tags": ["embeddings"],
+                     "requestBody": {"required": True, "content": {"application/json": {"schema": body}}},
+                     "responses": {"200": ok, **{k: _json(_ref(error), v) for k, v in errors.items()}}}}
+
+
+_QUERY_FLAGS = {"input_type": {"description": "`query` (or search_query, retrieval.query) embeds with the query "
+                                               "instruction; any other value does not"},
+                "isQuery": {"description": "true embeds with the query instruction; a value other than true or "
+                                           "false is ignored"},
+                "is_query": {"description": "the same as isQuery"}}
+
+EMBEDDING_PATHS: dict[str, dict] = {
+    "/v1/embeddings": _embed_op(
+        "openaiEmbeddings", "llama.cpp / vLLM / OpenAI format", _json(_ref("OpenAiEmbeddings"), "the vectors"),
+        {"type": "object", "required": ["input"],
+         "properties": {"input": _ref("EmbeddingInput"), "model": {"type": "string", "description": "not used to "
+                                                                                                     "pick a model"},
+                        "encoding_format": {"type": "string", "enum": ["float", "base64"]}, **_QUERY_FLAGS}},
+        "OpenAiError"),
+    "/v1/models": {"get": {"operationId": "listModels", "summary": "OpenAI's model list: the local embedding model "
+                                                                   "(empty without one)", "tags": ["embeddings"],
+                           "responses": {"200": _json({"type": "object", "required": ["object", "data"], "properties": {
+                               "object": {"const": "list"},
+                               "data": {"type": "array", "items": {"type": "object", "required": ["id", "object"],
+                                                                   "properties": {"id": STR, "object": STR,
+                                                                                  "created": INT, "owned_by": STR}}}}},
+                               "models")}}},
+    "/api/embed": _embed_op(
+        "ollamaEmbed", "Ollama, a batch", _json({"type": "object", "required": ["model", "embeddings"],
+                                                 "properties": {"model": STR, "embeddings": _VECTORS,
+                                                                "total_duration": INT, "load_duration": INT,
+                                                                "prompt_eval_count": INT}}, "the vectors"),
+        {"type": "object", "properties": {"input": _ref("EmbeddingInput"), "model": STR, **_QUERY_FLAGS}},
+        "PlainError"),
+    "/api/embeddings": _embed_op(
+        "ollamaEmbeddings", "Ollama, one prompt (SillyTavern 1.12)",
+        _json({"type": "object", "required": ["embedding"], "properties": {"embedding": {"type": "array", "items": NUM}}},
+              "the vector (empty for an empty prompt)"),
+        {"type": "object", "properties": {"prompt": STR, "model": STR, **_QUERY_FLAGS}}, "PlainError"),
+    "/api/extra/embeddings": _embed_op(
+        "koboldEmbeddings", "KoboldCpp format (any Content-Type)", _json(_ref("OpenAiEmbeddings"), "the vectors"),
+        {"type": "object", "properties": {"input": _ref("EmbeddingInput"), **_QUERY_FLAGS}}, "PlainError"),
+    "/api/embeddings/compute": _embed_op(
+        "extrasCompute", "SillyTavern-Extras format",
+        _json({"type": "object", "required": ["embedding"],
+               "properties": {"embedding": {"anyOf": [{"type": "array", "items": NUM}, _VECTORS]}}},
+              "one vector for a text, a list of vectors for a list"),
+        {"type": "object", "required": ["text"], "properties": {"text": _ref("EmbeddingInput"), **_QUERY_FLAGS}},
+        "PlainError"),
+    "/api/modules": {
+        "get": {"operationId": "extrasModules", "summary": "SillyTavern-Extras' module list (CORS allowed: the browser "
+                                                           "asks it)", "tags": ["embeddings"],
+                "responses": {"200": _json({"type": "object", "required": ["modules"],
+                                            "properties": {"modules": {"type": "array", "items": STR}}}, "modules")}},
+        "options": {"operationId": "extrasModulesPreflight", "summary": "CORS preflight", "tags": ["embeddings"],
+                    "responses": {"204": {"description": "allowed"}}},
+    },
+}
