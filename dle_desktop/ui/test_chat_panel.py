@@ -186,6 +186,7 @@ class TestChatPanel(QWidget):
         try:
             doc = parse_chat_text(self.input.toPlainText())
         except ChatInputError as exc:
+            self.clear_results()  # results of an earlier chat would read as this one's
             self.status.setText(f"✖ {exc}")
             return False
         self.run_button.setEnabled(False)
@@ -199,16 +200,26 @@ class TestChatPanel(QWidget):
             return False
         except Exception as exc:  # noqa: BLE001 - show it, keep the panel usable
             log.exception("test chat failed")
+            self.clear_results()
             self.status.setText(f"✖ {exc}")
             return False
         finally:
             self.run_button.setEnabled(True)
             self.cancel_button.setEnabled(False)
         self.show_generations(gens)
-        self.status.setText(f"{len(doc.messages)} messages · dry run: no chat state was changed")
+        n = len(doc.messages)
+        self.status.setText(f"{n} message{'' if n == 1 else 's'} · dry run: no chat state was changed")
         return True
 
     # -- display ----------------------------------------------------------------------------
+    def clear_results(self) -> None:
+        self.show_generations([])
+        self.summary.clear()
+        self.notes.clear()
+        self.notes.hide()
+        self.model.removeRows(0, self.model.rowCount())
+        self.prompt.clear()
+
     def show_generations(self, gens: list[dict]) -> None:
         self.generations = gens
         self.generation.blockSignals(True)
