@@ -45,6 +45,11 @@ class VaultView(QWidget):
         self.filter.setClearButtonEnabled(True)
         self.filter.textChanged.connect(self._filter_changed)
         self.count_label = QLabel()
+        self.no_matches = QLabel()
+        self.no_matches.setWordWrap(True)
+        self.no_matches.setTextFormat(Qt.PlainText)  # the filter is typed text, never markup
+        self.no_matches.setStyleSheet("color: palette(placeholder-text); padding: 4px")
+        self.no_matches.hide()
 
         self.table = QTableView()
         self.table.setModel(self.proxy)
@@ -74,6 +79,7 @@ class VaultView(QWidget):
         lv = QVBoxLayout(left)
         lv.setContentsMargins(0, 0, 0, 0)
         lv.addWidget(self.filter)
+        lv.addWidget(self.no_matches)
         lv.addWidget(self.table)
         self.semantic_strip = SemanticStrip()
         lv.addWidget(self.semantic_strip)
@@ -122,6 +128,9 @@ class VaultView(QWidget):
     def _update_count(self) -> None:
         shown, total = self.proxy.rowCount(), self.model.rowCount()
         self.count_label.setText(f"{shown} of {total} entries" if shown != total else f"{total} entries")
+        text = self.filter.text().strip()
+        self.no_matches.setText(f"No entry matches “{text}”. Esc clears the filter.")
+        self.no_matches.setVisible(bool(total) and not shown)
 
     # -- selection --------------------------------------------------------------------------
     def current_uid(self) -> str | None:

@@ -238,3 +238,22 @@ def test_settings_dialog_builds_valid_settings(make_desktop, vault_copy, tmp_pat
     dlg.remove_selected()
     assert dlg.build_settings().vaults == ()
     dlg.reject()
+
+
+def test_a_filter_that_finds_nothing_says_so(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy)
+    view = desk.window.vault_view
+
+    async def scenario():
+        await wait_for(lambda: view.model.rowCount() == 61)
+        assert view.no_matches.isHidden()
+        view.filter.setText("zzz-no-such-thing")
+        assert view.proxy.rowCount() == 0
+        assert not view.no_matches.isHidden()
+        assert "No entry matches “zzz-no-such-thing”" in view.no_matches.text()
+        view.filter.setText("tidewriting")
+        assert view.no_matches.isHidden()
+        view.filter.clear()
+        assert view.no_matches.isHidden()
+
+    qloop.run_until_complete(scenario())
