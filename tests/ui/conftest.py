@@ -57,11 +57,12 @@ def make_desktop(tmp_path, qapp):
 
     made = []
 
-    def make(vault: Path, tray: bool = False, data_dir: Path | None = None, settings: Settings | None = None):
+    def make(vault: Path, tray: bool = False, data_dir: Path | None = None, settings: Settings | None = None,
+             enabled: bool = True):
         paths = resolve_paths(data_dir or tmp_path / "data").ensure()
         settings = settings or Settings()
         ctx = Context(paths, SettingsStore(paths.settings_file), settings, SecretStore(use_keyring=False))
-        engine = Engine(paths, settings, ctx.secrets, vault_override=[FolderSource("vault", vault)])
+        engine = Engine(paths, settings, ctx.secrets, vault_override=[FolderSource("vault", vault, enabled=enabled)])
         runtime = Runtime(ctx, engine, serve=False, port=0)
         ui_state = QSettings(str(paths.config_dir / "ui-state.ini"), QSettings.IniFormat)
         desktop = DesktopApp(qapp, runtime, ui_state, tray_available=tray)
