@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 import time
 
 from PySide6.QtCore import Qt
@@ -32,9 +33,19 @@ from dle_desktop.errors import DleError
 from dle_desktop.state.settings import CHANNELS, ProfileConfig, Settings
 from dle_desktop.ui.async_util import soon
 from dle_desktop.ui.channels_common import MODE_LABELS, meta, profile_kind, set_combo
+from dle_desktop.ui.cut_text import CutTextTips
 from dle_desktop.ui.profile_editor import ERROR_STYLE, MUTED_STYLE, WARN_STYLE, TestStrip, note
+from dle_desktop.ui.semantic_strip import headline
 
 COLUMNS = ("Channel", "Status", "Connection", "Model", "Calls", "Tokens in / out", "Last call")
+#: Connection and Model fit their text up to this width, so Status keeps the room it needs
+NAME_COLUMN_MAX = 160
+
+
+def short_problem(problem: str) -> str:
+    """What a channel's problem is, without the advice or the details (the tooltip has those):
+    "proxy mode needs a model name (set the channel's model)" → "proxy mode needs a model name"."""
+    return re.sub(r" \(.*\)$", "", headline(problem))
 
 
 def _tokens(n: int) -> str:
@@ -56,9 +67,9 @@ class ChannelsPanel(QGroupBox):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeToContents)
         header.setSectionResizeMode(1, QHeaderView.Stretch)
-        for col, width in ((2, 130), (3, 140)):
+        for col in (2, 3):
             header.setSectionResizeMode(col, QHeaderView.Interactive)
-            self.table.setColumnWidth(col, width)
+        self._names: tuple = ()
         header.setStretchLastSection(False)
         self.table.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
@@ -72,6 +83,7 @@ class ChannelsPanel(QGroupBox):
         self.table.setFixedHeight(self.table.verticalHeader().length() + header.sizeHint().height()
                                   + 2 * self.table.frameWidth() + 2)
         self.table.currentCellChanged.connect(lambda *_: self.fill_detail())
+        self.tips = CutTextTips(self.table)
 
         self.detail = QGroupBox()
         self.purpose = note("", MUTED_STYLE)
@@ -158,6 +170,19 @@ class ChannelsPanel(QGroupBox):
             else:
                 for col in range(4, 7):
                     self._cell(r, col, "")
+        self._fit_names()
+
+    def _fit_names(self) -> None:
+        """Connection and Model as wide as their text (up to a limit), set again only when the
+        names change, so a width the user dragged stays while the counts tick."""
+        names = tuple(self.table.item(r, c).text() for r in range(self.table.rowCount()) for c in (2, 3))
+        if names == self._names:
+            return
+        self._names = names
+        header = self.table.horizontalHeader()
+        for col in (2, 3):
+            want = max(self.table.sizeHintForColumn(col), header.sectionSizeHint(col))
+            self.table.setColumnWidth(col, min(want, NAME_COLUMN_MAX))
 
     def _cell(self, row: int, col: int, text: str, tip: str | None = None, color: QColor | None = None) -> None:
         item = self.table.item(row, col)
@@ -175,7 +200,7 @@ class ChannelsPanel(QGroupBox):
     @staticmethod
     def _status(r: ResolvedChannel, settings: Settings) -> tuple[str, QColor | None, str]:
         if r.problem:
-            return f"✗ {r.problem}", QColor("#b3261e"), r.problem
+            return f"✗ {short_problem(r.problem)}", QColor("#b3261e"), r.problem
         if r.channel == "ai_search" and not settings.ai_search_enabled:
             return "○ off", None, "The connection is set up; AI search itself is off (turn it on in the AI search box)"
         if r.note:

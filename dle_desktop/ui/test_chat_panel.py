@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from dle_desktop.core.pipeline.chat_formats import parse_chat_text
 from dle_desktop.core.pipeline.chat_input import ChatInputError
+from dle_desktop.ui.cut_text import CutTextTips
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,8 @@ class TestChatPanel(QWidget):
         self.input.setPlainText(EXAMPLE)
         load = QPushButton("Load chat file…")
         load.clicked.connect(self.load_file)
-        self.replay = QCheckBox("Replay (one generation per user message)")
+        self.replay = QCheckBox("Replay")
+        self.replay.setToolTip("One generation per user message, as the chat went")
         self.seed = QSpinBox(minimum=0, maximum=2_000_000_000, value=1)
         self.seed.setToolTip("Seed for probability rolls, so results repeat")
         self.ai_mode = QComboBox()
@@ -80,15 +82,18 @@ class TestChatPanel(QWidget):
         self.status = QLabel()
         self.status.setWordWrap(True)
 
+        # Two rows: one row of every control would make this panel (and so the window's right
+        # side) too wide for the entries table beside it.
         top = QHBoxLayout()
         top.addWidget(load)
         top.addWidget(self.replay)
         top.addWidget(QLabel("Seed"))
         top.addWidget(self.seed)
-        top.addWidget(self.ai_mode)
         top.addStretch(1)
-        top.addWidget(self.cancel_button)
-        top.addWidget(self.run_button)
+        actions = QHBoxLayout()
+        actions.addWidget(self.ai_mode, 1)
+        actions.addWidget(self.cancel_button)
+        actions.addWidget(self.run_button)
 
         self.generation = QComboBox()
         self.generation.currentIndexChanged.connect(self._show_generation)
@@ -120,6 +125,7 @@ class TestChatPanel(QWidget):
         self.verdicts.setColumnWidth(1, 120)
         self.verdicts.setColumnWidth(2, 75)
         self.verdicts.doubleClicked.connect(self._verdict_activated)
+        self.tips = CutTextTips(self.verdicts)
         self.prompt = QTextBrowser()
 
         results = QTabWidget()
@@ -147,6 +153,7 @@ class TestChatPanel(QWidget):
         il = QVBoxLayout(inp)
         il.setContentsMargins(0, 0, 0, 0)
         il.addLayout(top)
+        il.addLayout(actions)
         il.addWidget(self.input, 1)
         il.addWidget(self.status)
 
@@ -155,6 +162,7 @@ class TestChatPanel(QWidget):
         split.addWidget(out)
         split.setStretchFactor(0, 1)
         split.setStretchFactor(1, 2)
+        split.setSizes([160, 400])  # the verdicts get the room; the chat box scrolls
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(split)

@@ -21,11 +21,15 @@ from PySide6.QtWidgets import (
 
 from dle_desktop.core.health import HealthReport
 from dle_desktop.core.index import IndexSnapshot
+from dle_desktop.ui.cut_text import CutTextTips
 from dle_desktop.ui.entries_model import UID_ROLE, EntriesFilter, EntriesModel
 from dle_desktop.ui.entry_detail import render_entry
 from dle_desktop.ui.health_panel import HealthPanel
 from dle_desktop.ui.semantic_strip import SemanticStrip
 from dle_desktop.ui.test_chat_panel import TestChatPanel
+
+#: The Title column grows to the longest title once, up to this width (Keys stretch into the rest)
+TITLE_MAX = 260
 
 WELCOME = """<h2>DLE Desktop</h2><p>Select an entry on the left to see its fields, links and the exact
 text that would be injected. The health check below lists problems in the vault, each with what to do.</p>"""
@@ -37,6 +41,7 @@ class VaultView(QWidget):
     def __init__(self, parent=None, test_runner=None) -> None:
         super().__init__(parent)
         self.snapshot: IndexSnapshot | None = None
+        self._title_fitted = False  # once per run, and never over widths the user kept from last time
         self.model = EntriesModel(self)
         self.proxy = EntriesFilter(self)
         self.proxy.setSourceModel(self.model)
@@ -66,6 +71,7 @@ class VaultView(QWidget):
             self.table.setColumnWidth(col, width)
         self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.Stretch)
         self.table.selectionModel().currentRowChanged.connect(self._current_changed)
+        self.tips = CutTextTips(self.table)
 
         self.detail = QTextBrowser()
         self.detail.setOpenLinks(False)
@@ -95,6 +101,7 @@ class VaultView(QWidget):
         self.right_split.addWidget(self.health)
         self.right_split.setStretchFactor(0, 3)
         self.right_split.setStretchFactor(1, 2)
+        self.right_split.setSizes([470, 190])
 
         self.main_split = QSplitter(Qt.Horizontal)
         self.main_split.addWidget(left)
@@ -116,6 +123,9 @@ class VaultView(QWidget):
         self.snapshot = snapshot
         self.model.set_entries(snapshot.entries)
         self.table.setColumnHidden(6, len({e.vault for e in snapshot.entries}) <= 1)
+        if not self._title_fitted and snapshot.entries:
+            self._title_fitted = True
+            self.table.setColumnWidth(0, max(self.table.columnWidth(0), min(self.table.sizeHintForColumn(0), TITLE_MAX)))
         self._update_count()
         if keep and keep in snapshot.by_uid:
             self.select_uid(keep)
@@ -207,6 +217,7 @@ class VaultView(QWidget):
         header = store.value("vault/header")
         if isinstance(header, QByteArray):
             self.table.horizontalHeader().restoreState(header)
+            self._title_fitted = True
         self.filter.setText(store.value("vault/filter", "") or "")
         chat = store.value("vault/test_chat")
         if isinstance(chat, str) and chat.strip():
