@@ -28,6 +28,10 @@ from dle_desktop.ui.health_panel import HealthPanel
 from dle_desktop.ui.semantic_strip import SemanticStrip
 from dle_desktop.ui.test_chat_panel import TestChatPanel
 
+#: Where the splitters are kept; "_v2" since the 1200×760 layout fix: the sizes saved before were
+#: forced by Test a chat's width (the entries table squeezed), not chosen, so they are not restored.
+MAIN_SPLIT_KEY, RIGHT_SPLIT_KEY = "vault/main_split_v2", "vault/right_split_v2"
+
 #: The Title column grows to the longest title once, up to this width (Keys stretch into the rest)
 TITLE_MAX = 260
 
@@ -201,8 +205,8 @@ class VaultView(QWidget):
 
     # -- state that survives a restart --------------------------------------------------------
     def save_state(self, store) -> None:
-        store.setValue("vault/main_split", self.main_split.saveState())
-        store.setValue("vault/right_split", self.right_split.saveState())
+        store.setValue(MAIN_SPLIT_KEY, self.main_split.saveState())
+        store.setValue(RIGHT_SPLIT_KEY, self.right_split.saveState())
         store.setValue("vault/header", self.table.horizontalHeader().saveState())
         store.setValue("vault/filter", self.filter.text())
         store.setValue("vault/selected", self.current_uid() or "")
@@ -210,7 +214,7 @@ class VaultView(QWidget):
         store.setValue("vault/test_chat", self.test_panel.input.toPlainText())
 
     def restore_state(self, store) -> str | None:
-        for key, widget in (("vault/main_split", self.main_split), ("vault/right_split", self.right_split)):
+        for key, widget in ((MAIN_SPLIT_KEY, self.main_split), (RIGHT_SPLIT_KEY, self.right_split)):
             value = store.value(key)
             if isinstance(value, QByteArray):
                 widget.restoreState(value)

@@ -130,3 +130,26 @@ def test_the_channels_status_column_is_not_cut(make_desktop, vault_copy, qloop):
             assert "add one" in table.item(row, status).toolTip()  # the whole problem, advice included
 
     qloop.run_until_complete(scenario())
+
+
+def test_a_split_squeezed_by_the_old_layout_is_not_restored(make_desktop, vault_copy, tmp_path, qloop):
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QSplitter, QWidget
+
+    from dle_desktop.state.paths import resolve_paths
+
+    # What earlier versions saved: the entries side squeezed to 240 px by Test a chat's minimum width
+    old = QSplitter()
+    old.addWidget(QWidget())
+    old.addWidget(QWidget())
+    old.resize(1190, 600)
+    old.setSizes([240, 940])
+    data = tmp_path / "data"
+    store = QSettings(str(resolve_paths(data).ensure().config_dir / "ui-state.ini"), QSettings.IniFormat)
+    store.setValue("vault/main_split", old.saveState())
+    store.sync()
+
+    desk = make_desktop(vault_copy, data_dir=data)
+    window = shown(desk)
+    assert window.vault_view.main_split.sizes()[0] >= 680
+    qloop.run_until_complete(wait_for(lambda: window.vault_view.model.rowCount() == 61))
