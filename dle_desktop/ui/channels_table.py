@@ -8,7 +8,7 @@ import dataclasses
 import re
 import time
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -84,6 +84,7 @@ class ChannelsPanel(QGroupBox):
                                   + 2 * self.table.frameWidth() + 2)
         self.table.currentCellChanged.connect(lambda *_: self.fill_detail())
         self.tips = CutTextTips(self.table)
+        self.table.viewport().installEventFilter(self)  # Connection and Model widths follow the room there is
 
         self.detail = QGroupBox()
         self.purpose = note("", MUTED_STYLE)
@@ -172,17 +173,29 @@ class ChannelsPanel(QGroupBox):
                     self._cell(r, col, "")
         self._fit_names()
 
-    def _fit_names(self) -> None:
-        """Connection and Model as wide as their text (up to a limit), set again only when the
-        names change, so a width the user dragged stays while the counts tick."""
-        names = tuple(self.table.item(r, c).text() for r in range(self.table.rowCount()) for c in (2, 3))
-        if names == self._names:
+    def _fit_names(self, force: bool = False) -> None:
+        """Connection and Model as wide as their text, but never taking the room Status needs;
+        set again only when the names change or the table is resized, so a width the user
+        dragged stays while the counts tick."""
+        names = tuple(self.table.item(r, c).text() for r in range(self.table.rowCount()) for c in (1, 2, 3))
+        if names == self._names and not force:
             return
         self._names = names
-        header = self.table.horizontalHeader()
-        for col in (2, 3):
-            want = max(self.table.sizeHintForColumn(col), header.sectionSizeHint(col))
-            self.table.setColumnWidth(col, min(want, NAME_COLUMN_MAX))
+        table, header = self.table, self.table.horizontalHeader()
+        others = sum(header.sectionSize(c) for c in (0, 4, 5, 6))
+        spare = table.viewport().width() - others - table.sizeHintForColumn(1)
+        wants = {c: max(table.sizeHintForColumn(c), header.sectionSizeHint(c)) for c in (2, 3)}
+        narrow, wide = sorted(wants, key=wants.get)
+        for col, room in ((narrow, spare // 2), (wide, None)):
+            room = spare if room is None else room  # the wider one gets what the narrower left
+            width = max(header.sectionSizeHint(col), min(wants[col], NAME_COLUMN_MAX, room))
+            table.setColumnWidth(col, width)
+            spare -= width
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
+        if watched is self.table.viewport() and event.type() == QEvent.Resize:
+            self._fit_names(force=True)
+        return super().eventFilter(watched, event)
 
     def _cell(self, row: int, col: int, text: str, tip: str | None = None, color: QColor | None = None) -> None:
         item = self.table.item(row, col)

@@ -153,3 +153,29 @@ def test_a_split_squeezed_by_the_old_layout_is_not_restored(make_desktop, vault_
     window = shown(desk)
     assert window.vault_view.main_split.sizes()[0] >= 680
     qloop.run_until_complete(wait_for(lambda: window.vault_view.model.rowCount() == 61))
+
+
+def test_long_profile_and_model_names_leave_the_status_its_room(make_desktop, vault_copy, qloop):
+    settings = Settings().replace(
+        connection_profiles=[{"id": "p1", "name": "OpenRouter main account", "provider": "openai",
+                              "flavor": "openrouter", "model": "anthropic/claude-3.5-sonnet-20241022"}],
+        ai_search_profile_id="p1", librarian_connection_mode="proxy")
+    desk = make_desktop(vault_copy, settings=settings)
+    window = shown(desk)
+    window.tabs.setCurrentWidget(window.channels_view)
+    panel = window.channels_view.channel_panel
+    table = panel.table
+
+    async def scenario():
+        await wait_for(lambda: window.vault_view.model.rowCount() == 61, what="61 entries")
+        await settle()
+        status = COLUMNS.index("Status")
+        texts = [table.item(r, status).text() for r in range(table.rowCount())]
+        assert "✗ proxy mode needs a model name" in texts and "✓ ready" in texts
+        for row in range(table.rowCount()):
+            assert panel.tips.cut_text(table, table.model().index(row, status)) is None, texts[row]
+        model = table.model().index(0, COLUMNS.index("Model"))
+        assert model.data() == "anthropic/claude-3.5-sonnet-20241022"
+        assert table.item(0, COLUMNS.index("Model")).toolTip() == model.data()  # cut or not, readable
+
+    qloop.run_until_complete(scenario())
