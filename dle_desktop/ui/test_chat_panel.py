@@ -111,6 +111,11 @@ class TestChatPanel(QWidget):
         self.proxy.setFilterKeyColumn(-1)
         self.proxy.setFilterCaseSensitivity(Qt.CaseInsensitive)
         self.verdict_filter.textChanged.connect(self.proxy.setFilterFixedString)
+        self.no_matches = QLabel()
+        self.no_matches.setTextFormat(Qt.PlainText)
+        self.no_matches.setStyleSheet("color: palette(placeholder-text); padding: 4px")
+        self.no_matches.hide()
+        self.verdict_filter.textChanged.connect(lambda *_: self._say_no_matches())
         self.verdicts = QTableView()
         self.verdicts.setModel(self.proxy)
         self.verdicts.setSortingEnabled(True)
@@ -133,6 +138,7 @@ class TestChatPanel(QWidget):
         vl = QVBoxLayout(vw)
         vl.setContentsMargins(0, 0, 0, 0)
         vl.addWidget(self.verdict_filter)
+        vl.addWidget(self.no_matches)
         vl.addWidget(self.verdicts)
         results.addTab(vw, "Verdicts")
         results.addTab(self.prompt, "Injected text")
@@ -227,6 +233,7 @@ class TestChatPanel(QWidget):
         self.notes.hide()
         self.model.removeRows(0, self.model.rowCount())
         self.prompt.clear()
+        self._say_no_matches()
 
     def show_generations(self, gens: list[dict]) -> None:
         self.generations = gens
@@ -265,6 +272,12 @@ class TestChatPanel(QWidget):
             parts.append(f"<h4>{escape(grp['key'])} <small>({escape(where)})</small></h4>"
                          f"<pre style='white-space: pre-wrap'>{escape(grp['text'])}</pre>")
         self.prompt.setHtml("".join(parts) or "<i>Nothing would be injected.</i>")
+        self._say_no_matches()
+
+    def _say_no_matches(self) -> None:
+        text = self.verdict_filter.text()
+        self.no_matches.setText(f"No verdict matches “{text}”.")
+        self.no_matches.setVisible(bool(text) and self.model.rowCount() > 0 and self.proxy.rowCount() == 0)
 
     def verdict_rows(self) -> list[tuple[str, str, str, str]]:
         return [tuple(self.model.item(r, c).text() for c in range(4)) for r in range(self.model.rowCount())]

@@ -209,3 +209,20 @@ def test_an_input_error_clears_the_previous_results(make_desktop, vault_copy, ql
         assert panel.prompt.toPlainText() == ""
 
     qloop.run_until_complete(scenario())
+
+
+def test_a_verdict_filter_that_finds_nothing_says_so(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy)
+    panel = desk.window.vault_view.test_panel
+
+    async def scenario():
+        await wait_for(lambda: desk.window.vault_view.model.rowCount() == 61)
+        assert await panel.run_async()
+        assert panel.no_matches.isHidden()
+        panel.verdict_filter.setText("zzz-nothing")
+        assert panel.proxy.rowCount() == 0 and not panel.no_matches.isHidden()
+        assert "No verdict matches “zzz-nothing”" in panel.no_matches.text()
+        panel.verdict_filter.clear()
+        assert panel.no_matches.isHidden()
+
+    qloop.run_until_complete(scenario())
