@@ -193,7 +193,7 @@ class Engine:
         folders = [s for s in self._sources if isinstance(s, FolderSource) and s.root.is_dir()]
         if not folders:
             return
-        self.watcher = FolderWatcher(self._on_fs_change)
+        self.watcher = FolderWatcher(self._on_fs_change, on_held=self._on_fs_held)
         self.watcher.paused = self.sync_paused
         for s in folders:
             special = {self.settings.field_definitions_path} if s is self.indexer.primary else set()
@@ -302,6 +302,12 @@ class Engine:
             return
         self._loop.call_soon_threadsafe(self._queue_change, vault, paths, full)
 
+    def _on_fs_held(self, count: int) -> None:
+        """Called on the watcher thread while sync is paused: say how many changes wait."""
+        if self._loop is None or self._loop.is_closed():
+            return
+        self._loop.call_soon_threadsafe(lambda: self._emit("sync_state", syncing=self.syncing, held=count))
+
     def _queue_change(self, vault: str, paths: set[str], full: bool) -> None:
         if full:
             self._spawn(self._run_sync(force=False, reason="folder changed"))
@@ -390,7 +396,8 @@ class Engine:
                 self.watcher.paused = True
             else:
                 self.watcher.resume()
-        self._emit("sync_state", syncing=self.syncing, paused=paused)
+        held = self.watcher.held() if paused and self.watcher else 0
+        self._emit("sync_state", syncing=self.syncing, paused=paused, held=held)
 
     def set_semantic_paused(self, paused: bool) -> None:
         """Pause or resume embedding the vault's entries (lookups keep working on what is done)."""

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem
+from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem
 
 from dle_desktop.core.health import HealthReport
+from dle_desktop.ui.cut_text import CutTextTips
 
 ENTRY_ROLE = Qt.UserRole + 1
 
@@ -20,7 +21,13 @@ class HealthPanel(QTreeWidget):
         self.setRootIsDecorated(True)
         self.setUniformRowHeights(True)
         self.setWordWrap(False)
+        # The problem takes the room there is; the cut part is in its tooltip
+        header = self.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(1, QHeaderView.Stretch)
         self.itemActivated.connect(self._activated)
+        # Cut in the middle, the Entry column keeps a note's "(line N)" in view
+        self.tips = CutTextTips(self, middle_columns={0})
         self._expanded = {"Errors": True, "Warnings": True}
 
     def show_report(self, report: HealthReport, skipped=()) -> None:
@@ -54,8 +61,8 @@ class HealthPanel(QTreeWidget):
             top.addChild(child)
         self.addTopLevelItem(top)
         top.setExpanded(self._expanded.get("Not indexed", False))
-        self.setColumnWidth(0, 190)
-        self.setColumnWidth(1, 520)
+        self.setColumnWidth(0, 170)
+        self.setColumnWidth(2, 110)
 
     def _activated(self, item: QTreeWidgetItem, _column: int) -> None:
         target = item.data(0, ENTRY_ROLE)

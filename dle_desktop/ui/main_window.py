@@ -152,6 +152,13 @@ class MainWindow(QMainWindow):
         self.ai_label.setStyleSheet("color: #b35c00;")
         self.ai_label.hide()
         sb.addPermanentWidget(self.ai_label)
+        # Shown while sync is paused, with the count of changes waiting for Resume
+        self.sync_label = QLabel()
+        self.sync_label.setStyleSheet("color: #b35c00;")
+        self.sync_label.setToolTip("Changes to the vault folders are held, not lost: Resume sync (the Pause sync "
+                                   "button) applies them in one go")
+        self.sync_label.hide()
+        sb.addPermanentWidget(self.sync_label)
         sb.addPermanentWidget(self.server_label)
 
     def on_ai_breaker(self, snap: dict) -> None:
@@ -231,6 +238,10 @@ class MainWindow(QMainWindow):
             self.pause_action.blockSignals(True)
             self.pause_action.setChecked(bool(state["paused"]))
             self.pause_action.blockSignals(False)
+            self.sync_label.setVisible(bool(state["paused"]))
+        if "held" in state:
+            held = int(state["held"] or 0)
+            self.sync_label.setText("Sync paused" + (f" · {held} change{'' if held == 1 else 's'} held" if held else ""))
 
     def on_sync_error(self, message: str) -> None:
         self.statusBar().showMessage(f"Sync problem: {message}", 15000)

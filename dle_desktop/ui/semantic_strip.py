@@ -156,6 +156,10 @@ class SemanticStrip(QFrame):
             text = (f"Semantic index: paused at {done} / {total} entries{model}" if total else
                     f"Semantic index: paused{model}")
             bar = (done, max(total, 1))
+        elif state == "ready" and not int(s.get("entries") or 0):
+            # Every vault disabled or empty: nothing to embed, so nothing to pause or resume either
+            text = "Semantic index: no entries to embed"
+            pause = False
         elif state == "ready":
             embedded, entries = int(s.get("embedded") or 0), int(s.get("entries") or 0)
             text = f"Semantic index: ready, {embedded} of {entries} entries embedded{model}"

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from dle_desktop.core.pipeline.chat_formats import parse_chat_text
 from dle_desktop.core.pipeline.chat_input import ChatInputError
+from dle_desktop.ui.cut_text import CutTextTips
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,8 @@ class TestChatPanel(QWidget):
         self.input.setPlainText(EXAMPLE)
         load = QPushButton("Load chat file…")
         load.clicked.connect(self.load_file)
-        self.replay = QCheckBox("Replay (one generation per user message)")
+        self.replay = QCheckBox("Replay")
+        self.replay.setToolTip("One generation per user message, as the chat went")
         self.seed = QSpinBox(minimum=0, maximum=2_000_000_000, value=1)
         self.seed.setToolTip("Seed for probability rolls, so results repeat")
         self.ai_mode = QComboBox()
@@ -80,15 +82,18 @@ class TestChatPanel(QWidget):
         self.status = QLabel()
         self.status.setWordWrap(True)
 
+        # Two rows: one row of every control would make this panel (and so the window's right
+        # side) too wide for the entries table beside it.
         top = QHBoxLayout()
         top.addWidget(load)
         top.addWidget(self.replay)
         top.addWidget(QLabel("Seed"))
         top.addWidget(self.seed)
-        top.addWidget(self.ai_mode)
         top.addStretch(1)
-        top.addWidget(self.cancel_button)
-        top.addWidget(self.run_button)
+        actions = QHBoxLayout()
+        actions.addWidget(self.ai_mode, 1)
+        actions.addWidget(self.cancel_button)
+        actions.addWidget(self.run_button)
 
         self.generation = QComboBox()
         self.generation.currentIndexChanged.connect(self._show_generation)
@@ -106,6 +111,11 @@ class TestChatPanel(QWidget):
         self.proxy.setFilterKeyColumn(-1)
         self.proxy.setFilterCaseSensitivity(Qt.CaseInsensitive)
         self.verdict_filter.textChanged.connect(self.proxy.setFilterFixedString)
+        self.no_matches = QLabel()
+        self.no_matches.setTextFormat(Qt.PlainText)
+        self.no_matches.setStyleSheet("color: palette(placeholder-text); padding: 4px")
+        self.no_matches.hide()
+        self.verdict_filter.textChanged.connect(lambda *_: self._say_no_matches())
         self.verdicts = QTableView()
         self.verdicts.setModel(self.proxy)
         self.verdicts.setSortingEnabled(True)
@@ -120,6 +130,7 @@ class TestChatPanel(QWidget):
         self.verdicts.setColumnWidth(1, 120)
         self.verdicts.setColumnWidth(2, 75)
         self.verdicts.doubleClicked.connect(self._verdict_activated)
+        self.tips = CutTextTips(self.verdicts)
         self.prompt = QTextBrowser()
 
         results = QTabWidget()
@@ -127,6 +138,7 @@ class TestChatPanel(QWidget):
         vl = QVBoxLayout(vw)
         vl.setContentsMargins(0, 0, 0, 0)
         vl.addWidget(self.verdict_filter)
+        vl.addWidget(self.no_matches)
         vl.addWidget(self.verdicts)
         results.addTab(vw, "Verdicts")
         results.addTab(self.prompt, "Injected text")
@@ -147,6 +159,7 @@ class TestChatPanel(QWidget):
         il = QVBoxLayout(inp)
         il.setContentsMargins(0, 0, 0, 0)
         il.addLayout(top)
+        il.addLayout(actions)
         il.addWidget(self.input, 1)
         il.addWidget(self.status)
 
@@ -155,6 +168,7 @@ class TestChatPanel(QWidget):
         split.addWidget(out)
         split.setStretchFactor(0, 1)
         split.setStretchFactor(1, 2)
+        split.setSizes([160, 400])  # the verdicts get the room; the chat box scrolls
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(split)
@@ -186,6 +200,7 @@ class TestChatPanel(QWidget):
         try:
             doc = parse_chat_text(self.input.toPlainText())
         except ChatInputError as exc:
+            self.clear_results()  # results of an earlier chat would read as this one's
             self.status.setText(f"✖ {exc}")
             return False
         self.run_button.setEnabled(False)
@@ -199,16 +214,27 @@ class TestChatPanel(QWidget):
             return False
         except Exception as exc:  # noqa: BLE001 - show it, keep the panel usable
             log.exception("test chat failed")
+            self.clear_results()
             self.status.setText(f"✖ {exc}")
             return False
         finally:
             self.run_button.setEnabled(True)
             self.cancel_button.setEnabled(False)
         self.show_generations(gens)
-        self.status.setText(f"{len(doc.messages)} messages · dry run: no chat state was changed")
+        n = len(doc.messages)
+        self.status.setText(f"{n} message{'' if n == 1 else 's'} · dry run: no chat state was changed")
         return True
 
     # -- display ----------------------------------------------------------------------------
+    def clear_results(self) -> None:
+        self.show_generations([])
+        self.summary.clear()
+        self.notes.clear()
+        self.notes.hide()
+        self.model.removeRows(0, self.model.rowCount())
+        self.prompt.clear()
+        self._say_no_matches()
+
     def show_generations(self, gens: list[dict]) -> None:
         self.generations = gens
         self.generation.blockSignals(True)
@@ -246,6 +272,12 @@ class TestChatPanel(QWidget):
             parts.append(f"<h4>{escape(grp['key'])} <small>({escape(where)})</small></h4>"
                          f"<pre style='white-space: pre-wrap'>{escape(grp['text'])}</pre>")
         self.prompt.setHtml("".join(parts) or "<i>Nothing would be injected.</i>")
+        self._say_no_matches()
+
+    def _say_no_matches(self) -> None:
+        text = self.verdict_filter.text()
+        self.no_matches.setText(f"No verdict matches “{text}”.")
+        self.no_matches.setVisible(bool(text) and self.model.rowCount() > 0 and self.proxy.rowCount() == 0)
 
     def verdict_rows(self) -> list[tuple[str, str, str, str]]:
         return [tuple(self.model.item(r, c).text() for c in range(4)) for r in range(self.model.rowCount())]

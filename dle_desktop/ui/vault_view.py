@@ -21,11 +21,19 @@ from PySide6.QtWidgets import (
 
 from dle_desktop.core.health import HealthReport
 from dle_desktop.core.index import IndexSnapshot
+from dle_desktop.ui.cut_text import CutTextTips
 from dle_desktop.ui.entries_model import UID_ROLE, EntriesFilter, EntriesModel
 from dle_desktop.ui.entry_detail import render_entry
 from dle_desktop.ui.health_panel import HealthPanel
 from dle_desktop.ui.semantic_strip import SemanticStrip
 from dle_desktop.ui.test_chat_panel import TestChatPanel
+
+#: Where the splitters are kept; "_v2" since the 1200×760 layout fix: the sizes saved before were
+#: forced by Test a chat's width (the entries table squeezed), not chosen, so they are not restored.
+MAIN_SPLIT_KEY, RIGHT_SPLIT_KEY = "vault/main_split_v2", "vault/right_split_v2"
+
+#: The Title column grows to the longest title once, up to this width (Keys stretch into the rest)
+TITLE_MAX = 260
 
 WELCOME = """<h2>DLE Desktop</h2><p>Select an entry on the left to see its fields, links and the exact
 text that would be injected. The health check below lists problems in the vault, each with what to do.</p>"""
@@ -37,6 +45,7 @@ class VaultView(QWidget):
     def __init__(self, parent=None, test_runner=None) -> None:
         super().__init__(parent)
         self.snapshot: IndexSnapshot | None = None
+        self._title_fitted = False  # once per run, and never over widths the user kept from last time
         self.model = EntriesModel(self)
         self.proxy = EntriesFilter(self)
         self.proxy.setSourceModel(self.model)
@@ -45,6 +54,11 @@ class VaultView(QWidget):
         self.filter.setClearButtonEnabled(True)
         self.filter.textChanged.connect(self._filter_changed)
         self.count_label = QLabel()
+        self.no_matches = QLabel()
+        self.no_matches.setWordWrap(True)
+        self.no_matches.setTextFormat(Qt.PlainText)  # the filter is typed text, never markup
+        self.no_matches.setStyleSheet("color: palette(placeholder-text); padding: 4px")
+        self.no_matches.hide()
 
         self.table = QTableView()
         self.table.setModel(self.proxy)
@@ -61,6 +75,7 @@ class VaultView(QWidget):
             self.table.setColumnWidth(col, width)
         self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.Stretch)
         self.table.selectionModel().currentRowChanged.connect(self._current_changed)
+        self.tips = CutTextTips(self.table)
 
         self.detail = QTextBrowser()
         self.detail.setOpenLinks(False)
@@ -74,6 +89,7 @@ class VaultView(QWidget):
         lv = QVBoxLayout(left)
         lv.setContentsMargins(0, 0, 0, 0)
         lv.addWidget(self.filter)
+        lv.addWidget(self.no_matches)
         lv.addWidget(self.table)
         self.semantic_strip = SemanticStrip()
         lv.addWidget(self.semantic_strip)
@@ -89,6 +105,7 @@ class VaultView(QWidget):
         self.right_split.addWidget(self.health)
         self.right_split.setStretchFactor(0, 3)
         self.right_split.setStretchFactor(1, 2)
+        self.right_split.setSizes([470, 190])
 
         self.main_split = QSplitter(Qt.Horizontal)
         self.main_split.addWidget(left)
@@ -111,6 +128,9 @@ class VaultView(QWidget):
         self.snapshot = snapshot
         self.model.set_entries(snapshot.entries)
         self.table.setColumnHidden(6, len({e.vault for e in snapshot.entries}) <= 1)
+        if not self._title_fitted and snapshot.entries:
+            self._title_fitted = True
+            self.table.setColumnWidth(0, max(self.table.columnWidth(0), min(self.table.sizeHintForColumn(0), TITLE_MAX)))
         self._update_count()
         if keep and keep in snapshot.by_uid:
             self.select_uid(keep)
@@ -123,6 +143,9 @@ class VaultView(QWidget):
     def _update_count(self) -> None:
         shown, total = self.proxy.rowCount(), self.model.rowCount()
         self.count_label.setText(f"{shown} of {total} entries" if shown != total else f"{total} entries")
+        text = self.filter.text().strip()
+        self.no_matches.setText(f"No entry matches “{text}”. Esc clears the filter.")
+        self.no_matches.setVisible(bool(total) and not shown)
 
     # -- selection --------------------------------------------------------------------------
     def current_uid(self) -> str | None:
@@ -183,8 +206,8 @@ class VaultView(QWidget):
 
     # -- state that survives a restart --------------------------------------------------------
     def save_state(self, store) -> None:
-        store.setValue("vault/main_split", self.main_split.saveState())
-        store.setValue("vault/right_split", self.right_split.saveState())
+        store.setValue(MAIN_SPLIT_KEY, self.main_split.saveState())
+        store.setValue(RIGHT_SPLIT_KEY, self.right_split.saveState())
         store.setValue("vault/header", self.table.horizontalHeader().saveState())
         store.setValue("vault/filter", self.filter.text())
         store.setValue("vault/selected", self.current_uid() or "")
@@ -192,13 +215,14 @@ class VaultView(QWidget):
         store.setValue("vault/test_chat", self.test_panel.input.toPlainText())
 
     def restore_state(self, store) -> str | None:
-        for key, widget in (("vault/main_split", self.main_split), ("vault/right_split", self.right_split)):
+        for key, widget in ((MAIN_SPLIT_KEY, self.main_split), (RIGHT_SPLIT_KEY, self.right_split)):
             value = store.value(key)
             if isinstance(value, QByteArray):
                 widget.restoreState(value)
         header = store.value("vault/header")
         if isinstance(header, QByteArray):
             self.table.horizontalHeader().restoreState(header)
+            self._title_fitted = True
         self.filter.setText(store.value("vault/filter", "") or "")
         chat = store.value("vault/test_chat")
         if isinstance(chat, str) and chat.strip():

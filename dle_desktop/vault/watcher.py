@@ -64,8 +64,10 @@ class FolderWatcher:
     """One watchdog observer for all folder vaults; reports coalesced batches to `callback`
     from its own thread (the caller hops onto its loop)."""
 
-    def __init__(self, callback: ChangeCallback, debounce_s: float = DEBOUNCE_S) -> None:
+    def __init__(self, callback: ChangeCallback, debounce_s: float = DEBOUNCE_S,
+                 on_held: Callable[[int], None] | None = None) -> None:
         self.callback = callback
+        self.on_held = on_held  # told how many changes wait, each time a paused batch is held
         self.debounce_s = debounce_s
         self._observer = Observer()
         self._observer.daemon = True
@@ -116,12 +118,20 @@ class FolderWatcher:
                 for vault, (paths, full) in pending.items():
                     old_paths, old_full = self._pending.get(vault, (set(), False))
                     self._pending[vault] = (old_paths | paths, old_full or full)
+            if self.on_held is not None:
+                self.on_held(self.held())
             return
         for vault, (paths, full) in pending.items():
             try:
                 self.callback(vault, paths, full)
             except Exception:  # noqa: BLE001 - a bad callback must not kill the watcher thread
                 log.exception("vault change callback failed")
+
+    def held(self) -> int:
+        """How many changes wait: one per touched path (a change that needs a full re-sync and
+        names no path counts once)."""
+        with self._lock:
+            return sum(len(paths) or int(full) for paths, full in self._pending.values())
 
     def resume(self) -> None:
         self.paused = False

@@ -79,6 +79,8 @@ class VaultEmbeddings:
             await asyncio.to_thread(self.store.delete, COLLECTION, SOURCE, self.profile_key, stale)
         todo = [e for k, e in wanted.items() if k not in stored]
         stats = EmbedStats(removed=len(stale), total=len(todo))
+        if todo and progress:
+            progress(0, stats.total)  # the counts show at once, also for a pass that starts paused
         for i in range(0, len(todo), self.batch):
             if not self.resume.is_set():
                 stats.paused = True

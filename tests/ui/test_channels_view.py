@@ -7,7 +7,7 @@ import re
 
 import pytest
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QLabel, QLineEdit, QMessageBox
+from PySide6.QtWidgets import QLabel, QLineEdit, QListWidget, QMessageBox, QTableWidget
 
 from dle_desktop.ai.errors import AiError
 from dle_desktop.ai.types import ChatRequest, default_base_url
@@ -40,17 +40,16 @@ def open_view(desk) -> ChannelsView:
 def cell(view, channel: str, column: str) -> str:
     from dle_desktop.ui.channels_view import COLUMNS
 
-    return view.table.item(ROW[channel], COLUMNS.index(column)).text()
+    return view.channel_panel.table.item(ROW[channel], COLUMNS.index(column)).text()
 
 
 def texts(widget) -> list[str]:
     """Every text a user could read or copy out of the widget tree."""
     out = [w.text() for w in widget.findChildren(QLabel)] + [w.text() for w in widget.findChildren(QLineEdit)]
-    table = getattr(widget, "table", None)
-    if table is not None:
-        out += [table.item(r, c).text() for r in range(table.rowCount()) for c in range(table.columnCount())]
-    lst = getattr(widget, "profile_list", None)
-    if lst is not None:
+    for table in widget.findChildren(QTableWidget):
+        out += [table.item(r, c).text() for r in range(table.rowCount()) for c in range(table.columnCount())
+                if table.item(r, c) is not None]
+    for lst in widget.findChildren(QListWidget):
         out += [lst.item(r).text() for r in range(lst.count())]
     return out
 
@@ -126,7 +125,7 @@ def test_new_profile_key_goes_to_the_keyring_and_the_connection_test_reports(mak
     assert "no connection profile yet" in cell(view, "ai_search", "Status")
 
     async def scenario():
-        ed = view.add_profile()
+        ed = view.profiles_panel.add_profile()
         assert not ed.save_button.isEnabled() and not ed.test.button.isEnabled()  # no name yet
         ed.name.setText("Fake local")
         ed.base_url.setText(ai_fake.url + "/v1")
@@ -151,7 +150,7 @@ def test_new_profile_key_goes_to_the_keyring_and_the_connection_test_reports(mak
         assert re.fullmatch(r"fake-local-[0-9a-f]{6}", profile.id)
         assert view.new_keys == {profile.secret_id: KEY}
         assert view.dirty and view.dirty_label.isVisible() and view.apply_button.isEnabled()
-        assert "key saved on Apply" in view.profile_list.item(0).text()
+        assert "key saved on Apply" in view.profiles_panel.profile_list.item(0).text()
         # AI search had no profile: it takes the first one added, and is ready at once (unsaved)
         assert view.draft["ai_search_profile_id"] == profile.id
         assert cell(view, "ai_search", "Status") == "○ off"
@@ -167,11 +166,11 @@ def test_new_profile_key_goes_to_the_keyring_and_the_connection_test_reports(mak
         saved = SettingsStore(desk.runtime.ctx.paths.settings_file).load()
         assert saved.connection_profiles == (profile,) and saved.ai_search_profile_id == profile.id
         assert desk.bridge.engine.settings.connection_profiles == (profile,)
-        assert "key stored" in view.profile_list.item(0).text()
+        assert "key stored" in view.profiles_panel.profile_list.item(0).text()
         assert all(KEY not in t for t in texts(desk.window))
 
         # Editing shows the stored state, never the key; without a keyring that is said plainly.
-        again = view.edit_profile(profile.id)
+        again = view.profiles_panel.edit_profile(profile.id)
         assert again.key.text() == "" and "stored" in again.key.placeholderText()
         assert "memory for this session only" in again.key_note.text()
         ai_fake.reply("OK")
@@ -189,7 +188,7 @@ def test_a_hanging_connection_test_is_cancelled(make_desktop, vault_copy, ai_fak
     view = open_view(desk)
 
     async def scenario():
-        ed = view.add_profile()
+        ed = view.profiles_panel.add_profile()
         ed.name.setText("Slow")
         ed.base_url.setText(ai_fake.url + "/v1")
         ai_fake.hang()
@@ -219,39 +218,39 @@ def test_channels_inherit_test_and_count_usage(make_desktop, vault_copy, ai_fake
     assert cell(view, "ai_search", "Connection") == "Fake"
     assert cell(view, "auto_suggest", "Connection") == "↳ Fake" and cell(view, "auto_suggest", "Status") == "✓ ready"
     assert cell(view, "librarian", "Status").startswith("✗ proxy mode needs a model")
-    view.select_channel("scribe")
-    assert view.mode.currentData() == "inherit" and not view.profile_combo.isEnabled()
-    assert view.resolved.text().startswith("AI search's connection: profile 'Fake', model fake-model")
-    assert view.model.placeholderText() == "default: fake-model"
-    view.mode.setCurrentIndex(view.mode.findData("profile"))
-    assert view.profile_combo.isEnabled()
+    view.channel_panel.select_channel("scribe")
+    assert view.channel_panel.mode.currentData() == "inherit" and not view.channel_panel.profile_combo.isEnabled()
+    assert view.channel_panel.resolved.text().startswith("AI search's connection: profile 'Fake', model fake-model")
+    assert view.channel_panel.model.placeholderText() == "default: fake-model"
+    view.channel_panel.mode.setCurrentIndex(view.channel_panel.mode.findData("profile"))
+    assert view.channel_panel.profile_combo.isEnabled()
     assert cell(view, "scribe", "Status") == "✗ no connection profile chosen for this channel"
-    assert "✗" in view.resolved.text() and "b3261e" in view.resolved.styleSheet()
-    view.profile_combo.setCurrentIndex(view.profile_combo.findData("fake-1"))
+    assert "✗" in view.channel_panel.resolved.text() and "b3261e" in view.channel_panel.resolved.styleSheet()
+    view.channel_panel.profile_combo.setCurrentIndex(view.channel_panel.profile_combo.findData("fake-1"))
     assert cell(view, "scribe", "Status") == "✓ ready" and cell(view, "scribe", "Connection") == "Fake"
-    QTest.keyClicks(view.model, "other-model")
+    QTest.keyClicks(view.channel_panel.model, "other-model")
     assert cell(view, "scribe", "Model") == "other-model" and view.dirty
 
     async def scenario():
         # The AI search channel is untouched: its Test is the engine's own channel test.
-        view.select_channel("ai_search")
-        view.strips["ai_search"].button.click()
-        await view.strips["ai_search"].task
-        result = view.strips["ai_search"].result.text()
+        view.channel_panel.select_channel("ai_search")
+        view.channel_panel.strips["ai_search"].button.click()
+        await view.channel_panel.strips["ai_search"].task
+        result = view.channel_panel.strips["ai_search"].result.text()
         assert result.startswith("✓ AI search via OpenAI-compatible server (fake-model): ")
         assert ai_fake.last.model == "fake-model" and ai_fake.last.headers["authorization"] == f"Bearer {KEY}"
         # Scribe has unsaved edits: Test checks what the view shows
-        view.select_channel("scribe")
-        assert view.tests.currentWidget() is view.strips["scribe"]
-        await view.test_channel("scribe")
-        assert view.strips["scribe"].result.text().startswith("✓ Session Scribe (unsaved settings)")
+        view.channel_panel.select_channel("scribe")
+        assert view.channel_panel.tests.currentWidget() is view.channel_panel.strips["scribe"]
+        await view.channel_panel.test_channel("scribe")
+        assert view.channel_panel.strips["scribe"].result.text().startswith("✓ Session Scribe (unsaved settings)")
         assert ai_fake.last.model == "other-model"
         ai_fake.fail(500)
-        await view.test_channel("scribe")
-        assert view.strips["scribe"].result.text().startswith("✗ Session Scribe (unsaved settings)")
-        view.select_channel("librarian")
-        await view.test_channel("librarian")  # unchanged here: the engine's own test says what is missing
-        assert view.strips["librarian"].result.text().startswith("✗ Librarian is not set up: proxy mode needs a model")
+        await view.channel_panel.test_channel("scribe")
+        assert view.channel_panel.strips["scribe"].result.text().startswith("✗ Session Scribe (unsaved settings)")
+        view.channel_panel.select_channel("librarian")
+        await view.channel_panel.test_channel("librarian")  # unchanged here: the engine's own test says what is missing
+        assert view.channel_panel.strips["librarian"].result.text().startswith("✗ Librarian is not set up: proxy mode needs a model")
 
         # Usage after a real call on the channel
         ai_fake.reply('[{"title": "Gorduin"}]', usage={"input": 900, "output": 12})
@@ -259,10 +258,10 @@ def test_channels_inherit_test_and_count_usage(make_desktop, vault_copy, ai_fake
         await view.refresh()
         assert cell(view, "ai_search", "Calls") == "1" and cell(view, "ai_search", "Tokens in / out") == "900 / 12"
         assert cell(view, "ai_search", "Last call").endswith(" ms")
-        view.select_channel("ai_search")
-        assert view.usage.text().startswith("1 call · 0 failed · tokens 900 in / 12 out")
+        view.channel_panel.select_channel("ai_search")
+        assert view.channel_panel.usage.text().startswith("1 call · 0 failed · tokens 900 in / 12 out")
         assert cell(view, "scribe", "Calls") == "0"
-        assert view.usage_since.text().startswith("Usage counted since ")
+        assert view.channel_panel.usage_since.text().startswith("Usage counted since ")
 
         # Apply starts a fresh AI service; the counts carry over, until Reset counts
         assert view.apply()
@@ -270,7 +269,7 @@ def test_channels_inherit_test_and_count_usage(make_desktop, vault_copy, ai_fake
         await view.refresh()
         assert cell(view, "ai_search", "Calls") == "1"
         assert desk.bridge.engine.settings.scribe_model == "other-model"
-        view.reset_usage_button.click()
+        view.channel_panel.reset_usage_button.click()
         await wait_for(lambda: cell(view, "ai_search", "Calls") == "0", what="the counts reset")
         assert cell(view, "ai_search", "Tokens in / out") == "0 / 0"
         await settled(desk)
@@ -285,23 +284,23 @@ def test_breaker_opens_shows_the_wait_and_resets(make_desktop, vault_copy, ai_fa
 
     async def scenario():
         await view.refresh()
-        assert view.breaker_label.text().startswith("Closed") and not view.reset_button.isEnabled()
+        assert view.breaker_panel.breaker_label.text().startswith("Closed") and not view.breaker_panel.reset_button.isEnabled()
         for _ in range(2):
             ai_fake.fail(500)
             with pytest.raises(AiError):
                 await ai_call(desk)
         await view.refresh()
-        assert re.fullmatch(r"Open after 2 failures: AI calls are paused, retrying in \d+ s\.", view.breaker_label.text())
-        assert view.reset_button.isEnabled()
+        assert re.fullmatch(r"Open after 2 failures: AI calls are paused, retrying in \d+ s\.", view.breaker_panel.breaker_label.text())
+        assert view.breaker_panel.reset_button.isEnabled()
         assert cell(view, "ai_search", "Calls") == "2 (2 failed)"
-        view.select_channel("ai_search")
-        assert view.last_error.isVisible() and view.last_error.text().startswith("Last error: ")
-        view.reset_button.click()
-        await wait_for(lambda: view.breaker_label.text().startswith("Closed"), what="the breaker closed")
+        view.channel_panel.select_channel("ai_search")
+        assert view.channel_panel.last_error.isVisible() and view.channel_panel.last_error.text().startswith("Last error: ")
+        view.breaker_panel.reset_button.click()
+        await wait_for(lambda: view.breaker_panel.breaker_label.text().startswith("Closed"), what="the breaker closed")
         assert desk.bridge.engine.ai.breaker.state == "closed"
-        assert view.breaker_message.text() == "Breaker reset."
-        view.clear_cache_button.click()
-        await wait_for(lambda: view.breaker_message.text() == "AI cache cleared.")
+        assert view.breaker_panel.breaker_message.text() == "Breaker reset."
+        view.breaker_panel.clear_cache_button.click()
+        await wait_for(lambda: view.breaker_panel.breaker_message.text() == "AI cache cleared.")
         ai_fake.reply("fine")
         assert await ai_call(desk) == "fine"  # calls go out again
         await settled(desk)
@@ -318,17 +317,17 @@ def test_delete_a_profile_in_use_warns_and_removes_its_key(make_desktop, vault_c
     view = open_view(desk)
 
     async def scenario():
-        view.profile_list.setCurrentRow(0)
-        copy = view.duplicate_profile()
+        view.profiles_panel.profile_list.setCurrentRow(0)
+        copy = view.profiles_panel.duplicate_profile()
         assert copy.name == "Fake (copy)" and copy.id != "fake-1" and copy.base_url == ai_fake.url + "/v1"
         assert view.new_keys == {copy.secret_id: KEY}  # the copy gets the same key on Apply
 
-        box = view.delete_profile("spare-2")
+        box = view.profiles_panel.delete_profile("spare-2")
         assert "used by" not in box.text()
         box.button(QMessageBox.No).click()
         assert view.profile("spare-2") is not None
 
-        box = view.delete_profile("fake-1")
+        box = view.profiles_panel.delete_profile("fake-1")
         assert "'Fake' is used by AI search, Session Scribe (through AI search)" in box.text()
         box.button(QMessageBox.Yes).click()
         assert view.profile("fake-1") is None and view.draft["ai_search_profile_id"] == ""
@@ -353,38 +352,38 @@ def test_edits_apply_and_survive_a_restart(make_desktop, vault_copy, ai_fake, ql
     changes = []
     view.dirtyChanged.connect(changes.append)
 
-    view.ai_enabled.setChecked(True)
-    view.ai_mode.setCurrentIndex(view.ai_mode.findData("ai-only"))
-    view.ai_threshold.setCurrentIndex(view.ai_threshold.findData("high"))
-    view.ai_error.setCurrentIndex(view.ai_error.findData("none"))
-    view.ai_empty.setCurrentIndex(view.ai_empty.findData("keyword"))
-    view.ai_budget.setChecked(False)
-    assert not view.aggressiveness.isEnabled()
-    view.prefilter.setChecked(True)
-    assert view.aggressiveness.isEnabled()
-    view.aggressiveness.setValue(50)
-    view.select_channel("optimize_keys")
-    view.mode.setCurrentIndex(view.mode.findData("proxy"))
-    view.proxy_url.selectAll()
-    QTest.keyClicks(view.proxy_url, "http://127.0.0.1:42070")
-    QTest.keyClicks(view.model, "claude-via-proxy")
-    view.max_tokens.setValue(2000)
-    view.timeout.setValue(45.5)
+    view.search_panel.ai_enabled.setChecked(True)
+    view.search_panel.ai_mode.setCurrentIndex(view.search_panel.ai_mode.findData("ai-only"))
+    view.search_panel.ai_threshold.setCurrentIndex(view.search_panel.ai_threshold.findData("high"))
+    view.search_panel.ai_error.setCurrentIndex(view.search_panel.ai_error.findData("none"))
+    view.search_panel.ai_empty.setCurrentIndex(view.search_panel.ai_empty.findData("keyword"))
+    view.search_panel.ai_budget.setChecked(False)
+    assert not view.search_panel.aggressiveness.isEnabled()
+    view.search_panel.prefilter.setChecked(True)
+    assert view.search_panel.aggressiveness.isEnabled()
+    view.search_panel.aggressiveness.setValue(50)
+    view.channel_panel.select_channel("optimize_keys")
+    view.channel_panel.mode.setCurrentIndex(view.channel_panel.mode.findData("proxy"))
+    view.channel_panel.proxy_url.selectAll()
+    QTest.keyClicks(view.channel_panel.proxy_url, "http://127.0.0.1:42070")
+    QTest.keyClicks(view.channel_panel.model, "claude-via-proxy")
+    view.channel_panel.max_tokens.setValue(2000)
+    view.channel_panel.timeout.setValue(45.5)
     assert cell(view, "optimize_keys", "Connection") == "proxy http://127.0.0.1:42070"
     assert cell(view, "ai_search", "Status") == "✓ ready"
     assert changes == [True]
 
     # Revert drops it all; the same edits again, then Apply
     view.revert()
-    assert not view.dirty and not view.ai_enabled.isChecked() and changes == [True, False]
-    view.ai_enabled.setChecked(True)
-    view.ai_mode.setCurrentIndex(view.ai_mode.findData("ai-only"))
-    view.prefilter.setChecked(True)
-    view.aggressiveness.setValue(50)
-    view.select_channel("optimize_keys")
-    view.mode.setCurrentIndex(view.mode.findData("proxy"))
-    QTest.keyClicks(view.model, "claude-via-proxy")
-    view.timeout.setValue(45.5)
+    assert not view.dirty and not view.search_panel.ai_enabled.isChecked() and changes == [True, False]
+    view.search_panel.ai_enabled.setChecked(True)
+    view.search_panel.ai_mode.setCurrentIndex(view.search_panel.ai_mode.findData("ai-only"))
+    view.search_panel.prefilter.setChecked(True)
+    view.search_panel.aggressiveness.setValue(50)
+    view.channel_panel.select_channel("optimize_keys")
+    view.channel_panel.mode.setCurrentIndex(view.channel_panel.mode.findData("proxy"))
+    QTest.keyClicks(view.channel_panel.model, "claude-via-proxy")
+    view.channel_panel.timeout.setValue(45.5)
     assert view.apply() and changes == [True, False, True, False]
     qloop.run_until_complete(desk.apply_task)  # applied in the background
     assert desk.bridge.engine.settings.ai_search_mode == "ai-only"
@@ -402,11 +401,11 @@ def test_edits_apply_and_survive_a_restart(make_desktop, vault_copy, ai_fake, ql
 
     again = make_desktop(vault_copy, data_dir=data_dir, settings=SettingsStore(settings_file).load())
     view = open_view(again)
-    assert view.ai_enabled.isChecked() and view.ai_mode.currentData() == "ai-only"
-    assert view.prefilter.isChecked() and view.aggressiveness.value() == 50
-    assert view.current_channel() == "optimize_keys"  # the window remembers where the user was
-    assert view.mode.currentData() == "proxy" and view.model.text() == "claude-via-proxy"
-    assert view.timeout.value() == 45.5 and not view.dirty
+    assert view.search_panel.ai_enabled.isChecked() and view.search_panel.ai_mode.currentData() == "ai-only"
+    assert view.search_panel.prefilter.isChecked() and view.search_panel.aggressiveness.value() == 50
+    assert view.channel_panel.current_channel() == "optimize_keys"  # the window remembers where the user was
+    assert view.channel_panel.mode.currentData() == "proxy" and view.channel_panel.model.text() == "claude-via-proxy"
+    assert view.channel_panel.timeout.value() == 45.5 and not view.dirty
     assert cell(view, "optimize_keys", "Status") == "✓ ready"
     qloop.run_until_complete(settled(again))
 
@@ -419,7 +418,7 @@ def test_the_view_is_a_tab_with_a_shortcut_and_shows_unsaved_changes(make_deskto
     window.channels_view_action.trigger()
     assert window.tabs.currentWidget() is window.channels_view
     assert window.tabs.tabText(1) == "Channels"
-    window.channels_view.ai_enabled.setChecked(True)
+    window.channels_view.search_panel.ai_enabled.setChecked(True)
     assert window.tabs.tabText(1) == "Channels •"
     window.channels_view.revert()
     assert window.tabs.tabText(1) == "Channels"

@@ -266,3 +266,45 @@ def test_ctrl_f_focuses_the_filter(make_desktop, vault_copy, qtbot, qloop):
                        what="Vault tab and filter focus after Ctrl+F on Channels")
 
     qloop.run_until_complete(scenario())
+
+
+def test_a_filter_that_finds_nothing_says_so(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy)
+    view = desk.window.vault_view
+
+    async def scenario():
+        await wait_for(lambda: view.model.rowCount() == 61)
+        assert view.no_matches.isHidden()
+        view.filter.setText("zzz-no-such-thing")
+        assert view.proxy.rowCount() == 0
+        assert not view.no_matches.isHidden()
+        assert "No entry matches “zzz-no-such-thing”" in view.no_matches.text()
+        view.filter.setText("tidewriting")
+        assert view.no_matches.isHidden()
+        view.filter.clear()
+        assert view.no_matches.isHidden()
+
+    qloop.run_until_complete(scenario())
+
+
+def test_paused_sync_says_how_many_changes_it_holds(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy)
+    window = desk.window
+    label = window.sync_label
+
+    async def scenario():
+        await wait_for(lambda: window.vault_view.model.rowCount() == 61)
+        assert not label.isVisibleTo(window)
+        window.pause_action.setChecked(True)
+        await wait_for(lambda: label.isVisibleTo(window), what="the paused sync in the status bar")
+        assert label.text() == "Sync paused"
+        for name in ("Held One", "Held Two"):
+            (vault_copy / f"{name}.md").write_text(f"---\ntags: [lorebook]\n---\n# {name}\nx\n", encoding="utf-8")
+        await wait_for(lambda: label.text() == "Sync paused · 2 changes held", what="the held changes counted")
+        assert "Resume" in label.toolTip()
+        assert len(desk.runtime.engine.snapshot) == 61
+        window.pause_action.setChecked(False)
+        await wait_for(lambda: len(desk.runtime.engine.snapshot) == 63, what="the held changes applied")
+        await wait_for(lambda: not label.isVisibleTo(window), what="the label gone on resume")
+
+    qloop.run_until_complete(scenario())

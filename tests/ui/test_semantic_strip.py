@@ -71,6 +71,10 @@ def test_pause_and_resume_reach_the_engine_and_survive_a_restart(make_desktop, v
     async def resume_after_restart():
         await wait_for(lambda: strip.state == "paused", timeout=60, what="the held-back entry, still paused")
         assert again.runtime.engine.semantic.paused
+        # Paused before the first batch, it still says how far it is
+        await wait_for(lambda: strip.label.full_text == "Semantic index: paused at 0 / 1 entries (tiny)",
+                       what="the counts of the paused pass")
+        assert not strip.bar.isHidden()
         strip.pause_button.click()
         await wait_for(lambda: strip.state == "ready", timeout=60, what="embedding resumed and finished")
         n = embeddable_entries(again)
@@ -102,5 +106,18 @@ def test_unavailable_semantic_search_says_why_and_leads_to_its_settings(make_des
         assert dlg.current_page() == "embeddings"
         assert dlg.embeddings.path.text() == str(broken)
         dlg.reject()
+
+    qloop.run_until_complete(scenario())
+
+
+def test_with_every_vault_disabled_the_strip_offers_no_resume(make_desktop, vault_copy, tiny_model, qloop):
+    desk = make_desktop(vault_copy, enabled=False, settings=settings_for(
+        vault_copy, semantic_enabled=True, semantic_paused=True, embedding_model_path=str(tiny_model)))
+    strip = desk.window.vault_view.semantic_strip
+
+    async def scenario():
+        await wait_for(lambda: strip.state == "ready", timeout=60, what="the (empty) semantic index")
+        assert strip.label.full_text == "Semantic index: no entries to embed"
+        assert strip.pause_button.isHidden() and strip.bar.isHidden()
 
     qloop.run_until_complete(scenario())

@@ -171,3 +171,58 @@ def test_the_status_bar_says_when_the_ai_breaker_pauses_calls(make_desktop, vaul
             await wait_for(lambda: not window.ai_label.isVisibleTo(window))
 
         qloop.run_until_complete(scenario())
+
+
+EXAMPLE_TWO = "Mira: Lantern Quay at dusk.\nNarrator: The quay glitters.\n"
+
+
+def test_status_counts_one_message_in_the_singular(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy)
+    panel = desk.window.vault_view.test_panel
+
+    async def scenario():
+        await wait_for(lambda: desk.window.vault_view.model.rowCount() == 61)
+        panel.input.setPlainText("Mira: We come ashore at Lantern Quay.")
+        assert await panel.run_async()
+        assert panel.status.text().startswith("1 message · dry run")
+        panel.input.setPlainText(EXAMPLE_TWO)
+        assert await panel.run_async()
+        assert panel.status.text().startswith("2 messages · dry run")
+
+    qloop.run_until_complete(scenario())
+
+
+def test_an_input_error_clears_the_previous_results(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy)
+    panel = desk.window.vault_view.test_panel
+
+    async def scenario():
+        await wait_for(lambda: desk.window.vault_view.model.rowCount() == 61)
+        assert await panel.run_async()
+        assert panel.verdict_rows() and panel.generation.count() == 1 and panel.summary.text()
+        panel.input.setPlainText('[{"name": "A", "mes": 5}]')
+        assert not await panel.run_async()
+        assert "messages[0].mes must be text" in panel.status.text()
+        # Nothing from the earlier run is left to be taken for this chat's result
+        assert panel.verdict_rows() == [] and panel.generation.count() == 0
+        assert panel.summary.text() == "" and panel.notes.isHidden()
+        assert panel.prompt.toPlainText() == ""
+
+    qloop.run_until_complete(scenario())
+
+
+def test_a_verdict_filter_that_finds_nothing_says_so(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy)
+    panel = desk.window.vault_view.test_panel
+
+    async def scenario():
+        await wait_for(lambda: desk.window.vault_view.model.rowCount() == 61)
+        assert await panel.run_async()
+        assert panel.no_matches.isHidden()
+        panel.verdict_filter.setText("zzz-nothing")
+        assert panel.proxy.rowCount() == 0 and not panel.no_matches.isHidden()
+        assert "No verdict matches “zzz-nothing”" in panel.no_matches.text()
+        panel.verdict_filter.clear()
+        assert panel.no_matches.isHidden()
+
+    qloop.run_until_complete(scenario())
