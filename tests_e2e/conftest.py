@@ -8,6 +8,7 @@ one headless Chromium page on it. Screenshots go to the folder printed at the en
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -55,10 +56,15 @@ def shots_dir(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Con
 
 
 @pytest.fixture(scope="session")
-def fake_llm() -> Iterator[FakeAiProvider]:
+def fake_llm(pytestconfig: pytest.Config) -> Iterator[FakeAiProvider]:
     with FakeAiProvider() as fake:
         fake.default(reply_for)
         yield fake
+        folder = pytestconfig.stash.get(_SHOTS, None)
+        if folder is not None:  # every prompt SillyTavern sent, beside the screenshots, for reading after a run
+            with (folder / "prompts.jsonl").open("w", encoding="utf-8") as out:
+                for r in fake.requests:
+                    out.write(json.dumps({"path": r.path, "body": r.body}) + "\n")
 
 
 @pytest.fixture(scope="session")

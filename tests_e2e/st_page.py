@@ -23,6 +23,8 @@ SEND_BUTTON = "#send_but"
 CHARACTER_CARD = "#rm_print_characters_block .character_select"
 CHARACTERS_DRAWER = "#rightNavDrawerIcon"  # the top bar's "Character Management" button
 CHAT_MESSAGES = "#chat .mes"
+LEFT_DRAWER_ICON = "#leftNavDrawerIcon"  # the top bar's "AI Response Configuration" button
+STREAM_TOGGLE = "#stream_toggle"
 POPUP_OK = "dialog.popup[open] .popup-button-ok, #dialogue_popup_ok:visible"
 
 
@@ -136,6 +138,21 @@ class StPage:
         if callable(expect_reply) and not expect_reply(shown):
             raise self.fail(f"the reply shown was not the one expected: {shown!r}")
         return shown
+
+    def set_streaming(self, on: bool) -> None:
+        """Tick or untick "Streaming" in the left drawer (AI Response Configuration), as a person would."""
+        drawer = self.page.locator(LEFT_DRAWER_ICON)
+        drawer.click()
+        box = self.page.locator(STREAM_TOGGLE)
+        try:
+            box.set_checked(on, timeout=10_000)
+        except PlaywrightError as exc:
+            raise self.fail("could not switch streaming " + ("on" if on else "off"), exc) from None
+        finally:
+            drawer.click()
+        self.wait_js("SillyTavern to take the streaming setting",
+                     "(on) => SillyTavern.getContext().chatCompletionSettings?.stream_openai === on"
+                     " || document.querySelector('#stream_toggle').checked === on", arg=on, timeout=10)
 
     def evaluate(self, expression: str, arg: Any = None) -> Any:
         return self.page.evaluate(expression, arg)
