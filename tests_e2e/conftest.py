@@ -31,6 +31,9 @@ from tests_e2e.sillytavern import (  # noqa: E402
 
 PROOF_EXTENSION = REPO_ROOT / "st_extension" / "proof"
 PROOF_NAME = "dle-proof"
+# The same proof installed for all users, disabled so that only the user's copy runs its interceptor:
+# it shows that SillyTavern finds extensions in the all-users folder too.
+PROOF_GLOBAL_NAME = "dle-proof-all-users"
 CHARACTER = "Seraphina"  # SillyTavern's bundled default character, on every version we support
 CHROMIUM = os.environ.get("DLE_CHROMIUM", "/usr/bin/chromium")
 TOKEN = re.compile(r"E2E-[0-9a-f]{8}")
@@ -71,12 +74,17 @@ def fake_llm(pytestconfig: pytest.Config) -> Iterator[FakeAiProvider]:
 def sillytavern(tmp_path_factory: pytest.TempPathFactory, fake_llm: FakeAiProvider) -> Iterator[SillyTavern]:
     st = SillyTavern(install_dir(st_version()), tmp_path_factory.mktemp("sillytavern"))
     settings = chat_completion_settings(st.default_settings(), fake_llm.url + "/v1")
-    settings.setdefault("extension_settings", {})["dle_proof"] = {"marker": "DLE-PROOF-MARKER", "position": 1,
-                                                                  "depth": 0, "role": 0}
+    extensions = settings.setdefault("extension_settings", {})
+    extensions["dle_proof"] = {"marker": "DLE-PROOF-MARKER", "position": 1, "depth": 0, "role": 0}
+    extensions.setdefault("disabledExtensions", []).append(f"third-party/{PROOF_GLOBAL_NAME}")
     st.seed_settings(settings)
     st.install_extension(PROOF_EXTENSION, PROOF_NAME)
-    with st:
-        yield st
+    st.install_extension(PROOF_EXTENSION, PROOF_GLOBAL_NAME, for_all_users=True)
+    try:
+        with st:
+            yield st
+    finally:
+        st.uninstall_extension(PROOF_GLOBAL_NAME, for_all_users=True)
 
 
 @pytest.fixture(scope="session")

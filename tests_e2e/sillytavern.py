@@ -112,14 +112,22 @@ class SillyTavern:
         target.write_text(json.dumps(settings, indent=4), encoding="utf-8")
         return target
 
-    def install_extension(self, source: Path, name: str) -> Path:
-        """Copy a UI extension into the user's own extensions folder (`data/<user>/extensions/<name>`,
-        served as `/scripts/extensions/third-party/<name>` on 1.12 and later)."""
-        target = self.user_dir / "extensions" / name
+    def install_extension(self, source: Path, name: str, *, for_all_users: bool = False) -> Path:
+        """Copy a UI extension into the user's own extensions folder (`data/<user>/extensions/<name>`)
+        or, `for_all_users`, into `public/scripts/extensions/third-party/<name>` of the install itself
+        (remove it with `uninstall_extension`: that folder outlives this data root). Both are served
+        as `/scripts/extensions/third-party/<name>` on 1.12 and later; the user's copy wins."""
+        target = (self.st_dir / "public" / "scripts" / "extensions" / "third-party" / name if for_all_users
+                  else self.user_dir / "extensions" / name)
         if target.exists():
             shutil.rmtree(target)
         shutil.copytree(source, target)
         return target
+
+    def uninstall_extension(self, name: str, *, for_all_users: bool = False) -> None:
+        target = (self.st_dir / "public" / "scripts" / "extensions" / "third-party" / name if for_all_users
+                  else self.user_dir / "extensions" / name)
+        shutil.rmtree(target, ignore_errors=True)
 
     # ---- lifecycle
 

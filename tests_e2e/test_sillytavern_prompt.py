@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from tests.fakes.ai_provider import FakeAiProvider, SeenAiRequest
-from tests_e2e.conftest import PROOF_NAME
+from tests_e2e.conftest import PROOF_GLOBAL_NAME, PROOF_NAME
 from tests_e2e.sillytavern import USER
 
 MARKER = "DLE-PROOF-MARKER"
@@ -72,6 +72,18 @@ def test_the_proof_extension_is_installed_for_the_user_and_loaded(st_page, silly
     assert (sillytavern.user_dir / "extensions" / PROOF_NAME / "manifest.json").is_file()
     assert sillytavern.user_dir.name == USER
     assert st_page.evaluate("() => globalThis.dleProof?.loaded === true")
+
+
+def test_sillytavern_finds_extensions_in_the_user_folder_and_the_all_users_folder(st_page):
+    found = st_page.evaluate("""async () => {
+        const r = await fetch('/api/extensions/discover', { headers: SillyTavern.getContext().getRequestHeaders() });
+        return r.ok ? await r.json() : { status: r.status };
+    }""")
+    assert {"type": "local", "name": f"third-party/{PROOF_NAME}"} in found, found
+    assert {"type": "global", "name": f"third-party/{PROOF_GLOBAL_NAME}"} in found, found
+    # disabled in the seeded settings, so only the user's copy intercepts generations
+    assert st_page.evaluate("() => SillyTavern.getContext().extensionSettings.disabledExtensions") == [
+        f"third-party/{PROOF_GLOBAL_NAME}"]
 
 
 def test_the_seeded_placement_puts_the_marker_last_as_system(st_page, fake_llm):
