@@ -16,7 +16,9 @@ Scripted answers are used in order; when none is left, the `default` callable an
 return a str → text, a dict/list → structured, or any of the action objects below), else "OK".
 
 Paths: /v1/chat/completions and /chat/completions (any prefix), /openai/deployments/{m}/chat/
-completions (Azure), /v1/messages, /v1beta/models/{m}:generateContent, /api/chat.
+completions (Azure), /v1/messages, /v1beta/models/{m}:generateContent, /api/chat; GET .../models
+lists `fake.models` (what an OpenAI-compatible client such as SillyTavern asks before chatting).
+An OpenAI-style request with `"stream": true` gets its good answer as server-sent events.
 
 Other test folders: `from tests.fakes.ai_provider import FakeAiProvider, ai_fake  # noqa: F401`
 in their conftest.py makes the `ai_fake` fixture available there.
@@ -226,6 +228,23 @@ def envelope(wire: str, reply: Reply, req: SeenAiRequest) -> Any:
     raise AssertionError(wire)
 
 
+def sse_stream(completion: dict[str, Any], pieces: int = 3) -> bytes:
+    """An OpenAI chat completion as the server-sent events a streaming server sends: a role delta,
+    the text in a few content deltas, a finish chunk carrying the usage, then [DONE]."""
+    if not isinstance(completion, dict) or not completion.get("choices"):
+        return f"data: {json.dumps(completion)}\n\ndata: [DONE]\n\n".encode()
+    text = completion["choices"][0]["message"].get("content") or ""
+    step = max(1, -(-len(text) // pieces))
+    base = {k: completion[k] for k in ("id", "created", "model")}
+    chunks = [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]
+    chunks += [{"index": 0, "delta": {"content": text[i:i + step]}, "finish_reason": None}
+               for i in range(0, len(text), step)]
+    events = [{**base, "object": "chat.completion.chunk", "choices": [c]} for c in chunks]
+    events.append({**base, "object": "chat.completion.chunk", "usage": completion.get("usage"),
+                   "choices": [{"index": 0, "delta": {}, "finish_reason": completion["choices"][0]["finish_reason"]}]})
+    return "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode() + b"data: [DONE]\n\n"
+
+
 _STATUS_WORDS = {400: ("invalid_request_error", "INVALID_ARGUMENT"), 401: ("authentication_error", "UNAUTHENTICATED"),
                  402: ("billing_error", "FAILED_PRECONDITION"), 403: ("permission_error", "PERMISSION_DENIED"),
                  404: ("not_found_error", "NOT_FOUND"), 429: ("rate_limit_error", "RESOURCE_EXHAUSTED"),
@@ -257,6 +276,11 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:  # noqa: N802
+        path = urlsplit(self.path).path
+        if path.endswith("/models"):
+            models = self.server.owner.models
+            return self._json(200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "fake"}
+                                                                for m in models]})
         self._json(404, {"error": "not found"})
 
     def do_POST(self) -> None:  # noqa: N802
@@ -286,6 +310,8 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(action, Reply):
             if action.delay and not self._wait_for_client(fake, action.delay):
                 return
+            if wire in ("openai", "azure") and isinstance(seen.body, dict) and seen.body.get("stream") is True:
+                return self._send(200, sse_stream(envelope(wire, action, seen)), content_type="text/event-stream")
             return self._json(200, envelope(wire, action, seen))
         if isinstance(action, Failure):
             body = action.body if action.body is not None else error_envelope(wire, action.status)
@@ -331,9 +357,10 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             fake._leave_wait()
 
-    def _send(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
+    def _send(self, status: int, data: bytes, headers: dict[str, str] | None = None, *,
+              content_type: str = "application/json") -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
@@ -371,6 +398,7 @@ class FakeAiProvider:
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
+        self.models: list[str] = ["fake-model"]
 
     # ---- lifecycle
 
@@ -517,4 +545,4 @@ def ai_fake():
 
 
 __all__ = ["BrokenJson", "Failure", "FakeAiProvider", "Hang", "Reply", "SeenAiRequest", "Truncated", "ai_fake",
-           "envelope", "error_envelope"]
+           "envelope", "error_envelope", "sse_stream"]

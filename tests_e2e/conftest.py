@@ -1,0 +1,141 @@
+"""Fixtures of the SillyTavern end-to-end suite (run it with `scripts/st-e2e`, which installs
+SillyTavern, Chromium and Playwright first).
+
+One test session = one fake OpenAI-compatible LLM on 127.0.0.1, one SillyTavern (the version in
+DLE_ST_VERSION, default 1.19.0) with its own data root and port, set to the Custom chat-completion
+source at the fake, with the proof extension from `st_extension/proof` installed for its user, and
+one headless Chromium page on it. Screenshots go to the folder printed at the end of the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # `pytest` run without `python -m`
+    sys.path.insert(0, str(REPO_ROOT))
+
+from tests.fakes.ai_provider import FakeAiProvider, SeenAiRequest  # noqa: E402
+from tests_e2e.sillytavern import (  # noqa: E402
+    SillyTavern,
+    chat_completion_settings,
+    install_dir,
+    st_version,
+)
+
+PROOF_EXTENSION = REPO_ROOT / "st_extension" / "proof"
+PROOF_NAME = "dle-proof"
+# The same proof installed for all users, disabled so that only the user's copy runs its interceptor:
+# it shows that SillyTavern finds extensions in the all-users folder too.
+PROOF_GLOBAL_NAME = "dle-proof-all-users"
+CHARACTER = "Seraphina"  # SillyTavern's bundled default character, on every version we support
+CHROMIUM = os.environ.get("DLE_CHROMIUM", "/usr/bin/chromium")
+TOKEN = re.compile(r"E2E-[0-9a-f]{8}")
+
+_SHOTS = pytest.StashKey[Path]()
+
+
+def reply_for(request: SeenAiRequest) -> str:
+    """The fake LLM's answer: it names the token of the last user message, so a test knows which
+    reply belongs to which message."""
+    users = [m for m in (request.body or {}).get("messages", []) if isinstance(m, dict) and m.get("role") == "user"]
+    last = str(users[-1].get("content", "")) if users else ""
+    found = TOKEN.findall(last)
+    return f"Fake LLM reply to {found[-1]}." if found else "Fake LLM reply."
+
+
+@pytest.fixture(scope="session")
+def shots_dir(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Path:
+    folder = Path(os.environ.get("DLE_E2E_SHOTS") or tmp_path_factory.mktemp("st-shots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    pytestconfig.stash[_SHOTS] = folder
+    return folder
+
+
+@pytest.fixture(scope="session")
+def fake_llm(pytestconfig: pytest.Config) -> Iterator[FakeAiProvider]:
+    with FakeAiProvider() as fake:
+        fake.default(reply_for)
+        yield fake
+        folder = pytestconfig.stash.get(_SHOTS, None)
+        if folder is not None:  # every prompt SillyTavern sent, beside the screenshots, for reading after a run
+            with (folder / "prompts.jsonl").open("w", encoding="utf-8") as out:
+                for r in fake.requests:
+                    out.write(json.dumps({"path": r.path, "body": r.body}) + "\n")
+
+
+@pytest.fixture(scope="session")
+def sillytavern(tmp_path_factory: pytest.TempPathFactory, fake_llm: FakeAiProvider) -> Iterator[SillyTavern]:
+    st = SillyTavern(install_dir(st_version()), tmp_path_factory.mktemp("sillytavern"))
+    settings = chat_completion_settings(st.default_settings(), fake_llm.url + "/v1")
+    extensions = settings.setdefault("extension_settings", {})
+    extensions["dle_proof"] = {"marker": "DLE-PROOF-MARKER", "position": 1, "depth": 0, "role": 0}
+    extensions.setdefault("disabledExtensions", []).append(f"third-party/{PROOF_GLOBAL_NAME}")
+    st.seed_settings(settings)
+    st.install_extension(PROOF_EXTENSION, PROOF_NAME)
+    st.install_extension(PROOF_EXTENSION, PROOF_GLOBAL_NAME, for_all_users=True)
+    try:
+        with st:
+            yield st
+    finally:
+        st.uninstall_extension(PROOF_GLOBAL_NAME, for_all_users=True)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).is_file():
+        pytest.fail(f"no Chromium at {CHROMIUM}: run scripts/st-e2e (it installs Debian's chromium), "
+                    f"or set DLE_CHROMIUM")
+    with sync_playwright() as pw:
+        # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                      args=["--no-sandbox", "--disable-dev-shm-usage"])
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture(scope="session")
+def st_page(browser, sillytavern: SillyTavern, shots_dir: Path):
+    """SillyTavern open in Chromium with the default character's chat showing. Shared by the
+    session's tests (loading SillyTavern costs seconds); each test sends its own messages."""
+    from tests_e2e.st_page import StPage
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = StPage(context.new_page(), sillytavern, shots_dir)
+    page.page.set_default_timeout(30_000)
+    page.open()
+    page.screenshot("loaded")
+    page.open_character(CHARACTER)
+    page.screenshot("character-chat")
+    yield page
+    context.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """On a failure, attach a screenshot path and SillyTavern's log tail to the report."""
+    report = yield
+    if report.failed and call.when in ("setup", "call"):
+        page = item.funcargs.get("st_page") if hasattr(item, "funcargs") else None
+        st = item.funcargs.get("sillytavern") if hasattr(item, "funcargs") else None
+        if page is not None:
+            report.sections.append(("screenshot", str(page.screenshot("failure-" + item.name))))
+        if st is not None:
+            report.sections.append((f"SillyTavern log {st.log_path}", st.log_tail(60)))
+    return report
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    folder = config.stash.get(_SHOTS, None)
+    if folder is not None:
+        terminalreporter.write_line(f"SillyTavern screenshots: {folder}")
