@@ -8,7 +8,7 @@ import threading
 
 from PySide6.QtCore import QTimer
 
-from dle_desktop.state.settings import SettingsStore
+from dle_desktop.state.settings import Settings, SettingsStore
 from tests.ui.conftest import wait_for
 
 
@@ -52,9 +52,10 @@ def test_applying_runs_in_the_background_while_the_window_stays_responsive(make_
 
 
 def test_a_server_change_restarts_the_server_and_keeps_the_engine(make_desktop, vault_copy, qloop):
-    desk = make_desktop(vault_copy)
+    # A runtime allowed to serve, on settings that keep the server off until the change below.
+    desk = make_desktop(vault_copy, settings=Settings(server_enabled=False), runtime_options={"serve": True})
     engine = desk.runtime.engine
-    assert desk.runtime.server is None  # the fixture starts without a server
+    assert desk.runtime.server is None
     desk.apply_settings(desk.runtime.ctx.settings.replace(server_port=0, server_enabled=True), {})
     status = desk.window.statusBar()
     qloop.run_until_complete(wait_for(lambda: status.currentMessage().startswith("Settings saved"), what="applied"))
