@@ -164,7 +164,7 @@ class DesktopApp:
             ctx.session.add(str(path), ADDED)
         self.apply_settings(ctx.settings.replace(vaults=[*existing, {"name": name, "kind": "folder", "path": str(path)}]), {})
 
-    def apply_settings(self, settings, new_keys: dict[str, str]) -> asyncio.Task | None:
+    def apply_settings(self, settings, new_keys: dict[str, str], reopen_vaults: bool = False) -> asyncio.Task | None:
         """Save at once, then apply in the background (the window stays usable; the status bar
         shows it): only what the change needs restarts (see `settings_apply.plan`). Returns the
         background task, or None when the settings could not be saved."""
@@ -184,6 +184,8 @@ class DesktopApp:
         self.window.close_to_tray = settings.close_to_tray
         self.notifier.enabled = settings.show_sync_toasts
         todo = plan(old, settings, new_keys)
+        if reopen_vaults:  # the session's vaults changed (a second launch), not the settings
+            todo = dataclasses.replace(todo, new_engine=True)
         if self.runtime.server_needs_restart(old, settings):  # also: it should run and does not (busy port)
             todo = dataclasses.replace(todo, restart_server=True)
         self.apply_task = asyncio.ensure_future(self._apply(settings, todo))
@@ -313,7 +315,7 @@ class DesktopApp:
                 if not ctx.session.add(spec, SECOND_LAUNCH):
                     self.window.statusBar().showMessage(f"{shown} is already open", 5000)
                     return
-                self.apply_settings(ctx.settings, {})
+                self.apply_settings(ctx.settings, {}, reopen_vaults=True)
             elif spec.startswith(("http://", "https://")):
                 self._save_rest_vault(spec)
             else:

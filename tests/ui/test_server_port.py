@@ -49,7 +49,7 @@ def test_settings_ok_starts_the_server_once_the_port_is_free(make_desktop, vault
                         runtime_options={})
     assert desk.runtime.server is None and not desk.window.server_notice.isHidden()
     free()
-    desk.apply_settings(desk.runtime.ctx.settings, {})
+    qloop.run_until_complete(desk.apply_settings(desk.runtime.ctx.settings, {}))  # applied in the background
     assert desk.runtime.server is not None and desk.runtime.server.port == port
     assert desk.window.server_notice.isHidden()
     assert accepts(port)
@@ -61,9 +61,9 @@ def test_command_line_port_survives_settings_until_the_port_is_changed(make_desk
     desk = make_desktop(vault_copy, runtime_options={"port": port})
     assert desk.runtime.server.port == port
     settings = desk.runtime.ctx.settings
-    desk.apply_settings(settings.replace(close_to_tray=not settings.close_to_tray), {})
+    qloop.run_until_complete(desk.apply_settings(settings.replace(close_to_tray=not settings.close_to_tray), {}))
     assert desk.runtime.server.port == port  # an unrelated change keeps --port
-    desk.apply_settings(desk.runtime.ctx.settings.replace(server_port=0), {})
+    qloop.run_until_complete(desk.apply_settings(desk.runtime.ctx.settings.replace(server_port=0), {}))
     assert desk.runtime.server.port not in (port, 0)  # the port chosen in Settings wins from now on
     assert desk.runtime.port_override is None
 
