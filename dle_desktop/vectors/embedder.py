@@ -813,15 +813,8 @@ class LocalEmbedder:
                 for ptr in loaded.seq_views[n:n + m]:
                     ptr[0] = s
                 n += m
-            loaded.batch.n_tokens = n
             lc.llama_memory_clear(lc.llama_get_memory(loaded.ctx), True)
-            rc = lc.llama_decode(loaded.ctx, loaded.batch)
-            for ptr in loaded.seq_views[:n]:
-                ptr[0] = 0
-            if rc != 0:
-                raise EmbeddingError(f"llama.cpp failed to decode a batch of {n} tokens (code {rc}) "
-                                     f"{_llama_reason('')}".rstrip(), 502)
-            self.tokens_processed += n
+            self._decode_batch(lc, loaded, n)
             for s, k in enumerate(group):
                 self._read_pooled(lc, loaded, s, out, k)
 
