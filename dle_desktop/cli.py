@@ -84,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("server-token", help="print the token that LAN clients and listed web pages send to the server")
     _common(p, sub=True)
 
+    p = sub.add_parser("st", help="find SillyTavern installs; install, update or remove the DLE Desktop bridge extension")
+    from dle_desktop.st_cli import add_st_arguments
+
+    add_st_arguments(p)
+
     p = sub.add_parser("embed", help="embed one text with a local GGUF model and print the vector")
     from dle_desktop.embed_cli import add_embed_arguments
 
@@ -133,6 +138,10 @@ def _print_health(report, as_json: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "st":
+        from dle_desktop.st_cli import run_st
+
+        return run_st(args)
     if args.command == "embed":
         from dle_desktop.embed_cli import run_embed
 
