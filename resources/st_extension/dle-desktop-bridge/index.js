@@ -1,0 +1,53 @@
+// DLE Desktop bridge: a SillyTavern UI extension that puts the lore DLE Desktop chooses into the
+// prompt of every generation, with DeepLore Enhanced's slash commands and, when turned on in the
+// app, SillyTavern's Vector Storage routed to DLE Desktop. Installed (and updated) by DLE Desktop,
+// which writes dle-config.json (its address and token) beside this file.
+
+import { call, chatPath, context, loadInstalledConfig, MODULE, settings } from './api.js';
+import { registerCommands } from './commands.js';
+import { abortInflight, chatChanged, interceptor, placedKeys } from './inject.js';
+import { mountPanel } from './panel.js';
+import { hello, state } from './status.js';
+import { installVectorRouting, routingStats } from './vectors.js';
+
+const HEARTBEAT_MS = 30_000;
+
+globalThis.dleDesktopBridgeInterceptor = interceptor;
+
+async function forgetChat(chatId) {
+    if (!chatId || !state.server?.forget_deleted_chats) return;
+    try {
+        await call('DELETE', chatPath(String(chatId)), { timeoutMs: 5000 });
+    } catch (error) {
+        console.warn('[DLE Desktop bridge] could not forget a deleted chat', error);
+    }
+}
+
+function listen() {
+    const { eventSource, eventTypes } = context();
+    const types = eventTypes ?? context().event_types;
+    eventSource.on(types.CHAT_CHANGED, () => {
+        chatChanged();
+        hello();
+    });
+    eventSource.on(types.GENERATION_STOPPED, abortInflight);
+    if (types.CHAT_DELETED) eventSource.on(types.CHAT_DELETED, name => forgetChat(name));
+    if (types.GROUP_CHAT_DELETED) eventSource.on(types.GROUP_CHAT_DELETED, id => forgetChat(id));
+}
+
+async function start() {
+    settings();
+    await loadInstalledConfig();
+    installVectorRouting();
+    registerCommands();
+    listen();
+    mountPanel();
+    await hello();
+    setInterval(() => { if (document.visibilityState !== 'hidden') hello(); }, HEARTBEAT_MS);
+}
+
+// Read-only handles for people (and the end-to-end tests) looking at the bridge from the console.
+globalThis.dleDesktopBridge = { module: MODULE, state, placedKeys, routingStats, hello, ready: false };
+
+start().then(() => { globalThis.dleDesktopBridge.ready = true; })
+    .catch(error => console.error('[DLE Desktop bridge] failed to start', error));
