@@ -287,6 +287,11 @@ def _check_user(user: str | None) -> str:
     return user
 
 
+def _shown(url: str) -> str:
+    """An address fit for a message: a user name or password in it is hidden, long ones cut."""
+    return repr(re.sub(r"//[^/?#]*@", "//***@", url)[:200])
+
+
 def _check_url(server_url: str) -> str:
     if not isinstance(server_url, str) or not server_url.strip():
         raise StInstallError("the DLE Desktop server address is empty; give one like http://127.0.0.1:8765")
@@ -295,15 +300,15 @@ def _check_url(server_url: str) -> str:
         parts = urlsplit(url)
         parts.port  # noqa: B018 (raises ValueError on a bad port)
     except ValueError:
-        raise StInstallError(f"{url!r} is not a server address like http://127.0.0.1:8765") from None
+        raise StInstallError(f"{_shown(url)} is not a server address like http://127.0.0.1:8765") from None
     if parts.scheme not in ("http", "https") or not parts.hostname or re.search(r"\s", url):
-        raise StInstallError(f"{url!r} is not a server address like http://127.0.0.1:8765 (http or https)")
+        raise StInstallError(f"{_shown(url)} is not a server address like http://127.0.0.1:8765 (http or https)")
     if parts.username is not None or parts.password is not None:
         raise StInstallError("the server address must not contain a user name or password; "
                              "give one like http://127.0.0.1:8765")
     if parts.query or parts.fragment:
-        raise StInstallError(f"the server address must not have a query or fragment: give one like "
-                             f"http://127.0.0.1:8765")
+        raise StInstallError("the server address must not have a query or fragment: give one like "
+                             "http://127.0.0.1:8765")
     return url.rstrip("/")
 
 

@@ -354,7 +354,7 @@ def test_an_existing_copy_in_a_folder_we_may_not_write_is_kept(st_root: Path):
 
 
 @pytest.mark.parametrize("url", ["", "127.0.0.1:8765", "ftp://127.0.0.1/", "http://", "javascript:alert(1)",
-                                 "http://user:pw@127.0.0.1:8765", "http://127.0.0.1:99999", "http://a b:1",
+                                 "http://user:pw@127.0.0.1:8765", "ftp://user:pw@x/", "http://127.0.0.1:99999", "http://a b:1",
                                  "http://127.0.0.1:8765/?x=1"])
 def test_bad_server_urls_are_refused(st_root: Path, url: str):
     before = tree(st_root)
