@@ -15,7 +15,9 @@ from dle_desktop.engine_thread import EngineThread
 from dle_desktop.errors import ConfigError, DleError
 from dle_desktop.logging_setup import configure_logging
 from dle_desktop.server.app import ServerRunner
+from dle_desktop.server.security import rotate_server_token
 from dle_desktop.session_vaults import SessionVaults
+from dle_desktop.st_bridge.monitor import BridgeMonitor
 from dle_desktop.state.paths import AppPaths, resolve_paths
 from dle_desktop.state.secrets import SecretStore, read_keys_file
 from dle_desktop.state.settings import Settings, SettingsStore
@@ -71,6 +73,8 @@ class Runtime:
         self.thread = EngineThread()
         self.server: ServerRunner | None = None
         self.server_error: str | None = None
+        #: What the SillyTavern bridge extension last told the server; outlives engines and servers.
+        self.bridge_monitor = BridgeMonitor()
         #: `--port`: wins over the saved port (and runs the server) until a port is chosen in Settings.
         self.port_override = port
         self._serve_allowed = serve
@@ -82,7 +86,7 @@ class Runtime:
         self.thread.start()
         self.thread.call(self.engine.start(), timeout=60)
         if self._serve:
-            self.server = ServerRunner(self.engine, self._host, self._port)
+            self.server = ServerRunner(self.engine, self._host, self._port, bridge_monitor=self.bridge_monitor)
             try:
                 self.thread.call(self.server.start(), timeout=30)
             except DleError as exc:
@@ -130,13 +134,25 @@ class Runtime:
             return
         self._host = settings.server_host
         self._port = settings.server_port if self.port_override is None else self.port_override
-        server = ServerRunner(self.engine, self._host, self._port)
+        server = ServerRunner(self.engine, self._host, self._port, bridge_monitor=self.bridge_monitor)
         try:
             self.thread.call(server.start(), timeout=30)
             self.server = server
         except DleError as exc:
             self.server_error = str(exc)
             log.error("%s", exc)
+
+    def rotate_server_token(self) -> str:
+        """A new server token, in use by the running server at once (the old one is refused from
+        the next request on); returns it. Runs on the engine thread, between requests."""
+        secrets = self.engine.secrets
+
+        async def rotate() -> str:
+            return rotate_server_token(secrets)
+
+        if not self.thread.alive:
+            return rotate_server_token(secrets)
+        return self.thread.call(rotate(), timeout=15)
 
     def stop(self) -> None:
         if not self.thread.alive:

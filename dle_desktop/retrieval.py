@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import random
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from dle_desktop.core.index import IndexSnapshot
@@ -38,6 +40,23 @@ class NotReady(DleError):
 AsyncSemanticLookup = Callable[[str, int], Awaitable[tuple[Sequence[tuple[str, float]], "str | None"]]]
 #: (pending generation, chat id or None for a dry run) -> what the AI chose (never raises).
 AiSelect = Callable[[Pending, "str | None"], Awaitable[AiOutcome]]
+
+
+#: Told of every generation `retrieve` returns in this context (see `observe_generations`).
+GenerationObserver = Callable[[ChatDocument, GenerationResult], None]
+_observer: ContextVar[GenerationObserver | None] = ContextVar("dle_generation_observer", default=None)
+
+
+@contextmanager
+def observe_generations(callback: GenerationObserver) -> Iterator[None]:
+    """Within the block (one request's task), `callback(doc, result)` is called for each
+    generation `RetrievalService.retrieve` returns: the SillyTavern bridge's monitor sees the
+    chat and the result without reading the request or the answer again."""
+    token = _observer.set(callback)
+    try:
+        yield
+    finally:
+        _observer.reset(token)
 
 
 @dataclass
@@ -114,7 +133,10 @@ class RetrievalService:
                 record = {"injected": [i["title"] for i in result.to_json()["injected"]],
                           "verdicts": [v.to_json() for v in result.verdicts], "total_tokens": result.total_tokens}
                 await asyncio.to_thread(self.store.save, doc.chat_id, new_state, record)
-            return result
+        observer = _observer.get()
+        if observer is not None:
+            observer(doc, result)
+        return result
 
     async def _semantic(self, messages, cfg: MatchConfig) -> tuple[Sequence[tuple[str, float]] | None, str | None]:
         query = semantic_query(messages, cfg)
@@ -179,3 +201,6 @@ class RetrievalService:
 
     async def records(self, chat_id: str, limit: int = 10) -> list[dict]:
         return await asyncio.to_thread(self.store.records, chat_id, limit)
+
+    async def list_chats(self, limit: int = 500) -> list[dict]:
+        return await asyncio.to_thread(self.store.list_chats, limit)

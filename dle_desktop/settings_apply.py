@@ -16,7 +16,7 @@ from dle_desktop.state.settings import CHANNELS, FIELDS, Settings
 
 SERVER_FIELDS = frozenset({"server_host", "server_port", "server_enabled"})
 #: Read by the window (or set through their own engine calls), never by a running engine.
-WINDOW_FIELDS = frozenset({"close_to_tray", "show_sync_toasts", "semantic_paused", "sync_paused"})
+WINDOW_FIELDS = frozenset({"close_to_tray", "show_sync_toasts", "semantic_paused", "sync_paused", "st_folders"})
 #: Where AI calls go: a change starts a fresh AI service (new client, closed breaker, empty cache).
 AI_CONNECTION_FIELDS = frozenset({"connection_profiles", *(
     f"{c}_{part}" for c in CHANNELS
@@ -29,6 +29,8 @@ IN_PLACE_FIELDS = frozenset(
     {f.name for f in dataclasses.fields(MatchConfig)}
     | {n for n in FIELDS if n.startswith(_AI_PREFIXES) and n not in AI_CONNECTION_FIELDS}
     | {"cache_ttl"}
+    # What the bridge's hello reports (the engine's settings); the extension acts on them.
+    | {"st_vector_routing", "st_forget_deleted_chats"}
 ) - {"librarian_guide_tag"}  # a tag: the vaults are parsed with it
 
 

@@ -8,14 +8,24 @@ import socket
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Match
 
 from dle_desktop.errors import ConfigError, DleError
-from dle_desktop.server import openapi, routes_ai, routes_chat, routes_embeddings, routes_lore, routes_vector
+from dle_desktop.server import (
+    openapi,
+    routes_ai,
+    routes_bridge,
+    routes_chat,
+    routes_embeddings,
+    routes_lore,
+    routes_vector,
+)
 from dle_desktop.server.limits import ServerLimits, protocol_class
-from dle_desktop.server.security import AccessMiddleware, AccessPolicy, BodyLimitMiddleware, is_loopback_bind, server_token
+from dle_desktop.server.security import AccessMiddleware, AccessPolicy, BodyLimitMiddleware, TokenHolder, is_loopback_bind
+from dle_desktop.st_bridge.monitor import BridgeMonitor
 
 log = logging.getLogger(__name__)
 
@@ -52,14 +62,19 @@ async def _method_not_allowed(request: Request, exc) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=405, headers={"Allow": allow} if allow else None)
 
 
-def build_app(engine) -> Starlette:
+def build_app(engine, bridge_monitor: BridgeMonitor | None = None) -> Starlette:
+    """`bridge_monitor`: what the SillyTavern bridge's calls are recorded in (the Runtime's, so
+    that it outlives this app and its engine); a fresh one when not given."""
     # routes_vector: SillyTavern's /api/vector/*; routes_embeddings: the embedding-backend endpoints
     # (llama.cpp, Ollama, KoboldCpp, Extras formats) a stock ST can point its sources at.
-    app = Starlette(routes=[*routes_lore.routes, *routes_chat.routes, *routes_ai.routes, *openapi.routes,
-                            *routes_vector.routes, *routes_embeddings.routes],
+    # routes_bridge's middleware sees the bridge's generations (requests with X-DLE-Client: st-bridge).
+    app = Starlette(routes=[*routes_lore.routes, *routes_bridge.routes, *routes_chat.routes, *routes_ai.routes,
+                            *openapi.routes, *routes_vector.routes, *routes_embeddings.routes],
+                    middleware=[Middleware(routes_bridge.BridgeObserver)],
                     exception_handlers={DleError: _dle_error, ClientDisconnect: _client_gone, 404: _not_found,
                                         405: _method_not_allowed, Exception: _unexpected})
     app.state.engine = engine
+    app.state.bridge_monitor = bridge_monitor if bridge_monitor is not None else BridgeMonitor()
     return app
 
 
@@ -69,28 +84,26 @@ def wrap_security(app, policy: AccessPolicy, limits: ServerLimits = ServerLimits
     return AccessMiddleware(BodyLimitMiddleware(app, limits.max_body_bytes, limits.body_stall_timeout), policy)
 
 
-def access_policy(engine, bound_host: str) -> AccessPolicy:
-    """The access rules from the engine's settings; the token is created only when first needed."""
+def access_policy(engine, bound_host: str, token: TokenHolder | None = None) -> AccessPolicy:
+    """The access rules from the engine's settings; the token is created only when first needed,
+    and read through `token`, which `security.rotate_server_token` updates in place."""
     settings = engine.settings
-    token: list[str] = []
-
-    def current_token() -> str:
-        if not token:
-            token.append(server_token(engine.secrets))
-        return token[0]
-
-    return AccessPolicy.build(bound_host, settings.server_allowed_hosts, settings.server_allowed_origins, current_token)
+    token = token if token is not None else TokenHolder(engine.secrets)
+    return AccessPolicy.build(bound_host, settings.server_allowed_hosts, settings.server_allowed_origins, token)
 
 
 class ServerRunner:
     """Binds the socket ourselves (so a busy port is a clear error, not uvicorn's sys.exit),
     then serves with uvicorn on the current loop."""
 
-    def __init__(self, engine, host: str = "127.0.0.1", port: int = 8765, limits: ServerLimits = ServerLimits()) -> None:
+    def __init__(self, engine, host: str = "127.0.0.1", port: int = 8765, limits: ServerLimits = ServerLimits(),
+                 bridge_monitor: BridgeMonitor | None = None) -> None:
         self.engine = engine
         self.host = host
         self.port = port
         self.limits = limits
+        self.bridge_monitor = bridge_monitor if bridge_monitor is not None else BridgeMonitor()
+        self._token: TokenHolder | None = None
         self._access: AccessMiddleware | None = None
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task | None = None
@@ -123,8 +136,8 @@ class ServerRunner:
     async def start(self) -> None:
         self._sock = self._bind()
         self._tell_port(self.engine)
-        self._app = build_app(self.engine)
-        policy = access_policy(self.engine, self.host)
+        self._app = build_app(self.engine, self.bridge_monitor)
+        policy = access_policy(self.engine, self.host, self._token_holder(self.engine))
         self._access = wrap_security(self._app, policy, self.limits)
         limits = self.limits
         # log_config=None: uvicorn's records go through our (scrubbed, rate-limited) handlers
@@ -164,7 +177,13 @@ class ServerRunner:
         if self._app is not None:
             self._app.state.engine = engine
         if self._access is not None:
-            self._access.policy = access_policy(engine, self.host)
+            self._access.policy = access_policy(engine, self.host, self._token_holder(engine))
+
+    def _token_holder(self, engine) -> TokenHolder:
+        """One holder while the secret store stays the same, so a looked-up token is kept."""
+        if self._token is None or self._token.secrets is not engine.secrets:
+            self._token = TokenHolder(engine.secrets)
+        return self._token
 
     def _tell_port(self, engine) -> None:
         """The engine names a vector source pointed at this port as our own server."""

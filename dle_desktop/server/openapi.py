@@ -264,6 +264,46 @@ _SCHEMAS: dict[str, dict] = {
     "ContextUpdate": _obj({"context": _nullable(_ref("Context"))}, description="replaces the whole context; null clears"),
     "FolderFilterUpdate": _obj({"folder_filter": _ref("FolderFilter")}),
     "NotebookUpdate": _obj({"notebook": {"type": "string", "description": "at most 64 KiB as UTF-8"}}),
+    "ChatSummary": _obj({
+        "chat_id": STR, "generation_count": INT,
+        "updated_at": {"type": "number", "description": "when the chat's state was last saved (Unix time, seconds)"},
+        "records": {"type": "integer", "description": "decision records kept for the chat (at most 50)"},
+    }),
+    "ChatList": _obj({"chats": _arr(_ref("ChatSummary"), "chats with stored state, most recently saved first")}),
+    # -- SillyTavern bridge ---------------------------------------------------------------------
+    "BridgeHello": _obj({
+        name: {"type": ["string", "null"], "maxLength": 1000, "description": what}
+        for name, what in (("extension_version", "the bridge extension's version"),
+                           ("st_version", "SillyTavern's version"), ("chat_id", "the open chat's id"),
+                           ("character", "the active character (or group)"),
+                           ("last_error", "the extension's last error, null when none"))
+    }, required=[], additional=False,
+        description="Every field is optional; each replaces what the last hello said (null or absent: unknown). "
+                    "Unknown fields are refused."),
+    "BridgeInfo": _obj({
+        "server_version": STR,
+        "bundled_extension_version": _nullable({"type": "string", "description": "the version of the extension "
+                                                                                 "this DLE Desktop ships"}),
+        "entries": INT, "index_ready": BOOL, "index_version": _nullable(INT),
+        "vector_routing": {"type": "boolean", "description": "setting st_vector_routing: route SillyTavern's "
+                                                             "Vector Storage here"},
+        "forget_deleted_chats": {"type": "boolean", "description": "setting st_forget_deleted_chats"},
+        "ai_search": _obj({"enabled": BOOL, "mode": {"type": "string", "enum": ["two-stage", "ai-only"]},
+                           "timeout_ms": {"type": "integer", "description": "AI search's timeout (a retrieve "
+                                                                            "may take this long and more)"}}),
+        "semantic_enabled": BOOL,
+    }),
+    "BridgeState": _obj({
+        "connected": {"type": "boolean", "description": "the extension was heard from in the last 90 s"},
+        "last_contact": _nullable({"type": "number", "description": "Unix time"}),
+        "last_contact_age_s": _nullable(NUM),
+        "origin": _nullable(STR), "extension_version": _nullable(STR), "st_version": _nullable(STR),
+        "chat_id": _nullable(STR), "character": _nullable(STR),
+        "generations": {"type": "integer", "description": "retrieves the extension ran since DLE Desktop started"},
+        "last_injected": _arr(STR, "titles the last one injected"),
+        "last_total_tokens": _nullable(INT), "last_ms": _nullable(NUM), "last_error": _nullable(STR),
+    }, description="What the bridge extension last told the server (its hellos, and requests sent with "
+                   "X-DLE-Client: st-bridge)."),
 }
 
 
@@ -355,6 +395,21 @@ def build_document() -> dict:
             errors={**_BODY_ERRORS, "503": _err("the vault index is not ready yet; retry shortly")},
             description="Requests for the same chat are serialised; different chats run side by side and never see "
                         "each other's state.")},
+        f"{API}/chats": {"get": _op(
+            "listChats", "Chats with stored state", _json(_ref("ChatList"), "the chats, most recently saved first"),
+            tag="chats",
+            params=[{"name": "limit", "in": "query", "required": False,
+                     "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 500},
+                     "description": "how many at most, 1-500"}],
+            errors={"400": _err("limit is not a whole number from 1 to 500")})},
+        f"{API}/bridge/hello": {"post": _op(
+            "bridgeHello", "The SillyTavern bridge extension says who it is; the answer is what it needs to know",
+            _json(_ref("BridgeInfo"), "the server's side"), tag="bridge", body=_ref("BridgeHello"),
+            errors=_BODY_ERRORS,
+            description="Sent on load, on a chat change and as a heartbeat (the bridge counts as connected for "
+                        "90 s after its last request).")},
+        f"{API}/bridge": {"get": _op("getBridge", "What the SillyTavern bridge extension last told the server",
+                                     _json(_ref("BridgeState"), "the bridge's state"), tag="bridge")},
         f"{API}/chats/{{chat_id}}": {
             "get": _op("getChat", "A chat's state", _json(_ref("ChatState"), "the state"), tag="chats",
                        params=[_CHAT_ID], errors=_BAD_CHAT_ID),
@@ -401,6 +456,8 @@ def build_document() -> dict:
                            "server_allowed_hosts (403 otherwise); a browser Origin must be listed in "
                            "server_allowed_origins (403 otherwise); listed origins and clients on other machines "
                            "send the server token as Authorization: Bearer or X-DLE-Token (401 otherwise). "
+                           "Listed origins get CORS answers: their preflights are answered on every path, and "
+                           "every answer to them (refusals included) carries Access-Control-Allow-Origin. "
                            "Bodies over 64 MiB get 413. Every error of /api/dle/v1 and every refusal is JSON "
                            "{\"error\": \"...\"}; the SillyTavern-facing routes answer other errors in the shape "
                            "their callers read.",
@@ -410,6 +467,7 @@ def build_document() -> dict:
                  {"name": "retrieval", "description": "the retrieval pipeline"},
                  {"name": "chats", "description": "per-chat state"},
                  {"name": "ai", "description": "AI connection channels"},
+                 {"name": "bridge", "description": "the SillyTavern bridge extension (dle-desktop-bridge)"},
                  {"name": "vectors", "description": "SillyTavern's Vector API (its wire format, not ours)"},
                  {"name": "embeddings", "description": "embedding-backend endpoints in the formats SillyTavern's "
                                                        "sources call, served by the local model"},

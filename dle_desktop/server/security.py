@@ -9,6 +9,11 @@
 3. A client on another machine (judged by the socket's peer address, never by a header) must send
    the server token. Loopback tools without an `Origin` (SillyTavern's Node server, curl, the
    GUI) need none.
+4. CORS, for listed origins only: their preflights are answered here (204, or 403 for a request
+   header we do not take), on every path and without the token (browsers never send credentials
+   on a preflight); every answer to them, refusals included, carries `Access-Control-Allow-Origin`
+   so the page can read it (a 401 says "wrong token"). Never `Access-Control-Allow-Credentials`:
+   the token is a header, not a cookie. Unlisted origins get their 403 without any CORS header.
 
 Starlette's TrustedHostMiddleware splits Host at the first ':' (so `[::1]` and malformed ports
 slip through it) and its CORSMiddleware only decorates answers (a simple POST still reaches the
@@ -20,14 +25,27 @@ import asyncio
 import hmac
 import json
 import secrets as secrets_module
+import threading
+import weakref
 from dataclasses import dataclass
 from typing import Callable
 
 from dle_desktop.core.hosts import LOOPBACK_NAMES, is_loopback_address, parse_host, parse_origin
 from dle_desktop.logging_setup import register_secret
+from dle_desktop.vectors.source_settings import HEADER_FALLBACKS
 
 TOKEN_SECRET_NAME = "server-token"
 _WILDCARD_BINDS = ("0.0.0.0", "::", "")
+
+#: What a listed page may do cross-origin (answered to its preflights).
+CORS_METHODS = "GET, POST, PUT, DELETE"
+#: Request headers a listed page may send: the token, JSON, the bridge's client name, and what
+#: SillyTavern's own fetches to its Vector API carry (its CSRF token, 1.12's `X-*` source headers).
+CORS_REQUEST_HEADERS = frozenset({"content-type", "authorization", "x-dle-token", "x-csrf-token", "x-requested-with",
+                                  "x-dle-client", *(h.lower() for h in HEADER_FALLBACKS.values())})
+#: Answer headers a page may read besides the CORS-safelisted ones.
+CORS_EXPOSED_HEADERS = "Allow, Content-Length, Retry-After, WWW-Authenticate"
+CORS_MAX_AGE = 600
 
 
 def server_token(secrets) -> str:
@@ -37,6 +55,50 @@ def server_token(secrets) -> str:
         token = secrets_module.token_urlsafe(32)
         secrets.set(TOKEN_SECRET_NAME, token)
     register_secret(token)
+    return token
+
+
+_holders: weakref.WeakSet[TokenHolder] = weakref.WeakSet()
+_holders_lock = threading.Lock()
+
+
+class TokenHolder:
+    """The server token as a running server's policy reads it: looked up in the secret store the
+    first time a request needs it (so a loopback-only setup never creates one), then kept;
+    `rotate_server_token` replaces it in every holder of that store at once."""
+
+    def __init__(self, secrets) -> None:
+        self.secrets = secrets
+        self._value: str | None = None
+        self._lock = threading.Lock()
+        with _holders_lock:
+            _holders.add(self)
+
+    def __call__(self) -> str:
+        value = self._value
+        if value is None:
+            with self._lock:
+                if self._value is None:
+                    self._value = server_token(self.secrets)
+                value = self._value
+        return value
+
+    def set(self, token: str) -> None:
+        with self._lock:
+            self._value = token
+
+
+def rotate_server_token(secrets) -> str:
+    """A new random server token, stored in place of the old one; every running server that
+    reads its token from `secrets` takes it at once (the old one is refused from the next
+    request on; no restart)."""
+    token = secrets_module.token_urlsafe(32)
+    register_secret(token)
+    secrets.set(TOKEN_SECRET_NAME, token)
+    with _holders_lock:
+        holders = [h for h in _holders if h.secrets is secrets]
+    for holder in holders:
+        holder.set(token)
     return token
 
 
@@ -99,6 +161,18 @@ class AccessPolicy:
             return self._check_token(headers)
         return None
 
+    def cors_origin(self, scope) -> str | None:
+        """The request's `Origin` as sent, when it is a listed one (its answers carry CORS
+        headers); None for no Origin, an unlisted one, or one sent twice."""
+        origin = _headers(scope).get(b"origin")
+        if origin is None:
+            return None
+        try:
+            canonical = parse_origin(origin)
+        except ValueError:
+            return None
+        return origin if canonical in self.origins else None
+
     def _check_token(self, headers: dict[bytes, str]) -> Refusal | None:
         given = headers.get(b"x-dle-token")
         auth = headers.get(b"authorization", "")
@@ -131,9 +205,58 @@ async def send_json(send, status: int, payload: dict, extra_headers: list | None
     await send({"type": "http.response.body", "body": body})
 
 
+def is_preflight(scope) -> bool:
+    return scope.get("method") == "OPTIONS" and any(
+        name == b"access-control-request-method" for name, _ in scope.get("headers", ()))
+
+
+def _cors_headers(origin: str) -> list[tuple[bytes, bytes]]:
+    return [(b"access-control-allow-origin", origin.encode("latin-1")),
+            (b"access-control-expose-headers", CORS_EXPOSED_HEADERS.encode()), (b"vary", b"Origin")]
+
+
+def with_cors(headers, origin: str) -> list[tuple[bytes, bytes]]:
+    """An answer's headers for a listed origin: ours replace any CORS headers a route set itself
+    (`/api/modules` answers `*` to everyone), and `Origin` joins its `Vary`."""
+    out, vary = [], []
+    for name, value in headers:
+        lower = name.lower()
+        if lower.startswith(b"access-control-"):
+            continue
+        if lower == b"vary":
+            vary += [v.strip() for v in value.split(b",") if v.strip() and v.strip().lower() != b"origin"]
+            continue
+        out.append((name, value))
+    cors = _cors_headers(origin)
+    cors[-1] = (b"vary", b", ".join([b"Origin", *vary]))
+    return out + cors
+
+
+def _preflight_answer(scope, origin: str) -> tuple[int, dict | None, list[tuple[bytes, bytes]]]:
+    headers = _headers(scope)
+    asked = [h.strip().lower() for h in headers.get(b"access-control-request-headers", "").split(",") if h.strip()]
+    refused = [h for h in asked if h not in CORS_REQUEST_HEADERS]
+    out = _cors_headers(origin)
+    # A preflight has no body; if one is announced anyway it is never read, so the connection ends.
+    if headers.get(b"content-length", "0").strip() not in ("", "0") or b"transfer-encoding" in headers:
+        out.append((b"connection", b"close"))
+    if refused:
+        return 403, {"error": f"web pages may not send the header {refused[0][:100]!r} to DLE Desktop; the headers "
+                              f"allowed are {', '.join(sorted(CORS_REQUEST_HEADERS))}",
+                     "cause": "forbidden_header"}, out
+    out += [(b"access-control-allow-methods", CORS_METHODS.encode()),
+            (b"access-control-max-age", str(CORS_MAX_AGE).encode())]
+    if asked:
+        out.append((b"access-control-allow-headers", ", ".join(dict.fromkeys(asked)).encode("latin-1")))
+    if headers.get(b"access-control-request-private-network", "").strip().lower() == "true":
+        out.append((b"access-control-allow-private-network", b"true"))  # Chromium's Private Network Access
+    return 204, None, out
+
+
 class AccessMiddleware:
-    """Applies an AccessPolicy to every HTTP and WebSocket request. The answer to a refused request
-    closes the connection: its body, if any, is never read."""
+    """Applies an AccessPolicy to every HTTP and WebSocket request, and speaks CORS to the listed
+    origins. The answer to a refused request closes the connection: its body, if any, is never
+    read; nor is a preflight's."""
 
     def __init__(self, app, policy: AccessPolicy) -> None:
         self.app = app
@@ -142,14 +265,33 @@ class AccessMiddleware:
     async def __call__(self, scope, receive, send):
         if scope["type"] not in ("http", "websocket"):
             return await self.app(scope, receive, send)
-        refusal = self.policy.judge(scope)
+        policy = self.policy
+        refusal = policy.judge(scope)
+        origin = policy.cors_origin(scope) if scope["type"] == "http" else None
         if refusal is None:
-            return await self.app(scope, receive, send)
+            if origin is None:
+                return await self.app(scope, receive, send)
+            if is_preflight(scope):
+                status, payload, headers = _preflight_answer(scope, origin)
+                if payload is not None:
+                    return await send_json(send, status, payload, headers)
+                await send({"type": "http.response.start", "status": status,
+                            "headers": [(b"content-length", b"0"), *headers]})
+                return await send({"type": "http.response.body", "body": b""})
+
+            async def send_with_cors(message):
+                if message["type"] == "http.response.start":
+                    message = {**message, "headers": with_cors(message.get("headers") or [], origin)}
+                await send(message)
+
+            return await self.app(scope, receive, send_with_cors)
         if scope["type"] == "websocket":
             return await send({"type": "websocket.close", "code": 1008})
         headers = [(b"connection", b"close")]
         if refusal.status == 401:
             headers.append((b"www-authenticate", b'Bearer realm="DLE Desktop"'))
+        if origin is not None:
+            headers += _cors_headers(origin)
         await send_json(send, refusal.status, {"error": refusal.message, "cause": refusal.cause}, headers)
 
 

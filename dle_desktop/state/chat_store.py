@@ -36,6 +36,7 @@ CREATE TABLE IF NOT EXISTS generations (
     record TEXT NOT NULL,
     PRIMARY KEY (chat_id, gen)
 );
+CREATE INDEX IF NOT EXISTS chats_by_update ON chats (updated_at);
 CREATE TABLE IF NOT EXISTS broken_chats (
     chat_id TEXT NOT NULL,
     state TEXT NOT NULL,
@@ -82,6 +83,14 @@ def _check_tracking(d: dict, where: str) -> None:
         for x in rec.get("entries", []):
             if not isinstance(x, dict) or not all(k in x for k in ("title", "pos", "depth", "role", "hash")):
                 raise ValueError(f"{where}injection_log has a malformed entry")
+
+
+def _generation_count(state: str):
+    try:
+        raw = json.loads(state)
+    except (ValueError, RecursionError):
+        return None
+    return raw.get("generation_count") if isinstance(raw, dict) else None
 
 
 def check_state_shape(raw) -> None:
@@ -204,6 +213,23 @@ class ChatStore:
         with self._lock:
             rows = self._db.execute("SELECT chat_id, updated_at FROM chats ORDER BY updated_at DESC").fetchall()
         return [{"chat_id": c, "updated_at": t} for c, t in rows]
+
+    def list_chats(self, limit: int = 500) -> list[dict]:
+        """The newest `limit` chats with stored state, newest first: `{chat_id, generation_count,
+        updated_at (Unix time of the last save), records (decision records kept)}`. A state that
+        is not readable JSON counts 0 generations here (reading that chat sets it aside)."""
+        count = "(SELECT COUNT(*) FROM generations g WHERE g.chat_id = c.chat_id)"
+        order = "FROM chats c ORDER BY c.updated_at DESC, c.chat_id LIMIT ?"
+        with self._lock:
+            try:
+                rows = self._db.execute(
+                    "SELECT c.chat_id, c.updated_at, CASE WHEN json_valid(c.state) THEN "
+                    f"json_extract(c.state, '$.generation_count') END, {count} {order}", (max(0, int(limit)),)).fetchall()
+            except sqlite3.OperationalError:  # an SQLite built without its JSON functions
+                rows = [(c, t, _generation_count(s), n) for c, t, s, n in self._db.execute(
+                    f"SELECT c.chat_id, c.updated_at, c.state, {count} {order}", (max(0, int(limit)),)).fetchall()]
+        return [{"chat_id": c, "generation_count": g if _is_int(g) and g >= 0 else 0, "updated_at": t, "records": n}
+                for c, t, g, n in rows]
 
     def delete(self, chat_id: str) -> bool:
         with self._lock:

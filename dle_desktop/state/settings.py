@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import ntpath
 import os
 import time
 from dataclasses import dataclass, field
@@ -26,14 +27,28 @@ SCHEMA_VERSION = 1
 
 
 def _s(default, dle: str | None = None, lo=None, hi=None, choices: tuple | None = None, doc: str = "",
-       group: str | None = None, page: str | None = None, label: str = "", item=None):
+       group: str | None = None, page: str | None = None, label: str = "", item=None, split: bool = True):
     """One setting's declaration. `group` (one of `GROUPS`) and `page` ("retrieval", or the page
     that edits it elsewhere: "embeddings", "channels") place it in the settings UI; `label` is its
     name there (default: our name in words); `doc` is the one-line explanation. `item` (lists of
     text only): turns one listed value into its canonical form, or raises ValueError saying what
-    is wrong with it."""
+    is wrong with it. `split` (lists of text only): one string given instead of a list is split at
+    commas and spaces; False: it is one value (paths)."""
     return field(default=default, metadata={"dle": dle, "lo": lo, "hi": hi, "choices": choices, "doc": doc,
-                                            "group": group, "page": page, "label": label, "item": item})
+                                            "group": group, "page": page, "label": label, "item": item,
+                                            "split": split})
+
+
+def folder_path(value: str) -> str:
+    """A folder chosen by the user: an absolute path (`~` expanded), without control characters."""
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise ValueError(f"{value[:100]!r} has a control character; a folder path cannot")
+    path = os.path.expanduser(value.strip())
+    if not path:
+        return ""
+    if not (os.path.isabs(path) or ntpath.isabs(path)):
+        raise ValueError(f"{value[:100]!r} is not an absolute path")
+    return path
 
 
 #: The settings UI's groups in DLE's order (its Matching, Injection and Features tabs, its Vault
@@ -364,9 +379,18 @@ class Settings:
             "to reach the server (e.g. 192.168.1.20 or host.docker.internal). Clients on other machines "
             "must also send the server token.")
     server_allowed_origins: tuple[str, ...] = _s(
-        (), item=parse_origin,
-        doc="Web pages (origins such as http://127.0.0.1:8000) allowed to call the server from a browser; "
-            "each request must carry the server token. Requests from any other page are refused.")
+        ("http://127.0.0.1:8000", "http://localhost:8000"), item=parse_origin,
+        doc="Web pages (origins such as http://127.0.0.1:8000, SillyTavern's default address) allowed to call "
+            "the server from a browser; each request must carry the server token. Requests from any other "
+            "page are refused.")
+    # SillyTavern bridge (the dle-desktop-bridge extension)
+    st_vector_routing: bool = _s(False, doc="SillyTavern's Vector Storage uses DLE Desktop's store and embedder "
+                                            "through the bridge.")
+    st_folders: tuple[str, ...] = _s((), item=folder_path, split=False,
+                                     doc="SillyTavern folders the user chose (absolute paths): where the bridge "
+                                         "extension is installed and its chats are looked up.")
+    st_forget_deleted_chats: bool = _s(True, doc="When a chat is deleted in SillyTavern, the bridge tells DLE "
+                                                 "Desktop to forget its state too.")
     close_to_tray: bool = _s(True, doc="Closing the window keeps DLE Desktop running in the tray.")
     sync_paused: bool = _s(False, doc="Background sync paused from the tray.")
     semantic_paused: bool = _s(False, doc="Embedding the vault's entries for semantic search paused from the window.")
@@ -439,6 +463,8 @@ def _coerce(name: str, value: Any) -> Any:
             raise ConfigError(f"connection profile ids must be unique: {', '.join(dupes)}")
         return profiles
     if isinstance(default, tuple):
+        if isinstance(value, str) and not meta.get("split", True):
+            value = [value]
         return _text_list(name, value, meta.get("item"))
     if isinstance(default, bool):
         if isinstance(value, bool):

@@ -57,7 +57,7 @@ def test_every_route_is_documented_and_nothing_else():
     # The routes the brief names, explicitly.
     expected = {"status", "entries", "entries/{vault}/{path}", "health", "skipped", "sync", "retrieve",
                 "chats/{chat_id}", "chats/{chat_id}/records", "openapi.json", "ai", "ai/breaker/reset",
-                "ai/cache/clear", "ai/channels/{channel}/test"}
+                "ai/cache/clear", "ai/channels/{channel}/test", "chats", "bridge", "bridge/hello"}
     expected |= {f"chats/{{chat_id}}/{f}" for f in ("pins", "blocks", "context", "folder-filter", "notebook")}
     assert {p.removeprefix(API + "/") for p, _ in routes} == expected
     for f in ("pins", "blocks", "context", "folder-filter", "notebook"):
@@ -167,6 +167,11 @@ def test_live_answers_match_the_documented_schemas(busy_server):
         ("post", f"{API}/retrieve", "/retrieve",
          {"chat_id": "c1", "messages": messages("a", "b", "tamsin bell omen eels quay"), "dry_run": True}),
         ("get", f"{API}/chats/c1", "/chats/{chat_id}", None),
+        ("get", f"{API}/chats", "/chats", None),
+        ("get", f"{API}/chats?limit=1", "/chats", None),
+        ("post", f"{API}/bridge/hello", "/bridge/hello", {"extension_version": "1.0.0", "st_version": None,
+                                                           "chat_id": "c1", "character": "Tamsin"}),
+        ("get", f"{API}/bridge", "/bridge", None),
         ("get", f"{API}/chats/c1/records?limit=5", "/chats/{chat_id}/records", None),
         ("get", f"{API}/openapi.json", "/openapi.json", None),
         ("get", f"{API}/ai", "/ai", None),
@@ -202,6 +207,9 @@ def test_error_answers_match_the_error_schema(server):
         ("GET", f"{API}/entries/lore/Nope.md", None),
         ("PUT", f"{API}/chats/x/pins", b'{"pins": 5}'),
         ("GET", f"{API}/chats/x/records?limit=x", None),
+        ("GET", f"{API}/chats?limit=501", None),
+        ("POST", f"{API}/bridge/hello", b'{"bogus": 1}'),
+        ("POST", f"{API}/bridge/hello", b'[]'),
         ("GET", f"{API}/no-such-route", None),
         ("POST", f"{API}/status", None),
     ):

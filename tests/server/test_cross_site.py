@@ -78,8 +78,16 @@ def test_a_cross_site_text_plain_post_cannot_write_a_chat_notebook(live):
     assert live.client.get(f"{API}/chats/victim/notebook").json() == {"notebook": ""}
 
 
-@pytest.mark.parametrize("origin", [FOREIGN, "null", "http://127.0.0.1:8000", "http://localhost:8000",
-                                    "http://192.168.1.5:8000", "file://", "chrome-extension://abc"])
+#: Pages that are not SillyTavern's default address: other ports and schemes of loopback, other hosts.
+FOREIGN_ORIGINS = [FOREIGN, "null", "http://127.0.0.1:8001", "http://localhost:3000", "https://127.0.0.1:8000",
+                   "http://[::1]:8000", "http://192.168.1.5:8000", "file://", "chrome-extension://abc"]
+
+
+def test_only_sillytaverns_default_address_is_listed_by_default():
+    assert Settings().server_allowed_origins == ("http://127.0.0.1:8000", "http://localhost:8000")
+
+
+@pytest.mark.parametrize("origin", FOREIGN_ORIGINS)
 def test_every_route_refuses_a_foreign_origin_before_reading_the_body(live, origin):
     before = observable(live)
     routes = every_route(live.engine)
@@ -87,6 +95,17 @@ def test_every_route_refuses_a_foreign_origin_before_reading_the_body(live, orig
     for method, path in routes:
         status, payload = send_headers_only(live.port, method, path, {"Origin": origin, "Content-Type": "text/plain"})
         assert (status, payload.get("cause")) == (403, "forbidden_origin"), (method, path, payload)
+    assert observable(live) == before
+
+
+@pytest.mark.parametrize("origin", ["http://127.0.0.1:8000", "http://localhost:8000"])
+def test_every_route_wants_the_token_from_a_listed_origin_before_reading_the_body(live, origin):
+    """SillyTavern's default address is listed by default, and still needs the token: a page
+    there that does not know it changes nothing."""
+    before = observable(live)
+    for method, path in every_route(live.engine):
+        status, payload = send_headers_only(live.port, method, path, {"Origin": origin, "Content-Type": "text/plain"})
+        assert (status, payload.get("cause")) == (401, "token_required"), (method, path, payload)
     assert observable(live) == before
 
 
@@ -141,7 +160,15 @@ def test_an_unlisted_port_of_a_listed_host_is_another_origin(listed):
 
 
 def test_a_preflight_from_a_listed_origin_passes_without_the_token(listed):
-    """Browsers never send credentials on a preflight; the route (or Starlette) answers it."""
+    """Browsers never send credentials on a preflight; the access layer answers it."""
     r = listed.client.options("/api/modules", headers={"Origin": "http://127.0.0.1:8000",
                                                        "Access-Control-Request-Method": "GET"})
     assert r.status_code == 204
+    assert r.headers["access-control-allow-origin"] == "http://127.0.0.1:8000"
+
+
+def test_an_origin_dropped_from_the_list_is_foreign(listed):
+    """The fixture lists only 127.0.0.1:8000: the other default, localhost:8000, is refused."""
+    r = listed.client.get(f"{API}/status", headers={"Origin": "http://localhost:8000"})
+    assert r.status_code == 403 and r.json()["cause"] == "forbidden_origin"
+    assert "access-control-allow-origin" not in r.headers

@@ -189,14 +189,16 @@ def test_extras_modules_with_cors_for_the_browser(tmp_path):
         token = server_token(server.secrets)
         r = server.client.get("/api/modules", headers={"Origin": "http://localhost:8000", "Authorization": f"Bearer {token}"})
         assert r.status_code == 200 and r.json() == {"modules": ["embeddings"]}
-        assert r.headers["access-control-allow-origin"] == "*"
+        # A listed page gets its own origin back (the access layer's CORS), the route's `*` otherwise.
+        assert r.headers["access-control-allow-origin"] == "http://localhost:8000"
+        assert server.client.get("/api/modules").headers["access-control-allow-origin"] == "*"
         r = server.client.get("/api/modules", headers={"Origin": "http://localhost:8000", "Authorization": "Bearer sekrit"})
         assert r.status_code == 401
         pre = server.client.options("/api/modules", headers={
             "Origin": "http://localhost:8000", "Access-Control-Request-Method": "GET",
             "Access-Control-Request-Headers": "authorization", "Access-Control-Request-Private-Network": "true"})
         assert pre.status_code == 204
-        assert pre.headers["access-control-allow-origin"] == "*"
+        assert pre.headers["access-control-allow-origin"] == "http://localhost:8000"
         assert "GET" in pre.headers["access-control-allow-methods"]
         assert "authorization" in pre.headers["access-control-allow-headers"].lower()
         assert pre.headers["access-control-allow-private-network"] == "true"
@@ -204,9 +206,12 @@ def test_extras_modules_with_cors_for_the_browser(tmp_path):
         server.close()
 
 
-def test_only_the_browser_facing_endpoint_has_cors(st):
-    r = st.client.post("/v1/embeddings", json={"input": "x"}, headers={"Origin": "http://localhost:8000"})
+def test_only_the_browser_facing_endpoint_has_cors_of_its_own(st):
+    """Without an Origin only /api/modules answers CORS; an unlisted page gets none anywhere."""
+    r = st.client.post("/v1/embeddings", json={"input": "x"})
     assert "access-control-allow-origin" not in r.headers
+    r = st.client.post("/v1/embeddings", json={"input": "x"}, headers={"Origin": "http://localhost:3000"})
+    assert r.status_code == 403 and "access-control-allow-origin" not in r.headers
 
 
 # -- connections -----------------------------------------------------------------------------------

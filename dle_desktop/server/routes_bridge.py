@@ -1,0 +1,152 @@
+"""What the SillyTavern bridge extension (resources/st_extension/dle-desktop-bridge) calls besides
+the retrieval and chat routes: its hello, the monitor's view of it, and the list of chats with
+stored state. `BridgeObserver` records the bridge's generations in the monitor.
+
+The monitor (`st_bridge.monitor.BridgeMonitor`) lives on `app.state.bridge_monitor`, handed in by
+the Runtime, so it outlives engine replacements and server restarts."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from dle_desktop import __version__
+from dle_desktop.errors import InputError
+from dle_desktop.retrieval import observe_generations
+from dle_desktop.server.routes_chat import read_json
+from dle_desktop.state.paths import resources_dir
+
+log = logging.getLogger(__name__)
+
+API = "/api/dle/v1"
+#: Requests carrying this header come from the bridge extension (`X-DLE-Client: st-bridge`).
+CLIENT_HEADER = b"x-dle-client"
+CLIENT_NAME = "st-bridge"
+HELLO_FIELDS = ("extension_version", "st_version", "chat_id", "character", "last_error")
+MAX_HELLO_CHARS = 1000
+MAX_CHATS = 500
+
+
+def bundled_extension_version() -> str | None:
+    """The version in the bundled extension's manifest.json, or None without one."""
+    path = resources_dir() / "st_extension" / "dle-desktop-bridge" / "manifest.json"
+    try:
+        version = json.loads(path.read_text(encoding="utf-8")).get("version")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return version if isinstance(version, str) else None
+
+
+def bridge_info(engine) -> dict:
+    """What the extension needs to know about us (the hello's answer)."""
+    settings = engine.settings
+    snap = engine.snapshot
+    return {
+        "server_version": __version__,
+        "bundled_extension_version": bundled_extension_version(),
+        "entries": len(snap) if snap is not None else 0,
+        "index_ready": snap is not None,
+        "index_version": snap.version if snap is not None else None,
+        "vector_routing": settings.st_vector_routing,
+        "forget_deleted_chats": settings.st_forget_deleted_chats,
+        "ai_search": {"enabled": settings.ai_search_enabled, "mode": settings.ai_search_mode,
+                      "timeout_ms": settings.ai_search_timeout},
+        "semantic_enabled": bool(engine.semantic_enabled),
+    }
+
+
+def _hello_fields(raw) -> dict[str, str | None]:
+    if not isinstance(raw, dict):
+        raise InputError(f"send an object: {{{', '.join(f'{n}?' for n in HELLO_FIELDS)}}}")
+    unknown = sorted(k for k in raw if k not in HELLO_FIELDS)
+    if unknown:
+        raise InputError(f"unknown field(s): {', '.join(u[:100] for u in unknown[:20])}")
+    out: dict[str, str | None] = {}
+    for name in HELLO_FIELDS:
+        value = raw.get(name)
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"{name} must be text (or null)")
+        if value is not None and len(value) > MAX_HELLO_CHARS:
+            raise InputError(f"{name} is {len(value)} characters; the limit is {MAX_HELLO_CHARS}")
+        out[name] = value
+    return out
+
+
+async def hello(request: Request) -> JSONResponse:
+    fields = _hello_fields(await read_json(request))
+    request.app.state.bridge_monitor.hello(origin=request.headers.get("origin"), **fields)
+    return JSONResponse(bridge_info(request.app.state.engine))
+
+
+async def bridge_state(request: Request) -> JSONResponse:
+    return JSONResponse(request.app.state.bridge_monitor.snapshot())
+
+
+async def list_chats(request: Request) -> JSONResponse:
+    raw = request.query_params.get("limit", str(MAX_CHATS))
+    limit = int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 10 else 0
+    if not 1 <= limit <= MAX_CHATS:
+        raise InputError(f"limit must be a whole number from 1 to {MAX_CHATS}, not {raw[:40]!r}")
+    return JSONResponse({"chats": await request.app.state.engine.retrieval.list_chats(limit)})
+
+
+def _client(scope) -> str | None:
+    for name, value in scope.get("headers", ()):
+        if name == CLIENT_HEADER:
+            return value.decode("latin-1").strip().lower()
+    return None
+
+
+class BridgeObserver:
+    """For requests with `X-DLE-Client: st-bridge`: a retrieve that produced a generation (not a
+    dry run) is recorded as one (`BridgeMonitor.generation`: chat, character, injected titles,
+    tokens, the request's wall time); any other answered request is a sign of life (`touch`).
+    The generation comes from `retrieval.observe_generations`, so neither the request nor the
+    answer is read twice, and the retrieve route stays routes_chat's own. Failed requests
+    (4xx/5xx) count for nothing: the extension reports its errors in its hello."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or _client(scope) != CLIENT_NAME:
+            return await self.app(scope, receive, send)
+        started = time.perf_counter()
+        seen: list = []
+        status: int | None = None
+
+        async def watch(message):
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        with observe_generations(lambda doc, result: seen.append((doc, result))):
+            await self.app(scope, receive, watch)
+        if status is None or status >= 400:
+            return
+        origin = next((v.decode("latin-1") for n, v in scope.get("headers", ()) if n == b"origin"), None)
+        try:
+            monitor = scope["app"].state.bridge_monitor
+            real = [(doc, result) for doc, result in seen if not doc.dry_run]
+            if real:
+                doc, result = real[-1]
+                monitor.generation(origin=origin, chat_id=doc.chat_id, character=doc.character_name,
+                                   injected=[i.entry.title for i in result.injected], total_tokens=result.total_tokens,
+                                   ms=(time.perf_counter() - started) * 1000)
+            else:
+                monitor.touch(origin=origin)
+        except Exception:  # noqa: BLE001 - the answer is sent; the monitor is only a view
+            log.exception("could not record the SillyTavern bridge's request")
+
+
+routes = [
+    Route(f"{API}/bridge/hello", hello, methods=["POST"]),
+    Route(f"{API}/bridge", bridge_state, methods=["GET"]),
+    Route(f"{API}/chats", list_chats, methods=["GET"]),
+]
