@@ -74,6 +74,7 @@ class DesktopApp:
         self.window.server_notice.settingsRequested.connect(lambda: self.open_settings(page="general"))
         self.window.addFolderRequested.connect(self._add_folder_dialog)
         self.window.channels_view.applyRequested.connect(self.apply_settings)
+        self.window.sillytavern_view.applyRequested.connect(self.apply_settings)
         self.settings_dialog: SettingsDialog | None = None
         self.apply_task: asyncio.Task | None = None
         self._apply_lock = asyncio.Lock()

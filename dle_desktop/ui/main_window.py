@@ -26,6 +26,7 @@ from dle_desktop.ui.bridge import EngineBridge
 from dle_desktop.ui.channels_view import ChannelsView
 from dle_desktop.ui.icons import app_icon
 from dle_desktop.ui.server_notice import ServerNotice
+from dle_desktop.ui.sillytavern_view import SillyTavernView
 from dle_desktop.ui.vault_view import VaultView
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,8 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.channels_view, "Channels")
         self.channels_view.dirtyChanged.connect(
             lambda dirty: self.tabs.setTabText(self.tabs.indexOf(self.channels_view), "Channels •" if dirty else "Channels"))
+        self.sillytavern_view = SillyTavernView(bridge)
+        self.tabs.addTab(self.sillytavern_view, "SillyTavern")
         self.server_notice = ServerNotice()
         central = QWidget()
         column = QVBoxLayout(central)
@@ -103,6 +106,10 @@ class MainWindow(QMainWindow):
         self.channels_view_action = QAction("Channels", self, shortcut=QKeySequence("Ctrl+2"),
                                             statusTip="AI connection profiles, channels, AI search and the breaker (Ctrl+2)",
                                             triggered=lambda *_: self.tabs.setCurrentWidget(self.channels_view))
+        self.sillytavern_view_action = QAction(
+            "SillyTavern", self, shortcut=QKeySequence("Ctrl+5"),
+            statusTip="SillyTavern installs, the bridge extension, its connection and access (Ctrl+5)",
+            triggered=lambda *_: self.tabs.setCurrentWidget(self.sillytavern_view))
         self.find_action = QAction("Find", self, shortcut=QKeySequence.Find, statusTip="Filter the vault's entries (Ctrl+F)",
                                    triggered=lambda *_: self.find())
         self.close_action = QAction("Close window", self, shortcut=QKeySequence.Close, triggered=lambda *_: self.close())
@@ -126,6 +133,7 @@ class MainWindow(QMainWindow):
         m = menu.addMenu("&View")
         m.addAction(self.vault_view_action)
         m.addAction(self.channels_view_action)
+        m.addAction(self.sillytavern_view_action)
         m.addSeparator()
         m.addAction(self.find_action)
         m = menu.addMenu("&Help")
@@ -298,6 +306,7 @@ class MainWindow(QMainWindow):
     def prepare_quit(self) -> None:
         self._quitting = True
         self.channels_view.stop()
+        self.sillytavern_view.stop()
         self.save_state()
 
     def save_state(self) -> None:
@@ -305,6 +314,7 @@ class MainWindow(QMainWindow):
         self.ui_state.setValue("window/state", self.saveState())
         self.vault_view.save_state(self.ui_state)
         self.channels_view.save_state(self.ui_state)
+        self.sillytavern_view.save_state(self.ui_state)
         self.ui_state.setValue("window/tab", self.tabs.currentIndex())
         self.ui_state.sync()
 
@@ -317,6 +327,7 @@ class MainWindow(QMainWindow):
             self.restoreState(state)
         self._pending_select = self.vault_view.restore_state(self.ui_state)
         self.channels_view.restore_state(self.ui_state)
+        self.sillytavern_view.restore_state(self.ui_state)
         tab = self.ui_state.value("window/tab", 0, type=int)
         if 0 <= tab < self.tabs.count():
             self.tabs.setCurrentIndex(tab)
