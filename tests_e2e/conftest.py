@@ -8,6 +8,7 @@ one headless Chromium page on it. Screenshots go to the folder printed at the en
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -22,7 +23,9 @@ if str(REPO_ROOT) not in sys.path:  # `pytest` run without `python -m`
     sys.path.insert(0, str(REPO_ROOT))
 
 from tests.fakes.ai_provider import FakeAiProvider, SeenAiRequest  # noqa: E402
+from tests_e2e.dle_server import DleServer, write_vault  # noqa: E402
 from tests_e2e.sillytavern import (  # noqa: E402
+    USER,
     SillyTavern,
     chat_completion_settings,
     install_dir,
@@ -88,6 +91,29 @@ def sillytavern(tmp_path_factory: pytest.TempPathFactory, fake_llm: FakeAiProvid
 
 
 @pytest.fixture(scope="session")
+def dle(tmp_path_factory: pytest.TempPathFactory, sillytavern: SillyTavern) -> Iterator[DleServer]:
+    """DLE Desktop's `serve` with the e2e vault, allowing SillyTavern's page (its origin), and the
+    bridge installed for SillyTavern's user by the real installer, as the app's Install button does."""
+    from dle_desktop.st_bridge import install as installer
+    from dle_desktop.vectors.tiny_gguf import make_tiny_qwen3_gguf
+
+    root = tmp_path_factory.mktemp("dle")
+    model = make_tiny_qwen3_gguf(root / "tiny-embedder.gguf")
+    server = DleServer(root / "data", write_vault(root / "vault"), embedding_model=model)
+    port = sillytavern.port
+    server.update_settings(server_allowed_origins=[f"http://127.0.0.1:{port}", f"http://localhost:{port}"])
+    found = installer.inspect(sillytavern.st_dir)
+    # The suite's SillyTavern keeps its data in a folder of its own (--dataRoot), not <install>/data.
+    st = dataclasses.replace(found, data_root=sillytavern.data_root, users=(USER,), port=port)
+    installer.install(st, server_url=server.url, token=server.token(), user=USER)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
 def browser() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
@@ -105,18 +131,32 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
-def st_page(browser, sillytavern: SillyTavern, shots_dir: Path):
+def st_page(browser, sillytavern: SillyTavern, dle: DleServer, shots_dir: Path):
     """SillyTavern open in Chromium with the default character's chat showing. Shared by the
-    session's tests (loading SillyTavern costs seconds); each test sends its own messages."""
+    proof's tests (loading SillyTavern costs seconds); each test sends its own messages. The
+    bridge is installed but switched off in this page (in memory only), so that only the proof
+    extension adds to these prompts."""
+    yield from _open_page(browser, sillytavern, shots_dir, "proof", bridge_on=False)
+
+
+@pytest.fixture(scope="module")
+def bridge_page(browser, sillytavern: SillyTavern, dle: DleServer, shots_dir: Path):
+    """A page of its own for the bridge's tests, with the bridge on."""
+    yield from _open_page(browser, sillytavern, shots_dir, "bridge", bridge_on=True)
+
+
+def _open_page(browser, sillytavern: SillyTavern, shots_dir: Path, name: str, bridge_on: bool):
     from tests_e2e.st_page import StPage
 
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = StPage(context.new_page(), sillytavern, shots_dir)
     page.page.set_default_timeout(30_000)
     page.open()
-    page.screenshot("loaded")
+    page.wait_js("the DLE Desktop bridge to start", "() => globalThis.dleDesktopBridge?.ready === true")
+    page.evaluate("(on) => { SillyTavern.getContext().extensionSettings.dle_desktop_bridge.enabled = on; }", bridge_on)
+    page.screenshot(f"{name}-loaded")
     page.open_character(CHARACTER)
-    page.screenshot("character-chat")
+    page.screenshot(f"{name}-character-chat")
     yield page
     context.close()
 
@@ -126,7 +166,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """On a failure, attach a screenshot path and SillyTavern's log tail to the report."""
     report = yield
     if report.failed and call.when in ("setup", "call"):
-        page = item.funcargs.get("st_page") if hasattr(item, "funcargs") else None
+        funcargs = getattr(item, "funcargs", {})
+        page = funcargs.get("st_page") or funcargs.get("bridge_page")
         st = item.funcargs.get("sillytavern") if hasattr(item, "funcargs") else None
         if page is not None:
             report.sections.append(("screenshot", str(page.screenshot("failure-" + item.name))))

@@ -120,7 +120,7 @@ class StPage:
         before = self.page.locator(CHAT_MESSAGES).count()
         box = self.page.locator(SEND_TEXTAREA)
         box.fill(text)
-        self.page.locator(SEND_BUTTON).click()
+        self.press_send()
         expected = expect_reply if isinstance(expect_reply, str) else None
         shown = self.wait_js(
             "the reply to appear in the chat",
@@ -138,6 +138,20 @@ class StPage:
         if callable(expect_reply) and not expect_reply(shown):
             raise self.fail(f"the reply shown was not the one expected: {shown!r}")
         return shown
+
+    def press_send(self, attempts: int = 5) -> None:
+        """Press Send until SillyTavern takes the message (the box empties). Right after a reply
+        is shown SillyTavern may still be finishing that generation and ignores a click."""
+        box = self.page.locator(SEND_TEXTAREA)
+        for _ in range(attempts):
+            self.page.locator(SEND_BUTTON).click()
+            try:
+                self.page.wait_for_function("(sel) => document.querySelector(sel)?.value === ''", arg=SEND_TEXTAREA,
+                                            timeout=3000)
+                return
+            except PlaywrightError:
+                continue
+        raise self.fail(f"SillyTavern did not take the message {box.input_value()[:60]!r} after {attempts} presses of Send")
 
     def set_streaming(self, on: bool) -> None:
         """Tick or untick "Streaming" in the left drawer (AI Response Configuration), as a person would."""

@@ -1,0 +1,266 @@
+"""The DLE Desktop bridge in a real SillyTavern, in a real Chromium, against DLE Desktop's real
+`serve` and a fake LLM that records every prompt: the lore DLE Desktop chooses reaches the prompt
+at its place and role, swipes roll back, chats keep their own state, a stopped DLE Desktop never
+blocks a reply, refusals are refusals, /dle-why explains, and vector routing stores SillyTavern's
+chat vectors in DLE Desktop.
+
+The tests run in file order and share one chat (each sends its own messages)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+from tests.fakes.ai_provider import FakeAiProvider, SeenAiRequest
+from dle_desktop.vectors.st_hash import get_string_hash
+from tests_e2e.dle_server import DleServer
+
+pytestmark = pytest.mark.usefixtures("bridge_page")
+
+
+def token() -> str:
+    return f"E2E-{uuid.uuid4().hex[:8]}"
+
+
+def requests_with(fake: FakeAiProvider, tok: str) -> list[SeenAiRequest]:
+    return [r for r in fake.requests if r.wire == "openai" and tok in r.user_text]
+
+
+def prompt_for(fake: FakeAiProvider, tok: str) -> list[dict]:
+    """The messages of the last completion that carried `tok`, less the proof extension's marker
+    (installed for the same user, it adds one at depth 0)."""
+    sent = requests_with(fake, tok)
+    assert sent, f"no chat completion carried {tok}"
+    return [m for m in sent[-1].body["messages"] if "DLE-PROOF-MARKER" not in str(m.get("content"))]
+
+
+def text_of(messages: list[dict]) -> str:
+    return "\n".join(str(m.get("content")) for m in messages)
+
+
+def index_of(messages: list[dict], marker: str) -> int:
+    found = [i for i, m in enumerate(messages) if marker in str(m.get("content"))]
+    assert len(found) == 1, f"{marker} should be in exactly one message, found {found}"
+    return found[0]
+
+
+def last_result(page) -> dict:
+    return page.evaluate("() => globalThis.dleDesktopBridge.state.last?.result ?? null")
+
+
+def run_command(page, command: str) -> None:
+    page.page.locator("#send_textarea").fill(command)
+    page.press_send()
+
+
+def popup_text(page, must_contain: str, timeout: float = 20.0) -> str:
+    return page.wait_js(f"a popup that says {must_contain!r}",
+                        """(needle) => { const all = [...document.querySelectorAll('.dle-desktop-bridge-popup')];
+                            const hit = all.reverse().find(p => p.innerText.includes(needle));
+                            return hit ? hit.innerText : false; }""", arg=must_contain, timeout=timeout)
+
+
+def close_popups(page) -> None:
+    page.evaluate("""() => document.querySelectorAll('dialog[open] .popup-button-ok, dialog[open] .popup-button-close')
+        .forEach(b => b.click())""")
+    page.page.wait_for_timeout(300)
+
+
+def toast_text(page, must_contain: str, timeout: float = 15.0) -> str:
+    return page.wait_js(f"a notice that says {must_contain!r}",
+                        """(needle) => { const t = [...document.querySelectorAll('#toast-container .toast')]
+                            .map(n => n.innerText).find(x => x.includes(needle)); return t || false; }""",
+                        arg=must_contain, timeout=timeout)
+
+
+def clear_toasts(page) -> None:
+    page.evaluate("() => globalThis.toastr?.clear?.()")
+
+
+# ---- connected -------------------------------------------------------------------------------
+
+def test_the_bridge_says_hello_and_the_app_sees_the_page(bridge_page, dle: DleServer, sillytavern):
+    seen = dle.get("/api/dle/v1/bridge").json()
+    assert seen["connected"] is True, seen
+    assert seen["extension_version"] == "0.1.0"
+    assert seen["origin"] == sillytavern.url
+    panel = bridge_page.evaluate("() => document.getElementById('dle_desktop_bridge_status')?.innerText ?? ''")
+    assert "Connected to DLE Desktop" in panel and "4 entries" in panel, panel
+
+
+# ---- lore in the prompt ----------------------------------------------------------------------
+
+def test_a_key_puts_its_entry_into_the_prompt_at_its_depth_and_role(bridge_page, fake_llm, dle):
+    tok = token()
+    bridge_page.send(f"Shall we rest at the moonwell tonight? {tok}", f"Fake LLM reply to {tok}.")
+    bridge_page.screenshot("bridge-moonwell")
+    messages = prompt_for(fake_llm, tok)
+    at = index_of(messages, "LORE-MOONWELL")
+    assert messages[at]["role"] == "system"
+    # in chat at depth 2: the two newest chat messages (the last reply and the typed one) come after it
+    assert at == len(messages) - 3, [m.get("role") for m in messages]
+    assert tok in str(messages[-1]["content"])
+    assert "<Moonwell Tavern>" in messages[at]["content"]  # DLE's default injection template
+    body = text_of(messages)
+    assert "LORE-CONSTANT" in body  # a constant entry is always there
+    assert "LORE-EMBER" not in body and "LORE-LAMPS" not in body  # keys not named: not there
+    result = last_result(bridge_page)
+    assert sorted(i["title"] for i in result["injected"]) == ["Moonwell Tavern", "World Rules"]
+    seen = dle.get("/api/dle/v1/bridge").json()
+    assert seen["generations"] >= 1 and "Moonwell Tavern" in seen["last_injected"], seen
+
+
+def test_an_entry_on_cooldown_stays_out_and_dle_why_says_why(bridge_page, fake_llm):
+    first, second = token(), token()
+    bridge_page.send(f"I draw the ember blade. {first}", f"Fake LLM reply to {first}.")
+    assert "LORE-EMBER" in text_of(prompt_for(fake_llm, first))
+    bridge_page.send(f"The ember blade hums again. {second}", f"Fake LLM reply to {second}.")
+    body = text_of(prompt_for(fake_llm, second))
+    assert "LORE-EMBER" not in body, "an entry with a cooldown came back at once"
+    assert "LORE-CONSTANT" in body
+    ember = [v for v in last_result(bridge_page)["verdicts"] if v["title"] == "Ember Blade"]
+    assert any("cooldown" in (v["stage"] + v["reason"]).lower() for v in ember), ember
+
+    run_command(bridge_page, "/dle-why")
+    shown = popup_text(bridge_page, "Ember Blade")
+    bridge_page.screenshot("bridge-dle-why")
+    assert "Why this lore?" in shown
+    assert "World Rules" in shown and "cooldown" in shown.lower(), shown
+    close_popups(bridge_page)
+
+
+def test_a_swipe_rolls_back_and_decides_again(bridge_page, fake_llm):
+    tok = token()
+    bridge_page.send(f"Back to the moonwell, then. {tok}", f"Fake LLM reply to {tok}.")
+    assert "LORE-MOONWELL" in text_of(prompt_for(fake_llm, tok))
+    before = len(requests_with(fake_llm, tok))
+    bridge_page.page.locator("#chat .mes").last.locator(".swipe_right").click()
+    bridge_page.wait_js("the swipe's generation to reach the LLM and its reply to show",
+                        """(n) => globalThis.dleDesktopBridge.state.last?.type === 'swipe'
+                            && !document.querySelector('#mes_stop:not([style*="none"])')""", arg=before, timeout=60)
+    bridge_page.wait_js("the swipe to finish", """() => { const s = document.querySelector('#mes_stop');
+                            return !s || getComputedStyle(s).display === 'none'; }""", timeout=60)
+    assert len(requests_with(fake_llm, tok)) == before + 1
+    result = last_result(bridge_page)
+    assert result["swipe_rollback"] is True
+    # Without the rollback the entry injected a moment ago would be held back as a duplicate.
+    assert "LORE-MOONWELL" in text_of(prompt_for(fake_llm, tok))
+    assert "Moonwell Tavern" in [i["title"] for i in result["injected"]]
+
+
+def test_another_chat_uses_its_own_state(bridge_page, fake_llm, dle):
+    first_chat = bridge_page.evaluate("() => SillyTavern.getContext().getCurrentChatId()")
+    run_command(bridge_page, "/newchat")  # SillyTavern's own command, on 1.12 and 1.19
+    bridge_page.wait_js("a new chat to open", "(old) => { const id = SillyTavern.getContext().getCurrentChatId();"
+                        " return id && id !== old ? id : false; }", arg=first_chat, timeout=30)
+    bridge_page.dismiss_popups()
+    second_chat = bridge_page.evaluate("() => SillyTavern.getContext().getCurrentChatId()")
+    tok = token()
+    bridge_page.send(f"Tell me of the ember blade. {tok}", f"Fake LLM reply to {tok}.")
+    # In the first chat the blade is still cooling down; this chat never injected it.
+    assert "LORE-EMBER" in text_of(prompt_for(fake_llm, tok))
+    assert bridge_page.evaluate("() => globalThis.dleDesktopBridge.state.last.chatId") == second_chat
+    one = dle.get("/api/dle/v1/chats/" + quote(first_chat, safe="")).json()
+    two = dle.get("/api/dle/v1/chats/" + quote(second_chat, safe="")).json()
+    assert two["generation_count"] == 1, two
+    assert one["generation_count"] >= 4, one
+
+
+# ---- refusals and failures -------------------------------------------------------------------
+
+def test_with_dle_desktop_stopped_the_reply_still_comes_and_a_notice_says_why(bridge_page, fake_llm, dle):
+    clear_toasts(bridge_page)
+    dle.stop()
+    try:
+        tok = token()
+        shown = bridge_page.send(f"Is anyone at the moonwell? {tok}", f"Fake LLM reply to {tok}.", timeout=90)
+        assert f"Fake LLM reply to {tok}." in shown
+        notice = toast_text(bridge_page, "without lore")
+        bridge_page.screenshot("bridge-dle-stopped")
+        assert "not reachable" in notice, notice
+        body = text_of(prompt_for(fake_llm, tok))
+        assert "LORE-" not in body, "lore from an earlier generation stayed in the prompt"
+    finally:
+        dle.start()
+    # Back up: the next generation gets its lore again, without reloading SillyTavern.
+    tok = token()
+    bridge_page.send(f"Harbour lamps are lit. {tok}", f"Fake LLM reply to {tok}.")
+    assert "LORE-LAMPS" in text_of(prompt_for(fake_llm, tok))
+
+
+def test_a_wrong_token_is_refused_and_the_user_is_told(bridge_page, fake_llm, dle):
+    clear_toasts(bridge_page)
+    bridge_page.evaluate("() => { SillyTavern.getContext().extensionSettings.dle_desktop_bridge.token = 'not-the-token'; }")
+    try:
+        tok = token()
+        bridge_page.send(f"The moonwell again? {tok}", f"Fake LLM reply to {tok}.")
+        notice = toast_text(bridge_page, "refused the token")
+        assert "without lore" in notice
+        assert "LORE-" not in text_of(prompt_for(fake_llm, tok))
+    finally:
+        bridge_page.evaluate("() => { SillyTavern.getContext().extensionSettings.dle_desktop_bridge.token = ''; }")
+    answer = bridge_page.evaluate("""async (url) => { const r = await fetch(url + '/api/dle/v1/status',
+        { headers: { 'X-DLE-Token': 'wrong' } }); return { status: r.status, body: await r.json() }; }""", dle.url)
+    assert answer["status"] == 401 and answer["body"]["cause"] == "bad_token", answer
+
+
+def test_a_foreign_web_page_is_refused(browser, fake_llm, dle):
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(fake_llm.url + "/", wait_until="domcontentloaded")  # another origin on this machine
+        outcome = page.evaluate("""async (url) => { try { const r = await fetch(url + '/api/dle/v1/status');
+            return 'read: ' + r.status; } catch (e) { return 'blocked: ' + e.name; } }""", dle.url)
+        assert outcome == "blocked: TypeError", outcome
+    finally:
+        context.close()
+    refused = httpx.get(dle.url + "/api/dle/v1/status", headers={"Origin": fake_llm.url, "X-DLE-Token": dle.token()})
+    assert refused.status_code == 403 and refused.json()["cause"] == "forbidden_origin"
+    assert "access-control-allow-origin" not in refused.headers
+
+
+# ---- vector routing --------------------------------------------------------------------------
+
+def test_with_vector_routing_on_sillytavern_vectors_land_in_our_store(bridge_page, dle):
+    dle.stop()
+    dle.update_settings(st_vector_routing=True)
+    dle.start()
+    try:
+        bridge_page.evaluate("() => globalThis.dleDesktopBridge.hello()")
+        bridge_page.wait_js("the bridge to learn that routing is on",
+                            "() => globalThis.dleDesktopBridge.state.server?.vector_routing === true")
+        chat_id = bridge_page.evaluate("() => SillyTavern.getContext().getCurrentChatId()")
+        # As a person would: Extensions → Vector Storage → "Enabled for chat messages".
+        bridge_page.evaluate("""() => { const box = document.querySelector('#vectors_enabled_chats');
+            box.checked = true; box.dispatchEvent(new Event('input', { bubbles: true }));
+            box.dispatchEvent(new Event('change', { bubbles: true })); }""")
+        tok = token()
+        bridge_page.send(f"The lamplighters walk the quay at dusk. {tok}", f"Fake LLM reply to {tok}.")
+        typed = f"The lamplighters walk the quay at dusk. {tok}"
+        # Vector Storage syncs a few messages per event; "Vectorize All" does the whole chat now.
+        bridge_page.evaluate("() => document.querySelector('#vectors_vectorize_all').click()")
+        deadline = time.monotonic() + 90
+        hashes: list = []
+        while time.monotonic() < deadline and get_string_hash(typed) not in hashes:
+            listed = dle.post("/api/vector/list", {"collectionId": chat_id, "source": "transformers"})
+            hashes = listed.json() if listed.status_code == 200 else []
+            time.sleep(0.5)
+        bridge_page.screenshot("bridge-vectors-routed")
+        assert get_string_hash(typed) in hashes, f"the typed message did not reach DLE Desktop's store: {hashes}"
+        assert len(set(hashes)) >= 3, hashes  # the greeting and the earlier messages too
+        assert bridge_page.evaluate("() => globalThis.dleDesktopBridge.routingStats.routed") > 0
+        found = dle.post("/api/vector/query", {"collectionId": chat_id, "source": "transformers",
+                                               "searchText": typed, "topK": 10, "threshold": 0.0})
+        assert found.status_code == 200, found.text
+        assert found.json()["hashes"] and set(found.json()["hashes"]) <= set(hashes), found.json()
+    finally:
+        bridge_page.evaluate("""() => { const box = document.querySelector('#vectors_enabled_chats');
+            box.checked = false; box.dispatchEvent(new Event('input', { bubbles: true }));
+            box.dispatchEvent(new Event('change', { bubbles: true })); }""")
+        dle.stop()
+        dle.update_settings(st_vector_routing=False)
+        dle.start()
