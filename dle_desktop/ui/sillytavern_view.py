@@ -58,6 +58,7 @@ class SillyTavernView(QWidget):
         self.bridge = bridge
         self._ticks = 0
         self._tasks: set[asyncio.Future] = set()
+        self._url: str | None = None
         self.timer = QTimer(self)
         self.timer.setInterval(TICK_MS)
         self.timer.timeout.connect(self._tick)
@@ -149,6 +150,10 @@ class SillyTavernView(QWidget):
         self.routing_panel.fill()
         self.chats_panel.fill_setting()
         self.sources_panel.fill()
+        url = self.server_url()
+        if url != self._url:  # the copies' status says whether they point at this address
+            self._url = url
+            self.installs_panel.fill()
 
     def _tick(self) -> None:
         if not self.isVisible():

@@ -8,71 +8,19 @@ import asyncio
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QComboBox,
-    QFileDialog,
-    QGroupBox,
-    QHBoxLayout,
-    QHeaderView,
-    QLabel,
-    QProgressBar,
-    QPushButton,
-    QTableWidget,
-    QTableWidgetItem,
-    QVBoxLayout,
-)
-
+from PySide6.QtWidgets import QComboBox, QFileDialog, QGroupBox, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout
 from shiboken6 import isValid
 
 from dle_desktop.errors import DleError
-from dle_desktop.ui.cut_text import CutTextTips
 from dle_desktop.ui.profile_editor import ERROR_STYLE, OK_STYLE, WARN_STYLE, note
 from dle_desktop.ui.st_common import confirm, in_thread, st_install
+from dle_desktop.ui.st_installs_table import COLUMNS, InstallsTable, scan, status_of, where_text
+
+__all__ = ["COLUMNS", "InstallsPanel", "status_of", "where_text"]
 
 log = logging.getLogger(__name__)
 
-COLUMNS = ("Folder", "SillyTavern", "Where", "Bridge", "Status")
 ALL_USERS = None  # the combo's data for "all users"; a user's name otherwise
-_COLORS = {"ok": "#2e7d32", "warn": "#a15c00", "error": "#b3261e"}
-
-
-def where_text(copy) -> str:
-    if copy is None:
-        return "—"
-    return "all users" if copy.scope == st_install.SCOPE_ALL_USERS else f"user {copy.user}"
-
-
-def status_of(copy, server_url: str | None) -> tuple[str, str]:
-    """(what the Status column says, ok|warn|error|'') for an installed copy (None: not installed)."""
-    if copy is None:
-        return "", ""
-    try:
-        bundled = st_install.bundled_version()
-    except DleError:
-        bundled = None
-    if bundled is not None and copy.version != bundled:
-        return f"update available: {copy.version or '?'} → {bundled}", "warn"
-    if not copy.has_token:
-        return "no token: Update writes one", "error"
-    if server_url and copy.server_url and copy.server_url.rstrip("/") != server_url:
-        return f"points at {copy.server_url}: Update to use {server_url}", "warn"
-    return "up to date", "ok"
-
-
-def scan(folders, home: Path | None) -> list[tuple[object, list]]:
-    """Every install (the chosen folders first) with the copies of the bridge in it (worker thread)."""
-    out = []
-    for st in st_install.find_installs(tuple(folders), home=home):
-        try:
-            copies = st_install.installed(st)
-        except OSError:
-            log.warning("cannot look into %s", st.root, exc_info=True)
-            copies = []
-        out.append((st, copies))
-    return out
 
 
 class InstallsPanel(QGroupBox):
@@ -82,29 +30,13 @@ class InstallsPanel(QGroupBox):
         #: The home folder searched for installs (None: the user's); tests point it elsewhere.
         self.home: Path | None = None
         self.found: list[tuple[object, list]] = []
-        self.rows: list[tuple[object, object]] = []  # (StInstall, InstalledBridge | None) per table row
         self._busy = 0
         self._scan: asyncio.Future | None = None
         self._asked = 0  # rescans asked for, and how many of them a finished scan answered
         self._scanned = 0
 
-        self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setHorizontalHeaderLabels(COLUMNS)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.table.verticalHeader().hide()
-        self.table.setWordWrap(False)
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.Stretch)
-        for c in (1, 2, 3):
-            header.setSectionResizeMode(c, QHeaderView.ResizeToContents)
-        header.setSectionResizeMode(4, QHeaderView.Interactive)
-        self.table.setColumnWidth(4, 190)
-        header.setStretchLastSection(False)
-        CutTextTips(self.table, middle_columns=(0,))
+        self.table = InstallsTable()
         self.table.itemSelectionChanged.connect(self._selected)
-        self.table.setMinimumHeight(110)
 
         self.choose_button = QPushButton("Choose SillyTavern folder…")
         self.choose_button.setToolTip("Add a SillyTavern install that was not found (the folder holding server.js)")
@@ -191,52 +123,16 @@ class InstallsPanel(QGroupBox):
         return [st for st, _ in self.found]
 
     def fill(self) -> None:
-        keep = self.selected()
-        keep_key = (keep[0].root, keep[1].path if keep[1] else None) if keep else None
-        url = self.view.server_url()
-        self.rows = [(st, c) for st, copies in self.found for c in (copies or [None])]
-        self.table.setRowCount(len(self.rows))
-        for r, (st, copy) in enumerate(self.rows):
-            text, tone = status_of(copy, url)
-            cells = (str(st.root), st.version or "?", where_text(copy),
-                     (copy.version or "?") if copy else "not installed", text)
-            for c, value in enumerate(cells):
-                item = QTableWidgetItem(value)
-                if c == 4 and tone:
-                    item.setForeground(QBrush(QColor(_COLORS[tone])))
-                if c == 0:
-                    item.setToolTip(f"{st.root}\nSillyTavern's page: {st.origins()[0]}  ·  data: {st.data_root}")
-                elif c == 2 and copy is not None:
-                    item.setToolTip(str(copy.path))
-                self.table.setItem(r, c, item)
-        again = next((r for r, (st, c) in enumerate(self.rows)
-                      if keep_key and (st.root, c.path if c else None) == keep_key), None)
-        if again is None and keep is not None:
-            again = next((r for r, (st, _) in enumerate(self.rows) if st.root == keep[0].root), None)
-        self.table.selectRow(again if again is not None else 0)
+        self.table.show_installs(self.found, self.view.server_url())
         self._selected()
 
     def selected(self) -> tuple[object, object] | None:
-        rows = self.table.selectionModel().selectedRows()
-        if not rows or rows[0].row() >= len(self.rows):
-            return None
-        return self.rows[rows[0].row()]
+        return self.table.selected()
 
     def select(self, root: Path, user: str | None = "", all_users: bool = False) -> bool:
         """Select the row of `root` (and of the copy for `user` / all users, when there is one)."""
-        root = Path(root).resolve()
-        best = None
-        for r, (st, copy) in enumerate(self.rows):
-            if st.root != root:
-                continue
-            if best is None:
-                best = r
-            if copy is not None and (copy.scope == st_install.SCOPE_ALL_USERS if all_users else copy.user == user):
-                best = r
-                break
-        if best is None:
+        if not self.table.select(root, user, all_users):
             return False
-        self.table.selectRow(best)
         self._selected()
         return True
 

@@ -138,6 +138,13 @@ def test_install_update_and_remove_for_a_user(desk, st_dir, qloop):
         assert cell(view, 0, "Status") == "up to date"
         assert panel.message.text().startswith(f"Updated to {st_install.bundled_version()} for default-user.")
 
+        config = config_of(copy_dir)
+        config["server_url"] = "http://127.0.0.1:9999"  # written when the server had another port
+        (copy_dir / "dle-config.json").write_text(json.dumps(config), encoding="utf-8")
+        await panel.rescan()
+        assert cell(view, 0, "Status") == "points at http://127.0.0.1:9999: Update to use http://127.0.0.1:8765"
+        assert panel.install_button.text() == "Update"
+
         assert await panel.remove_selected(ask=False)
         assert not copy_dir.exists()
         assert cell(view, 0, "Bridge") == "not installed"
