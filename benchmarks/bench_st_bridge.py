@@ -2,7 +2,17 @@
 """SillyTavern bridge latency (issue: "the bridge adds < 25 ms p50 to a generation at 10,000
 entries with keywords only"): what the bridge's generate interceptor costs a generation, measured
 with performance.now() inside a real SillyTavern page in headless Chromium, against a real
-`dle-desktop serve` indexing the generated 10k-note vault.
+`dle-desktop serve` indexing a generated 10k-note vault.
+
+The vault is bench_pipeline.generate_entries(n) (the entries the pipeline benchmark times), written
+to disk as Markdown notes, and the chat is bench_pipeline.generate_chat over them: entries whose
+keys are names and phrases, a chat that names a 40-entry cast, so a generation gives about a
+hundred verdicts (126 at 10k), not the whole vault, and injects some. bench_index.generate_vault is not used: it is built to stress the
+indexer (621 of its notes have one- or two-letter keys, 26 the key `a`), so under DLE's substring
+matching every chat matched nearly every entry and the run timed a 1.6 MB answer no real vault
+gives. Writing the pipeline's entries out was chosen over filtering generate_vault's short keys:
+it reuses a vault already built for realistic matching (2.45 ms pipeline at 10k), with the same
+fields, and makes the server's timings comparable with bench_pipeline's.
 
     python benchmarks/bench_st_bridge.py [--entries 10000] [--runs 200] [--st-version 1.19.0]
                                          [--workdir DIR] [--json]
@@ -18,7 +28,6 @@ import argparse
 import dataclasses
 import json
 import os
-import random
 import shutil
 import statistics
 import sys
@@ -30,9 +39,10 @@ for p in (REPO, REPO / "benchmarks"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from bench_index import COMMON, cpu_counters, generate_vault, load_average, machine_info  # noqa: E402
+import yaml  # noqa: E402
+from bench_index import cpu_counters, load_average, machine_info  # noqa: E402
+from bench_pipeline import generate_chat, generate_entries  # noqa: E402
 
-SEED = 20240605
 TARGET_P50_MS = 25.0
 WARMUP = 10  # untimed generations first: the keyword automaton, Chromium's preflight cache, JIT
 PREFIX_MESSAGES = 20  # generated messages after the character's greeting before the timed ones
@@ -76,21 +86,36 @@ MEASURE_JS = """async ({prefix, extra, warmup, url, token}) => {
 }"""
 
 
-def make_chat(notes, n: int, seed: int) -> tuple[list[dict], list[str]]:
-    """n chat messages (ST's own shape) between the user and Seraphina, 30-60 words of English
-    each, every one naming 1-2 of a cast of eight vault entries by title (their first key)."""
-    rng = random.Random(seed)
-    cast = [x.title for x in rng.sample([x for x in notes if x.valid], 8)]
-    words = list(COMMON)
-    out = []
-    for i in range(n):
-        text = rng.choices(words, k=rng.randint(30, 60))
-        for name in rng.sample(cast, rng.randint(1, 2)):
-            text.insert(rng.randrange(len(text)), name)
-        user = i % 2 == 0
-        out.append({"name": "User" if user else "Seraphina", "is_user": user, "is_system": False,
-                    "mes": " ".join(text).capitalize() + ".", "send_date": "", "extra": {}})
-    return out, cast
+def write_vault(root: Path, entries) -> int:
+    """Each Entry as the note the parser reads back into it: YAML frontmatter (tags, keys and the
+    other fields the entry sets), the title as `# H1`, the content as the body. Returns the count."""
+    flags = (("constant", "lorebook-always"), ("seed", "lorebook-seed"), ("bootstrap", "lorebook-bootstrap"),
+             ("guide", "lorebook-guide"))
+    for e in entries:
+        fm = {"tags": ["lorebook", *(tag for attr, tag in flags if getattr(e, attr)), *e.tags],
+              "keys": list(e.keys), "priority": e.priority}
+        for name, value in (("refine_keys", list(e.refine_keys)), ("requires", list(e.original_requires)),
+                            ("excludes", list(e.original_excludes)), ("cascade_links", list(e.original_cascade_links)),
+                            ("scanDepth", e.scan_depth), ("excludeRecursion", e.exclude_recursion or None),
+                            ("warmup", e.warmup), ("cooldown", e.cooldown), ("probability", e.probability),
+                            ("position", e.position), ("depth", e.depth), ("role", e.role), ("summary", e.summary)):
+            if value not in (None, [], ""):
+                fm[name] = value
+        path = root / e.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        front = yaml.safe_dump(fm, sort_keys=False, allow_unicode=True, default_flow_style=None, width=10_000)
+        path.write_text(f"---\n{front}---\n# {e.title}\n\n{e.content}\n", encoding="utf-8")
+    return len(entries)
+
+
+def make_chat(entries, n: int) -> tuple[list[dict], list[str]]:
+    """n chat messages in ST's own shape: bench_pipeline.generate_chat (30-80 words each, naming
+    1-3 entries of a 40-entry cast; ~5% narrator lines), between the user and Seraphina, the
+    character the page has open."""
+    chat = generate_chat(entries, n)
+    out = [{"name": "User" if m.is_user else "Seraphina" if not m.extra else m.name, "is_user": m.is_user,
+            "is_system": False, "mes": m.mes, "send_date": "", "extra": dict(m.extra)} for m in chat.messages]
+    return out, chat.cast
 
 
 def tree_cpu() -> float:
@@ -132,8 +157,9 @@ def run(args, log) -> dict:
     shutil.rmtree(work, ignore_errors=True)  # wiped first, like benchmarks/_work
     work.mkdir(parents=True)
     log(f"generating {args.entries} notes ...")
-    vault = generate_vault(work / "vault", args.entries)
-    prefix, cast = make_chat(vault.notes, PREFIX_MESSAGES + WARMUP + args.runs, SEED)
+    entries = generate_entries(args.entries).entries
+    files = write_vault(work / "vault", entries)
+    prefix, cast = make_chat(entries, PREFIX_MESSAGES + WARMUP + args.runs)
     prefix, extra = prefix[:PREFIX_MESSAGES], prefix[PREFIX_MESSAGES:]
 
     fake = st = server = pw = browser = None
@@ -142,7 +168,7 @@ def run(args, log) -> dict:
         fake.default(lambda _req: "Fake LLM reply.")
         st = SillyTavern(install_dir(args.st_version), work / "sillytavern")
         st.seed_settings(chat_completion_settings(st.default_settings(), fake.url + "/v1"))
-        server = DleServer(work / "dle", vault.root)  # default settings: keywords only
+        server = DleServer(work / "dle", work / "vault")  # default settings: keywords only
         server.update_settings(server_allowed_origins=[st.url, f"http://localhost:{st.port}"])
         # As conftest's `dle` fixture: the real installer, into the suite's own data root.
         found = dataclasses.replace(installer.inspect(st.st_dir), data_root=st.data_root, users=(USER,), port=st.port)
@@ -151,7 +177,7 @@ def run(args, log) -> dict:
         log("starting dle-desktop serve and SillyTavern ...")
         server.start()
         deadline = time.monotonic() + 180
-        while (status := server.get("/api/dle/v1/status").json())["entries"] < vault.files // 2 or status["syncing"]:
+        while (status := server.get("/api/dle/v1/status").json())["entries"] < files // 2 or status["syncing"]:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the index did not fill within 180 s: {status}")
             time.sleep(0.5)
@@ -215,6 +241,9 @@ def print_report(r: dict, args) -> None:
         print("note:    other processes were busy during the timed loop: the timings are inflated")
     print(f"setup:   SillyTavern {r['version']} in headless Chromium, dle-desktop serve with default settings "
           f"(keywords only); {r['entries']} entries indexed ({r['skipped']} skipped)")
+    print("vault:   bench_pipeline.generate_entries written as Markdown notes (YAML frontmatter, # H1 title), "
+          "chat from bench_pipeline.generate_chat; not bench_index.generate_vault, whose one- and two-letter "
+          "keys match every chat (see the docstring)")
     print(f"chat:    Seraphina's greeting + {PREFIX_MESSAGES} generated messages, one more per generation "
           f"({WARMUP} warm-up, {args.runs} timed); request {r['request_bytes'][0] // 1000}-{r['request_bytes'][1] // 1000} KB, "
           f"response {r['response_bytes'] // 1000} KB; median {r['injected_median']:g} entries injected, "
