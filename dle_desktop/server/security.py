@@ -40,9 +40,11 @@ _WILDCARD_BINDS = ("0.0.0.0", "::", "")
 #: What a listed page may do cross-origin (answered to its preflights).
 CORS_METHODS = "GET, POST, PUT, DELETE"
 #: Request headers a listed page may send: the token, JSON, the bridge's client name, and what
-#: SillyTavern's own fetches to its Vector API carry (its CSRF token, 1.12's `X-*` source headers).
+#: SillyTavern's own fetches to its Vector API carry (its CSRF token, 1.12's `X-*` source headers);
+#: and the CORS-safelisted ones, should a browser name them anyway (an unusual value makes it).
 CORS_REQUEST_HEADERS = frozenset({"content-type", "authorization", "x-dle-token", "x-csrf-token", "x-requested-with",
-                                  "x-dle-client", *(h.lower() for h in HEADER_FALLBACKS.values())})
+                                  "x-dle-client", *(h.lower() for h in HEADER_FALLBACKS.values()),
+                                  "accept", "accept-language", "content-language"})
 #: Answer headers a page may read besides the CORS-safelisted ones.
 CORS_EXPOSED_HEADERS = "Allow, Content-Length, Retry-After, WWW-Authenticate"
 CORS_MAX_AGE = 600

@@ -79,7 +79,7 @@ def test_the_preflight_takes_sillytaverns_own_headers(live):
     r = live.client.options("/api/vector/query", headers={**PREFLIGHT, "Access-Control-Request-Headers": asked})
     assert r.status_code == 204
     assert r.headers["access-control-allow-headers"] == asked.lower()
-    assert {"x-vllm-url", "x-cohere-model", "x-requested-with"} <= CORS_REQUEST_HEADERS
+    assert {"x-vllm-url", "x-cohere-model", "x-requested-with", "accept"} <= CORS_REQUEST_HEADERS
 
 
 def test_a_preflight_asking_for_another_header_is_refused_by_name(live):
