@@ -14,6 +14,7 @@ from dle_desktop.engine import Engine, source_from_spec
 from dle_desktop.engine_thread import EngineThread
 from dle_desktop.errors import ConfigError, DleError
 from dle_desktop.logging_setup import configure_logging
+from dle_desktop.olra import OlraRunner, rotate_olra_key
 from dle_desktop.server.app import ServerRunner
 from dle_desktop.server.security import rotate_server_token
 from dle_desktop.session_vaults import SessionVaults
@@ -81,6 +82,9 @@ class Runtime:
         self._host = host or ctx.settings.server_host
         self._port = ctx.settings.server_port if port is None else port
         self._serve = self.should_serve(ctx.settings)
+        #: The Obsidian REST emulation (its own thread and loop), or None while `olra_enabled` is off.
+        #: A runner that could not start stays here with `.running` False and `.error` saying why.
+        self.olra: OlraRunner | None = None
 
     def start(self) -> Runtime:
         self.thread.start()
@@ -93,6 +97,7 @@ class Runtime:
                 self.server_error = str(exc)
                 self.server = None
                 log.error("%s", exc)
+        self.restart_olra()
         return self
 
     def replace_engine(self, engine: Engine, settings: Settings | None = None) -> None:
@@ -103,6 +108,8 @@ class Runtime:
             await old.stop()
             if self.server is not None:
                 self.server.set_engine(engine)
+            if self.olra is not None:
+                self.olra.set_engine(engine)
             await engine.start()
 
         self.engine = engine
@@ -142,6 +149,32 @@ class Runtime:
             self.server_error = str(exc)
             log.error("%s", exc)
 
+    def olra_needs_restart(self, old: Settings, new: Settings) -> bool:
+        """Whether applying `new` must (re)start the Obsidian REST emulation: its options changed,
+        or it should run and does not (a busy port may be free now)."""
+        from dle_desktop.settings_apply import OLRA_FIELDS
+
+        changed = any(getattr(old, name) != getattr(new, name) for name in OLRA_FIELDS)
+        return changed or (new.olra_enabled and (self.olra is None or not self.olra.running))
+
+    def restart_olra(self) -> None:
+        """Stop the Obsidian REST emulation and start it again with the current settings (or not at
+        all when `olra_enabled` is off). Only this server restarts; blocking, from any thread."""
+        if self.olra is not None:
+            self.olra.stop()
+            self.olra = None
+        settings = self.ctx.settings
+        if not (self._serve_allowed and settings.olra_enabled):
+            return
+        runner = OlraRunner.from_settings(self.engine, self.ctx.secrets, self.ctx.paths, settings)
+        runner.start()
+        self.olra = runner
+
+    def rotate_olra_key(self) -> str:
+        """A new Obsidian REST emulation API key, in use at once by the running emulation (the old
+        key gets 401 from the next request on); returns it. DLE's vault must be given the new one."""
+        return rotate_olra_key(self.ctx.secrets)
+
     def rotate_server_token(self) -> str:
         """A new server token, in use by the running server at once (the old one is refused from
         the next request on); returns it. Runs on the engine thread, between requests."""
@@ -158,6 +191,8 @@ class Runtime:
         if not self.thread.alive:
             return
         try:
+            if self.olra is not None:
+                self.olra.stop()
             if self.server is not None:
                 self.thread.call(self.server.stop(), timeout=15)
             self.thread.call(self.engine.stop(), timeout=15)
@@ -180,6 +215,10 @@ def run_headless(ctx: Context, engine: Engine, host: str | None, port: int | Non
         runtime.stop()
         return 2
     print(f"listening on {runtime.server.url}", flush=True)
+    if runtime.olra is not None:
+        olra = runtime.olra
+        print(f"Obsidian REST emulation on {olra.url}" + (f" and {olra.https_url}" if olra.https_url else "")
+              if olra.running else f"Obsidian REST emulation not started: {olra.error}", flush=True)
     try:
         while not stop.wait(0.5):
             pass

@@ -5,6 +5,7 @@ callbacks, which the GUI re-posts onto the Qt thread."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import logging
 import time
@@ -314,6 +315,26 @@ class Engine:
             return
         self._pending_paths.setdefault(vault, set()).update(paths)
         self._spawn(self._drain_paths())
+
+    def note_written(self, vault: str, paths: set[str]) -> concurrent.futures.Future | None:
+        """Files under vault `vault` were just written by us (the Obsidian REST emulation's PUT):
+        re-index them now. Callable from any thread; the future is done once the index has them
+        (None: the engine is not running, or sync is paused and the watcher holds the change like
+        any other). The watcher's own batch for the same files that follows finds the same content
+        hash: nothing is parsed twice. The field-definitions file re-reads the whole vault."""
+        loop = self._loop
+        if loop is None or loop.is_closed() or self._stopping or self.sync_paused:
+            return None
+
+        async def index() -> None:
+            primary = self.indexer.primary
+            if primary is not None and primary.name == vault and self.settings.field_definitions_path in paths:
+                await self._run_sync(force=False, reason="field definitions written")
+                return
+            self._pending_paths.setdefault(vault, set()).update(paths)
+            await self._drain_paths()
+
+        return asyncio.run_coroutine_threadsafe(index(), loop)
 
     async def _drain_paths(self) -> None:
         pending, self._pending_paths = self._pending_paths, {}

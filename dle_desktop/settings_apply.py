@@ -1,5 +1,6 @@
 """What a settings change needs: nothing but the window, the running engine told in place, a
-fresh AI service, a new engine (which re-syncs the vaults), or a restarted HTTP server.
+fresh AI service, a new engine (which re-syncs the vaults), a restarted HTTP server, or a restarted
+Obsidian REST emulation.
 
 Anything not named here needs a new engine: a setting added later is applied the slow, safe way
 until someone decides it can be applied in place.
@@ -15,6 +16,8 @@ from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.state.settings import CHANNELS, FIELDS, Settings
 
 SERVER_FIELDS = frozenset({"server_host", "server_port", "server_enabled"})
+#: The Obsidian REST emulation's options: a change restarts that server only (`Runtime.restart_olra`).
+OLRA_FIELDS = frozenset({"olra_enabled", "olra_port", "olra_https", "olra_https_port", "olra_vault"})
 #: Read by the window (or set through their own engine calls), never by a running engine.
 WINDOW_FIELDS = frozenset({"close_to_tray", "show_sync_toasts", "semantic_paused", "sync_paused", "st_folders"})
 #: Where AI calls go: a change starts a fresh AI service (new client, closed breaker, empty cache).
@@ -40,11 +43,14 @@ class ApplyPlan:
     new_engine: bool = False
     rebuild_ai: bool = False
     restart_server: bool = False
+    #: The Obsidian REST emulation restarts (alone: the engine and the lore server keep running).
+    restart_olra: bool = False
 
     @property
     def in_place(self) -> bool:
         """The running engine takes the new settings (it keeps its index)."""
-        return not self.new_engine and bool(self.changed - SERVER_FIELDS - WINDOW_FIELDS or self.rebuild_ai)
+        return not self.new_engine and bool(self.changed - SERVER_FIELDS - OLRA_FIELDS - WINDOW_FIELDS
+                                            or self.rebuild_ai)
 
     def describe(self) -> str:
         """What applying does, for the status bar."""
@@ -57,6 +63,8 @@ class ApplyPlan:
             what = []
         if self.restart_server:
             what.append("server restarted")
+        if self.restart_olra:
+            what.append("Obsidian REST emulation restarted")
         return ", ".join(what)
 
 
@@ -68,11 +76,12 @@ def plan(old: Settings, new: Settings, new_key_ids: Iterable[str] = ()) -> Apply
     """What applying `new` over `old` (plus the keyring entries `new_key_ids`) must restart."""
     changed = changed_fields(old, new)
     key_ids = tuple(new_key_ids)
-    unsorted = changed - SERVER_FIELDS - WINDOW_FIELDS - AI_CONNECTION_FIELDS - IN_PLACE_FIELDS
+    unsorted = changed - SERVER_FIELDS - OLRA_FIELDS - WINDOW_FIELDS - AI_CONNECTION_FIELDS - IN_PLACE_FIELDS
     return ApplyPlan(
         changed=changed,
         # REST vault keys are read when a vault source is made, AI keys on every call.
         new_engine=bool(unsorted) or any(k.startswith("vault:") for k in key_ids),
         rebuild_ai=bool(changed & AI_CONNECTION_FIELDS) or any(k.startswith("ai-profile:") for k in key_ids),
         restart_server=bool(changed & SERVER_FIELDS),
+        restart_olra=bool(changed & OLRA_FIELDS),
     )

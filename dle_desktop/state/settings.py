@@ -383,6 +383,18 @@ class Settings:
         doc="Web pages (origins such as http://127.0.0.1:8000, SillyTavern's default address) allowed to call "
             "the server from a browser; each request must carry the server token. Requests from any other "
             "page are refused.")
+    # Obsidian REST emulation (dle_desktop/olra): DLE in the browser reads and writes our folder vaults
+    olra_enabled: bool = _s(False, doc="Serve the folder vaults with the Obsidian Local REST API subset DeepLore "
+                                       "Enhanced uses, so an unmodified DLE can read and write them without Obsidian.")
+    olra_port: int = _s(27123, lo=1, hi=65535, doc="Plain HTTP port of the Obsidian REST emulation on 127.0.0.1 "
+                                                   "(DLE's default for a new vault; Obsidian's plugin uses it too).")
+    olra_https: bool = _s(False, doc="Also serve HTTPS with a self-signed certificate DLE Desktop makes (the browser "
+                                     "only accepts it once the operating system trusts it); plain HTTP is simpler.")
+    olra_https_port: int = _s(27124, lo=1, hi=65535, doc="HTTPS port of the Obsidian REST emulation (DLE's default "
+                                                         "when its HTTPS box is ticked).")
+    olra_vault: str = _s("", doc="The folder vault served, by name; empty = every enabled folder vault merged "
+                                 "(a path in several vaults is served from the first; a write goes to the vault "
+                                 "that has the file, else the primary one).")
     # SillyTavern bridge (the dle-desktop-bridge extension)
     st_vector_routing: bool = _s(False, doc="SillyTavern's Vector Storage uses DLE Desktop's store and embedder "
                                             "through the bridge.")
