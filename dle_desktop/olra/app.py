@@ -245,8 +245,7 @@ class OlraApp:
                     return await self._error(send, 404, "Not Found", head=head)
                 self.stats["listings"] += 1
                 return await self._json(send, 200, {"files": names}, head=head)
-            found = await asyncio.to_thread(vault_ops.find_file, served, path)
-            data = None if found is None else await asyncio.to_thread(vault_ops.read_file, found[1])
+            data = await asyncio.to_thread(vault_ops.find_and_read, served, path)
         except vault_ops.VaultUnavailable as exc:
             return await self._error(send, 503, f"Service Unavailable: {exc}", head=head)
         except PathRefused as exc:

@@ -159,6 +159,12 @@ def read_file(real: str) -> bytes | None:
         return None
 
 
+def find_and_read(served: ServedVaults, path: VaultPath) -> bytes | None:
+    """`find_file` then `read_file` in one worker-thread hop: the file's bytes, or None (404)."""
+    found = find_file(served, path)
+    return None if found is None else read_file(found[1])
+
+
 class WriteRefused(Exception):
     def __init__(self, status: int, message: str, error_code: int | None = None) -> None:
         super().__init__(message)
