@@ -29,6 +29,7 @@ from dle_desktop.session_vaults import ADDED, SECOND_LAUNCH, SessionVaults, spec
 from dle_desktop.state.secrets import CLI_VAULT_SECRET
 from dle_desktop.state.settings import VaultConfig
 from dle_desktop.ui.bridge import EngineBridge
+from dle_desktop.ui.gc_guard import GuiThreadCollector
 from dle_desktop.ui.icons import app_icon
 from dle_desktop.ui.main_window import MainWindow
 from dle_desktop.ui.model_download import ModelDownload
@@ -383,6 +384,7 @@ def run_gui(args) -> int:
     qapp.setApplicationName("DLE Desktop")
     qapp.setOrganizationName("DLE Desktop")
     qapp.setWindowIcon(app_icon())
+    collector = GuiThreadCollector(qapp).start()  # noqa: F841 - lives as long as qapp
 
     ctx = make_context(args.data_dir, log_to_stderr=True)
     name = instance_name(str(ctx.paths.data_dir))

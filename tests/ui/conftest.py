@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import shutil
 import time
@@ -11,6 +12,19 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "sample_vault"
+
+
+@pytest.fixture(autouse=True)
+def collect_on_the_gui_thread():
+    """As the app does (ui/gc_guard.py): no automatic collection during a test, where it could
+    run on an engine thread and delete a Qt object of an earlier test there (a crash); instead a
+    full collection on this, the GUI, thread after each test."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    yield
+    gc.collect()
+    if was_enabled:
+        gc.enable()
 
 
 @pytest.fixture
