@@ -195,6 +195,21 @@ class RetrievalService:
             await asyncio.to_thread(self.store.save, chat_id, new)
             return new
 
+    async def fork(self, source: str, target: str) -> str | None:
+        """A branch (or checkpoint) of `source` starts with its state, as DLE's chat metadata is
+        copied with a branch. None when copied, else why not."""
+        if source == target:
+            return "a chat cannot be forked from itself"
+        first, second = sorted((source, target))  # one lock order, so two forks never wait on each other
+        async with self._lock(first), self._lock(second):
+            reason = await asyncio.to_thread(self.store.copy_state, source, target)
+            if reason is None:
+                # The branch's first message is a new one, never a regeneration of the parent's last:
+                # without this, a branch from an early message looks like a swipe and rolls back.
+                copied = await asyncio.to_thread(self.store.load, target)
+                await asyncio.to_thread(self.store.save, target, copied.replace(last_swipe_key=None, before_last=None))
+            return reason
+
     async def reset(self, chat_id: str) -> bool:
         async with self._lock(chat_id):
             return await asyncio.to_thread(self.store.delete, chat_id)

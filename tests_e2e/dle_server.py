@@ -49,6 +49,14 @@ priority: 30
 # Ember Blade
 LORE-EMBER: a sword that hums when a liar is near.
 """,
+    "Harbour Map.md": """---
+tags: [lorebook]
+keys: [old map]
+outlet: maps
+---
+# Harbour Map
+LORE-OUTLET: the old map marks a sunken stair under the quay.
+""",
     "Harbour Lamps.md": """---
 tags: [lorebook]
 keys: [harbour lamps]

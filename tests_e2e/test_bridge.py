@@ -8,6 +8,8 @@ The tests run in file order and share one chat (each sends its own messages)."""
 
 from __future__ import annotations
 
+import socket
+import threading
 import time
 import uuid
 from urllib.parse import quote
@@ -64,6 +66,12 @@ def popup_text(page, must_contain: str, timeout: float = 20.0) -> str:
                             return hit ? hit.innerText : false; }""", arg=must_contain, timeout=timeout)
 
 
+def confirm_popups(page) -> None:
+    """Press OK on whatever SillyTavern dialog is open (without waiting for one)."""
+    page.evaluate("""() => [...document.querySelectorAll('#dialogue_popup_ok, dialog[open] .popup-button-ok')]
+        .filter(b => b.offsetParent !== null).forEach(b => b.click())""")
+
+
 def close_popups(page) -> None:
     page.evaluate("""() => document.querySelectorAll('dialog[open] .popup-button-ok, dialog[open] .popup-button-close')
         .forEach(b => b.click())""")
@@ -78,7 +86,7 @@ def toast_text(page, must_contain: str, timeout: float = 15.0) -> str:
 
 
 def clear_toasts(page) -> None:
-    page.evaluate("() => globalThis.toastr?.clear?.()")
+    page.evaluate("() => globalThis.toastr?.remove?.()")  # at once (clear() fades them out slowly)
 
 
 # ---- connected -------------------------------------------------------------------------------
@@ -89,7 +97,7 @@ def test_the_bridge_says_hello_and_the_app_sees_the_page(bridge_page, dle: DleSe
     assert seen["extension_version"] == "0.1.0"
     assert seen["origin"] == sillytavern.url
     panel = bridge_page.evaluate("() => document.getElementById('dle_desktop_bridge_status')?.innerText ?? ''")
-    assert "Connected to DLE Desktop" in panel and "4 entries" in panel, panel
+    assert "Connected to DLE Desktop" in panel and "5 entries" in panel, panel
 
 
 # ---- lore in the prompt ----------------------------------------------------------------------
@@ -107,7 +115,7 @@ def test_a_key_puts_its_entry_into_the_prompt_at_its_depth_and_role(bridge_page,
     assert "<Moonwell Tavern>" in messages[at]["content"]  # DLE's default injection template
     body = text_of(messages)
     assert "LORE-CONSTANT" in body  # a constant entry is always there
-    assert "LORE-EMBER" not in body and "LORE-LAMPS" not in body  # keys not named: not there
+    assert "LORE-EMBER" not in body and "LORE-LAMPS" not in body and "LORE-OUTLET" not in body  # keys not named
     result = last_result(bridge_page)
     assert sorted(i["title"] for i in result["injected"]) == ["Moonwell Tavern", "World Rules"]
     seen = dle.get("/api/dle/v1/bridge").json()
@@ -131,6 +139,30 @@ def test_an_entry_on_cooldown_stays_out_and_dle_why_says_why(bridge_page, fake_l
     assert "Why this lore?" in shown
     assert "World Rules" in shown and "cooldown" in shown.lower(), shown
     close_popups(bridge_page)
+
+
+def set_authors_note(page, text: str) -> None:
+    """Type into SillyTavern's Author's Note for this chat, inserted every message, as a person would."""
+    page.evaluate("""(text) => {
+        const set = (sel, value) => { const el = document.querySelector(sel); el.value = value;
+            el.dispatchEvent(new Event('input', { bubbles: true })); };
+        set('#extension_floating_interval', '1');
+        set('#extension_floating_prompt', text); }""", text)
+
+
+def test_an_outlet_entry_reaches_the_prompt_through_its_macro(bridge_page, fake_llm):
+    set_authors_note(bridge_page, "Map notes: {{dle-outlet-maps}}")
+    try:
+        tok = token()
+        bridge_page.send(f"I unroll the old map. {tok}", f"Fake LLM reply to {tok}.")
+        messages = prompt_for(fake_llm, tok)
+        at = index_of(messages, "LORE-OUTLET")
+        assert "Map notes: " in messages[at]["content"], messages[at]  # where the macro was, not at a depth of its own
+        assert "<Harbour Map>" in messages[at]["content"]
+        placed = bridge_page.evaluate("() => globalThis.dleDesktopBridge.placedKeys()")
+        assert "customWIOutlet_maps" in placed, placed
+    finally:
+        set_authors_note(bridge_page, "")
 
 
 def test_a_swipe_rolls_back_and_decides_again(bridge_page, fake_llm):
@@ -170,6 +202,46 @@ def test_another_chat_uses_its_own_state(bridge_page, fake_llm, dle):
     assert one["generation_count"] >= 4, one
 
 
+def chat_state(dle: DleServer, chat_id: str) -> dict:
+    return dle.get("/api/dle/v1/chats/" + quote(chat_id, safe="")).json()
+
+
+def test_a_branch_starts_with_the_state_of_its_chat(bridge_page, fake_llm, dle):
+    parent = bridge_page.evaluate("() => SillyTavern.getContext().getCurrentChatId()")
+    before = chat_state(dle, parent)
+    run_command(bridge_page, "/branch-create")  # from the greeting: the message count matches the parent's last generation
+    branch = bridge_page.wait_js("the branch to open", "(old) => { const id = SillyTavern.getContext().getCurrentChatId();"
+                                 " return id && id !== old ? id : false; }", arg=parent, timeout=30)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and chat_state(dle, branch)["generation_count"] == 0:
+        time.sleep(0.2)
+    copied = chat_state(dle, branch)
+    assert copied["generation_count"] == before["generation_count"] and copied["cooldowns"] == before["cooldowns"]
+    # The blade was injected in the parent a moment ago: in the branch it is cooling down too.
+    tok = token()
+    bridge_page.send(f"The ember blade, once more. {tok}", f"Fake LLM reply to {tok}.")
+    ember = [v for v in last_result(bridge_page)["verdicts"] if v["title"] == "Ember Blade"]
+    assert "LORE-EMBER" not in text_of(prompt_for(fake_llm, tok)), ember
+    assert chat_state(dle, branch)["generation_count"] == before["generation_count"] + 1
+    assert chat_state(dle, parent)["generation_count"] == before["generation_count"]  # the parent is untouched
+
+
+def test_a_chat_deleted_in_sillytavern_is_forgotten(bridge_page, dle):
+    doomed = bridge_page.evaluate("() => SillyTavern.getContext().getCurrentChatId()")
+    assert doomed in [c["chat_id"] for c in dle.get("/api/dle/v1/chats").json()["chats"]]
+    run_command(bridge_page, "/delchat")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and doomed in [c["chat_id"] for c in dle.get("/api/dle/v1/chats").json()["chats"]]:
+        confirm_popups(bridge_page)  # 1.12 asks "Delete the Chat File?"; 1.19 does not from /delchat
+        time.sleep(0.3)
+    assert doomed not in [c["chat_id"] for c in dle.get("/api/dle/v1/chats").json()["chats"]]
+    # 1.12 leaves its Chat History list open after /delchat: close it, as a person would.
+    bridge_page.evaluate("""() => { const x = document.querySelector('#select_chat_cross');
+        if (x && x.offsetParent !== null) x.click(); }""")
+    bridge_page.wait_js("SillyTavern to open another chat", "(old) => { const id = SillyTavern.getContext().getCurrentChatId();"
+                        " return id && id !== old; }", arg=doomed, timeout=30)
+
+
 # ---- refusals and failures -------------------------------------------------------------------
 
 def test_with_dle_desktop_stopped_the_reply_still_comes_and_a_notice_says_why(bridge_page, fake_llm, dle):
@@ -206,6 +278,76 @@ def test_a_wrong_token_is_refused_and_the_user_is_told(bridge_page, fake_llm, dl
     answer = bridge_page.evaluate("""async (url) => { const r = await fetch(url + '/api/dle/v1/status',
         { headers: { 'X-DLE-Token': 'wrong' } }); return { status: r.status, body: await r.json() }; }""", dle.url)
     assert answer["status"] == 401 and answer["body"]["cause"] == "bad_token", answer
+
+
+class BlackHole:
+    """A TCP server on 127.0.0.1 that accepts connections and never answers: a DLE Desktop that hangs."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.held: list[socket.socket] = []
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        self.sock.settimeout(0.2)
+        while not self._stop.is_set():
+            try:
+                self.held.append(self.sock.accept()[0])
+            except OSError:
+                continue
+
+    def close(self) -> None:
+        self._stop.set()
+        self.thread.join(5)
+        for conn in self.held:
+            conn.close()
+        self.sock.close()
+
+
+@pytest.fixture
+def hanging_dle(bridge_page):
+    hole = BlackHole()
+    bridge_page.evaluate("(url) => { SillyTavern.getContext().extensionSettings.dle_desktop_bridge.server_url = url; }", hole.url)
+    try:
+        yield hole
+    finally:
+        bridge_page.evaluate("""() => { const s = SillyTavern.getContext().extensionSettings.dle_desktop_bridge;
+            s.server_url = ''; s.deadline_ms = 0; }""")
+        hole.close()
+
+
+def test_a_hanging_dle_desktop_costs_the_deadline_and_no_more(bridge_page, fake_llm, hanging_dle):
+    clear_toasts(bridge_page)
+    bridge_page.evaluate("() => { SillyTavern.getContext().extensionSettings.dle_desktop_bridge.deadline_ms = 1500; }")
+    tok = token()
+    started = time.monotonic()
+    bridge_page.send(f"Anyone at the moonwell? {tok}", f"Fake LLM reply to {tok}.")
+    waited = time.monotonic() - started
+    notice = toast_text(bridge_page, "without lore")
+    assert "did not answer within 1.5 s" in notice, notice
+    assert waited >= 1.5, waited  # it did wait for the deadline (an upper bound is not a test's business)
+    assert "LORE-" not in text_of(prompt_for(fake_llm, tok))
+
+
+def test_stop_aborts_the_request_in_flight(bridge_page, fake_llm, hanging_dle):
+    clear_toasts(bridge_page)
+    bridge_page.evaluate("() => { SillyTavern.getContext().extensionSettings.dle_desktop_bridge.deadline_ms = 120000; }")
+    tok = token()
+    bridge_page.page.locator("#send_textarea").fill(f"Never mind, {tok}")
+    bridge_page.press_send()
+    bridge_page.wait_js("the bridge to be waiting on the hanging server", "() => document.querySelector('#mes_stop')"
+                        " && getComputedStyle(document.querySelector('#mes_stop')).display !== 'none'", timeout=20)
+    bridge_page.page.wait_for_timeout(500)
+    bridge_page.page.locator("#mes_stop").click()
+    bridge_page.wait_js("the generation to end after Stop (the deadline is two minutes away)",
+                        "() => { const s = document.querySelector('#mes_stop');"
+                        " return !s || getComputedStyle(s).display === 'none'; }", timeout=30)
+    shown = bridge_page.evaluate("() => [...document.querySelectorAll('#toast-container .toast')].map(t => t.innerText).join('|')")
+    assert "without lore" not in shown, "a Stop is not a failure to tell the user about"
+    assert not bridge_page.evaluate("() => globalThis.dleDesktopBridge.state.lastError?.includes('did not answer within 120')")
 
 
 def test_a_foreign_web_page_is_refused(browser, fake_llm, dle):
@@ -256,7 +398,8 @@ def test_with_vector_routing_on_sillytavern_vectors_land_in_our_store(bridge_pag
         found = dle.post("/api/vector/query", {"collectionId": chat_id, "source": "transformers",
                                                "searchText": typed, "topK": 10, "threshold": 0.0})
         assert found.status_code == 200, found.text
-        assert found.json()["hashes"] and set(found.json()["hashes"]) <= set(hashes), found.json()
+        stored = dle.post("/api/vector/list", {"collectionId": chat_id, "source": "transformers"}).json()
+        assert found.json()["hashes"] and set(found.json()["hashes"]) <= set(stored), found.json()
     finally:
         bridge_page.evaluate("""() => { const box = document.querySelector('#vectors_enabled_chats');
             box.checked = false; box.dispatchEvent(new Event('input', { bubbles: true }));

@@ -269,6 +269,10 @@ _SCHEMAS: dict[str, dict] = {
         "updated_at": {"type": "number", "description": "when the chat's state was last saved (Unix time, seconds)"},
         "records": {"type": "integer", "description": "decision records kept for the chat (at most 50)"},
     }),
+    "ForkRequest": _obj({"from": {**_ref("ChatId"), "description": "the chat it was branched from"}}, additional=False),
+    "ForkResult": _obj({"chat_id": STR, "from": STR,
+                        "copied": {"type": "boolean", "description": "false when the chat had state already, the source had none, or both are one chat"},
+                        "reason": {"type": ["string", "null"], "description": "why nothing was copied"}}),
     "ChatList": _obj({"chats": _arr(_ref("ChatSummary"), "chats with stored state, most recently saved first")}),
     # -- SillyTavern bridge ---------------------------------------------------------------------
     "BridgeHello": _obj({
@@ -416,6 +420,11 @@ def build_document() -> dict:
             "delete": _op("deleteChat", "Forget a chat's state and decision records",
                           _json(_ref("ChatDeleted"), "done"), tag="chats", params=[_CHAT_ID], errors=_BAD_CHAT_ID),
         },
+        f"{API}/chats/{{chat_id}}/fork": {"post": _op(
+            "forkChat", "Start a branched chat with the state of the chat it came from",
+            _json(_ref("ForkResult"), "copied, or why not"), tag="chats", params=[_CHAT_ID], body=_ref("ForkRequest"),
+            errors={**_BODY_ERRORS, "400": _err("bad chat id, or a bad `from`")},
+            description="A chat that has state of its own is never overwritten. Decision records are not copied.")},
         f"{API}/chats/{{chat_id}}/records": {"get": _op(
             "getChatRecords", "A chat's recent decision records", _json(_ref("Records"), "records, newest first"),
             tag="chats",

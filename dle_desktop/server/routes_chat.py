@@ -126,6 +126,16 @@ async def delete_chat(request: Request) -> JSONResponse:
     return JSONResponse({"chat_id": chat_id, "deleted": existed})
 
 
+async def fork_chat(request: Request) -> JSONResponse:
+    chat_id = _chat_id(request)
+    raw = await read_json(request)
+    if not isinstance(raw, dict) or set(raw) != {"from"}:
+        raise InputError('send {"from": "<the chat id it was branched from>"}')
+    source = checked_chat_id(raw["from"])
+    reason = await _service(request).fork(source, chat_id)
+    return JSONResponse({"chat_id": chat_id, "from": source, "copied": reason is None, "reason": reason})
+
+
 async def chat_records(request: Request) -> JSONResponse:
     chat_id = _chat_id(request)
     raw = request.query_params.get("limit", "10")
@@ -146,7 +156,7 @@ _FIELD = {"pins": "pins", "blocks": "blocks", "context": "context", "folder-filt
 
 CHATS = "/api/dle/v1/chats"
 #: Path segments after a chat id that name a part of the chat, not more of its id.
-SUB_RESOURCES = ("records", *_FIELD)
+SUB_RESOURCES = ("records", "fork", *_FIELD)
 
 
 def _make_field_routes(name: str):
@@ -180,6 +190,7 @@ routes = [
     Route("/api/dle/v1/retrieve", retrieve, methods=["POST"]),
     # The sub-resource routes first: `/chats/a/b/records` is chat "a/b"'s records.
     ChatRoute(f"{CHATS}/{{chat_id:path}}/records", chat_records, methods=["GET"]),
+    ChatRoute(f"{CHATS}/{{chat_id:path}}/fork", fork_chat, methods=["POST"]),
     *[r for name in _FIELD for r in _make_field_routes(name)],
     ChatRoute(f"{CHATS}/{{chat_id:path}}", get_chat, methods=["GET"], sub_resources=SUB_RESOURCES),
     ChatRoute(f"{CHATS}/{{chat_id:path}}", delete_chat, methods=["DELETE"], sub_resources=SUB_RESOURCES),

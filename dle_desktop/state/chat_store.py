@@ -231,6 +231,27 @@ class ChatStore:
         return [{"chat_id": c, "generation_count": g if _is_int(g) and g >= 0 else 0, "updated_at": t, "records": n}
                 for c, t, g, n in rows]
 
+    def copy_state(self, source: str, target: str) -> str | None:
+        """Give `target` a copy of `source`'s state (its decision records stay with `source`), in
+        one transaction. Returns None when copied, else why not: the target has state of its
+        own (never overwritten) or the source has none."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                if self._db.execute("SELECT 1 FROM chats WHERE chat_id = ?", (target,)).fetchone():
+                    reason = "the chat already has state of its own"
+                else:
+                    row = self._db.execute("SELECT state FROM chats WHERE chat_id = ?", (source,)).fetchone()
+                    reason = None if row else "the chat it came from has no state"
+                    if row:
+                        self._db.execute("INSERT INTO chats (chat_id, state, updated_at) VALUES (?, ?, ?)",
+                                         (target, row[0], time.time()))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return reason
+
     def delete(self, chat_id: str) -> bool:
         with self._lock:
             self._db.execute("BEGIN")

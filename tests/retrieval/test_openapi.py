@@ -56,7 +56,7 @@ def test_every_route_is_documented_and_nothing_else():
     routes = _starlette_routes(API + "/")
     # The routes the brief names, explicitly.
     expected = {"status", "entries", "entries/{vault}/{path}", "health", "skipped", "sync", "retrieve",
-                "chats/{chat_id}", "chats/{chat_id}/records", "openapi.json", "ai", "ai/breaker/reset",
+                "chats/{chat_id}", "chats/{chat_id}/records", "chats/{chat_id}/fork", "openapi.json", "ai", "ai/breaker/reset",
                 "ai/cache/clear", "ai/channels/{channel}/test", "chats", "bridge", "bridge/hello"}
     expected |= {f"chats/{{chat_id}}/{f}" for f in ("pins", "blocks", "context", "folder-filter", "notebook")}
     assert {p.removeprefix(API + "/") for p, _ in routes} == expected
@@ -173,6 +173,7 @@ def test_live_answers_match_the_documented_schemas(busy_server):
                                                            "chat_id": "c1", "character": "Tamsin"}),
         ("get", f"{API}/bridge", "/bridge", None),
         ("get", f"{API}/chats/c1/records?limit=5", "/chats/{chat_id}/records", None),
+        ("post", f"{API}/chats/c1-branch/fork", "/chats/{chat_id}/fork", {"from": "c1"}),
         ("get", f"{API}/openapi.json", "/openapi.json", None),
         ("get", f"{API}/ai", "/ai", None),
         ("post", f"{API}/ai/breaker/reset", "/ai/breaker/reset", None),

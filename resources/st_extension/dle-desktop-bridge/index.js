@@ -5,7 +5,7 @@
 
 import { call, chatPath, context, loadInstalledConfig, MODULE, settings } from './api.js';
 import { registerCommands } from './commands.js';
-import { abortInflight, chatChanged, interceptor, placedKeys } from './inject.js';
+import { abortInflight, chatChanged, interceptor, placedKeys, waitForFork } from './inject.js';
 import { mountPanel } from './panel.js';
 import { hello, state } from './status.js';
 import { installVectorRouting, routingStats } from './vectors.js';
@@ -23,11 +23,30 @@ async function forgetChat(chatId) {
     }
 }
 
+const forked = new Set();
+
+/**
+ * A branch or checkpoint (SillyTavern writes `main_chat` into its metadata) starts with the state
+ * of the chat it came from, as DLE's chat metadata is copied along with a branch. DLE Desktop
+ * never overwrites a chat that already has state, so asking again is harmless.
+ */
+function forkIfBranch() {
+    const ctx = context();
+    const chatId = ctx.getCurrentChatId?.();
+    const parent = ctx.chatMetadata?.main_chat;
+    if (!chatId || typeof parent !== 'string' || !parent || parent === chatId || forked.has(chatId)) return;
+    forked.add(chatId);
+    const done = call('POST', chatPath(String(chatId), 'fork'), { body: { from: parent }, timeoutMs: 5000 })
+        .catch(error => console.warn('[DLE Desktop bridge] could not carry the state over to a branch', error));
+    waitForFork(done);
+}
+
 function listen() {
     const { eventSource, eventTypes } = context();
     const types = eventTypes ?? context().event_types;
     eventSource.on(types.CHAT_CHANGED, () => {
         chatChanged();
+        forkIfBranch();
         hello();
     });
     eventSource.on(types.GENERATION_STOPPED, abortInflight);

@@ -13,9 +13,37 @@ const MAX_MES = 1_000_000;
 const MAX_NAME = 1000;
 
 const placed = new Set();
+const OUTLET_PREFIX = 'customWIOutlet_';
+/** Outlet text by macro name. SillyTavern 1.19 clears every customWIOutlet_* prompt after the
+ * extensions' interceptors have run (its World Info writes its own outlets there), so
+ * {{outlet::NAME}} would come out empty: {{dle-outlet-NAME}} reads this instead, on 1.12 too. */
+const outlets = new Map();
+const registeredMacros = new Set();
+
+export function outletMacroName(outlet) {
+    const slug = String(outlet).toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');
+    return `dle-outlet-${slug || 'unnamed'}`;
+}
+
+function registerOutletMacro(name) {
+    if (registeredMacros.has(name)) return;
+    registeredMacros.add(name);
+    try {
+        context().registerMacro?.(name, () => outlets.get(name) ?? '', 'Lore from DLE Desktop for this outlet');
+    } catch (error) {
+        console.warn(`[DLE Desktop bridge] could not register {{${name}}}`, error);
+    }
+}
 let inflight = null;
 let chatEpoch = 0;
-let noticeShown = false;
+let lastNotice = ''; // one notice per kind of failure, until a generation gets its lore again
+let pendingFork = null;
+
+/** A branch's first generation waits (within its deadline) for its state to be copied. */
+export function waitForFork(promise) {
+    pendingFork = promise;
+    promise.finally(() => { if (pendingFork === promise) pendingFork = null; });
+}
 
 export function placedKeys() {
     return [...placed];
@@ -25,6 +53,7 @@ export function clearPlaced() {
     const { setExtensionPrompt } = context();
     for (const key of placed) setExtensionPrompt(key, '', NONE, 0);
     placed.clear();
+    outlets.clear();
 }
 
 function place(groups) {
@@ -33,6 +62,11 @@ function place(groups) {
         if (!group || typeof group.key !== 'string' || !group.text) continue;
         setExtensionPrompt(group.key, group.text, Number(group.position), Number(group.depth), !!group.scan, Number(group.role));
         placed.add(group.key);
+        if (group.key.startsWith(OUTLET_PREFIX)) {
+            const name = outletMacroName(group.outlet || group.key.slice(OUTLET_PREFIX.length));
+            outlets.set(name, group.text);
+            registerOutletMacro(name);
+        }
     }
 }
 
@@ -67,8 +101,8 @@ export function deadlineMs() {
 
 function notifyFailure(error) {
     recordError(error.message);
-    if (noticeShown || !settings().notify) return;
-    noticeShown = true;
+    if (lastNotice === error.message || !settings().notify) return;
+    lastNotice = error.message;
     globalThis.toastr?.warning(`${error.message}. This reply goes on without lore.`, 'DLE Desktop bridge', { timeOut: 6000, preventDuplicates: true });
 }
 
@@ -99,6 +133,7 @@ export async function retrieveFor(chat, type) {
     const started = performance.now();
     clearPlaced(); // whatever happens next, nothing from the previous generation stays
     try {
+        if (pendingFork) await Promise.race([pendingFork, new Promise(done => setTimeout(done, deadlineMs() / 2))]);
         const body = {
             chat_id: String(chatId),
             messages: chatWindow(chat),
@@ -112,7 +147,7 @@ export async function retrieveFor(chat, type) {
         place(result?.groups);
         state.last = { chatId: String(chatId), type: type ?? 'normal', at: Date.now(), ms: performance.now() - started, result };
         state.connected = true;
-        noticeShown = false;
+        lastNotice = '';
         clearError();
         changed();
         return result;
