@@ -175,6 +175,20 @@ class Runtime:
         key gets 401 from the next request on); returns it. DLE's vault must be given the new one."""
         return rotate_olra_key(self.ctx.secrets)
 
+    def refresh_server_access(self) -> None:
+        """The running server takes the engine's allowed hosts and origins now (no restart)."""
+        server = self.server
+        if server is None:
+            return
+
+        async def refresh() -> None:
+            server.refresh_access()
+
+        if self.thread.alive:
+            self.thread.call(refresh(), timeout=15)
+        else:
+            server.refresh_access()
+
     def rotate_server_token(self) -> str:
         """A new server token, in use by the running server at once (the old one is refused from
         the next request on); returns it. Runs on the engine thread, between requests."""

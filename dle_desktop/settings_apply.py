@@ -16,6 +16,9 @@ from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.state.settings import CHANNELS, FIELDS, Settings
 
 SERVER_FIELDS = frozenset({"server_host", "server_port", "server_enabled"})
+#: Who may call the server: the running server rebuilds its access rules, nothing restarts
+#: (installing the bridge adds SillyTavern's address; that must not re-read the vaults).
+ACCESS_FIELDS = frozenset({"server_allowed_hosts", "server_allowed_origins"})
 #: The Obsidian REST emulation's options: a change restarts that server only (`Runtime.restart_olra`).
 OLRA_FIELDS = frozenset({"olra_enabled", "olra_port", "olra_https", "olra_https_port", "olra_vault"})
 #: Read by the window (or set through their own engine calls), never by a running engine.
@@ -34,6 +37,7 @@ IN_PLACE_FIELDS = frozenset(
     | {"cache_ttl"}
     # What the bridge's hello reports (the engine's settings); the extension acts on them.
     | {"st_vector_routing", "st_forget_deleted_chats"}
+    | ACCESS_FIELDS  # the engine's settings are what the access rules are built from
 ) - {"librarian_guide_tag"}  # a tag: the vaults are parsed with it
 
 
@@ -45,6 +49,8 @@ class ApplyPlan:
     restart_server: bool = False
     #: The Obsidian REST emulation restarts (alone: the engine and the lore server keep running).
     restart_olra: bool = False
+    #: The running server takes new access rules (allowed hosts and origins) without a restart.
+    refresh_access: bool = False
 
     @property
     def in_place(self) -> bool:
@@ -84,4 +90,5 @@ def plan(old: Settings, new: Settings, new_key_ids: Iterable[str] = ()) -> Apply
         rebuild_ai=bool(changed & AI_CONNECTION_FIELDS) or any(k.startswith("ai-profile:") for k in key_ids),
         restart_server=bool(changed & SERVER_FIELDS),
         restart_olra=bool(changed & OLRA_FIELDS),
+        refresh_access=bool(changed & ACCESS_FIELDS),
     )

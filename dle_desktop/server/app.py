@@ -179,6 +179,12 @@ class ServerRunner:
         if self._access is not None:
             self._access.policy = access_policy(engine, self.host, self._token_holder(engine))
 
+    def refresh_access(self) -> None:
+        """Take the engine's current access settings (allowed hosts and origins) from the next
+        request on; the token and every open connection stay."""
+        if self._access is not None:
+            self._access.policy = access_policy(self.engine, self.host, self._token_holder(self.engine))
+
     def _token_holder(self, engine) -> TokenHolder:
         """One holder while the secret store stays the same, so a looked-up token is kept."""
         if self._token is None or self._token.secrets is not engine.secrets:

@@ -212,6 +212,8 @@ class DesktopApp:
                     await asyncio.to_thread(self.runtime.replace_engine, engine, settings)
                 elif todo.in_place:
                     await self.bridge.call(self.bridge.engine.apply_settings(settings, todo.rebuild_ai))
+                    if todo.refresh_access and not todo.restart_server:
+                        await asyncio.to_thread(self.runtime.refresh_server_access)
                     if "semantic_enabled" in todo.changed:
                         self.window.reset_semantic(settings)
                     soon(self.window.refresh_health)  # its limits (scan depth, budget...) may have moved

@@ -12,6 +12,7 @@ import socket
 import pytest
 
 from dle_desktop.server.security import CORS_REQUEST_HEADERS, rotate_server_token, server_token, with_cors
+from dle_desktop.settings_apply import plan
 from dle_desktop.state.settings import Settings
 from tests.retrieval._support import API, LiveServer, messages, write_world
 
@@ -266,3 +267,27 @@ def test_the_runtime_rotates_on_the_engine_thread(tmp_path):
             assert client.get(f"{API}/bridge", headers={"Origin": ST, "X-DLE-Token": new}).status_code == 200
     finally:
         runtime.stop()
+
+
+# ----------------------------------------------------------------------------- access rules applied in place
+
+
+def test_a_newly_allowed_origin_is_accepted_without_a_restart_and_a_removed_one_refused(fresh):
+    """Installing the bridge into a SillyTavern on another port adds its address: the running
+    server takes it at once, keeping its engine, its index and its token."""
+    other = "http://127.0.0.1:8123"
+    token = server_token(fresh.secrets)
+    ask = lambda origin: fresh.client.get(f"{API}/bridge", headers={"Origin": origin, "X-DLE-Token": token})  # noqa: E731
+    assert ask(other).status_code == 403
+    engine_before = fresh.engine
+    settings = fresh.engine.settings.replace(server_allowed_origins=[other])
+    assert plan(fresh.engine.settings, settings).refresh_access and not plan(fresh.engine.settings, settings).new_engine
+
+    async def apply():
+        await fresh.engine.apply_settings(settings)
+        fresh.runner.refresh_access()
+
+    fresh.thread.call(apply(), timeout=30)
+    assert ask(other).status_code == 200 and ask(other).headers["access-control-allow-origin"] == other
+    assert ask(ST).status_code == 403  # no longer listed
+    assert fresh.engine is engine_before
