@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("server-token", help="print the token that LAN clients and listed web pages send to the server")
     _common(p, sub=True)
 
+    p = sub.add_parser("olra-key", help="print the API key DeepLore Enhanced sends to the Obsidian REST emulation")
+    _common(p, sub=True)
+
     p = sub.add_parser("st", help="find SillyTavern installs; install, update or remove the DLE Desktop bridge extension")
     from dle_desktop.st_cli import add_st_arguments
 
@@ -162,11 +165,12 @@ def main(argv: list[str] | None = None) -> int:
             from dle_desktop.matching_cli import run_match
 
             return run_match(args)
-        if args.command == "server-token":
+        if args.command in ("server-token", "olra-key"):
+            from dle_desktop.olra import olra_key
             from dle_desktop.server.security import server_token
 
             ctx = make_context(args.data_dir)
-            print(server_token(ctx.secrets))
+            print((server_token if args.command == "server-token" else olra_key)(ctx.secrets))
             if not ctx.secrets.persistent:
                 print(f"warning: {ctx.secrets.problem}", file=sys.stderr)
             return 0

@@ -27,6 +27,7 @@ from tests_e2e.dle_server import DleServer, write_vault  # noqa: E402
 from tests_e2e.sillytavern import (  # noqa: E402
     USER,
     SillyTavern,
+    free_port,
     chat_completion_settings,
     install_dir,
     st_version,
@@ -101,7 +102,8 @@ def dle(tmp_path_factory: pytest.TempPathFactory, sillytavern: SillyTavern) -> I
     model = make_tiny_qwen3_gguf(root / "tiny-embedder.gguf")
     server = DleServer(root / "data", write_vault(root / "vault"), embedding_model=model)
     port = sillytavern.port
-    server.update_settings(server_allowed_origins=[f"http://127.0.0.1:{port}", f"http://localhost:{port}"])
+    server.update_settings(server_allowed_origins=[f"http://127.0.0.1:{port}", f"http://localhost:{port}"],
+                           olra_enabled=True, olra_port=free_port())  # the Obsidian REST emulation, for DLE itself
     found = installer.inspect(sillytavern.st_dir)
     # The suite's SillyTavern keeps its data in a folder of its own (--dataRoot), not <install>/data.
     st = dataclasses.replace(found, data_root=sillytavern.data_root, users=(USER,), port=port)

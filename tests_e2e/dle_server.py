@@ -108,6 +108,14 @@ class DleServer:
     def token(self) -> str:
         return self.cli("server-token").stdout.strip()
 
+    def olra_key(self) -> str:
+        return self.cli("olra-key").stdout.strip()
+
+    @property
+    def olra_url(self) -> str:
+        settings = json.loads(self.settings_path.read_text(encoding="utf-8"))
+        return f"http://127.0.0.1:{settings['olra_port']}"
+
     def start(self, timeout: float = 90.0) -> DleServer:
         cmd = [sys.executable, "-m", "dle_desktop", "--data-dir", str(self.data_dir), "serve", "--port", str(self.port),
                "--vault", str(self.vault)]

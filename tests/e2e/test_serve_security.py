@@ -56,14 +56,16 @@ def test_serve_on_loopback_says_nothing_about_lan_mode(serve):
     assert "LAN mode" not in stop(s)
 
 
-def test_server_token_prints_the_token(tmp_path):
+@pytest.mark.parametrize("command", ["server-token", "olra-key"])
+def test_the_token_and_the_olra_key_are_printed(tmp_path, command):
     def run() -> subprocess.CompletedProcess:
-        done = subprocess.run([sys.executable, "-m", "dle_desktop", "--data-dir", str(tmp_path / "data"), "server-token"],
+        done = subprocess.run([sys.executable, "-m", "dle_desktop", "--data-dir", str(tmp_path / "data"), command],
                               capture_output=True, text=True, timeout=60, cwd=tmp_path,
                               env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin",
                                    "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"})
         assert done.returncode == 0, done.stderr
-        assert re.fullmatch(r"[A-Za-z0-9_-]{43}\n", done.stdout)
+        # the server token: 32 random bytes in URL-safe base64; the OLRA key: 64 hex digits, as Obsidian's plugin makes
+        assert re.fullmatch(r"[A-Za-z0-9_-]{43}\n" if command == "server-token" else r"[0-9a-f]{64}\n", done.stdout)
         return done
 
     first, second = run(), run()
