@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import uvicorn
 
+from dle_desktop.http_limits import ServerLimits, protocol_class
 from dle_desktop.olra.app import OlraApp
 from dle_desktop.olra.cert import ensure_certificate
 from dle_desktop.olra.keys import KeyHolder
@@ -33,6 +34,11 @@ class OlraLimits:
     max_concurrency: int = 256
     backlog: int = 512
     keep_alive_timeout: int = 30
+    #: Sockets held at once (the longest-idle one makes room past it) and the time a client has
+    #: to send its headers: a page or program that opens sockets and never finishes a request
+    #: cannot run the process out of file descriptors (as for the lore server, http_limits.py).
+    max_connections: int = 384
+    header_timeout: float = 15.0
     #: Worker threads for file reads and listings (this server's own pool).
     io_threads: int = 32
 
@@ -206,12 +212,16 @@ class OlraRunner:
 
     async def _serve(self, socks, ready: concurrent.futures.Future) -> None:
         limits = self.limits
+        # One guard for the HTTP and the HTTPS socket: the cap is on the process's sockets.
+        protocol = protocol_class(ServerLimits(max_connections=limits.max_connections,
+                                               header_timeout=limits.header_timeout,
+                                               keep_alive_timeout=limits.keep_alive_timeout))
         for sock, context in socks:
             # log_config=None: uvicorn logs through our (scrubbed) handlers. No proxy headers, no
             # WebSockets, no lifespan: nothing here needs them.
             config = uvicorn.Config(self.app, log_config=None, log_level="warning", access_log=False,
                                     lifespan="off", server_header=False, proxy_headers=False, ws="none",
-                                    http="h11", timeout_keep_alive=limits.keep_alive_timeout,
+                                    http=protocol, timeout_keep_alive=limits.keep_alive_timeout,
                                     limit_concurrency=limits.max_concurrency, backlog=limits.backlog)
             if context is not None:
                 config.load()

@@ -23,7 +23,7 @@ from dle_desktop.server import (
     routes_lore,
     routes_vector,
 )
-from dle_desktop.server.limits import ServerLimits, protocol_class
+from dle_desktop.http_limits import ServerLimits, protocol_class
 from dle_desktop.server.security import AccessMiddleware, AccessPolicy, BodyLimitMiddleware, TokenHolder, is_loopback_bind
 from dle_desktop.st_bridge.monitor import BridgeMonitor
 

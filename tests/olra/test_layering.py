@@ -6,7 +6,7 @@ from __future__ import annotations
 from tests.test_architecture import PKG, _imports
 
 ALLOWED = ("dle_desktop.core", "dle_desktop.vault", "dle_desktop.state", "dle_desktop.errors",
-           "dle_desktop.logging_setup", "dle_desktop.private_files", "dle_desktop.olra")
+           "dle_desktop.logging_setup", "dle_desktop.private_files", "dle_desktop.http_limits", "dle_desktop.olra")
 
 
 def test_olra_imports_only_the_layers_below():

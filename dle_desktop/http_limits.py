@@ -1,5 +1,5 @@
-"""Connection limits for the embedded server: how many sockets it holds and how long a client may
-take to send its headers.
+"""Connection limits for our HTTP servers (the lore server and the Obsidian REST emulation): how
+many sockets each holds and how long a client may take to send its headers.
 
 uvicorn has `limit_concurrency` (a 503 once a request is read) and an idle keep-alive timeout
 that starts only after a first response; neither stops a client from opening thousands of sockets
