@@ -190,6 +190,8 @@ class DesktopApp:
             todo = dataclasses.replace(todo, new_engine=True)
         if self.runtime.server_needs_restart(old, settings):  # also: it should run and does not (busy port)
             todo = dataclasses.replace(todo, restart_server=True)
+        if todo.restart_olra or self.runtime.olra_needs_restart(old, settings):  # also: it should run and does not
+            todo = dataclasses.replace(todo, restart_olra=True)
         self.apply_task = asyncio.ensure_future(self._apply(settings, todo))
         return self.apply_task
 
@@ -220,6 +222,9 @@ class DesktopApp:
                 if todo.restart_server:
                     await asyncio.to_thread(self.runtime.restart_server)
                     self._show_server_state()
+                if todo.restart_olra:
+                    await asyncio.to_thread(self.runtime.restart_olra)
+                    self.window.sillytavern_view.olra_panel.emulation_restarted()
             except Exception as exc:  # noqa: BLE001 - saved already; say so rather than lose the window
                 log.exception("applying settings failed")
                 self.window.statusBar().showMessage(f"Settings were saved, but applying them failed: {exc}", 15000)

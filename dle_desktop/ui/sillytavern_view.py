@@ -1,10 +1,12 @@
 """The SillyTavern view: the installs of SillyTavern and the bridge extension in them, whether a
 SillyTavern page is connected now, who may call the server (origins, token), routing SillyTavern's
 Vector Storage through DLE Desktop, the manual Vector Storage setup, and the chats DLE Desktop keeps
-state for.
+state for (inner tab "SillyTavern bridge"); and the Obsidian REST emulation that an unmodified
+DeepLore Enhanced reads and writes the folder vaults through (inner tab "DeepLore Enhanced
+(Obsidian REST)", `st_olra_panel`).
 
 The panels (`st_installs_panel`, `st_connection_panel`, `st_access_panel`, `st_vectors_help`,
-`st_chats_panel`) reach the app through this view: settings are saved with `save_settings`, which
+`st_chats_panel`, `st_olra_panel`) reach the app through this view: settings are saved with `save_settings`, which
 hands them to the app's `apply_settings` (as the Channels view's Apply does), never by writing
 settings.json itself. While the view is shown it reads the bridge monitor every two seconds and
 the chat list every ten.
@@ -17,7 +19,7 @@ import logging
 from collections.abc import Callable, Coroutine
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
-from PySide6.QtWidgets import QFrame, QScrollArea, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from dle_desktop.errors import DleError
 from dle_desktop.server.security import is_loopback_bind, server_token
@@ -27,6 +29,7 @@ from dle_desktop.ui.st_access_panel import AccessPanel
 from dle_desktop.ui.st_chats_panel import ChatsPanel
 from dle_desktop.ui.st_connection_panel import ConnectionPanel
 from dle_desktop.ui.st_installs_panel import InstallsPanel
+from dle_desktop.ui.st_olra_panel import OlraPanel
 from dle_desktop.ui.st_vectors_help import VectorRoutingPanel, VectorSourcesPanel
 
 log = logging.getLogger(__name__)
@@ -76,8 +79,15 @@ class SillyTavernView(QWidget):
         self.split.setStretchFactor(0, 4)
         self.split.setStretchFactor(1, 3)
         self.split.setSizes([650, 550])
+        self.olra_panel = OlraPanel(self)
+        self.inner_tabs = QTabWidget()
+        self.inner_tabs.setDocumentMode(True)
+        self.inner_tabs.addTab(self.split, "SillyTavern bridge")
+        self.inner_tabs.addTab(_column((self.olra_panel, 1)), "DeepLore Enhanced (Obsidian REST)")
+        self.inner_tabs.currentChanged.connect(lambda *_: self.olra_panel.refresh())
         layout = QVBoxLayout(self)
-        layout.addWidget(self.split, 1)
+        layout.setContentsMargins(4, 4, 4, 2)  # the inner tab bar takes the room the margins had
+        layout.addWidget(self.inner_tabs, 1)
 
     # -- the app, as the panels see it ------------------------------------------------------------
     def current_settings(self) -> Settings:
@@ -150,6 +160,7 @@ class SillyTavernView(QWidget):
         self.routing_panel.fill()
         self.chats_panel.fill_setting()
         self.sources_panel.fill()
+        self.olra_panel.fill()
         url = self.server_url()
         if url != self._url:  # the copies' status says whether they point at this address
             self._url = url
@@ -161,6 +172,7 @@ class SillyTavernView(QWidget):
         self._ticks += 1
         self.sync_external()
         self.connection_panel.refresh()
+        self.olra_panel.refresh()
         if self._ticks % CHATS_EVERY == 0:
             self.spawn(self.chats_panel.refresh)
 
@@ -168,6 +180,7 @@ class SillyTavernView(QWidget):
         super().showEvent(event)
         self.sync_external()
         self.connection_panel.refresh()
+        self.olra_panel.refresh()
         self.spawn(self.installs_panel.rescan)  # SillyTavern may have been installed or updated meanwhile
         self.spawn(self.chats_panel.refresh)
         self.timer.start()
@@ -187,8 +200,12 @@ class SillyTavernView(QWidget):
     # -- window state -----------------------------------------------------------------------------
     def save_state(self, store) -> None:
         store.setValue("sillytavern/split", self.split.saveState())
+        store.setValue("sillytavern/tab", self.inner_tabs.currentIndex())
 
     def restore_state(self, store) -> None:
         split = store.value("sillytavern/split")
         if isinstance(split, QByteArray):
             self.split.restoreState(split)
+        tab = store.value("sillytavern/tab")
+        if tab is not None and str(tab).isdigit() and int(tab) < self.inner_tabs.count():
+            self.inner_tabs.setCurrentIndex(int(tab))
