@@ -1,0 +1,437 @@
+#!/usr/bin/env python3
+"""Lore recall benchmark (issue 12): does the entry a chat is *about* reach the prompt when the
+chat paraphrases it instead of naming its keys?
+
+    python benchmarks/bench_recall.py [--set benchmarks/recall_set.json] [--model PATH.gguf]
+                                      [--size 10000] [--no-qwen-timing] [--json]
+
+On `benchmarks/recall_set.json` (paraphrase chats over `resources/sample_vault`, each naming one
+entry's content without its keys or title, plus chats that do name keys) it runs the real
+retrieval path (`RetrievalService.dry_run`, the engine's `SemanticSearch` with the real llama.cpp
+embedder) in four modes, all with default settings otherwise:
+
+- keywords: `MatchConfig()` (DLE's pipeline);
+- BM25: `fuzzy_search_enabled` on;
+- semantic: `semantic_enabled` on;
+- hybrid: both on.
+
+and reports per mode:
+
+- recall: the share of paraphrase chats whose target entry is injected;
+- noise: other non-constant entries injected per paraphrase chat (mean);
+- the keyword check: on the chats that name keys, every entry the keywords mode injects is
+  still injected in the other modes; and one fingerprint of the keywords mode's results over
+  every chat (it must never change between commits: DLE parity).
+
+Then speed:
+
+- lookup + fusion at `--size` entries (generated vault, random unit vectors, the embedder
+  replaced by a precomputed vector, so only the store query, passage aggregation and the
+  pipeline's semantic stage are timed), p50 / p95;
+- the query embedding with a Qwen3-Embedding-0.6B-shaped random GGUF (generated once under
+  `benchmarks/_work/`, ~640 MB) for a sliding 4-message window, one new message per generation,
+  as a chat goes (the engine's query cache is part of what is timed).
+
+The model is `../shared/models/all-MiniLM-L6-v2-Q8_0.gguf` unless `--model` says otherwise;
+a real Qwen3-Embedding GGUF in the default data folder's `models/` is measured too when present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from dle_desktop.core.index import VaultSlice, build_snapshot  # noqa: E402
+from dle_desktop.core.pipeline.chat import ChatMessage  # noqa: E402
+from dle_desktop.core.pipeline.chat_input import parse_chat_document  # noqa: E402
+from dle_desktop.core.pipeline.config import MatchConfig  # noqa: E402
+from dle_desktop.core.pipeline.run import run_generation  # noqa: E402
+from dle_desktop.core.pipeline.state import ChatState  # noqa: E402
+from dle_desktop.retrieval import RetrievalService  # noqa: E402
+from dle_desktop.semantic import SemanticSearch  # noqa: E402
+from dle_desktop.vault.indexer import VaultIndexer  # noqa: E402
+from dle_desktop.vault.sources import FolderSource  # noqa: E402
+from dle_desktop.vectors.contracts import EmbeddingProfile  # noqa: E402
+from dle_desktop.vectors.store import VectorStore  # noqa: E402
+
+SET = REPO / "benchmarks" / "recall_set.json"
+MINILM = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-Q8_0.gguf"
+WORK = REPO / "benchmarks" / "_work"
+TARGET_RECALL = 0.85
+TARGET_NOISE = 3.0
+TARGET_LOOKUP_MS = 15.0
+TARGET_QUERY_MS = 300.0
+
+MODES = {
+    "keywords": {},
+    "BM25": {"fuzzy_search_enabled": True},
+    "semantic": {"semantic_enabled": True},
+    "hybrid": {"semantic_enabled": True, "fuzzy_search_enabled": True},
+}
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def load_set(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))["chats"]
+
+
+def sample_snapshot(vault: Path):
+    return asyncio.run(VaultIndexer([FolderSource("v", vault)]).sync_all()).snapshot
+
+
+def pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    if not s:
+        return float("nan")
+    i = min(len(s) - 1, max(0, round(q * (len(s) - 1))))
+    return s[i]
+
+
+# -- recall ------------------------------------------------------------------------------------
+
+def run_mode(service: RetrievalService, snap, chats: list[dict], cfg: MatchConfig, loop) -> dict[str, dict]:
+    out = {}
+    for c in chats:
+        doc = parse_chat_document({"messages": c["messages"]})
+        records = loop.run_until_complete(service.dry_run(snap, doc, cfg, replay=False, seed=1))
+        rec = records[-1]
+        out[c["id"]] = rec
+    return out
+
+
+def injected_paths(snap, rec: dict) -> list[str]:
+    by_title = {}
+    for e in snap.entries:
+        by_title.setdefault((e.vault, e.title), []).append(e)
+    paths = []
+    for i in rec["injected"]:
+        for e in by_title.get((i["vault"], i["title"]), []):
+            paths.append(e.path)
+    return paths
+
+
+def score(snap, chats: list[dict], results: dict[str, dict]) -> dict:
+    constants = {e.path for e in snap.entries if e.constant}
+    para = [c for c in chats if c["kind"] == "paraphrase"]
+    hits, noise, misses = 0, [], []
+    for c in para:
+        got = set(injected_paths(snap, results[c["id"]]))
+        if c["target"] in got:
+            hits += 1
+        else:
+            misses.append(c["id"])
+        noise.append(len(got - {c["target"]} - constants))
+    return {"recall": hits / len(para), "hits": hits, "chats": len(para), "noise": statistics.mean(noise),
+            "noise_max": max(noise), "misses": misses}
+
+
+def fingerprint(results: dict[str, dict]) -> str:
+    h = hashlib.sha256()
+    for cid in sorted(results):
+        h.update(cid.encode())
+        for i in results[cid]["injected"]:
+            h.update(f"\x00{i['title']}|{i['matched_by']}|{i['tokens']}".encode())
+    return h.hexdigest()[:16]
+
+
+def recall_for_model(model: Path, snap, chats: list[dict], label: str) -> dict:
+    from dle_desktop.vectors.embedder import LocalEmbedder
+
+    tmp = tempfile.TemporaryDirectory(prefix="dle-recall-")
+    store = VectorStore(Path(tmp.name) / "vectors")
+    embedder = LocalEmbedder(model)
+    search = SemanticSearch(lambda: store, lambda: embedder)
+    loop = asyncio.new_event_loop()
+    t0 = time.perf_counter()
+
+    async def embed_all():
+        search.schedule(snap)
+        return await search.wait_idle()
+
+    status = loop.run_until_complete(embed_all())
+    embed_s = time.perf_counter() - t0
+    if status.state != "ready":
+        raise SystemExit(f"embedding the sample vault failed: {status.error}")
+    service = RetrievalService(store_factory=lambda: None, snapshot_getter=lambda: snap, config=MatchConfig(),
+                               semantic_lookup=search.lookup)
+    modes = {}
+    raw = {}
+    for name, changes in MODES.items():
+        cfg = MatchConfig(**changes)
+        t0 = time.perf_counter()
+        res = run_mode(service, snap, chats, cfg, loop)
+        secs = time.perf_counter() - t0
+        raw[name] = res
+        modes[name] = score(snap, chats, res) | {"seconds": round(secs, 2)}
+    # keyword check: on chats that name keys, what keywords injects is still injected
+    key_chats = [c for c in chats if c["kind"] == "keys"]
+    kept = {}
+    for name in MODES:
+        ok = 0
+        for c in key_chats:
+            want = {i["title"] for i in raw["keywords"][c["id"]]["injected"]}
+            got = {i["title"] for i in raw[name][c["id"]]["injected"]}
+            ok += want <= got
+        kept[name] = f"{ok}/{len(key_chats)}"
+    example = None
+    for c in chats:
+        if c["kind"] == "paraphrase" and c.get("distracting"):
+            rec = raw["semantic"][c["id"]]
+            example = {"chat": c["id"], "target": c["target"],
+                       "semantic_verdicts": [v for v in rec["verdicts"] if v["stage"] == "semantic"][:4],
+                       "notes": rec["notes"]}
+            break
+    loop.run_until_complete(search.aclose())
+    loop.close()
+    tmp.cleanup()
+    return {"model": label, "embed_vault_s": round(embed_s, 2), "modes": modes, "keywords_kept": kept,
+            "keywords_fingerprint": fingerprint(raw["keywords"]), "example": example}
+
+
+def keyword_leaks(snap, chats: list[dict]) -> list[str]:
+    """Paraphrase chats whose target the keywords already find (a flaw in the set)."""
+    out = []
+    for c in chats:
+        if c["kind"] != "paraphrase":
+            continue
+        msgs = parse_chat_document({"messages": c["messages"]}).messages
+        r, _ = run_generation(snap, msgs, ChatState(), MatchConfig())
+        if c["target"] in {i.entry.path for i in r.injected}:
+            out.append(c["id"])
+    return out
+
+
+# -- speed ----------------------------------------------------------------------------------------
+
+class FixedEmbedder:
+    """Unit vectors from a seeded hash of the text: costs nothing, so only the lookup is timed."""
+
+    def __init__(self, dim: int = 384) -> None:
+        self.dim = dim
+        self.profile = EmbeddingProfile("bench-fixed", prompt_version="raw")
+
+    async def embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            seed = int.from_bytes(hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
+            v = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+            out[i] = v / np.linalg.norm(v)
+        return out
+
+
+def lookup_speed(size: int, queries: int = 200) -> dict:
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_pipeline import generate_chat, generate_entries  # noqa: PLC0415
+
+    gen = generate_entries(size)
+    snap = build_snapshot([VaultSlice("bench", tuple(gen.entries))])
+    chat = generate_chat(list(snap.entries), 40 + queries)
+    tmp = tempfile.TemporaryDirectory(prefix="dle-recall-speed-")
+    store = VectorStore(Path(tmp.name) / "vectors")
+    embedder = FixedEmbedder()
+    search = SemanticSearch(lambda: store, lambda: embedder)
+    loop = asyncio.new_event_loop()
+
+    async def embed_all():
+        search.schedule(snap)
+        return await search.wait_idle()
+
+    t0 = time.perf_counter()
+    loop.run_until_complete(embed_all())
+    index_s = time.perf_counter() - t0
+    service = RetrievalService(store_factory=lambda: None, snapshot_getter=lambda: snap, config=MatchConfig(),
+                               semantic_lookup=search.lookup)
+    # random vectors score near 0: no floor, so every hit goes through the fusion (the worst case)
+    cfg = MatchConfig(semantic_enabled=True, semantic_min_score=-1.0)
+    messages = chat.messages
+    for g in range(30):  # warm up: the store builds its ANN graph on the first queries, in the background
+        loop.run_until_complete(service._semantic(messages[: 10 + g], cfg))
+    time.sleep(3)
+    lookup_ms, fusion_ms, total_ms = [], [], []
+    state = ChatState()
+    for g in range(queries):
+        msgs = messages[: 40 + g]
+        t0 = time.perf_counter()
+        hits, note = loop.run_until_complete(service._semantic(msgs, cfg))
+        t1 = time.perf_counter()
+        r, state = run_generation(snap, msgs, state, cfg, semantic_hits=hits, semantic_note=note)
+        lookup = (t1 - t0) * 1000
+        fusion = r.timings_ms.get("semantic", 0.0)
+        if g >= 5:
+            lookup_ms.append(lookup)
+            fusion_ms.append(fusion)
+            total_ms.append(lookup + fusion)
+    rows = len(store.list_hashes("dle-vault", "dle-local", embedder.profile.key()))
+    loop.run_until_complete(search.aclose())
+    loop.close()
+    tmp.cleanup()
+    return {"entries": size, "rows": rows, "index_s": round(index_s, 1),
+            "lookup_p50": pct(lookup_ms, .5), "fusion_p50": pct(fusion_ms, .5),
+            "total_p50": pct(total_ms, .5), "total_p95": pct(total_ms, .95)}
+
+
+QWEN_MESSAGES = [
+    "Mira: The rain has not stopped since we tied up at the quay, and my boots are soaked through.",
+    "Rook: Then sit by the stove. The ferry will not leave before the murk lifts, whatever the captain says.",
+    "Mira: I keep thinking about that old woman on the steps who stared at my luggage as if she could read it.",
+    "Rook: Half this harbour reads luggage for a living. The other half reads faces, and they are worse.",
+    "Mira: Tell me about the bell people say they hear under the water before every flood.",
+    "Rook: Nobody has found it in three hundred years, but every tavern regular swears to have heard it ring.",
+    "Mira: Could we row out to where it sank, tonight, while the tide is still?",
+    "Rook: At slack water? Only a fool or a tidewright goes out then, and you are not a tidewright.",
+    "Mira: Then I will be a fool. Find me a boat and someone who knows the old harbour.",
+    "Rook: I know a girl with a patched skiff. She will name a fair price and a favour later.",
+    "Mira: A favour? What kind of favour does a ferrywoman ask for?",
+    "Rook: Whatever she likes, whenever she likes. That is the custom, and it is older than the houses.",
+]
+
+
+def qwen_query_speed(generations: int = 9) -> dict:
+    from dle_desktop.vectors.embedder import LocalEmbedder
+    from dle_desktop.vectors.tiny_gguf import make_qwen3_0_6b_shaped_gguf
+
+    WORK.mkdir(parents=True, exist_ok=True)
+    model = WORK / "qwen3-0.6b-shaped-Q8_0.gguf"
+    if not model.is_file():
+        log(f"generating the Qwen3-0.6B-shaped model under {WORK} (once; ~640 MB) ...")
+        make_qwen3_0_6b_shaped_gguf(model)
+    tmp = tempfile.TemporaryDirectory(prefix="dle-recall-qwen-")
+    store = VectorStore(Path(tmp.name) / "vectors")
+    embedder = LocalEmbedder(model)
+    search = SemanticSearch(lambda: store, lambda: embedder)
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(embedder.load())
+    loop.run_until_complete(embedder.embed(["warm up"], query=True))
+    snap = build_snapshot([VaultSlice("v", ())])
+    service = RetrievalService(store_factory=lambda: None, snapshot_getter=lambda: snap, config=MatchConfig(),
+                               semantic_lookup=search.lookup)
+    cfg = MatchConfig(semantic_enabled=True)
+    msgs = [ChatMessage(t.split(": ", 1)[0], t.split(": ", 1)[1], is_user=t.startswith("Mira")) for t in QWEN_MESSAGES]
+    times = []
+    tokens = []
+    for g in range(generations):
+        window = msgs[: 4 + g]
+        t0 = time.perf_counter()
+        loop.run_until_complete(service._semantic(window, cfg))
+        times.append((time.perf_counter() - t0) * 1000)
+        text = "\n".join(f"{m.name}: {m.mes}" for m in window[-4:])
+        tokens.append(len(embedder.token_ids([text], query=True)[0]))
+    loop.run_until_complete(search.aclose())
+    loop.close()
+    tmp.cleanup()
+    steady = times[1:]  # the first generation of a chat embeds its whole window
+    return {"first_ms": times[0], "p50_ms": pct(steady, .5), "p95_ms": pct(steady, .95), "generations": generations,
+            "window_tokens_p50": pct(tokens, .5) if any(tokens) else None}
+
+
+def real_qwen_model() -> Path | None:
+    from dle_desktop.state.paths import resolve_paths
+    from dle_desktop.vectors.model_manager import DEFAULT_MODEL
+
+    try:
+        p = resolve_paths().models_dir / DEFAULT_MODEL.filename
+    except Exception:  # noqa: BLE001
+        return None
+    return p if p.is_file() else None
+
+
+# -- report -------------------------------------------------------------------------------------
+
+def report(res: dict) -> str:
+    lines = [f"Lore recall (benchmarks/bench_recall.py), {res['when']}",
+             f"machine: {res['machine']}",
+             f"set: {res['set']} ({res['paraphrase']} paraphrase chats, {res['distracting']} with distracting "
+             f"speaker names and small talk; {res['keys']} chats that name keys)"]
+    if res["leaks"]:
+        lines.append(f"WARNING: keywords already find the target in: {', '.join(res['leaks'])}")
+    for m in res["models"]:
+        lines.append("")
+        lines.append(f"model: {m['model']} (vault embedded in {m['embed_vault_s']} s)")
+        lines.append(f"{'mode':<10} {'recall':>8} {'noise/chat':>11} {'max':>4}  keywords kept   misses")
+        for name, s in m["modes"].items():
+            miss = ", ".join(s["misses"][:8]) + (" ..." if len(s["misses"]) > 8 else "")
+            lines.append(f"{name:<10} {s['recall'] * 100:7.1f}% {s['noise']:11.2f} {s['noise_max']:4d}  "
+                         f"{m['keywords_kept'][name]:<15} {miss}")
+        lines.append(f"keywords-mode fingerprint (DLE parity, must not change): {m['keywords_fingerprint']}")
+        sem = m["modes"]["semantic"]
+        ok = sem["recall"] >= TARGET_RECALL and sem["noise"] <= TARGET_NOISE
+        lines.append(f"target (semantic on): recall >= {TARGET_RECALL:.0%} with noise <= {TARGET_NOISE:g}: "
+                     f"{'PASS' if ok else 'MISS'}")
+        if m.get("example"):
+            lines.append(f"decision record, {m['example']['chat']} (semantic): "
+                         + json.dumps(m["example"]["semantic_verdicts"][:2], ensure_ascii=False))
+    if res.get("qwen_real") is None:
+        lines.append("")
+        lines.append("Qwen3-Embedding: no real model in the data folder's models/; not measured for recall.")
+    sp = res.get("lookup")
+    if sp:
+        lines.append("")
+        lines.append(f"lookup + fusion at {sp['entries']:,} entries ({sp['rows']:,} stored rows, random vectors): "
+                     f"p50 {sp['total_p50']:.2f} ms (lookup {sp['lookup_p50']:.2f}, fusion {sp['fusion_p50']:.2f}), "
+                     f"p95 {sp['total_p95']:.2f} ms -> {'PASS' if sp['total_p50'] < TARGET_LOOKUP_MS else 'MISS'} "
+                     f"(target < {TARGET_LOOKUP_MS:g} ms)")
+    q = res.get("qwen")
+    if q:
+        lines.append(f"query embedding, Qwen3-0.6B-shaped random GGUF, sliding 4-message window "
+                     f"({q['generations']} generations): first {q['first_ms']:.0f} ms, then p50 {q['p50_ms']:.0f} ms, "
+                     f"p95 {q['p95_ms']:.0f} ms -> {'PASS' if q['p50_ms'] < TARGET_QUERY_MS else 'MISS'} "
+                     f"(target < {TARGET_QUERY_MS:g} ms)")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--set", type=Path, default=SET)
+    ap.add_argument("--model", type=Path, default=MINILM)
+    ap.add_argument("--size", type=int, default=10_000)
+    ap.add_argument("--no-qwen-timing", action="store_true")
+    ap.add_argument("--no-speed", action="store_true")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    data = json.loads(args.set.read_text(encoding="utf-8"))
+    chats = data["chats"]
+    snap = sample_snapshot(REPO / data["vault"])
+    res = {"when": time.strftime("%Y-%m-%d %H:%M"), "set": str(args.set.relative_to(REPO)) if args.set.is_relative_to(REPO) else str(args.set),
+           "machine": f"{platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs",
+           "paraphrase": sum(c["kind"] == "paraphrase" for c in chats),
+           "distracting": sum(bool(c.get("distracting")) for c in chats),
+           "keys": sum(c["kind"] == "keys" for c in chats), "leaks": keyword_leaks(snap, chats), "models": []}
+    if not args.model.is_file():
+        raise SystemExit(f"no model at {args.model}")
+    log(f"recall with {args.model.name} ...")
+    res["models"].append(recall_for_model(args.model, snap, chats, args.model.name))
+    qwen = real_qwen_model()
+    res["qwen_real"] = str(qwen) if qwen else None
+    if qwen:
+        log(f"recall with {qwen.name} ...")
+        res["models"].append(recall_for_model(qwen, snap, chats, qwen.name))
+    if not args.no_speed:
+        log(f"lookup speed at {args.size} entries ...")
+        res["lookup"] = lookup_speed(args.size)
+    if not args.no_qwen_timing:
+        log("query embedding with the Qwen3-0.6B-shaped model ...")
+        res["qwen"] = qwen_query_speed()
+    print(json.dumps(res, indent=1, default=str) if args.json else report(res))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
