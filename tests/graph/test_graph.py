@@ -1,0 +1,301 @@
+"""The Graph view's engine on small known graphs, built from real parsed notes."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+import pytest
+
+from dle_desktop.core.graph import (
+    PRESETS, LayoutParams, analyse, backbone, build_graph, communities, gap_analysis, layout,
+    missing_connections, requires_cycles,
+)
+
+from tests.core._helpers import entry, one_vault
+
+
+def note(title: str, links=(), fm: str = "", body: str = "", tags: str = "lorebook", path: str | None = None):
+    text = " ".join(f"[[{t}]]" for t in links)
+    return entry(title, fm=fm, body=f"{body or title + ' text.'} {text}", tags=tags, path=path)
+
+
+def vault(*entries):
+    return build_graph(one_vault(*entries))
+
+
+def kinds_between(g, a: str, b: str) -> set[str]:
+    ia = next(i for i, e in enumerate(g.entries) if e.title == a)
+    ib = next(i for i, e in enumerate(g.entries) if e.title == b)
+    lo, hi = min(ia, ib), max(ia, ib)
+    return {e.kind for e in g.edges if (e.a, e.b) == (lo, hi)}
+
+
+def two_cliques(size: int = 5):
+    """Two cliques of `size` (A0..A4, B0..B4) joined by one link A0 – B0."""
+    notes = []
+    for side in "AB":
+        names = [f"{side}{i}" for i in range(size)]
+        for i, name in enumerate(names):
+            links = names[i + 1:]
+            if name == "A0":
+                links = [*links, "B0"]
+            notes.append(note(name, links))
+    return vault(*notes)
+
+
+# ---------------------------------------------------------------------------------------------
+# The graph
+# ---------------------------------------------------------------------------------------------
+
+def test_triangle_nodes_edges_and_default_weight():
+    g = vault(note("Alpha", ["Beta"]), note("Beta", ["Gamma"]), note("Gamma", ["Alpha"]))
+    assert [e.title for e in g.entries] == ["Alpha", "Beta", "Gamma"]
+    assert [(e.a, e.b, e.kind) for e in g.edges] == [(0, 1, "link"), (0, 2, "link"), (1, 2, "link")]
+    # each title appears once in the other's content (the link text), so max(1, 1, 0) = 1
+    assert all(e.weight == 1.0 for e in g.edges)
+    assert g.degree.tolist() == [2, 2, 2]
+
+
+def test_edges_by_type_deduplicated_and_undirected():
+    g = vault(
+        note("Alpha", ["Beta", "Beta"], fm="requires: [Beta]\ncascade_links: [Gamma]"),
+        note("Beta", ["Alpha"], fm="excludes: [Gamma]"),
+        note("Gamma"),
+    )
+    assert kinds_between(g, "Alpha", "Beta") == {"link", "requires"}  # Beta → Alpha link folds into one
+    assert kinds_between(g, "Alpha", "Gamma") == {"cascade"}
+    assert kinds_between(g, "Beta", "Gamma") == {"excludes"}
+    assert len([e for e in g.edges if e.kind == "link"]) == 1
+    assert g.requires == ((0, 1),)
+    pairs, w = g.simple_edges(["link"])
+    assert pairs.tolist() == [[0, 1]]
+
+
+def test_weight_is_dle_mention_count_max_of_both_directions():
+    g = vault(
+        note("Saffre", ["Harbour"], body="Saffre sits on the harbour. The harbour floods; the Harbour bell rings."),
+        note("Harbour", ["Saffre"], fm='keys: ["quay"]', body="Quays of Saffre."),
+    )
+    # Saffre's content names "harbour" 3 times in prose + once in the link; Harbour's names Saffre twice
+    (edge,) = g.edges
+    assert edge.weight == 4.0
+    assert build_graph(one_vault(*g.entries), mention_weights=False).edges[0].weight == 1.0
+
+
+def test_short_names_count_whole_words_only():
+    g = vault(note("Ox", ["Hub"], body="Ox boxes oxen. ox."), note("Hub", ["Ox"], body="An ox, an Ox, oxford."))
+    # "ox" (≤ 3 chars) counts as a word: Hub's content has "ox", "Ox" and the link [[Ox]] → 3
+    assert g.edges[0].weight == 3.0
+
+
+def test_graph_false_entries_and_their_edges_are_left_out():
+    g = vault(note("Alpha", ["Hidden", "Beta"]), note("Beta"), note("Hidden", ["Alpha"], fm="graph: false"))
+    assert [e.title for e in g.entries] == ["Alpha", "Beta"]
+    assert [(e.a, e.b) for e in g.edges] == [(0, 1)]
+    assert "Hidden" not in json.dumps(g.to_json())
+
+
+# ---------------------------------------------------------------------------------------------
+# Analysis
+# ---------------------------------------------------------------------------------------------
+
+def test_two_cliques_make_two_communities_and_one_bridge():
+    g = two_cliques()
+    c = communities(g, seed=7)
+    groups = sorted(sorted(g.entries[i].title for i in grp) for grp in c.groups)
+    assert groups == [[f"A{i}" for i in range(5)], [f"B{i}" for i in range(5)]]
+    assert c.modularity > 0.3
+    gaps = gap_analysis(g, c)
+    bridges = [f for f in gaps if f.kind == "bridge"]
+    assert len(bridges) == 1 and set(bridges[0].titles) == {"A0", "B0"}
+    assert "only connection" in bridges[0].message
+    cuts = sorted(f.titles[0] for f in gaps if f.kind == "cut_entry")
+    assert cuts == ["A0", "B0"]
+    assert all(f.data["cut_off"] == 4 for f in gaps if f.kind == "cut_entry")
+    assert communities(g, seed=7, method="louvain").membership == c.membership
+
+
+def test_communities_are_seeded():
+    g = two_cliques(8)
+    assert communities(g, seed=3).membership == communities(g, seed=3).membership
+    assert communities(g, seed=3).to_json(g) == communities(g, seed=3).to_json(g)
+
+
+def test_requires_cycle_reported_once():
+    g = vault(note("A", fm="requires: [B]"), note("B", fm="requires: [C]"), note("C", fm="requires: [A]"),
+              note("D", fm="requires: [A]"))
+    cycles = requires_cycles(g)
+    assert len(cycles) == 1
+    (c,) = cycles
+    assert c.kind == "requires_cycle" and c.titles == ("A", "B", "C")
+    assert "A → B → C → A" in c.message
+    assert len(c.entries) == 3 and all("\x00" in u for u in c.entries)
+
+
+def test_two_entry_cycle_and_self_requires():
+    g = vault(note("A", fm="requires: [B]"), note("B", fm="requires: [A]"), note("Solo", fm="requires: [Solo]"))
+    got = {f.titles: f.message for f in requires_cycles(g)}
+    assert set(got) == {("A", "B"), ("Solo",)}
+    assert "requires itself" in got[("Solo",)]
+
+
+def test_orphan_is_found():
+    g = vault(note("A", ["B"]), note("B"), note("Lonely"))
+    orphans = [f for f in gap_analysis(g) if f.kind == "orphan"]
+    assert [f.titles for f in orphans] == [("Lonely",)]
+    assert orphans[0].message.startswith("'Lonely' has no links")
+
+
+def test_type_imbalance_per_community():
+    consts = [note(f"C{i}", [f"C{j}" for j in range(6) if j != i], tags="lorebook, lorebook-always") for i in range(6)]
+    regular = []
+    for side in "PQR":
+        names = [f"{side}{i}" for i in range(6)]
+        regular += [note(n, [m for m in names if m != n]) for n in names]
+    g = vault(*consts, *regular)
+    imb = [f for f in gap_analysis(g, seed=1) if f.kind == "type_imbalance"]
+    assert len(imb) == 1
+    assert set(imb[0].titles) == {f"C{i}" for i in range(6)}
+    assert imb[0].data["type"] == "constant" and "100% constant" in imb[0].message
+
+
+def test_missing_connections_between_entries_sharing_a_custom_field_value():
+    g = vault(note("Inn", fm="location: [Saffre]"), note("Quay", fm="location: [saffre, Delta]"),
+              note("Bell", ["Inn"], fm="location: Saffre"), note("Far", fm="location: Elsewhere"))
+    found = {f.titles: f for f in missing_connections(g)}
+    assert set(found) == {("Inn", "Quay"), ("Quay", "Bell")}  # Inn – Bell are linked
+    assert "location: Saffre" in found[("Inn", "Quay")].message
+
+
+def test_missing_connections_skip_values_shared_by_too_many():
+    g = vault(*[note(f"N{i}", fm="era: [Old]") for i in range(6)])
+    assert len(missing_connections(g)) == 15
+    assert missing_connections(g, max_shared_group=5) == []
+    assert len(missing_connections(g, max_missing=4)) == 4
+
+
+def test_disparity_backbone_keeps_the_dominant_edges():
+    # A hub with 6 spokes: one heavily mentioned, five mentioned once each
+    hub_body = "Hub. " + "Main " * 40
+    hub = note("Hub", ["Main", *[f"S{i}" for i in range(5)]], body=hub_body)
+    main = note("Main", ["Hub", "S0"], body="Main road")
+    ring = [note(f"S{i}", ["Hub", f"S{(i + 1) % 5}"]) for i in range(5)]  # no spoke has degree 1
+    g = vault(hub, main, *ring)
+    bb = backbone(g, alpha=0.05)
+    kept = {frozenset((g.entries[a].title, g.entries[b].title)) for a, b in bb.pairs.tolist()}
+    assert frozenset(("Hub", "Main")) in kept
+    assert not any("Hub" in p and p != frozenset(("Hub", "Main")) for p in kept)
+    assert bb.total == len(g.simple_edges()[0]) and len(bb.pairs) < bb.total
+    assert backbone(g, alpha=1.01).pairs.shape[0] == bb.total  # alpha above 1 keeps everything
+
+
+def test_analysis_to_json_is_plain_json():
+    g = two_cliques()
+    a = analyse(g, seed=1)
+    doc = json.loads(json.dumps(a.to_json(g)))
+    assert {f["kind"] for f in doc["findings"]} >= {"bridge", "cut_entry"}
+    assert all(set(f) == {"kind", "entries", "titles", "message", "data"} for f in doc["findings"])
+    assert len(doc["communities"]["groups"]) == 2
+
+
+def test_empty_graph():
+    g = build_graph([])
+    assert g.n == 0 and analyse(g).findings == ()
+    assert layout(g).positions.shape == (0, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Layout
+# ---------------------------------------------------------------------------------------------
+
+def test_layout_is_deterministic_per_seed():
+    g = two_cliques()
+    a, b = layout(g, seed=5), layout(g, seed=5)
+    assert np.array_equal(a.positions, b.positions)
+    assert not np.array_equal(a.positions, layout(g, seed=6).positions)
+    assert a.iterations == a.total == PRESETS["balanced"].iterations and not a.cancelled
+    assert set(a.as_dict()) == set(g.uids)
+    json.dumps(a.to_json())
+
+
+def test_layout_separates_the_two_cliques():
+    g = two_cliques()
+    pos = layout(g, seed=1).positions
+    side = np.array([e.title[0] == "A" for e in g.entries])
+    ca, cb = pos[side].mean(axis=0), pos[~side].mean(axis=0)
+    within = max(np.linalg.norm(pos[side] - ca, axis=1).mean(), np.linalg.norm(pos[~side] - cb, axis=1).mean())
+    assert np.linalg.norm(ca - cb) > 1.5 * within
+
+
+def test_presets_spread_differently():
+    g = two_cliques()
+    spans = {name: float(np.ptp(layout(g, name, seed=1).positions, axis=0).max()) for name in PRESETS}
+    assert spans["compact"] < spans["balanced"] < spans["spacious"]
+
+
+def test_progress_and_cancel():
+    g = two_cliques()
+    seen: list[tuple[int, int]] = []
+    layout(g, seed=1, iterations=50, progress=lambda d, t: seen.append((d, t)), progress_every=10)
+    assert seen == [(10, 50), (20, 50), (30, 50), (40, 50), (50, 50)]
+
+    stop = threading.Event()
+    calls = []
+
+    def progress(done, total):
+        calls.append(done)
+        if done == 7:
+            stop.set()
+
+    res = layout(g, seed=1, iterations=100, progress=progress, cancel=stop.is_set, progress_every=1)
+    assert res.cancelled and res.iterations == 7 and calls[-1] == 7
+    assert np.isfinite(res.positions).all()
+
+
+def test_incremental_layout_keeps_old_nodes_near_their_place_and_new_ones_near_neighbours():
+    before = two_cliques()
+    first = layout(before, seed=1)
+    prev = first.as_dict()
+    span = float(np.ptp(first.positions, axis=0).max())
+    after = vault(*before.entries, note("A-new", ["A1", "A2"]))  # a newcomer linked into clique A
+    res = layout(after, seed=1, previous=prev)
+    assert res.total == PRESETS["balanced"].incremental_iterations
+    new = res.as_dict()
+    moved = [np.hypot(new[u][0] - prev[u][0], new[u][1] - prev[u][1]) for u in prev]
+    assert max(moved) < 0.05 * span
+    newcomer = next(e.uid for e in after.entries if e.title == "A-new")
+    a_centre = np.mean([new[e.uid] for e in after.entries if e.title[0] == "A" and e.title != "A-new"], axis=0)
+    b_centre = np.mean([new[e.uid] for e in after.entries if e.title[0] == "B"], axis=0)
+    assert np.linalg.norm(np.array(new[newcomer]) - a_centre) < np.linalg.norm(np.array(new[newcomer]) - b_centre)
+
+
+def test_mesh_repulsion_matches_exact_repulsion_in_shape(monkeypatch):
+    import dle_desktop.core.graph.forceatlas2 as fa2
+
+    notes = []
+    for c in range(8):  # 8 rings of 12
+        names = [f"R{c}-{i}" for i in range(12)]
+        notes += [note(n, [names[(i + 1) % 12], names[(i + 3) % 12]] + ([f"R{(c + 1) % 8}-0"] if i == 0 else []))
+                  for i, n in enumerate(names)]
+    g = vault(*notes)
+
+    def cohesion(pos):
+        ring = np.array([int(e.title[1:].split("-")[0]) for e in g.entries])
+        cent = np.array([pos[ring == c].mean(axis=0) for c in range(8)])
+        return np.linalg.norm(pos - cent[ring], axis=1).mean() / np.linalg.norm(pos - pos.mean(axis=0), axis=1).mean()
+
+    exact = layout(g, seed=2).positions
+    monkeypatch.setattr(fa2, "EXACT_MAX_NODES", 10)
+    mesh = layout(g, seed=2).positions
+    assert not np.array_equal(exact, mesh)
+    assert cohesion(mesh) == pytest.approx(cohesion(exact), abs=0.1)
+    assert cohesion(mesh) < 0.6
+
+
+def test_layout_params_kinds_limit_the_pull():
+    g = vault(note("A", fm="excludes: [B]"), note("B"))
+    free = layout(g, LayoutParams(kinds=("link",)), seed=1).positions
+    pulled = layout(g, LayoutParams(), seed=1).positions
+    assert np.linalg.norm(free[0] - free[1]) > np.linalg.norm(pulled[0] - pulled[1])
