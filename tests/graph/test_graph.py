@@ -252,6 +252,7 @@ def test_progress_and_cancel():
     res = layout(g, seed=1, iterations=100, progress=progress, cancel=stop.is_set, progress_every=1)
     assert res.cancelled and res.iterations == 7 and calls[-1] == 7
     assert np.isfinite(res.positions).all()
+    assert layout(g, seed=1, cancel=stop).iterations == 0  # an Event works as well as its is_set
 
 
 def test_incremental_layout_keeps_old_nodes_near_their_place_and_new_ones_near_neighbours():
@@ -299,3 +300,32 @@ def test_layout_params_kinds_limit_the_pull():
     free = layout(g, LayoutParams(kinds=("link",)), seed=1).positions
     pulled = layout(g, LayoutParams(), seed=1).positions
     assert np.linalg.norm(free[0] - free[1]) > np.linalg.norm(pulled[0] - pulled[1])
+
+
+def test_rebuild_with_previous_reuses_weights_of_unchanged_pairs_only():
+    import dle_desktop.core.graph.model as model
+
+    a = note("Alpha", ["Beta"], body="Beta Beta Beta")
+    b = note("Beta", ["Alpha", "Gamma"])
+    c = note("Gamma", ["Beta"], body="Beta Beta")
+    snap = one_vault(a, b, c)
+    first = build_graph(snap)
+    counted = []
+    real = model._Mentions.count
+
+    def spy(self, src, dst):
+        counted.append((self._entries[src].title, self._entries[dst].title))
+        return real(self, src, dst)
+
+    model._Mentions.count = spy
+    try:
+        c2 = note("Gamma", ["Beta"], body="Beta once")  # an edited note: a new Entry object
+        # a sync: the next snapshot re-uses the unchanged entries' objects
+        second = build_graph(one_vault(a, b, c2, previous=snap), previous=first)
+    finally:
+        model._Mentions.count = real
+    assert sorted(counted) == [("Beta", "Gamma"), ("Gamma", "Beta")]
+    w = {frozenset((second.entries[e.a].title, second.entries[e.b].title)): e.weight for e in second.edges}
+    assert w[frozenset(("Alpha", "Beta"))] == 4.0  # 3 in the prose + the link, reused
+    assert w == {frozenset(e.title for e in (second.entries[x.a], second.entries[x.b])): x.weight
+                 for x in build_graph(one_vault(a, b, c2)).edges}

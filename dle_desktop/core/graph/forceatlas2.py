@@ -22,6 +22,7 @@ move `inertia` times as fast; new nodes start at the centroid of their placed ne
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 
@@ -172,15 +173,18 @@ def layout(
     seed: int = 0,
     previous: Mapping[str, tuple[float, float]] | None = None,
     progress: Callable[[int, int], None] | None = None,
-    cancel: Callable[[], bool] | None = None,
+    cancel: Callable[[], bool] | threading.Event | None = None,
     iterations: int | None = None,
     progress_every: int | None = None,
 ) -> Layout:
     """Lay `graph` out. `previous` (uid → (x, y)) makes it incremental. `progress(done, total)`
     is called every `progress_every` iterations (1 % of them by default) and at the end;
-    `cancel()` (e.g. `threading.Event().is_set`) is polled every iteration, and a cancelled run
-    returns the positions so far with `cancelled=True`. Runs in the caller's thread."""
+    `cancel` (a `threading.Event`, or any callable returning True to stop) is polled every
+    iteration, and a cancelled run returns the positions so far with `cancelled=True`. Runs in
+    the caller's thread (the view runs it in a worker)."""
     p = PRESETS[params] if isinstance(params, str) else params
+    if isinstance(cancel, threading.Event):
+        cancel = cancel.is_set
     incremental = bool(previous)
     total = iterations if iterations is not None else (p.incremental_iterations if incremental else p.iterations)
     n = graph.n
@@ -212,11 +216,13 @@ def layout(
             speed, speed_eff = 1.0, 1.0
         # repulsion
         if mesh is None:
-            diff = pos[:, None, :] - pos[None, :, :]
-            d2 = np.einsum("ijk,ijk->ij", diff, diff)
-            np.fill_diagonal(d2, np.inf)
+            # Σ_j m_j (x_i − x_j) / d_ij² = x_i · Σ_j inv_ij − Σ_j inv_ij x_j, with inv = m_j / d²
+            sq = (pos * pos).sum(axis=1)
+            d2 = sq[:, None] + sq[None, :] - 2.0 * (pos @ pos.T)
             np.maximum(d2, 1e-9, out=d2)
-            force = p.scaling * mass[:, None] * np.einsum("ij,ijk->ik", mass[None, :] / d2, diff)
+            inv = mass[None, :] / d2
+            np.fill_diagonal(inv, 0.0)
+            force = p.scaling * mass[:, None] * (pos * inv.sum(axis=1)[:, None] - inv @ pos)
         else:
             force = p.scaling * mass[:, None] * mesh.field(pos, mass)
         # attraction

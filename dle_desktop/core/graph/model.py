@@ -145,11 +145,15 @@ class _Mentions:
         return total
 
 
-def build_graph(source, mention_weights: bool = True) -> LoreGraph:
+def build_graph(source, mention_weights: bool = True, previous: LoreGraph | None = None) -> LoreGraph:
     """The graph of an `IndexSnapshot` (or a sequence of entries). Entries with `graph: false`
     are left out, and so are edges to them. Titles resolve case-insensitively; where several
     entries share a title (conflict mode `all`), a reference goes to the copies in the same
-    vault, or to every copy when none is there."""
+    vault, or to every copy when none is there.
+
+    Counting mentions is most of the cost (about 2 s at 10,000 entries and 70,000 edges). With
+    `previous` (the graph of an earlier snapshot), a pair whose two entries are the very same
+    objects there (a sync re-uses every unchanged `Entry`) keeps its weight without a recount."""
     all_entries: Sequence[Entry] = getattr(source, "entries", source)
     entries = tuple(e for e in all_entries if e.graph)
     index = {e.uid: i for i, e in enumerate(entries)}
@@ -177,13 +181,26 @@ def build_graph(source, mention_weights: bool = True) -> LoreGraph:
                         typed[(min(i, j), max(i, j), kind)] = None
 
     mentions = _Mentions(entries) if mention_weights else None
+    known: dict[tuple[str, str], tuple[Entry, Entry, float]] = {}
+    if previous is not None and mention_weights:
+        pe = previous.entries
+        for e in previous.edges:
+            ea, eb = pe[e.a], pe[e.b]
+            known[(ea.uid, eb.uid) if ea.uid < eb.uid else (eb.uid, ea.uid)] = (ea, eb, e.weight)
     pair_weight: dict[tuple[int, int], float] = {}
     edges = []
     order = {k: n for n, k in enumerate(EDGE_KINDS)}
     for a, b, kind in sorted(typed, key=lambda t: (t[0], t[1], order[t[2]])):
         w = pair_weight.get((a, b))
         if w is None:
-            w = 1.0 if mentions is None else float(max(1, mentions.count(a, b), mentions.count(b, a)))
+            ea, eb = entries[a], entries[b]
+            hit = known.get((ea.uid, eb.uid) if ea.uid < eb.uid else (eb.uid, ea.uid)) if known else None
+            if hit is not None and {id(hit[0]), id(hit[1])} == {id(ea), id(eb)}:
+                w = hit[2]
+            elif mentions is None:
+                w = 1.0
+            else:
+                w = float(max(1, mentions.count(a, b), mentions.count(b, a)))
             pair_weight[(a, b)] = w
         edges.append(Edge(a, b, kind, w))
     return LoreGraph(entries=entries, edges=tuple(edges), requires=tuple(arcs), index=index)
