@@ -66,12 +66,6 @@ def popup_text(page, must_contain: str, timeout: float = 20.0) -> str:
                             return hit ? hit.innerText : false; }""", arg=must_contain, timeout=timeout)
 
 
-def confirm_popups(page) -> None:
-    """Press OK on whatever SillyTavern dialog is open (without waiting for one)."""
-    page.evaluate("""() => [...document.querySelectorAll('#dialogue_popup_ok, dialog[open] .popup-button-ok')]
-        .filter(b => b.offsetParent !== null).forEach(b => b.click())""")
-
-
 def close_popups(page) -> None:
     page.evaluate("""() => document.querySelectorAll('dialog[open] .popup-button-ok, dialog[open] .popup-button-close')
         .forEach(b => b.click())""")
@@ -231,15 +225,49 @@ def test_a_chat_deleted_in_sillytavern_is_forgotten(bridge_page, dle):
     assert doomed in [c["chat_id"] for c in dle.get("/api/dle/v1/chats").json()["chats"]]
     run_command(bridge_page, "/delchat")
     deadline = time.monotonic() + 20
+    # /delchat confirms its own question (pressing OK ourselves would make 1.12 reopen its chat list).
     while time.monotonic() < deadline and doomed in [c["chat_id"] for c in dle.get("/api/dle/v1/chats").json()["chats"]]:
-        confirm_popups(bridge_page)  # 1.12 asks "Delete the Chat File?"; 1.19 does not from /delchat
         time.sleep(0.3)
     assert doomed not in [c["chat_id"] for c in dle.get("/api/dle/v1/chats").json()["chats"]]
-    # 1.12 leaves its Chat History list open after /delchat: close it, as a person would.
-    bridge_page.evaluate("""() => { const x = document.querySelector('#select_chat_cross');
-        if (x && x.offsetParent !== null) x.click(); }""")
     bridge_page.wait_js("SillyTavern to open another chat", "(old) => { const id = SillyTavern.getContext().getCurrentChatId();"
                         " return id && id !== old; }", arg=doomed, timeout=30)
+    # 1.12 leaves its Chat History list open after /delchat (and may redraw it once more): close
+    # it, as a person would, until it stays closed.
+    closed_since = None
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        shown = bridge_page.evaluate("""() => { const p = document.querySelector('#shadow_select_chat_popup');
+            const open = p && getComputedStyle(p).display !== 'none';
+            if (open) document.querySelector('#select_chat_cross')?.click();
+            return open; }""")
+        if shown:
+            closed_since = None
+        elif closed_since is None:
+            closed_since = time.monotonic()
+        elif time.monotonic() - closed_since > 1.5:
+            break
+        time.sleep(0.25)
+    assert closed_since is not None, "SillyTavern's Chat History list would not close"
+
+
+def test_deeplore_enhanced_itself_beside_the_bridge_is_pointed_out(browser, sillytavern, dle, shots_dir):
+    """DLE's external hook present at load (as when the DeepLore Enhanced extension is enabled too):
+    the bridge says both would inject, once, and its panel keeps saying it."""
+    from tests_e2e.st_page import StPage
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        context.add_init_script("globalThis.deepLoreEnhanced_matchText = () => ({ text: '', count: 0, tokens: 0 });")
+        page = StPage(context.new_page(), sillytavern, shots_dir)
+        page.open()
+        page.wait_js("the bridge to notice DeepLore Enhanced", "() => globalThis.dleDesktopBridge?.state?.dleAlsoActive === true",
+                     timeout=30)
+        notice = toast_text(page, "DeepLore Enhanced is also active")
+        assert "Turn one of them off" in notice
+        panel = page.evaluate("() => document.getElementById('dle_desktop_bridge_status')?.innerText ?? ''")
+        assert "both inject lore" in panel, panel
+    finally:
+        context.close()
 
 
 # ---- refusals and failures -------------------------------------------------------------------

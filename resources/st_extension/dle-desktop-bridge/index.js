@@ -7,7 +7,7 @@ import { call, chatPath, context, loadInstalledConfig, MODULE, settings } from '
 import { registerCommands } from './commands.js';
 import { abortInflight, chatChanged, interceptor, placedKeys, waitForFork } from './inject.js';
 import { mountPanel } from './panel.js';
-import { hello, state } from './status.js';
+import { changed, hello, state } from './status.js';
 import { installVectorRouting, routingStats } from './vectors.js';
 
 const HEARTBEAT_MS = 30_000;
@@ -54,6 +54,17 @@ function listen() {
     if (types.GROUP_CHAT_DELETED) eventSource.on(types.GROUP_CHAT_DELETED, id => forgetChat(id));
 }
 
+/** DeepLore Enhanced itself (its external hook, dle-behaviour §3.11) injecting beside us doubles the lore. */
+function warnIfDleIsActive() {
+    if (state.dleChecked) return;
+    state.dleChecked = true;
+    if (typeof globalThis.deepLoreEnhanced_matchText !== 'function') return;
+    state.dleAlsoActive = true;
+    changed();
+    globalThis.toastr?.warning('DeepLore Enhanced is also active, so both put lore into every prompt. '
+        + 'Turn one of them off (Extensions → Manage extensions).', 'DLE Desktop bridge', { timeOut: 12000 });
+}
+
 async function start() {
     settings();
     await loadInstalledConfig();
@@ -61,6 +72,10 @@ async function start() {
     registerCommands();
     listen();
     mountPanel();
+    // Extensions load one after another: look once they all had their turn.
+    const { eventSource, eventTypes } = context();
+    if (eventTypes?.APP_READY) eventSource.on(eventTypes.APP_READY, warnIfDleIsActive);
+    setTimeout(warnIfDleIsActive, 10000); // should APP_READY have come and gone
     await hello();
     setInterval(() => { if (document.visibilityState !== 'hidden') hello(); }, HEARTBEAT_MS);
 }

@@ -52,6 +52,7 @@ function statusText() {
         parts.push(`Not connected to ${serverUrl()}`);
     }
     if (!hasToken()) parts.push('no token yet (install the bridge from DLE Desktop)');
+    if (state.dleAlsoActive) parts.push('DeepLore Enhanced is also active: both inject lore');
     if (state.last) {
         const r = state.last.result ?? {};
         parts.push(`last generation: ${(r.injected ?? []).length} entries, ${r.total_tokens ?? 0} tokens, ${Math.round(state.last.ms)} ms`);
