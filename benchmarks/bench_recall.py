@@ -139,8 +139,10 @@ def score(snap, chats: list[dict], results: dict[str, dict]) -> dict:
         else:
             misses.append(c["id"])
         noise.append(len(got - {c["target"]} - constants))
+    gated = [c for c in chats if c["kind"] == "gated"]
+    leaked = sum(c["target"] in set(injected_paths(snap, results[c["id"]])) for c in gated)
     return {"recall": hits / len(para), "hits": hits, "chats": len(para), "noise": statistics.mean(noise),
-            "noise_max": max(noise), "misses": misses}
+            "noise_max": max(noise), "misses": misses, "gated_in": f"{leaked}/{len(gated)}"}
 
 
 def fingerprint(results: dict[str, dict]) -> str:
@@ -325,21 +327,27 @@ def qwen_query_speed(generations: int = 9) -> dict:
                                semantic_lookup=search.lookup)
     cfg = MatchConfig(semantic_enabled=True)
     msgs = [ChatMessage(t.split(": ", 1)[0], t.split(": ", 1)[1], is_user=t.startswith("Mira")) for t in QWEN_MESSAGES]
+    from dle_desktop.core.pipeline.run import semantic_query
+
     times = []
-    tokens = []
+    tokens = []  # tokens decoded per generation (the texts the query cache did not have)
+    seen: set[str] = set()
     for g in range(generations):
         window = msgs[: 4 + g]
         t0 = time.perf_counter()
         loop.run_until_complete(service._semantic(window, cfg))
         times.append((time.perf_counter() - t0) * 1000)
-        text = "\n".join(f"{m.name}: {m.mes}" for m in window[-4:])
-        tokens.append(len(embedder.token_ids([text], query=True)[0]))
+        query = semantic_query(window, cfg)
+        parts = list(query.parts) if hasattr(query, "parts") else [query]
+        new = [p for p in dict.fromkeys(parts) if p not in seen]
+        seen.update(new)
+        tokens.append(sum(len(t) for t in embedder.token_ids(new, query=True)) if new else 0)
     loop.run_until_complete(search.aclose())
     loop.close()
     tmp.cleanup()
     steady = times[1:]  # the first generation of a chat embeds its whole window
     return {"first_ms": times[0], "p50_ms": pct(steady, .5), "p95_ms": pct(steady, .95), "generations": generations,
-            "window_tokens_p50": pct(tokens, .5) if any(tokens) else None}
+            "first_tokens": tokens[0], "tokens_p50": pct(tokens[1:], .5)}
 
 
 def real_qwen_model() -> Path | None:
@@ -359,17 +367,18 @@ def report(res: dict) -> str:
     lines = [f"Lore recall (benchmarks/bench_recall.py), {res['when']}",
              f"machine: {res['machine']}",
              f"set: {res['set']} ({res['paraphrase']} paraphrase chats, {res['distracting']} with distracting "
-             f"speaker names and small talk; {res['keys']} chats that name keys)"]
+             f"speaker names and small talk; {res['keys']} chats that name keys; {res['gated']} gated chats whose "
+             f"target the vault's requires/excludes keep out: 'gated in' must stay 0)"]
     if res["leaks"]:
         lines.append(f"WARNING: keywords already find the target in: {', '.join(res['leaks'])}")
     for m in res["models"]:
         lines.append("")
         lines.append(f"model: {m['model']} (vault embedded in {m['embed_vault_s']} s)")
-        lines.append(f"{'mode':<10} {'recall':>8} {'noise/chat':>11} {'max':>4}  keywords kept   misses")
+        lines.append(f"{'mode':<10} {'recall':>8} {'noise/chat':>11} {'max':>4}  keywords kept  gated in  misses")
         for name, s in m["modes"].items():
             miss = ", ".join(s["misses"][:8]) + (" ..." if len(s["misses"]) > 8 else "")
             lines.append(f"{name:<10} {s['recall'] * 100:7.1f}% {s['noise']:11.2f} {s['noise_max']:4d}  "
-                         f"{m['keywords_kept'][name]:<15} {miss}")
+                         f"{m['keywords_kept'][name]:<14} {s['gated_in']:<9} {miss}")
         lines.append(f"keywords-mode fingerprint (DLE parity, must not change): {m['keywords_fingerprint']}")
         sem = m["modes"]["semantic"]
         ok = sem["recall"] >= TARGET_RECALL and sem["noise"] <= TARGET_NOISE
@@ -393,7 +402,9 @@ def report(res: dict) -> str:
         lines.append(f"query embedding, Qwen3-0.6B-shaped random GGUF, sliding 4-message window "
                      f"({q['generations']} generations): first {q['first_ms']:.0f} ms, then p50 {q['p50_ms']:.0f} ms, "
                      f"p95 {q['p95_ms']:.0f} ms -> {'PASS' if q['p50_ms'] < TARGET_QUERY_MS else 'MISS'} "
-                     f"(target < {TARGET_QUERY_MS:g} ms)")
+                     f"(target < {TARGET_QUERY_MS:g} ms); tokens decoded: first {q['first_tokens']}, then p50 "
+                     f"{q['tokens_p50']} per generation")
+        lines.append(f"load average now: {os.getloadavg()[0]:.2f} (other processes slow llama.cpp's 2 threads a lot)")
     return "\n".join(lines)
 
 
@@ -413,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
            "machine": f"{platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs",
            "paraphrase": sum(c["kind"] == "paraphrase" for c in chats),
            "distracting": sum(bool(c.get("distracting")) for c in chats),
-           "keys": sum(c["kind"] == "keys" for c in chats), "leaks": keyword_leaks(snap, chats), "models": []}
+           "keys": sum(c["kind"] == "keys" for c in chats), "gated": sum(c["kind"] == "gated" for c in chats), "leaks": keyword_leaks(snap, chats), "models": []}
     if not args.model.is_file():
         raise SystemExit(f"no model at {args.model}")
     log(f"recall with {args.model.name} ...")

@@ -516,6 +516,7 @@ class Engine:
             enabled_vaults=sum(1 for src in self._sources if src.enabled),
             rest_vaults_without_key=rest_without_key,
             scan_depth=s.scan_depth, max_tokens_budget=s.max_tokens_budget, unlimited_budget=s.unlimited_budget,
+            max_entries=s.max_entries, unlimited_entries=s.unlimited_entries,
             cache_ttl=s.cache_ttl,
             index_age_s=(time.time() - snap.built_at) if any(src.kind != "folder" for src in self._sources) else 0.0,
             recursive_scan=s.recursive_scan, max_recursion_steps=s.max_recursion_steps,

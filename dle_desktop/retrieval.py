@@ -25,6 +25,7 @@ from dle_desktop.core.pipeline.run import (
     prepare,
     semantic_query,
 )
+from dle_desktop.core.pipeline.semantic_query import SemanticQuery
 from dle_desktop.core.pipeline.state import ChatState
 from dle_desktop.errors import DleError, InputError
 from dle_desktop.state.chat_store import ChatStore
@@ -36,8 +37,9 @@ class NotReady(DleError):
     http_status = 503
 
 
-#: (query text, top_k) -> ((entry uid, similarity) best first, a note when partial or missing).
-AsyncSemanticLookup = Callable[[str, int], Awaitable[tuple[Sequence[tuple[str, float]], "str | None"]]]
+#: (query, top_k) -> ((entry uid, similarity) best first, a note when partial or missing). The
+#: query is a `SemanticQuery` (its `text` is the whole query as one text).
+AsyncSemanticLookup = Callable[[SemanticQuery, int], Awaitable[tuple[Sequence[tuple[str, float]], "str | None"]]]
 #: (pending generation, chat id or None for a dry run) -> what the AI chose (never raises).
 AiSelect = Callable[[Pending, "str | None"], Awaitable[AiOutcome]]
 
@@ -132,6 +134,8 @@ class RetrievalService:
             if not doc.dry_run and result.skipped_reason is None:
                 record = {"injected": [i["title"] for i in result.to_json()["injected"]],
                           "verdicts": [v.to_json() for v in result.verdicts], "total_tokens": result.total_tokens}
+                if result.semantic_query is not None:
+                    record["semantic_query"] = result.semantic_query
                 await asyncio.to_thread(self.store.save, doc.chat_id, new_state, record)
         observer = _observer.get()
         if observer is not None:

@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from dle_desktop.core.index import IndexSnapshot
-from dle_desktop.vectors.vault_embeddings import COLLECTION, SOURCE, VaultEmbeddings
+from dle_desktop.core.pipeline.semantic_query import SemanticQuery
+from dle_desktop.vectors.vault_embeddings import VaultEmbeddings, searchable
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +26,8 @@ log = logging.getLogger(__name__)
 OVERFETCH = 4
 MIN_FETCH = 20
 
-Hits = list[tuple[str, float]]
+#: (entry uid, similarity of its best passage, that passage's index), best first
+Hits = list[tuple[str, float, int]]
 
 
 @dataclass
@@ -107,7 +109,7 @@ class SemanticSearch:
         except Exception as exc:  # noqa: BLE001 - reported, never raised into the engine
             self._set(state="error", error=_describe(exc), done=0, total=0)
             return
-        wanted = sum(1 for e in snapshot.entries if not e.guide and e.content)
+        wanted = len(searchable(snapshot))
         self._set(state="paused" if self._paused else "embedding", error=None, done=0, total=0, entries=wanted,
                   model=_model_name(vault))
 
@@ -122,14 +124,10 @@ class SemanticSearch:
             log.warning("embedding the vault's entries failed: %s", exc)
             self._set(state="error", error=_describe(exc))
             return
-        embedded = await asyncio.to_thread(self._count, vault)
+        embedded = await asyncio.to_thread(vault.embedded_entries, snapshot)
         log.info("semantic index: %d new, %d removed, %d of %d entries embedded",
                  stats.embedded, stats.removed, embedded, wanted)
         self._set(state="ready", done=stats.total, total=stats.total, embedded=embedded)
-
-    @staticmethod
-    def _count(vault: VaultEmbeddings) -> int:
-        return len(vault.store.list_hashes(COLLECTION, SOURCE, vault.profile_key))
 
     async def wait_idle(self) -> SemanticStatus:
         """Until the running embedding pass (if any) ends (for the CLI and tests)."""
@@ -157,13 +155,19 @@ class SemanticSearch:
             return "semantic search: embedding the entries is paused; results cover what was embedded before"
         return None
 
-    async def lookup(self, text: str, top_k: int) -> tuple[Hits, str | None]:
-        """(entry uid, similarity) best first, and a note when the answer is partial or missing."""
-        if not text.strip():
-            return [], None
+    async def lookup(self, query: SemanticQuery | str, top_k: int) -> tuple[Hits, str | None]:
+        """(entry uid, similarity) best first, and a note when the answer is partial or missing.
+        `query` is the pipeline's `SemanticQuery` (each message embedded once and cached, the
+        newest weighted most) or one text."""
+        if isinstance(query, str):
+            if not query.strip():
+                return [], None
+            parts, weight = [query], 1.0
+        else:
+            parts, weight = list(query.parts), query.weights()[0]
         try:
             vault = self._vault_embeddings()
-            hits = await vault.search(text, fetch_count(top_k))
+            hits = await vault.search(parts, fetch_count(top_k), weight)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001

@@ -23,6 +23,8 @@ class HealthContext:
     scan_depth: int = 4
     max_tokens_budget: int = 3072
     unlimited_budget: bool = False
+    max_entries: int = 10
+    unlimited_entries: bool = False
     cache_ttl: int = 300
     index_age_s: float = 0.0
     recursive_scan: bool = False
@@ -186,11 +188,16 @@ def _vault_wide_checks(snapshot: IndexSnapshot, ctx: HealthContext, r: HealthRep
         if len(by_vault) > 1 and snapshot.conflict_mode == "all":
             r.add("info", "cross_vault_duplicate",
                   f"is in vaults {', '.join(by_vault)}; both copies can be injected (conflict mode 'all').", group[0])
-    constants = [e for e in snapshot.entries if e.constant]
+    # Constants that count against the budget and the entry cap (outlets are outside both;
+    # guides never reach the writing prompt).
+    constants = [e for e in snapshot.entries if e.constant and not e.guide and not e.outlet]
     total = sum(e.token_estimate for e in constants)
     if constants and not ctx.unlimited_budget and total > ctx.max_tokens_budget:
         r.add("warning", "constants_over_budget",
               f"Constant entries total about {total} tokens, more than the budget of {ctx.max_tokens_budget}: some constants will be cut and nothing else fits.")
+    if constants and not ctx.unlimited_entries and len(constants) >= ctx.max_entries:
+        r.add("warning", "constants_over_entry_cap",
+              f"{len(constants)} constant entries fill the entry cap of {ctx.max_entries}: no keyword or semantic match can be injected. Raise max entries or make fewer entries constant.")
     key_owners: dict[str, list[str]] = {}
     for e in snapshot.entries:
         for k in e.keys:

@@ -240,6 +240,9 @@ _SCHEMAS: dict[str, dict] = {
                                                                       "nothing is saved then"}),
         "notes": STRS,
         "swipe_rollback": {"type": "boolean", "description": "the previous generation's state was rolled back first"},
+        "semantic_query": _nullable({"type": "string", "description": "what the semantic stage searched with (the "
+                                                                      "newest message and the window before it); "
+                                                                      "null when semantic search is off"}),
     }),
     "Analytics": _obj({"matched": INT, "injected": INT, "last_triggered": INT}),
     "ChatState": _obj({
@@ -252,7 +255,10 @@ _SCHEMAS: dict[str, dict] = {
     "ChatDeleted": _obj({"chat_id": STR, "deleted": {"type": "boolean", "description": "false if there was no state"}}),
     "DecisionRecord": _obj({"gen": {"type": "integer", "description": "generation count after this generation"},
                             "created_at": {"type": "number", "description": "Unix time"},
-                            "injected": STRS, "verdicts": _arr(_ref("Verdict")), "total_tokens": INT}),
+                            "injected": STRS, "verdicts": _arr(_ref("Verdict")), "total_tokens": INT,
+                            "semantic_query": {"type": "string", "description": "what the semantic stage searched "
+                                                                               "with (only when it was on)"}},
+                           required=["gen", "created_at", "injected", "verdicts", "total_tokens"]),
     "Records": _obj({"chat_id": STR, "records": _arr(_ref("DecisionRecord"), "newest first")}),
     "Pins": _obj({"pins": _arr(_ref("EntryRef"))}),
     "Blocks": _obj({"blocks": _arr(_ref("EntryRef"))}),

@@ -268,10 +268,18 @@ class Settings:
                                 doc="Add entries whose meaning is close to the chat (needs an embedding model).")
     semantic_top_k: int = _s(5, lo=1, hi=50, group=_SE, page="embeddings",
                              doc="How many semantic matches may be added per generation.")
-    semantic_min_score: float = _s(0.35, lo=-1.0, hi=1.0, group=_SE, page="embeddings",
-                                   doc="Minimum cosine similarity for a semantic match.")
+    semantic_min_score: float = _s(0.2, lo=-1.0, hi=1.0, group=_SE, page="embeddings",
+                                   doc="Minimum cosine similarity for a semantic match (an absolute floor, "
+                                       "whatever the relative threshold says).")
     semantic_rrf_k: int = _s(60, lo=1, hi=1000, group=_SE, page="embeddings",
                              doc="Reciprocal-rank fusion constant (higher flattens the ranks).")
+    semantic_relative_margin: float = _s(0.3, lo=0.0, hi=1.0, group=_SE, page="embeddings",
+                                         doc="Relative threshold: a semantic match must score at least this share "
+                                             "of the way from the query's median score to its best one (0 = the "
+                                             "minimum similarity alone). Means the same on every model's scale.")
+    semantic_last_weight: float = _s(0.5, lo=0.0, hi=1.0, group=_SE, page="embeddings",
+                                     doc="How much the newest message counts in the semantic query (the rest is "
+                                         "the mean of the scan window's messages).")
     fix_guide_leak: bool = _s(True, group=_FX, page="retrieval",
                               doc="Guide entries never reach the writing prompt, also not through BM25 (DLE leaks them).")
     fix_refine_keys_in_fuzzy: bool = _s(True, group=_FX, page="retrieval",
@@ -321,6 +329,10 @@ class Settings:
                                     doc="Generations without injection after which an entry is hinted as stale.")
     decay_penalty_threshold: int = _s(2, "decayPenaltyThreshold", 2, 10, group=_AI, page="retrieval",
                                       doc="Injections in a row after which an entry is hinted as frequent.")
+    fix_semantic_budget: bool = _s(True, group=_FX, page="retrieval",
+                                   doc="With semantic search on, when the budget or the entry cap cuts, the chat's "
+                                       "own matches (keys found in it, semantic matches) are kept before constants "
+                                       "and second-hand matches (cascades, BM25); the prompt keeps priority order.")
     fix_ai_confidence_budget: bool = _s(True, group=_FX, page="channels",
                                         doc="When the budget cuts, AI confidence decides who survives before priority "
                                         "(DLE sorts confidence away; off reproduces that).")

@@ -82,15 +82,24 @@ class EmbeddingsPage(QWidget):
         self.top_k = QSpinBox(minimum=1, maximum=50, value=s.semantic_top_k)
         self.top_k.setToolTip(_doc("semantic_top_k"))
         self.min_score = QDoubleSpinBox(minimum=-1.0, maximum=1.0, singleStep=0.05, decimals=2, value=s.semantic_min_score)
-        self.min_score.setToolTip(_doc("semantic_min_score") + " 1 = identical meaning; 0.3–0.5 suits most models.")
+        self.min_score.setToolTip(_doc("semantic_min_score") + " 1 = identical meaning; the relative threshold "
+                                  "below does most of the work, so keep this low (0.2).")
+        self.relative_margin = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2,
+                                              value=s.semantic_relative_margin)
+        self.relative_margin.setToolTip(_doc("semantic_relative_margin"))
+        self.last_weight = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2,
+                                          value=s.semantic_last_weight)
+        self.last_weight.setToolTip(_doc("semantic_last_weight"))
         self.rrf_k = QSpinBox(minimum=1, maximum=1000, value=s.semantic_rrf_k)
         self.rrf_k.setToolTip(_doc("semantic_rrf_k") + " Semantic and keyword matches are merged by reciprocal rank.")
-        for spin in (self.top_k, self.min_score, self.rrf_k):
+        for spin in (self.top_k, self.min_score, self.relative_margin, self.last_weight, self.rrf_k):
             spin.setMaximumWidth(110)
         form = QFormLayout(box)
         form.addRow(self.semantic)
         form.addRow("Semantic matches per generation", self.top_k)
         form.addRow("Minimum similarity", self.min_score)
+        form.addRow("Relative threshold (share of best over median)", self.relative_margin)
+        form.addRow("Weight of the newest message", self.last_weight)
         form.addRow("Rank fusion constant (RRF k)", self.rrf_k)
         self.need_model_note = _note(style=WARN_STYLE)
         form.addRow(self.need_model_note)
@@ -165,6 +174,8 @@ class EmbeddingsPage(QWidget):
             "semantic_top_k": self.top_k.value(),
             "semantic_min_score": round(self.min_score.value(), 4),
             "semantic_rrf_k": self.rrf_k.value(),
+            "semantic_relative_margin": round(self.relative_margin.value(), 4),
+            "semantic_last_weight": round(self.last_weight.value(), 4),
             "embedding_model_path": self.path.text().strip() if self.use_file.isChecked() else "",
             "vector_ann_threshold": self.ann_threshold.value(),
         }
@@ -234,7 +245,7 @@ class EmbeddingsPage(QWidget):
         self._update_need_model()
 
     def _semantic_toggled(self, on: bool) -> None:
-        for w in (self.top_k, self.min_score, self.rrf_k):
+        for w in (self.top_k, self.min_score, self.relative_margin, self.last_weight, self.rrf_k):
             w.setEnabled(on)
         self._update_need_model()
 

@@ -297,3 +297,10 @@ def test_entry_scan_depth_zero_without_ai_is_a_warning():
     assert "entry_scan_depth_zero_without_ai" in codes
     codes_ai = [f.code for f in run_health_check(snap, HealthContext(ai_search_enabled=True)).warnings]
     assert "entry_scan_depth_zero_without_ai" not in codes_ai
+
+
+def test_constants_filling_the_entry_cap_are_a_warning():
+    cs = [entry(f"C{i}", tags="lorebook, lorebook-always", body="short") for i in range(3)]
+    only(check(*cs, max_entries=3), "constants_over_entry_cap", "warning")
+    assert not findings(check(*cs, max_entries=4), "constants_over_entry_cap")
+    assert not findings(check(*cs, max_entries=3, unlimited_entries=True), "constants_over_entry_cap")

@@ -13,7 +13,7 @@ from dle_desktop.vault.sources import FolderSource
 from dle_desktop.vectors.embedder import LocalEmbedder
 from dle_desktop.vectors.store import VectorStore
 from dle_desktop.vectors.tiny_gguf import make_tiny_qwen3_gguf
-from dle_desktop.vectors.vault_embeddings import COLLECTION, SOURCE, VaultEmbeddings
+from dle_desktop.vectors.vault_embeddings import COLLECTION, SOURCE, VaultEmbeddings, entry_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "resources" / "sample_vault"
@@ -47,8 +47,12 @@ def test_embeds_each_entry_once_and_follows_edits(tmp_path, tiny_model):
     (vault / "Rules" / "Storm Season.md").unlink()
     snap2 = _snapshot(vault)
     third = asyncio.run(ve.sync(snap2))
-    assert third.embedded == 1 and third.removed == 2  # the old Lantern Quay row and Storm Season
-    assert len(store.list_hashes(COLLECTION, SOURCE, ve.profile_key)) == len(visible) - 1
+    # Lantern Quay: only its last passage changed (one old row out, one new in); Storm Season's rows go
+    storm = next(e for e in snap.entries if e.title == "Storm Season")
+    assert third.embedded == 1 and third.removed == 1 + len(entry_rows(storm))
+    snap2_visible = [e for e in snap2.entries if not e.guide and e.content]
+    assert ve.embedded_entries(snap2) == len(visible) - 1
+    assert len(store.list_hashes(COLLECTION, SOURCE, ve.profile_key)) == sum(len(entry_rows(e)) for e in snap2_visible)
 
 
 def test_search_returns_entry_uids_best_first(tmp_path, tiny_model):
@@ -58,8 +62,10 @@ def test_search_returns_entry_uids_best_first(tmp_path, tiny_model):
     asyncio.run(ve.sync(snap))
     hits = asyncio.run(ve.search("the lamplighters of the quay", 5))
     assert len(hits) == 5
-    assert all(uid in snap.by_uid for uid, _ in hits)
-    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+    assert all(uid in snap.by_uid for uid, _, _ in hits)
+    assert len({uid for uid, _, _ in hits}) == 5  # entries, not passages
+    assert [s for _, s, _ in hits] == sorted((s for _, s, _ in hits), reverse=True)
+    assert all(0 <= i < len(entry_rows(snap.by_uid[uid])) for uid, _, i in hits)
     assert asyncio.run(ve.search("   ", 5)) == []
 
 
@@ -89,5 +95,5 @@ def test_real_model_finds_the_entry_by_meaning(tmp_path):
     asyncio.run(ve.sync(snap))
     # No key of the storm note appears in this question; its meaning is close.
     hits = asyncio.run(ve.search("When do the gales and high winds batter the city?", 5))
-    titles = [snap.by_uid[uid].title for uid, _ in hits]
+    titles = [snap.by_uid[uid].title for uid, _, _ in hits]
     assert "Storm Season" in titles[:3], titles

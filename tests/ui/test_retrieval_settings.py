@@ -29,7 +29,8 @@ def test_the_filter_matches_our_name_dles_name_and_the_explanation(qapp):
     page.filter.setText("cut SENTENCE")  # every word, any case, from the explanation
     assert page.visible_names() == ["max_tokens_budget"]
     page.filter.setText("semantic")  # settings edited on another page are found, and say where
-    assert page.visible_names() == ["semantic_enabled", "semantic_top_k", "semantic_min_score", "semantic_rrf_k"]
+    assert page.visible_names() == ["semantic_enabled", "semantic_top_k", "semantic_min_score", "semantic_rrf_k",
+                                    "semantic_relative_margin", "semantic_last_weight", "fix_semantic_budget"]
     assert page.rows["semantic_top_k"].control.text() == "Edit on the Embeddings page"
     page.filter.setText("no such setting")
     assert page.visible_names() == [] and shown_groups(page) == []

@@ -160,6 +160,26 @@ def apply_ai_outcome(ctx: Context, mode: str, candidates: list[Active], keyword:
     return sort_by_priority(result)
 
 
+def match_first_order(items: list[Active]) -> list[Active]:
+    """The order the budget walks with `fix_semantic_budget` (semantic search on): pins, then the
+    entries the chat itself asked for (keys found in the chat, semantic matches), then the
+    always-in ones (constants, bootstrap, seed), then what came in second-hand (cascades,
+    recursion, BM25); priority order inside each. So a strong match is not cut because
+    constants or lower-value matches filled the budget first."""
+
+    def rank(a: Active) -> int:
+        how = a.matched_by
+        if how == "(pinned)":
+            return 0
+        if how.startswith("(semantic") or (not how.startswith("(") and "(recursion" not in how and not a.forced):
+            return 1
+        if a.forced or a.entry.constant:
+            return 2
+        return 3
+
+    return sorted(items, key=rank)  # stable: priority order kept inside each rank
+
+
 def budget_order(items: list[Active], outcome: AiOutcome | None) -> list[Active]:
     """The order the budget walks when AI confidence decides who survives a cut: always-in
     entries first, then the AI's picks by confidence tier, then the rest; priority and title

@@ -42,8 +42,10 @@ class MatchConfig:
     # Semantic retrieval (ours; off by default so results match DLE)
     semantic_enabled: bool = False
     semantic_top_k: int = 5
-    semantic_min_score: float = 0.35
+    semantic_min_score: float = 0.2  # an absolute cosine floor (was 0.35 before the relative threshold)
     semantic_rrf_k: int = 60
+    semantic_relative_margin: float = 0.3  # 0: the absolute floor alone (see stages.semantic_threshold)
+    semantic_last_weight: float = 0.5  # the newest message's share of the query (the window's mean the rest)
     # AI search (the call itself happens outside core; see ai_stage.py)
     ai_search_enabled: bool = False
     ai_search_mode: str = "two-stage"  # two-stage | ai-only
@@ -54,6 +56,7 @@ class MatchConfig:
     fix_guide_leak: bool = True
     fix_refine_keys_in_fuzzy: bool = True
     fix_ai_confidence_budget: bool = True  # the budget keeps the AI's surest picks first
+    fix_semantic_budget: bool = True  # with semantic search on, the chat's own matches are kept before constants
 
     @classmethod
     def from_object(cls, obj) -> MatchConfig:

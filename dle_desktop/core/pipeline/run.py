@@ -14,10 +14,20 @@ from dataclasses import dataclass, field
 from dle_desktop.core.entry import Entry
 from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.core.pipeline.chat import ChatMessage, scan_text, should_skip_generation
-from dle_desktop.core.pipeline.ai_stage import AiOutcome, ai_mode, apply_ai_outcome, budget_order, expand_links, selectable, whole_vault
+from dle_desktop.core.pipeline.ai_stage import (
+    AiOutcome,
+    ai_mode,
+    apply_ai_outcome,
+    budget_order,
+    expand_links,
+    match_first_order,
+    selectable,
+    whole_vault,
+)
 from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.core.pipeline.formatting import Group, Injected, apply_budget, group, placement
 from dle_desktop.core.pipeline.matcher import KeywordIndex
+from dle_desktop.core.pipeline.semantic_query import SemanticQuery, build_semantic_query
 from dle_desktop.core.pipeline.state import SWIPE_SLOTS, ChatState
 from dle_desktop.core.pipeline.stages import (
     Active,
@@ -47,6 +57,8 @@ class GenerationResult:
     skipped_reason: str | None = None
     notes: tuple[str, ...] = ()
     swipe_rollback: bool = False
+    #: what the semantic stage searched with, as the decision record shows it (None when off)
+    semantic_query: str | None = None
 
     def to_json(self) -> dict:
         return {
@@ -63,6 +75,7 @@ class GenerationResult:
             "skipped_reason": self.skipped_reason,
             "notes": list(self.notes),
             "swipe_rollback": self.swipe_rollback,
+            "semantic_query": self.semantic_query,
         }
 
 
@@ -153,12 +166,13 @@ def prepare(snapshot: IndexSnapshot, cfg: MatchConfig) -> None:
     _parts(snapshot, cfg)
 
 
-def semantic_query(messages: Sequence[ChatMessage], cfg: MatchConfig) -> str | None:
-    """The text the semantic stage searches with (the same window BM25 reads), or None when the
-    stage is off or there is nothing to search."""
-    if not cfg.semantic_enabled or cfg.scan_depth <= 0 or should_skip_generation(messages):
+def semantic_query(messages: Sequence[ChatMessage], cfg: MatchConfig) -> SemanticQuery | None:
+    """What the semantic stage searches with (the messages of the scan window without speaker
+    names and out-of-character asides, the newest weighted most; see semantic_query.py), or None
+    when the stage is off or there is nothing to search."""
+    if not cfg.semantic_enabled:
         return None
-    return scan_text(messages, cfg.scan_depth).strip() or None
+    return build_semantic_query(messages, cfg.scan_depth, cfg.semantic_last_weight)
 
 
 def swipe_key(messages: Sequence[ChatMessage]) -> str:
@@ -185,6 +199,8 @@ class Pending:
     keyword: list[Active]
     #: what the AI chooses from (force-injected ones included); empty in keywords mode
     candidates: list[Active]
+    #: the semantic query as shown in the decision record (None when the stage is off)
+    query_shown: str | None = None
 
     @property
     def selectable(self) -> list[Entry]:
@@ -263,7 +279,9 @@ def begin_generation(
             for a in pool:
                 if a.entry.uid not in kept and a.matched_by.startswith("(wiki-linked"):
                     trace.add(a.entry, "contextual gating", "removed", "a linked candidate outside the chat's gates or folders")
-    return Pending(ctx, parts, state, before, slot, rolled, t0, mode, keyword, candidates)
+    query = semantic_query(messages, cfg)
+    return Pending(ctx, parts, state, before, slot, rolled, t0, mode, keyword, candidates,
+                   query.shown() if query is not None else None)
 
 
 def finish_generation(pending: Pending, outcome: AiOutcome | None = None) -> tuple[GenerationResult, ChatState]:
@@ -288,8 +306,10 @@ def finish_generation(pending: Pending, outcome: AiOutcome | None = None) -> tup
     with trace.timed("budget"):
         by_confidence = cfg.fix_ai_confidence_budget and outcome is not None and pending.mode != "keywords"
         walk = budget_order(items, outcome) if by_confidence else items
+        if walk is items and cfg.fix_semantic_budget and cfg.semantic_enabled:
+            walk = match_first_order(items)  # the surviving set; the prompt keeps priority order
         positional, outlets = apply_budget(walk, cfg, trace)
-        if walk is not items:  # survivors chosen by confidence; the prompt keeps priority order
+        if walk is not items:  # survivors chosen by confidence or match; the prompt keeps priority order
             rank = {a.entry.uid: i for i, a in enumerate(items)}
             positional.sort(key=lambda inj: rank.get(inj.entry.uid, len(rank)))
         groups = group(positional, outlets, cfg)
@@ -305,7 +325,7 @@ def finish_generation(pending: Pending, outcome: AiOutcome | None = None) -> tup
         injected=tuple(injected), groups=tuple(groups),
         total_tokens=sum(i.entry.token_estimate for i in injected),
         verdicts=tuple(trace.verdicts), timings_ms=dict(trace.timings_ms), notes=tuple(trace.notes),
-        swipe_rollback=pending.rolled,
+        swipe_rollback=pending.rolled, semantic_query=pending.query_shown,
     )
     return result, new_state
 
