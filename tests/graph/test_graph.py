@@ -329,3 +329,29 @@ def test_rebuild_with_previous_reuses_weights_of_unchanged_pairs_only():
     assert w[frozenset(("Alpha", "Beta"))] == 4.0  # 3 in the prose + the link, reused
     assert w == {frozenset(e.title for e in (second.entries[x.a], second.entries[x.b])): x.weight
                  for x in build_graph(one_vault(a, b, c2)).edges}
+
+
+def test_islands_are_brought_in_next_to_the_largest_component():
+    ring = [note(f"R{i}", [f"R{(i + 1) % 12}", f"R{(i + 5) % 12}"]) for i in range(12)]
+    g = vault(*ring, note("Lonely"), note("Pair1", ["Pair2"]), note("Pair2"))
+    pos = layout(g, seed=3).as_dict()
+    centre = np.mean([pos[e.uid] for e in g.entries if e.title.startswith("R")], axis=0)
+    radius = max(np.hypot(*(np.array(pos[e.uid]) - centre)) for e in g.entries if e.title.startswith("R"))
+    for e in g.entries:
+        if not e.title.startswith("R"):
+            assert np.hypot(*(np.array(pos[e.uid]) - centre)) < 2.0 * radius
+    flung = layout(g, LayoutParams(tidy_islands=False, linlog=True, scaling=0.5), seed=3).as_dict()
+    lonely = next(e.uid for e in g.entries if e.title == "Lonely")
+    assert np.hypot(*(np.array(flung[lonely]) - centre)) > np.hypot(*(np.array(pos[lonely]) - centre))
+
+
+def test_incremental_known_nodes_move_at_most_inertia_times_the_span():
+    before = two_cliques()
+    first = layout(before, seed=1)
+    span = float(np.ptp(first.positions, axis=0).max())
+    after = vault(*before.entries, note("Newcomer", ["B1", "A3"]))
+    for inertia in (0.0, 0.01):
+        res = layout(after, LayoutParams(linlog=True, scaling=0.5, inertia=inertia), seed=1,
+                     previous=first.as_dict()).as_dict()
+        moved = max(np.hypot(res[u][0] - x, res[u][1] - y) for u, (x, y) in first.as_dict().items())
+        assert moved <= inertia * span + 1e-9

@@ -14,9 +14,14 @@ paper's forces and its adaptive speed (swinging / traction, jitter tolerance):
   from pushing itself;
 - gravity towards the origin (`gravity · m_i`, or `· d` with strong gravity).
 
+Repulsion flings orphans and small islands far out (the largest component outweighs their
+gravity), which shrinks the real picture to a dot; with `tidy_islands` (the default) each island
+is moved in, shape and direction kept, to a ring just outside the largest component.
+
 Same graph, parameters and seed → the same positions (numpy only; no threads). Given previous
-positions, known nodes start where they were, hold still for the first half of the run and then
-move `inertia` times as fast; new nodes start at the centroid of their placed neighbours.
+positions, known nodes start where they were and hold still for the first half of the run while
+new ones (started at the centroid of their placed neighbours) settle; in the second half known
+nodes move too, at most `inertia` × the picture's span in all.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import numpy as np
 from dle_desktop.core.graph.model import LoreGraph
 
 EXACT_MAX_NODES = 600
+MAX_FAR_NODES = 64  # nodes left off the repulsion grid (outliers), computed exactly
 
 
 @dataclass(frozen=True)
@@ -43,12 +49,15 @@ class LayoutParams:
     edge_weight_influence: float = 1.0
     jitter_tolerance: float = 1.0
     iterations: int = 200
-    #: Iterations of an incremental run, and how fast known nodes may move in its second half
-    #: (they hold still in the first, while new nodes find their place; 0 pins them throughout).
+    #: Iterations of an incremental run, and the farthest a known node may move in it, as a share
+    #: of the picture's span (they hold still in the first half; 0 pins them throughout).
     incremental_iterations: int = 60
     inertia: float = 0.02
     #: Edge kinds that pull (None: all of them).
     kinds: tuple[str, ...] | None = None
+    #: Bring islands (orphans, components other than the largest) in from where repulsion flings
+    #: them to a ring just outside the largest component, each keeping its shape and direction.
+    tidy_islands: bool = True
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -56,10 +65,13 @@ class LayoutParams:
         return d
 
 
+#: DLE's presets, all LinLog (as DLE's own simulation): it separates clusters far better than
+#: linear attraction (on 100 planted clusters of 100, mean distance to the cluster centre over
+#: mean distance to the picture's centre: 0.11–0.15 against 0.31).
 PRESETS: dict[str, LayoutParams] = {
-    "compact": LayoutParams(scaling=1.0, gravity=3.0, strong_gravity=False),
-    "balanced": LayoutParams(scaling=2.0, gravity=1.0),
-    "spacious": LayoutParams(scaling=10.0, gravity=0.5, dissuade_hubs=True),
+    "compact": LayoutParams(linlog=True, scaling=0.2, gravity=2.0),
+    "balanced": LayoutParams(linlog=True, scaling=0.5, gravity=1.0),
+    "spacious": LayoutParams(linlog=True, scaling=2.0, gravity=0.5),
 }
 
 
@@ -136,14 +148,25 @@ class _Mesh:
         kx, ky = ux / r2, uy / r2
         kx[g, :] = ky[g, :] = 0.0  # the unused middle offset
         kx[:, g] = ky[:, g] = 0.0
-        self.kernel = np.fft.fft2(kx + 1j * ky)
+        self.kx, self.ky = np.fft.rfft2(kx), np.fft.rfft2(ky)
 
     def field(self, pos: np.ndarray, mass: np.ndarray) -> np.ndarray:
+        """Σ_j m_j (x_i − x_j) / d_ij² for every node. The grid spans the central 99.6 % of the
+        nodes (padded), so a few far-flung ones (up to `MAX_FAR_NODES`) do not coarsen it; those
+        outside push each other exactly and feel the grid's nodes as one mass at their centre."""
         g = self.g
-        lo = pos.min(axis=0)
-        span = max(float((pos.max(axis=0) - lo).max()), 1e-9)
+        lo, hi = np.quantile(pos, 0.002, axis=0), np.quantile(pos, 0.998, axis=0)
+        pad = (hi - lo).max() * 0.25 + 1e-9
+        lo, hi = lo - pad, hi + pad
+        inside = ((pos >= lo) & (pos <= hi)).all(axis=1)
+        if (~inside).sum() > MAX_FAR_NODES:  # no clear outliers: the grid spans everything
+            lo, hi = pos.min(axis=0), pos.max(axis=0)
+            inside[:] = True
+        out = np.zeros(pos.shape)
+        pin, min_ = pos[inside], mass[inside]
+        span = max(float((hi - lo).max()), 1e-9)
         h = span / (g - 3)
-        u = (pos - lo) / h + 1.0
+        u = (pin - lo) / h + 1.0
         i0 = np.floor(u).astype(np.int64)
         np.clip(i0, 0, g - 2, out=i0)
         f = u - i0
@@ -153,14 +176,72 @@ class _Mesh:
         idx = (base, base + 2 * g, base + 1, base + 2 * g + 1)
         rho = np.zeros(4 * g * g)
         for k in range(4):
-            rho += np.bincount(idx[k], weights=mass * w[k], minlength=4 * g * g)
-        e = np.fft.ifft2(np.fft.fft2(rho.reshape(2 * g, 2 * g)) * self.kernel).ravel()
-        out = np.zeros(pos.shape)
+            rho += np.bincount(idx[k], weights=min_ * w[k], minlength=4 * g * g)
+        r = np.fft.rfft2(rho.reshape(2 * g, 2 * g))
+        ex = np.fft.irfft2(r * self.kx, s=(2 * g, 2 * g)).ravel()
+        ey = np.fft.irfft2(r * self.ky, s=(2 * g, 2 * g)).ravel()
+        fin = np.zeros(pin.shape)
         for k in range(4):
-            v = e[idx[k]]
-            out[:, 0] += w[k] * v.real
-            out[:, 1] += w[k] * v.imag
-        return out / h
+            fin[:, 0] += w[k] * ex[idx[k]]
+            fin[:, 1] += w[k] * ey[idx[k]]
+        out[inside] = fin / h
+        if not inside.all():
+            far, mfar = pos[~inside], mass[~inside]
+            # far nodes push each other exactly; their push on the grid's nodes is left out (a
+            # few light nodes, far away: below the grid's own error)
+            diff = far[:, None, :] - far[None, :, :]
+            d2 = np.maximum((diff * diff).sum(axis=2), 1e-9)
+            inv = mfar[None, :] / d2
+            np.fill_diagonal(inv, 0.0)
+            out[~inside] += (inv[:, :, None] * diff).sum(axis=1)
+            # and feel the grid's nodes as one mass at their centre
+            total = float(min_.sum())
+            if total > 0:
+                centre = (pin * min_[:, None]).sum(axis=0) / total
+                dc = far - centre
+                out[~inside] += total * dc / np.maximum((dc * dc).sum(axis=1), 1e-9)[:, None]
+        return out
+
+
+def _components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Component label per node (union-find with path halving)."""
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for x, y in zip(a.tolist(), b.tolist()):
+        rx, ry = find(x), find(y)
+        if rx != ry:
+            parent[max(rx, ry)] = min(rx, ry)
+    return np.array([find(x) for x in range(n)], dtype=np.int64)
+
+
+def _tidy_islands(pos: np.ndarray, label: np.ndarray, margin: float = 1.1) -> np.ndarray:
+    """Move every component but the largest radially in to `margin` × the largest one's radius
+    (98th percentile) plus its own radius, if it lies beyond that; shapes are kept."""
+    n = len(pos)
+    sizes = np.bincount(label, minlength=n)
+    giant = int(np.argmax(sizes))
+    if sizes[giant] < 2 or sizes[giant] == n:
+        return pos
+    in_giant = label == giant
+    centre = pos[in_giant].mean(axis=0)
+    radius = float(np.quantile(np.sqrt(((pos[in_giant] - centre) ** 2).sum(axis=1)), 0.98))
+    cnt = np.maximum(sizes, 1).astype(np.float64)
+    cen = np.stack([np.bincount(label, weights=pos[:, k], minlength=n) / cnt for k in range(2)], axis=1)
+    own = np.sqrt(((pos - cen[label]) ** 2).sum(axis=1))
+    comp_r = np.zeros(n)
+    np.maximum.at(comp_r, label, own)
+    off = cen - centre
+    dist = np.sqrt((off * off).sum(axis=1))
+    target = margin * radius + comp_r
+    shift = np.where((dist > target) & (np.arange(n) != giant) & (sizes > 0), target / np.maximum(dist, 1e-12), 1.0)
+    moved = centre + off * shift[:, None]  # new centroid per component
+    return pos + (moved - cen)[label]
 
 
 def _grid_size(n: int) -> int:
@@ -199,7 +280,6 @@ def layout(
     w = weights ** p.edge_weight_influence if p.edge_weight_influence != 1 else weights
     deg = np.bincount(pairs.ravel(), minlength=n) if len(pairs) else np.zeros(n, np.int64)
     mass = deg.astype(np.float64) + 1.0
-    step_scale = np.where(new, 1.0, p.inertia) if incremental else np.ones(n)
     mesh = _Mesh(_grid_size(n)) if n > EXACT_MAX_NODES else None
     every = progress_every or max(1, total // 100)
 
@@ -208,6 +288,7 @@ def layout(
     done = 0
     cancelled = False
     hold = total // 2 if incremental and new.any() else 0  # known nodes still, new ones settle
+    start_span = float(np.ptp(pos[~new], axis=0).max()) if incremental and (~new).sum() > 1 else 1.0
     for it in range(total):
         if cancel is not None and cancel():
             cancelled = True
@@ -266,18 +347,24 @@ def layout(
         factor = speed / (1.0 + np.sqrt(speed * swing))
         if it < hold:
             factor = np.where(new, factor, 0.0)
-        step = force * (factor * step_scale)[:, None]
-        # no node jumps further than a tenth of the picture in one step
+        step = force * factor[:, None]
+        # no node jumps further than a tenth of the picture in one step, and known nodes in an
+        # incremental run no further than their share of `inertia`
         span = max(float(np.ptp(pos, axis=0).max()), 1.0)
+        cap = np.full(n, span * 0.1)
+        if incremental:
+            cap[~new] = p.inertia * start_span / max(1, total - hold)
         length = np.sqrt((step * step).sum(axis=1))
-        too_far = length > span * 0.1
+        too_far = length > cap
         if too_far.any():
-            step[too_far] *= (span * 0.1 / length[too_far])[:, None]
+            step[too_far] *= (cap[too_far] / length[too_far])[:, None]
         pos = pos + step
         old_force = force
         done = it + 1
         if progress is not None and (done % every == 0 or done == total):
             progress(done, total)
+    if p.tidy_islands and n > 1:
+        pos = _tidy_islands(pos, _components(n, a, b))
     return Layout(graph.uids, pos, done, total, cancelled, seed, p)
 
 
