@@ -572,6 +572,11 @@ def _migrate(raw: dict) -> dict:
     if not isinstance(version, int) or version > SCHEMA_VERSION:
         raise SettingsFromNewerVersion(f"settings were written by a newer DLE Desktop (schema {version})")
     # Schema 0 → 1: nothing renamed yet. Migrations go here, one step per version.
+    if "semantic_relative_margin" not in raw and raw.get("semantic_min_score") == 0.35:
+        # Saved before the relative threshold existed, with the old default floor (0.35 drops
+        # right answers of small models): take the new default floor. No version bump, so an
+        # older DLE Desktop still reads the file.
+        raw["semantic_min_score"] = 0.2
     raw["schema_version"] = SCHEMA_VERSION
     return raw
 

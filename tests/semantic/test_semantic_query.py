@@ -212,3 +212,18 @@ def test_an_entry_bm25_and_semantic_both_find_counts_as_semantic():
     assert "BM25 had matched it" in v.reason and "matched on: «Ships dock at the harbour.»" in v.reason
     off, _ = run_generation(snap, chat, ChatState(), MatchConfig(fuzzy_search_enabled=True, fuzzy_search_min_score=0.1))
     assert {i.entry.title: i.matched_by for i in off.injected}["Harbour"].startswith("(fuzzy")  # keywords mode: DLE's
+
+
+def test_settings_saved_with_the_old_floor_take_the_new_default(tmp_path):
+    import json as _json
+
+    from dle_desktop.state.settings import SettingsStore
+
+    path = tmp_path / "settings.json"
+    path.write_text(_json.dumps({"schema_version": 1, "semantic_min_score": 0.35}), encoding="utf-8")
+    assert SettingsStore(path).load().semantic_min_score == 0.2
+    path.write_text(_json.dumps({"schema_version": 1, "semantic_min_score": 0.4}), encoding="utf-8")
+    assert SettingsStore(path).load().semantic_min_score == 0.4  # the user's own value stays
+    path.write_text(_json.dumps({"schema_version": 1, "semantic_min_score": 0.35, "semantic_relative_margin": 0.3}),
+                    encoding="utf-8")
+    assert SettingsStore(path).load().semantic_min_score == 0.35  # chosen with the new settings: kept
