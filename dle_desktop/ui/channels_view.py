@@ -204,8 +204,14 @@ class ChannelsView(QWidget):
 
     # -- engine reads ------------------------------------------------------------------------------
     async def refresh(self) -> None:
-        """Read usage and the breaker from the engine (on its thread); joins a read in flight."""
-        if self._refresh is None or self._refresh.done():
+        """Read usage and the breaker from the engine (on its thread), as of now. A read already in
+        flight (the view's timer) may have read before what the caller waits for, such as a call
+        that just finished: it is let finish, and a read that starts after it follows (shared by
+        everyone who asked meanwhile)."""
+        previous = self._refresh
+        if previous is not None and not previous.done():
+            await asyncio.shield(previous)
+        if self._refresh is None or self._refresh is previous or self._refresh.done():
             self._refresh = asyncio.ensure_future(self._read_snapshot())
         await asyncio.shield(self._refresh)
 
