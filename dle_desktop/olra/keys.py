@@ -5,10 +5,9 @@ the store and in every running server that reads it from that store, at once."""
 from __future__ import annotations
 
 import secrets as secrets_module
-import threading
-import weakref
 
 from dle_desktop.logging_setup import register_secret
+from dle_desktop.state.secret_holder import SecretHolder, rotate
 
 OLRA_KEY_SECRET = "olra-api-key"
 
@@ -28,42 +27,14 @@ def olra_key(secrets) -> str:
     return key
 
 
-_holders: weakref.WeakSet[KeyHolder] = weakref.WeakSet()
-_holders_lock = threading.Lock()
-
-
-class KeyHolder:
+class KeyHolder(SecretHolder):
     """The key as a running server reads it on every request (looked up once, then kept)."""
 
     def __init__(self, secrets) -> None:
-        self.secrets = secrets
-        self._value: str | None = None
-        self._lock = threading.Lock()
-        with _holders_lock:
-            _holders.add(self)
-
-    def __call__(self) -> str:
-        value = self._value
-        if value is None:
-            with self._lock:
-                if self._value is None:
-                    self._value = olra_key(self.secrets)
-                value = self._value
-        return value
-
-    def set(self, key: str) -> None:
-        with self._lock:
-            self._value = key
+        super().__init__(secrets, OLRA_KEY_SECRET, olra_key)
 
 
 def rotate_olra_key(secrets) -> str:
     """A new random key, stored in place of the old one and in use at once by every running OLRA
     server of this secret store (the old key gets 401 from the next request on); returns it."""
-    key = _new_key()
-    register_secret(key)
-    secrets.set(OLRA_KEY_SECRET, key)
-    with _holders_lock:
-        holders = [h for h in _holders if h.secrets is secrets]
-    for holder in holders:
-        holder.set(key)
-    return key
+    return rotate(secrets, OLRA_KEY_SECRET, _new_key())

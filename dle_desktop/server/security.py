@@ -25,13 +25,12 @@ import asyncio
 import hmac
 import json
 import secrets as secrets_module
-import threading
-import weakref
 from dataclasses import dataclass
 from typing import Callable
 
 from dle_desktop.core.hosts import LOOPBACK_NAMES, is_loopback_address, parse_host, parse_origin
 from dle_desktop.logging_setup import register_secret
+from dle_desktop.state.secret_holder import SecretHolder, rotate
 from dle_desktop.vectors.source_settings import HEADER_FALLBACKS
 
 TOKEN_SECRET_NAME = "server-token"
@@ -60,48 +59,20 @@ def server_token(secrets) -> str:
     return token
 
 
-_holders: weakref.WeakSet[TokenHolder] = weakref.WeakSet()
-_holders_lock = threading.Lock()
-
-
-class TokenHolder:
+class TokenHolder(SecretHolder):
     """The server token as a running server's policy reads it: looked up in the secret store the
     first time a request needs it (so a loopback-only setup never creates one), then kept;
     `rotate_server_token` replaces it in every holder of that store at once."""
 
     def __init__(self, secrets) -> None:
-        self.secrets = secrets
-        self._value: str | None = None
-        self._lock = threading.Lock()
-        with _holders_lock:
-            _holders.add(self)
-
-    def __call__(self) -> str:
-        value = self._value
-        if value is None:
-            with self._lock:
-                if self._value is None:
-                    self._value = server_token(self.secrets)
-                value = self._value
-        return value
-
-    def set(self, token: str) -> None:
-        with self._lock:
-            self._value = token
+        super().__init__(secrets, TOKEN_SECRET_NAME, server_token)
 
 
 def rotate_server_token(secrets) -> str:
     """A new random server token, stored in place of the old one; every running server that
     reads its token from `secrets` takes it at once (the old one is refused from the next
     request on; no restart)."""
-    token = secrets_module.token_urlsafe(32)
-    register_secret(token)
-    secrets.set(TOKEN_SECRET_NAME, token)
-    with _holders_lock:
-        holders = [h for h in _holders if h.secrets is secrets]
-    for holder in holders:
-        holder.set(token)
-    return token
+    return rotate(secrets, TOKEN_SECRET_NAME, secrets_module.token_urlsafe(32))
 
 
 def is_loopback_bind(host: str) -> bool:
