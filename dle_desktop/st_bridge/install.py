@@ -433,6 +433,16 @@ def _sweep(parent: Path) -> None:
         _discard(p)
 
 
+def _undo(tmp: Path, created: list[Path]) -> None:
+    """A failed install leaves nothing: its temporary copy and the folders it made for it."""
+    _rmtree_quiet(tmp)
+    for folder in reversed(created):
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+
+
 def install(st: StInstall, *, server_url: str, token: str, user: str | None = DEFAULT_USER,
             all_users: bool = False) -> InstalledBridge:
     """Install or update the bridge for one user (default) or, `all_users`, for every user of the
@@ -491,21 +501,11 @@ def install(st: StInstall, *, server_url: str, token: str, user: str | None = DE
         else:
             os.rename(tmp, target)
     except (OSError, shutil.Error) as exc:
-        _rmtree_quiet(tmp)
-        for folder in reversed(created):
-            try:
-                folder.rmdir()
-            except OSError:
-                pass
+        _undo(tmp, created)
         reason = getattr(exc, "strerror", None) or type(exc).__name__
         raise StInstallError(f"cannot install into {target}: {reason}; nothing was changed") from None
     except StInstallError:
-        _rmtree_quiet(tmp)
-        for folder in reversed(created):
-            try:
-                folder.rmdir()
-            except OSError:
-                pass
+        _undo(tmp, created)
         raise
     log.info("installed the DLE Desktop bridge %s into %s", version, target)
     return InstalledBridge(install=st, scope=scope, user=user, path=target, version=_manifest_version(target),
