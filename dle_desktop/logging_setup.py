@@ -31,6 +31,12 @@ def register_secret(value: str | None) -> None:
             _secrets.add(value)
 
 
+def known_secrets() -> set[str]:
+    """Every secret registered so far (diagnostics scans what it writes for them)."""
+    with _secrets_lock:
+        return set(_secrets)
+
+
 def scrub(text: str) -> str:
     with _secrets_lock:
         secrets = sorted(_secrets, key=len, reverse=True)
@@ -107,6 +113,16 @@ class RepeatFilter(logging.Filter):
 
 
 _configured = False
+LOG_FILE_NAME = "dle-desktop.log"
+#: 1 MB × 5 old files: a week of ordinary use, small enough to attach to a bug report whole.
+LOG_MAX_BYTES = 1_000_000
+LOG_BACKUPS = 5
+
+
+def log_files(logs_dir: Path) -> list[Path]:
+    """The log file and its rotated copies, newest first."""
+    files = [logs_dir / LOG_FILE_NAME, *(logs_dir / f"{LOG_FILE_NAME}.{n}" for n in range(1, LOG_BACKUPS + 1))]
+    return [f for f in files if f.is_file()]
 
 
 def configure_logging(logs_dir: Path | None, level: int = logging.INFO, to_stderr: bool = True) -> None:
@@ -120,7 +136,8 @@ def configure_logging(logs_dir: Path | None, level: int = logging.INFO, to_stder
     handlers: list[logging.Handler] = []
     if logs_dir is not None:
         logs_dir.mkdir(parents=True, exist_ok=True)
-        fh = PrivateRotatingFileHandler(logs_dir / "dle-desktop.log", maxBytes=2_000_000, backupCount=3, encoding="utf-8")
+        fh = PrivateRotatingFileHandler(logs_dir / LOG_FILE_NAME, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS,
+                                        encoding="utf-8")
         handlers.append(fh)
     if to_stderr:
         sh = logging.StreamHandler(sys.stderr)
