@@ -45,3 +45,51 @@ class VaultPathError(VaultError):
 
 class CacheError(DleError):
     """The on-disk index cache is unreadable; callers fall back to a cold build."""
+
+
+class WriteError(DleError):
+    """A note could not be written; nothing was changed."""
+
+    http_status = 409
+
+
+class WriteRefused(WriteError):
+    """The app will not make this write (a read-only vault, a file that is not UTF-8 text, an
+    operation the vault's kind cannot do)."""
+
+    http_status = 403
+
+
+class NoteExists(WriteError):
+    """Creating a note where a file already is: the caller must edit that note instead."""
+
+    def __init__(self, message: str, vault: str, path: str, current_text: str | None = None) -> None:
+        super().__init__(message)
+        self.vault = vault
+        self.path = path
+        self.current_text = current_text
+
+
+class WriteConflict(WriteError):
+    """The note on disk is not the version the write was based on, so nothing was written.
+
+    Carries every version a person needs to choose: `expected_text` (the version the write was
+    based on, None when the caller only named its hash), `current_text` (on disk now; None when
+    the note is gone), `proposed_text` (what would have been written; None for a delete)."""
+
+    def __init__(self, message: str, *, vault: str, path: str, expected_hash: str | None,
+                 expected_text: str | None, current_text: str | None, proposed_text: str | None) -> None:
+        super().__init__(message)
+        self.vault = vault
+        self.path = path
+        self.expected_hash = expected_hash
+        self.expected_text = expected_text
+        self.current_text = current_text
+        self.proposed_text = proposed_text
+
+
+class FrontmatterEditError(InputError):
+    """A frontmatter change that cannot be made safely (the YAML is malformed, the field is
+    written twice, the change would alter other fields); the message says where and why."""
+
+    http_status = 422
