@@ -355,3 +355,20 @@ def test_incremental_known_nodes_move_at_most_inertia_times_the_span():
                      previous=first.as_dict()).as_dict()
         moved = max(np.hypot(res[u][0] - x, res[u][1] - y) for u, (x, y) in first.as_dict().items())
         assert moved <= inertia * span + 1e-9
+
+
+def test_fixed_nodes_never_move_even_in_a_full_run_and_their_island_stays():
+    g = two_cliques()
+    a0 = next(e.uid for e in g.entries if e.title == "A0")
+    pinned_at = {a0: (500.0, -300.0)}
+    res = layout(g, seed=2, previous=pinned_at, fixed={a0}, iterations=PRESETS["balanced"].iterations)
+    assert res.iterations == PRESETS["balanced"].iterations
+    assert res.as_dict()[a0] == pinned_at[a0]
+    # everyone else moved away from the pin's start (a real layout, not a pile at one point)
+    others = np.array([p for u, p in res.as_dict().items() if u != a0])
+    assert float(np.ptp(others, axis=0).max()) > 1.0
+    # an island holding a pinned orphan is not pulled in by tidy_islands
+    g2 = vault(*[note(f"R{i}", [f"R{(i + 1) % 12}", f"R{(i + 5) % 12}"]) for i in range(12)], note("Lonely"))
+    lonely = next(e.uid for e in g2.entries if e.title == "Lonely")
+    far = {lonely: (1e5, 1e5)}
+    assert layout(g2, seed=3, previous=far, fixed={lonely}, iterations=50).as_dict()[lonely] == far[lonely]

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -220,9 +220,11 @@ def _components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.array([find(x) for x in range(n)], dtype=np.int64)
 
 
-def _tidy_islands(pos: np.ndarray, label: np.ndarray, margin: float = 1.1) -> np.ndarray:
+def _tidy_islands(pos: np.ndarray, label: np.ndarray, margin: float = 1.1,
+                  keep: np.ndarray | None = None) -> np.ndarray:
     """Move every component but the largest radially in to `margin` × the largest one's radius
-    (98th percentile) plus its own radius, if it lies beyond that; shapes are kept."""
+    (98th percentile) plus its own radius, if it lies beyond that; shapes are kept. Components
+    holding a node of `keep` (a mask: pinned nodes) stay where they are."""
     n = len(pos)
     sizes = np.bincount(label, minlength=n)
     giant = int(np.argmax(sizes))
@@ -239,7 +241,10 @@ def _tidy_islands(pos: np.ndarray, label: np.ndarray, margin: float = 1.1) -> np
     off = cen - centre
     dist = np.sqrt((off * off).sum(axis=1))
     target = margin * radius + comp_r
-    shift = np.where((dist > target) & (np.arange(n) != giant) & (sizes > 0), target / np.maximum(dist, 1e-12), 1.0)
+    movable = (np.arange(n) != giant) & (sizes > 0)
+    if keep is not None and keep.any():
+        movable[np.unique(label[keep])] = False
+    shift = np.where((dist > target) & movable, target / np.maximum(dist, 1e-12), 1.0)
     moved = centre + off * shift[:, None]  # new centroid per component
     return pos + (moved - cen)[label]
 
@@ -257,12 +262,14 @@ def layout(
     cancel: Callable[[], bool] | threading.Event | None = None,
     iterations: int | None = None,
     progress_every: int | None = None,
+    fixed: Collection[str] | None = None,
 ) -> Layout:
     """Lay `graph` out. `previous` (uid → (x, y)) makes it incremental. `progress(done, total)`
     is called every `progress_every` iterations (1 % of them by default) and at the end;
     `cancel` (a `threading.Event`, or any callable returning True to stop) is polled every
     iteration, and a cancelled run returns the positions so far with `cancelled=True`. Runs in
-    the caller's thread (the view runs it in a worker)."""
+    the caller's thread (the view runs it in a worker). `fixed`: uids (with a position in
+    `previous`) that never move, the nodes a user pinned by dragging; their islands stay put too."""
     p = PRESETS[params] if isinstance(params, str) else params
     if isinstance(cancel, threading.Event):
         cancel = cancel.is_set
@@ -275,6 +282,13 @@ def layout(
             progress(0, total)
         return Layout((), np.zeros((0, 2)), 0, total, False, seed, p)
     pos, new = _initial(graph, rng, previous, scale=math.sqrt(n) * 10.0)
+    pinned = np.zeros(n, dtype=bool)
+    if fixed and previous:
+        where = graph.index or {u: i for i, u in enumerate(graph.uids)}
+        for uid in fixed:
+            i = where.get(uid)
+            if i is not None and uid in previous:
+                pinned[i] = True
     pairs, weights = graph.simple_edges(p.kinds)
     a, b = (pairs[:, 0], pairs[:, 1]) if len(pairs) else (np.zeros(0, np.int64), np.zeros(0, np.int64))
     w = weights ** p.edge_weight_influence if p.edge_weight_influence != 1 else weights
@@ -347,6 +361,8 @@ def layout(
         factor = speed / (1.0 + np.sqrt(speed * swing))
         if it < hold:
             factor = np.where(new, factor, 0.0)
+        if pinned.any():
+            factor = np.where(pinned, 0.0, factor)
         step = force * factor[:, None]
         # no node jumps further than a tenth of the picture in one step, and known nodes in an
         # incremental run no further than their share of `inertia`
@@ -364,7 +380,9 @@ def layout(
         if progress is not None and (done % every == 0 or done == total):
             progress(done, total)
     if p.tidy_islands and n > 1:
-        pos = _tidy_islands(pos, _components(n, a, b))
+        # in an incremental run only islands made wholly of new nodes are brought in: one that
+        # was on screen before stays where the user saw it
+        pos = _tidy_islands(pos, _components(n, a, b), keep=pinned | (~new if incremental else False))
     return Layout(graph.uids, pos, done, total, cancelled, seed, p)
 
 

@@ -1,0 +1,519 @@
+"""The Graph view's picture: one QWidget painting every node and edge with QPainter.
+
+Why not QGraphicsScene: 10,000 items plus 30,000 edge items cost seconds to build and tens of ms
+per frame in Python-side bookkeeping. Here the edges of each kind are one QPainterPath and the
+nodes of each (colour, size) bin one QPolygonF, all in world coordinates, built only when the
+data changes; a frame sets one transform and makes a few dozen C++ draw calls. Panning and
+zooming rebuild nothing. What is on top of that (hover, selection, a finding, labels) is drawn
+in screen coordinates from small numpy-selected sets, over a cached image of the static layer.
+Picking uses a uniform grid over world coordinates (numpy, sorted cell ids), neighbourhoods a
+CSR adjacency (graph_index.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QPointF, QRectF, Qt, QVariantAnimation, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPainterPath, QPen, QPolygonF, QTransform
+from PySide6.QtWidgets import QWidget
+
+from dle_desktop.ui.graph_index import Adjacency, PointGrid
+from dle_desktop.ui.graph_style import BACKGROUND, EDGE_STYLES, LABEL, OTHER
+
+#: Above this many nodes in view, only the hovered / selected / focused ones get labels.
+LABEL_CROWD = 700
+MAX_LABELS = 120
+
+
+class GraphCanvas(QWidget):
+    hoveredChanged = Signal(int)
+    selectedChanged = Signal(int)
+    nodeActivated = Signal(int)  # double-click
+    nodePinned = Signal(int)  # dragged to a new place (and pinned there)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setMouseTracking(True)
+        self.setFocusPolicy(Qt.StrongFocus)
+        self.setMinimumSize(200, 200)
+        self.titles: list[str] = []
+        self.xy = np.zeros((0, 2))
+        self.edges: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.kinds_on = set(EDGE_STYLES)
+        self.visible = np.zeros(0, dtype=bool)
+        self.bins = np.zeros(0, dtype=np.int64)
+        self.palette: list[QColor] = [OTHER]
+        self.node_size = np.zeros(0)
+        self.importance = np.zeros(0)
+        self.pinned = np.zeros(0, dtype=bool)
+        self.adj = Adjacency.empty()
+        self.grid = PointGrid(np.zeros((0, 2)))
+        self.hovered = -1
+        self.selected = -1
+        self.focus: np.ndarray = np.zeros(0, dtype=np.int64)
+        self.scale = 1.0
+        self.centre = np.zeros(2)
+        self.label_font = QFont(self.font())
+        self.label_font.setPointSizeF(max(7.5, self.label_font.pointSizeF() * 0.9))
+        self._paths: dict[str, QPainterPath] | None = None
+        self._groups: list[tuple[QColor, float, QPolygonF]] | None = None
+        self._static: QImage | None = None
+        self._static_key = None
+        self._press: tuple[QPointF, int] | None = None
+        self._panning = False
+        self._drag = -1
+        self._anim: QVariantAnimation | None = None
+        self._size_override: tuple[float, float] | None = None
+        self._vector = False
+
+    # -- data ---------------------------------------------------------------------------------
+    def set_graph(self, titles: list[str], pos: np.ndarray, edges: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        n = len(titles)
+        self.titles = list(titles)
+        self.xy = np.asarray(pos, dtype=np.float64).reshape(n, 2).copy()
+        self.edges = edges
+        self.visible = np.ones(n, dtype=bool)
+        self.pinned = np.zeros(n, dtype=bool)
+        if len(self.bins) != n:
+            self.bins = np.zeros(n, dtype=np.int64)
+            self.node_size = np.full(n, 7.0)
+            self.importance = np.zeros(n)
+        self.hovered = self.selected = -1
+        self.focus = np.zeros(0, dtype=np.int64)
+        self._rebuild_adjacency()
+        self._positions_changed()
+
+    def set_positions(self, pos: np.ndarray) -> None:
+        self.xy = np.asarray(pos, dtype=np.float64).copy()
+        self._positions_changed()
+
+    def set_style(self, bins: np.ndarray, palette: list[QColor], size: np.ndarray, importance: np.ndarray) -> None:
+        self.bins, self.palette, self.node_size, self.importance = bins, palette, size, importance
+        self._groups = None
+        self._invalidate()
+
+    def set_kinds(self, kinds: set[str]) -> None:
+        self.kinds_on = set(kinds)
+        self._rebuild_adjacency()
+        self._paths = None
+        self._invalidate()
+
+    def set_visible(self, mask: np.ndarray) -> None:
+        self.visible = np.asarray(mask, dtype=bool)
+        if self.hovered >= 0 and not self.visible[self.hovered]:
+            self.hovered = -1
+        self.grid = PointGrid(self.xy, self.visible)
+        self._paths = self._groups = None
+        self._invalidate()
+
+    def _rebuild_adjacency(self) -> None:
+        parts = [self.edges[k] for k in self.kinds_on if k in self.edges]
+        a = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
+        b = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
+        self.adj = Adjacency(len(self.titles), a, b)
+
+    def _positions_changed(self) -> None:
+        self.grid = PointGrid(self.xy, self.visible)
+        self._paths = self._groups = None
+        self._invalidate()
+
+    def _invalidate(self) -> None:
+        self._static = None
+        self.update()
+
+    # -- the view transform ----------------------------------------------------------------------
+    def _wh(self) -> tuple[float, float]:
+        """The painted area: the widget, or an export's size while one is painted."""
+        return self._size_override or (float(self.width()), float(self.height()))
+
+    def world_to_screen(self, xy: np.ndarray) -> np.ndarray:
+        w, h = self._wh()
+        return (np.asarray(xy) - self.centre) * self.scale + np.array([w / 2, h / 2])
+
+    def screen_to_world(self, x: float, y: float) -> np.ndarray:
+        w, h = self._wh()
+        return (np.array([x, y]) - np.array([w / 2, h / 2])) / self.scale + self.centre
+
+    def _transform(self) -> QTransform:
+        s = self.scale
+        w, h = self._wh()
+        return QTransform(s, 0, 0, s, w / 2 - self.centre[0] * s, h / 2 - self.centre[1] * s)
+
+    def fit(self, indices: np.ndarray | None = None, animate: bool = False, margin: float = 0.08) -> None:
+        """Show `indices` (all visible nodes by default), filling the widget less `margin`."""
+        idx = np.flatnonzero(self.visible) if indices is None else np.asarray(indices, dtype=np.int64)
+        if not len(idx):
+            return
+        pts = self.xy[idx]
+        lo, hi = pts.min(axis=0), pts.max(axis=0)
+        span = np.maximum(hi - lo, 1e-9)
+        w, h = max(self.width(), 50), max(self.height(), 50)
+        scale = min(w * (1 - 2 * margin) / span[0], h * (1 - 2 * margin) / span[1])
+        if len(idx) < 3:  # one or two nodes: not a fill-the-screen zoom, a comfortable one
+            overall = np.ptp(self.xy[self.visible], axis=0).max() if self.visible.any() else 1.0
+            scale = min(scale, min(w, h) / max(overall * 0.08, 1e-9))
+        self.fly_to((lo + hi) / 2, scale, animate)
+
+    def fly_to(self, centre, scale: float | None = None, animate: bool = True) -> None:
+        scale = self.scale if scale is None else float(scale)
+        if self._anim is not None:
+            self._anim.stop()
+            self._anim = None
+        if not animate:
+            self.centre, self.scale = np.asarray(centre, dtype=np.float64), scale
+            self._invalidate()
+            return
+        c0, s0, c1 = self.centre.copy(), self.scale, np.asarray(centre, dtype=np.float64)
+        anim = QVariantAnimation(self, startValue=0.0, endValue=1.0, duration=350)
+
+        def step(t: float) -> None:
+            t = float(t)
+            self.centre = c0 + (c1 - c0) * t
+            self.scale = float(np.exp(np.log(s0) + (np.log(scale) - np.log(s0)) * t))
+            self._invalidate()
+
+        anim.valueChanged.connect(step)
+        anim.start()
+        self._anim = anim
+
+    def zoom_at(self, factor: float, x: float, y: float) -> None:
+        before = self.screen_to_world(x, y)
+        self.scale = float(np.clip(self.scale * factor, 1e-6, 1e6))
+        after = self.screen_to_world(x, y)
+        self.centre = self.centre + (before - after)
+        self._invalidate()
+
+    def pan_by(self, dx: float, dy: float) -> None:
+        self.centre = self.centre - np.array([dx, dy]) / self.scale
+        self._invalidate()
+
+    # -- state set by the view --------------------------------------------------------------------
+    def set_hovered(self, i: int) -> None:
+        if i != self.hovered:
+            self.hovered = i
+            self.update()
+            self.hoveredChanged.emit(i)
+
+    def set_selected(self, i: int) -> None:
+        if i != self.selected:
+            self.selected = i
+            self.update()
+            self.selectedChanged.emit(i)
+
+    def set_focus(self, indices) -> None:
+        self.focus = np.asarray(indices, dtype=np.int64)
+        self.update()
+
+    def highlighted(self) -> np.ndarray:
+        """The nodes drawn undimmed: the hovered node's neighbourhood, else the selection's, else
+        the focused finding's nodes; empty when nothing stands out."""
+        if self.hovered >= 0:
+            return self.adj.around(self.hovered)
+        if len(self.focus):
+            return self.focus
+        if self.selected >= 0:
+            return self.adj.around(self.selected)
+        return np.zeros(0, dtype=np.int64)
+
+    # -- building what is drawn --------------------------------------------------------------------
+    def _edge_paths(self) -> dict[str, QPainterPath]:
+        if self._paths is None:
+            self._paths = {}
+            vis = self.visible
+            for kind, (a, b) in self.edges.items():
+                keep = vis[a] & vis[b]
+                if self._drag >= 0:  # the dragged node's edges are drawn live, on top
+                    keep &= (a != self._drag) & (b != self._drag)
+                path = QPainterPath()
+                ends = np.hstack([self.xy[a[keep]], self.xy[b[keep]]]).tolist()
+                move, line = path.moveTo, path.lineTo
+                for x1, y1, x2, y2 in ends:
+                    move(x1, y1)
+                    line(x2, y2)
+                self._paths[kind] = path
+        return self._paths
+
+    def _node_groups(self) -> list[tuple[QColor, float, QPolygonF]]:
+        if self._groups is None:
+            self._groups = []
+            keep = self.visible.copy()
+            if self._drag >= 0:
+                keep[self._drag] = False
+            idx = np.flatnonzero(keep)
+            if len(idx):
+                sizes = np.round(self.node_size[idx], 1)
+                key = self.bins[idx] * 1000 + (sizes * 10).astype(np.int64)
+                order = np.argsort(key, kind="stable")
+                # big nodes last, on top of small ones
+                uniq, start = np.unique(key[order], return_index=True)
+                bounds = list(start) + [len(order)]
+                groups = []
+                for g in range(len(uniq)):
+                    members = idx[order[bounds[g]:bounds[g + 1]]]
+                    pts = QPolygonF([QPointF(x, y) for x, y in self.xy[members].tolist()])
+                    colour = self.palette[int(self.bins[members[0]]) % len(self.palette)]
+                    groups.append((float(self.node_size[members[0]]), colour, pts))
+                groups.sort(key=lambda t: t[0])
+                self._groups = [(c, s, p) for s, c, p in groups]
+        return self._groups
+
+    def node_px(self) -> float:
+        """How node diameters follow the zoom: in proportion to the typical distance between
+        nodes on screen (1 where that is 14 px), but never below 0.3 (a node stays a visible dot
+        when zoomed out) nor above 1.8 (zoomed in, nodes do not become discs over their labels)."""
+        return float(np.clip(self.scale * self._natural, 0.3, 1.8))
+
+    @property
+    def _natural(self) -> float:
+        """1 / (14 × the typical distance between nodes in world units)."""
+        cache = getattr(self, "_natural_cache", None)
+        if cache is not None and cache[0] is self.xy:
+            return cache[1]
+        n = len(self.xy)
+        val = 1.0
+        if n > 1:
+            area = float(np.prod(np.maximum(np.ptp(self.xy, axis=0), 1e-9)))
+            val = 1.0 / max(np.sqrt(area / n) * 14.0, 1e-9)
+        self._natural_cache = (self.xy, val)
+        return val
+
+    # -- painting ------------------------------------------------------------------------------
+    def paintEvent(self, _event) -> None:  # noqa: N802 - Qt API
+        p = QPainter(self)
+        self.paint(p, self.width(), self.height())
+        p.end()
+
+    def paint(self, p: QPainter, w: int, h: int, cached: bool = True, vector: bool = False) -> None:
+        """Paint the picture into `p` at size w x h. Another size than the widget's (an export)
+        keeps the view's centre and widens or narrows what is seen around it. `vector` (SVG):
+        geometry is mapped to screen coordinates here and nodes are discs, as SVG viewers handle
+        neither Qt's cosmetic pens nor wide zero-length lines reliably."""
+        own = (w, h) == (self.width(), self.height())
+        self._size_override = None if own else (float(w), float(h))
+        try:
+            self._vector = vector
+            self._paint(p, w, h, cached and own and not vector)
+        finally:
+            self._size_override = None
+            self._vector = False
+
+    def _paint(self, p: QPainter, w: int, h: int, cached: bool) -> None:
+        key = (w, h, self.scale, float(self.centre[0]), float(self.centre[1]))
+        if cached and self._static is not None and self._static_key == key and self._drag < 0:
+            p.drawImage(0, 0, self._static)
+        else:
+            if cached and self._drag < 0:
+                dpr = self.devicePixelRatioF()
+                img = QImage(int(w * dpr), int(h * dpr), QImage.Format_ARGB32_Premultiplied)
+                img.setDevicePixelRatio(dpr)
+                sp = QPainter(img)
+                self._paint_static(sp, w, h)
+                sp.end()
+                self._static, self._static_key = img, key
+                p.drawImage(0, 0, img)
+            else:
+                self._paint_static(p, w, h)
+        self._paint_overlay(p, w, h)
+
+    def _paint_static(self, p: QPainter, w: int, h: int) -> None:
+        p.fillRect(QRectF(0, 0, w, h), BACKGROUND)
+        if not len(self.xy):
+            return
+        p.setRenderHint(QPainter.Antialiasing, True)
+        tf = self._transform()
+        if not self._vector:
+            p.setTransform(tf)
+        paths = self._edge_paths()
+        zoomed_out = self.node_px() < 0.6
+        for kind in ("link", "cascade", "requires", "excludes"):
+            if kind not in self.kinds_on or kind not in paths:
+                continue
+            _label, colour, width, style = EDGE_STYLES[kind]
+            pen = QPen(colour, width if not zoomed_out else min(width, 1.0))
+            pen.setCosmetic(True)
+            # dash patterns cost much when zoomed out and are invisible there anyway
+            pen.setStyle(Qt.SolidLine if zoomed_out else style)
+            p.setPen(pen)
+            p.drawPath(tf.map(paths[kind]) if self._vector else paths[kind])
+        scale = self.node_px()
+        for colour, size, pts in self._node_groups():
+            d = max(2.0, size * scale)
+            if self._vector:
+                p.setPen(Qt.NoPen)
+                p.setBrush(colour)
+                for q in tf.map(pts):
+                    p.drawEllipse(q, d / 2, d / 2)
+                continue
+            pen = QPen(colour, d)
+            pen.setCosmetic(True)
+            pen.setCapStyle(Qt.RoundCap)
+            p.setPen(pen)
+            p.drawPoints(pts)
+        pinned = np.flatnonzero(self.pinned & self.visible)
+        if len(pinned):  # a ring marks what a drag pinned
+            pen = QPen(QColor(40, 40, 40), 1.2)
+            pen.setCosmetic(True)
+            p.setPen(pen)
+            p.setBrush(Qt.NoBrush)
+            p.resetTransform()
+            for (x, y), s in zip(self.world_to_screen(self.xy[pinned]).tolist(), self.node_size[pinned].tolist()):
+                r = max(2.0, s * scale) / 2 + 2
+                p.drawEllipse(QPointF(x, y), r, r)
+        p.resetTransform()
+
+    def _paint_overlay(self, p: QPainter, w: int, h: int) -> None:
+        p.setRenderHint(QPainter.Antialiasing, True)
+        hi = self.highlighted()
+        if self._drag >= 0:
+            hi = self.adj.around(self._drag)
+        if len(hi):
+            hi = hi[self.visible[hi]]
+            # dim: one translucent wash over the static layer, then the neighbourhood again on top
+            p.fillRect(QRectF(0, 0, w, h), QColor(BACKGROUND.red(), BACKGROUND.green(), BACKGROUND.blue(), 200))
+            self._draw_subgraph(p, hi)
+        self._draw_labels(p, w, h, hi)
+
+    def _draw_subgraph(self, p: QPainter, nodes: np.ndarray) -> None:
+        inside = np.zeros(len(self.xy), dtype=bool)
+        inside[nodes] = True
+        scale = self.node_px()
+        for kind in ("link", "cascade", "requires", "excludes"):
+            if kind not in self.kinds_on or kind not in self.edges:
+                continue
+            a, b = self.edges[kind]
+            keep = inside[a] & inside[b]
+            if not keep.any():
+                continue
+            _label, colour, width, style = EDGE_STYLES[kind]
+            strong = QColor(colour)
+            strong.setAlpha(230 if kind != "link" else 150)
+            pen = QPen(strong, max(width, 1.0) * 1.3)
+            pen.setStyle(style)
+            p.setPen(pen)
+            sa, sb = self.world_to_screen(self.xy[a[keep]]), self.world_to_screen(self.xy[b[keep]])
+            path = QPainterPath()
+            for x1, y1, x2, y2 in np.hstack([sa, sb]).tolist():
+                path.moveTo(x1, y1)
+                path.lineTo(x2, y2)
+            p.drawPath(path)
+        scr = self.world_to_screen(self.xy[nodes])
+        for (x, y), i in zip(scr.tolist(), nodes.tolist()):
+            colour = self.palette[int(self.bins[i]) % len(self.palette)]
+            d = max(3.0, self.node_size[i] * scale)
+            p.setPen(QPen(QColor(255, 255, 255), 1.0))
+            p.setBrush(colour)
+            p.drawEllipse(QPointF(x, y), d / 2, d / 2)
+        for i, width in ((self.selected, 2.5), (self.hovered, 1.5)):
+            if i >= 0 and self.visible[i]:
+                x, y = self.world_to_screen(self.xy[i]).tolist()
+                d = max(3.0, self.node_size[i] * scale) / 2 + 3
+                p.setPen(QPen(LABEL, width))
+                p.setBrush(Qt.NoBrush)
+                p.drawEllipse(QPointF(x, y), d, d)
+
+    def _draw_labels(self, p: QPainter, w: int, h: int, highlighted: np.ndarray) -> None:
+        """Labels never overlap: candidates are placed greedily (highlighted ones first, then by
+        importance) and a label that would touch one already placed is skipped."""
+        if not len(self.xy):
+            return
+        scr = self.world_to_screen(self.xy)
+        onscreen = self.visible & (scr[:, 0] > -20) & (scr[:, 0] < w + 20) & (scr[:, 1] > -20) & (scr[:, 1] < h + 20)
+        first = [i for i in (self.selected, self.hovered) if i >= 0 and onscreen[i]]
+        first += [i for i in highlighted.tolist() if onscreen[i] and i not in first][:60]
+        rest: list[int] = []
+        count = int(onscreen.sum())
+        if count <= LABEL_CROWD and self.node_px() >= 0.6:
+            cand = np.flatnonzero(onscreen)
+            cand = cand[np.argsort(-self.importance[cand], kind="stable")][: MAX_LABELS * 3]
+            rest = cand.tolist()
+        if not first and not rest:
+            return
+        p.setFont(self.label_font)
+        fm = QFontMetricsF(self.label_font)
+        placed: list[QRectF] = []
+        scale = self.node_px()
+        shown = 0
+        dimmed = len(highlighted) > 0
+        hi_set = set(highlighted.tolist())
+        for i in first + rest:
+            if shown >= MAX_LABELS + len(first):
+                break
+            text = self.titles[i]
+            if len(text) > 40:
+                text = text[:38] + "…"
+            x, y = scr[i]
+            r = max(2.0, self.node_size[i] * scale) / 2
+            tw = fm.horizontalAdvance(text)
+            rect = QRectF(x - tw / 2 - 2, y + r + 1, tw + 4, fm.height())
+            if any(rect.intersects(q) for q in placed):
+                continue
+            placed.append(rect)
+            shown += 1
+            if dimmed and i not in hi_set:
+                p.setPen(QColor(LABEL.red(), LABEL.green(), LABEL.blue(), 70))
+            else:
+                p.fillRect(rect, QColor(255, 255, 255, 170))
+                p.setPen(LABEL)
+            p.drawText(rect, Qt.AlignCenter, text)
+
+    # -- mouse and keys -----------------------------------------------------------------------------
+    def node_at(self, x: float, y: float) -> int:
+        world = self.screen_to_world(x, y)
+        radius_px = max(6.0, float(self.node_size.max() if len(self.node_size) else 7.0) * self.node_px() / 2 + 2)
+        return self.grid.nearest(world, radius_px / self.scale)
+
+    def mousePressEvent(self, ev) -> None:  # noqa: N802
+        if ev.button() == Qt.LeftButton:
+            i = self.node_at(ev.position().x(), ev.position().y())
+            self._press = (ev.position(), i)
+            self._panning = i < 0
+            if i >= 0:
+                self.set_selected(i)
+        super().mousePressEvent(ev)
+
+    def mouseMoveEvent(self, ev) -> None:  # noqa: N802
+        x, y = ev.position().x(), ev.position().y()
+        if self._press is not None and ev.buttons() & Qt.LeftButton:
+            start, i = self._press
+            if self._panning:
+                d = ev.position() - start
+                self._press = (ev.position(), i)
+                self.pan_by(d.x(), d.y())
+                return
+            if self._drag < 0 and (ev.position() - start).manhattanLength() > 4:
+                self._drag = i
+                self._paths = self._groups = None  # the static layer without it, once
+                self._invalidate()
+            if self._drag >= 0:
+                self.xy[self._drag] = self.screen_to_world(x, y)
+                self.update()
+            return
+        self.set_hovered(self.node_at(x, y))
+
+    def mouseReleaseEvent(self, ev) -> None:  # noqa: N802
+        if self._drag >= 0:
+            i, self._drag = self._drag, -1
+            self.pinned[i] = True
+            self._positions_changed()
+            self.nodePinned.emit(i)
+        elif self._press is not None and self._panning and (ev.position() - self._press[0]).manhattanLength() < 2:
+            pass
+        self._press = None
+        self._panning = False
+        super().mouseReleaseEvent(ev)
+
+    def mouseDoubleClickEvent(self, ev) -> None:  # noqa: N802
+        i = self.node_at(ev.position().x(), ev.position().y())
+        if i >= 0:
+            self.nodeActivated.emit(i)
+
+    def wheelEvent(self, ev) -> None:  # noqa: N802
+        steps = ev.angleDelta().y() / 120.0
+        if steps:
+            self.zoom_at(1.2 ** steps, ev.position().x(), ev.position().y())
+
+    def leaveEvent(self, _ev) -> None:  # noqa: N802
+        self.set_hovered(-1)
+
+    def resizeEvent(self, ev) -> None:  # noqa: N802
+        self._static = None
+        super().resizeEvent(ev)

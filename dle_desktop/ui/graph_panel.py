@@ -1,0 +1,189 @@
+"""The Graph view's side panel: the analysis findings grouped by kind (click one to focus the
+graph on it), the filters (type, tag, folder, vault), the ego view and the colour legend."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor, QPixmap
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QSpinBox,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from dle_desktop.core.graph import NODE_TYPES, Finding, LoreGraph
+
+FINDING_KINDS = {
+    "orphan": ("Orphans", "Entries with no connection at all"),
+    "bridge": ("Bridges", "The only edge between two communities: remove it and they fall apart"),
+    "cut_entry": ("Cut entries", "Entries whose removal cuts others off the rest"),
+    "requires_cycle": ("Circular requires", "Entries that require each other in a circle"),
+    "type_imbalance": ("Type imbalance", "Communities made mostly of one entry type"),
+    "missing_connection": ("Missing connections", "Entries sharing a custom-field value with no edge between them"),
+}
+ALL = "All"
+FINDING_ROLE = Qt.UserRole + 1
+
+
+class GraphPanel(QWidget):
+    findingActivated = Signal(object)  # Finding
+    filtersChanged = Signal()
+    egoChanged = Signal()
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.findings = QTreeWidget()
+        self.findings.setHeaderHidden(True)
+        self.findings.setRootIsDecorated(True)
+        self.findings.setUniformRowHeights(True)
+        self.findings.itemClicked.connect(self._clicked)
+        self.findings.itemActivated.connect(self._clicked)
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+
+        filters = QGroupBox("Show")
+        form = QFormLayout(filters)
+        form.setContentsMargins(6, 6, 6, 6)
+        self.type_boxes: dict[str, QCheckBox] = {}
+        types = QHBoxLayout()
+        types.setSpacing(4)
+        for t in NODE_TYPES:
+            box = QCheckBox(t, checked=True)
+            box.toggled.connect(lambda *_: self.filtersChanged.emit())
+            self.type_boxes[t] = box
+            types.addWidget(box)
+        form.addRow("Type", types)
+        self.tag = QComboBox()
+        self.folder = QComboBox()
+        self.vault = QComboBox()
+        for label, combo in (("Tag", self.tag), ("Folder", self.folder), ("Vault", self.vault)):
+            combo.addItem(ALL)
+            combo.setMinimumContentsLength(12)
+            combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+            combo.currentIndexChanged.connect(lambda *_: self.filtersChanged.emit())
+            form.addRow(label, combo)
+        ego = QHBoxLayout()
+        self.ego = QCheckBox("Ego view of the selection,", toolTip="Only the selected entry and what lies "
+                             "within N hops of it (E toggles, Esc leaves)")
+        self.hops = QSpinBox(minimum=1, maximum=6, value=2, suffix=" hops")
+        self.ego.toggled.connect(lambda *_: self.egoChanged.emit())
+        self.hops.valueChanged.connect(lambda *_: self.egoChanged.emit())
+        ego.addWidget(self.ego)
+        ego.addWidget(self.hops)
+        ego.addStretch(1)
+        form.addRow(ego)
+
+        self.legend = QLabel()
+        self.legend.setTextFormat(Qt.RichText)
+        self.legend.setWordWrap(True)
+        legend_box = QGroupBox("Colours")
+        lv = QVBoxLayout(legend_box)
+        lv.setContentsMargins(6, 6, 6, 6)
+        lv.addWidget(self.legend)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(QLabel("<b>Findings</b>"))
+        layout.addWidget(self.summary)
+        layout.addWidget(self.findings, 1)
+        layout.addWidget(filters)
+        layout.addWidget(legend_box)
+
+    # -- findings -----------------------------------------------------------------------------------
+    def set_findings(self, findings, communities: int | None = None) -> None:
+        self.findings.clear()
+        groups: dict[str, list[Finding]] = {}
+        for f in findings:
+            groups.setdefault(f.kind, []).append(f)
+        order = list(FINDING_KINDS) + sorted(k for k in groups if k not in FINDING_KINDS)
+        for kind in order:
+            items = groups.get(kind)
+            if not items:
+                continue
+            name, tip = FINDING_KINDS.get(kind, (kind, ""))
+            top = QTreeWidgetItem([f"{name} ({len(items)})"])
+            top.setToolTip(0, tip)
+            top.setData(0, Qt.UserRole, kind)
+            for f in items:
+                child = QTreeWidgetItem([_short(f)])
+                child.setToolTip(0, f.message)
+                child.setData(0, FINDING_ROLE, f)
+                top.addChild(child)
+            self.findings.addTopLevelItem(top)
+        total = sum(len(v) for v in groups.values())
+        parts = [f"{total} finding{'s' if total != 1 else ''}"]
+        if communities is not None:
+            parts.append(f"{communities} communit{'ies' if communities != 1 else 'y'}")
+        self.summary.setText(" · ".join(parts) + (". Click one to see it in the graph." if total else
+                                                   ": no orphans, bridges or circular requires."))
+
+    def group_counts(self) -> dict[str, int]:
+        out = {}
+        for i in range(self.findings.topLevelItemCount()):
+            top = self.findings.topLevelItem(i)
+            out[top.data(0, Qt.UserRole)] = top.childCount()
+        return out
+
+    def _clicked(self, item: QTreeWidgetItem, _col: int = 0) -> None:
+        f = item.data(0, FINDING_ROLE)
+        if f is not None:
+            self.findingActivated.emit(f)
+
+    # -- filters ----------------------------------------------------------------------------------
+    def set_choices(self, graph: LoreGraph) -> None:
+        tags = sorted({t for e in graph.entries for t in e.tags}, key=str.lower)
+        folders = sorted({e.folder or "(top level)" for e in graph.entries}, key=str.lower)
+        vaults = sorted({e.vault for e in graph.entries}, key=str.lower)
+        for combo, values in ((self.tag, tags), (self.folder, folders), (self.vault, vaults)):
+            keep = combo.currentText()
+            combo.blockSignals(True)
+            combo.clear()
+            combo.addItem(ALL)
+            combo.addItems(values)
+            combo.setCurrentIndex(max(0, combo.findText(keep)))
+            combo.blockSignals(False)
+        self.vault.setEnabled(len(vaults) > 1)
+
+    def filters(self) -> dict:
+        pick = lambda c: None if c.currentText() == ALL else c.currentText()  # noqa: E731
+        return {"types": {t for t, b in self.type_boxes.items() if b.isChecked()},
+                "tag": pick(self.tag), "folder": pick(self.folder), "vault": pick(self.vault)}
+
+    def set_legend(self, legend: list[tuple[str, QColor]], note: str) -> None:
+        rows = "".join(f"<tr><td><span style='color:{c.name()}; font-size:14px'>●</span></td>"
+                       f"<td>{_esc(label)}</td></tr>" for label, c in legend[:24])
+        more = f"<br>… and {len(legend) - 24} more" if len(legend) > 24 else ""
+        self.legend.setText(f"<table cellspacing=2>{rows}</table>{more}"
+                            + (f"<p style='color:#555'>{_esc(note)}</p>" if note else ""))
+
+
+def _short(f: Finding) -> str:
+    if f.kind == "orphan":
+        return f.titles[0] if f.titles else f.message
+    if f.kind in ("bridge", "missing_connection") and len(f.titles) == 2:
+        return f"{f.titles[0]} – {f.titles[1]}"
+    if f.kind == "cut_entry" and f.titles:
+        return f"{f.titles[0]} (cuts off {f.data.get('cut_off', '?')})"
+    if f.kind == "requires_cycle":
+        return " → ".join(f.titles)
+    if f.kind == "type_imbalance":
+        return f"community {int(f.data.get('community', 0)) + 1}: {f.data.get('share', 0):.0%} {f.data.get('type', '')}"
+    return f.message
+
+
+def _esc(s: str) -> str:
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def swatch(colour: QColor, size: int = 10) -> QPixmap:
+    pm = QPixmap(size, size)
+    pm.fill(colour)
+    return pm
