@@ -24,6 +24,7 @@ from dle_desktop import __version__
 from dle_desktop.ui.async_util import soon
 from dle_desktop.ui.bridge import EngineBridge
 from dle_desktop.ui.channels_view import ChannelsView
+from dle_desktop.ui.graph_view import GraphView
 from dle_desktop.ui.icons import app_icon
 from dle_desktop.ui.server_notice import ServerNotice
 from dle_desktop.ui.sillytavern_view import SillyTavernView
@@ -58,6 +59,9 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.channels_view, "Channels")
         self.channels_view.dirtyChanged.connect(
             lambda dirty: self.tabs.setTabText(self.tabs.indexOf(self.channels_view), "Channels •" if dirty else "Channels"))
+        self.graph_view = GraphView.for_paths(bridge.engine.paths)
+        self.graph_view.openEntryRequested.connect(self.open_in_vault)
+        self.tabs.addTab(self.graph_view, "Graph")
         self.sillytavern_view = SillyTavernView(bridge)
         self.tabs.addTab(self.sillytavern_view, "SillyTavern")
         self.server_notice = ServerNotice()
@@ -106,6 +110,9 @@ class MainWindow(QMainWindow):
         self.channels_view_action = QAction("Channels", self, shortcut=QKeySequence("Ctrl+2"),
                                             statusTip="AI connection profiles, channels, AI search and the breaker (Ctrl+2)",
                                             triggered=lambda *_: self.tabs.setCurrentWidget(self.channels_view))
+        self.graph_view_action = QAction("Graph", self, shortcut=QKeySequence("Ctrl+3"),
+                                         statusTip="The vault as a graph: clusters, orphans, bridges (Ctrl+3)",
+                                         triggered=lambda *_: self.tabs.setCurrentWidget(self.graph_view))
         self.sillytavern_view_action = QAction(
             "SillyTavern", self, shortcut=QKeySequence("Ctrl+5"),
             statusTip="SillyTavern installs, the bridge extension, its connection and access (Ctrl+5)",
@@ -133,6 +140,7 @@ class MainWindow(QMainWindow):
         m = menu.addMenu("&View")
         m.addAction(self.vault_view_action)
         m.addAction(self.channels_view_action)
+        m.addAction(self.graph_view_action)
         m.addAction(self.sillytavern_view_action)
         m.addSeparator()
         m.addAction(self.find_action)
@@ -195,6 +203,7 @@ class MainWindow(QMainWindow):
     # -- engine events ----------------------------------------------------------------------
     def on_index(self, snapshot, changes, source: str) -> None:
         self.vault_view.set_snapshot(snapshot)
+        self.graph_view.set_snapshot(snapshot)
         if self._pending_select:
             if self.vault_view.select_uid(self._pending_select) or source != "cache":
                 self._pending_select = None
@@ -276,6 +285,10 @@ class MainWindow(QMainWindow):
         asyncio.ensure_future(self.bridge.run(self.bridge.engine.set_sync_paused, paused))
         self.statusBar().showMessage("Sync paused" if paused else "Sync resumed", 4000)
 
+    def open_in_vault(self, uid: str) -> None:
+        self.tabs.setCurrentWidget(self.vault_view)
+        self.vault_view.select_uid(uid)
+
     def find(self) -> None:
         self.tabs.setCurrentWidget(self.vault_view)
         self.vault_view.focus_filter()
@@ -307,6 +320,7 @@ class MainWindow(QMainWindow):
         self._quitting = True
         self.channels_view.stop()
         self.sillytavern_view.stop()
+        self.graph_view.stop()
         self.save_state()
 
     def save_state(self) -> None:
