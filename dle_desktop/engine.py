@@ -140,6 +140,7 @@ class Engine:
         self.ai = AiService(settings, self.secrets, offline=ai_offline, usage_path=paths.ai_usage_file,
                             on_breaker=lambda snap: self._emit("ai_breaker", **snap))
         self.retrieval.ai_select = AiSearch(self.ai).select
+        self._writer = None  # the note writer, made on first use (see `writer`)
 
     # -- set-up -----------------------------------------------------------------------------
     def _make_sources(self, override: list[VaultSource] | None) -> list[VaultSource]:
@@ -157,6 +158,23 @@ class Engine:
     @property
     def snapshot(self) -> IndexSnapshot | None:
         return self.indexer.snapshot
+
+    @property
+    def writer(self):
+        """The one way the app changes notes in this engine's vaults (vault/writer.py): each write is
+        checked against the version it was based on, recorded in the data folder's write history,
+        and re-indexed at once. The bundled sample vault is read-only."""
+        if self._writer is None:
+            from dle_desktop.vault.write_history import WriteHistory
+            from dle_desktop.vault.writer import NoteWriter
+
+            read_only = {}
+            if self.using_sample_vault:
+                read_only[SAMPLE_VAULT_NAME] = ("the bundled sample vault is read-only; add your own vault folder in "
+                                                "Settings to write notes")
+            self._writer = NoteWriter(lambda: self._sources, history=WriteHistory.in_data_dir(self.paths.data_dir),
+                                      on_written=self.note_written, read_only=read_only)
+        return self._writer
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
         self._subscribers.append(fn)
@@ -217,6 +235,8 @@ class Engine:
         await self.semantic.aclose()
         await self.ai.aclose()
         await self._close_vectors()
+        if self._writer is not None and self._writer.history is not None:
+            self._writer.history.close()
         for s in self._sources:
             try:
                 await s.close()
@@ -317,8 +337,8 @@ class Engine:
         self._spawn(self._drain_paths())
 
     def note_written(self, vault: str, paths: set[str]) -> concurrent.futures.Future | None:
-        """Files under vault `vault` were just written by us (the Obsidian REST emulation's PUT):
-        re-index them now. Callable from any thread; the future is done once the index has them
+        """Files under vault `vault` were just written by us (the note writer, the Obsidian REST
+        emulation's PUT): re-index them now. Callable from any thread; the future is done once the index has them
         (None: the engine is not running, or sync is paused and the watcher holds the change like
         any other). The watcher's own batch for the same files that follows finds the same content
         hash: nothing is parsed twice. The field-definitions file re-reads the whole vault."""

@@ -84,7 +84,8 @@ class _FolderBackend:
     async def read(self, rel: str) -> str | None:
         return await asyncio.to_thread(lambda: note_files.read_note(self._real(rel)))
 
-    async def commit(self, rel: str, expected: str, new_text: str | None) -> set[str]:
+    async def commit(self, rel: str, expected: str, new_text: str | None, just_read: str | None = None) -> set[str]:
+        # The file is read again under the lock, just before the rename: `just_read` is not enough.
         def run() -> set[str]:
             real = self._real(rel)
             root_real = os.path.realpath(self.source.root)
@@ -106,8 +107,9 @@ class _SourceBackend:
     async def read(self, rel: str) -> str | None:
         return await self.source.read_optional(rel)
 
-    async def commit(self, rel: str, expected: str, new_text: str | None) -> set[str]:
-        current = await self.read(rel)
+    async def commit(self, rel: str, expected: str, new_text: str | None, just_read: str | None = None) -> set[str]:
+        # A text read a moment ago for the same check saves a second GET of a large note.
+        current = just_read if just_read is not None else await self.read(rel)
         if not note_files.matches(current, expected):
             raise Changed(current)
         if new_text is None:
@@ -227,7 +229,7 @@ class NoteWriter:
         if new_text == current:
             return WriteResult(vault, rel, current, current, None, written=False)
         try:
-            changed = await backend.commit(rel, base_hash, new_text)
+            changed = await backend.commit(rel, base_hash, new_text, just_read=current)
         except Changed as exc:
             raise self._conflict_for(vault, rel, base_hash, current, exc.current, transform) from None
         return await self._finish(vault, rel, changed, feature, action, current, new_text)
