@@ -209,14 +209,24 @@ def main(argv=None) -> int:
     variants.insert(0, ("links thinned", thin, lay.positions, an))
     for name, graph, pos, analysis in variants:
         r = GraphResult(view.worker._job_id, graph, pos, frozenset(), analysis, {}, 0, "full")
-        view.show_result(r)
-        app.processEvents()
         tag = f"{graph.n} entries, {len(graph.simple_edges()[0])} edges ({name})"
+        shown_ms = timed_ms(lambda: view.show_result(r))
+        table.append(row(f"GUI block: a worker's result put on screen, {tag}", [shown_ms], None))
+        app.processEvents()
         log(f"frames: {tag}")
         f = frames(view, args.frames)
         table.append(row(f"pan frame, whole graph in view, {tag}", f["pan"], FRAME_TARGET_MS))
         table.append(row(f"zoom frame (wheel steps), {tag}", f["zoom"], FRAME_TARGET_MS))
         table.append(row(f"pan frame, zoomed in 6x (labels), {tag}", f["pan_zoomed_in"], FRAME_TARGET_MS))
+        for label, zoom in (("whole graph", 1.0), ("zoomed in 6x", 6.0)):
+            c = view.canvas
+            c.fit()
+            c.zoom_at(zoom, c.width() / 2, c.height() / 2)
+            sharp = [c.render_now() for _ in range(3)]
+            total = [sum(j.slices) * 1000 for j in sharp]
+            table.append(row(f"sharp re-render after the view rests, {label}, {tag}", total, None))
+            table.append(row(f"GUI block: one slice of that re-render, {label}, {tag}",
+                             [x * 1000 for j in sharp for x in j.slices], BLOCK_TARGET_MS))
         it = interaction(view, rng, 60)
         for k, v in it.items():
             if v:

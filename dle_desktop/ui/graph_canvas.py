@@ -1,23 +1,27 @@
 """The Graph view's picture: one QWidget painting every node and edge with QPainter.
 
-Why not QGraphicsScene: 10,000 items plus 30,000 edge items cost seconds to build and tens of ms
-per frame in Python-side bookkeeping. Here the edges of each kind are one QPainterPath and the
-nodes of each (colour, size) bin one QPolygonF, all in world coordinates, built only when the
-data changes; a frame sets one transform and makes a few dozen C++ draw calls. Panning and
-zooming rebuild nothing. What is on top of that (hover, selection, a finding, labels) is drawn
-in screen coordinates from small numpy-selected sets, over a cached image of the static layer.
-Picking uses a uniform grid over world coordinates (numpy, sorted cell ids), neighbourhoods a
-CSR adjacency (graph_index.py)."""
+Why not QGraphicsScene: 10,000 node items plus 30,000 edge items cost seconds to build and tens
+of ms per frame in Python-side bookkeeping. Here the static layer (graph_render.py: edge paths
+and node point sets in world coordinates, built once per data change) is painted into an image,
+in slices when it is big; a frame blits that image (moved and scaled while the view changes)
+and draws on top, in screen coordinates, what depends on the mouse: the hovered neighbourhood,
+the selection, a finding, and labels. Picking uses a uniform grid over world coordinates,
+neighbourhoods a CSR adjacency (graph_index.py)."""
 
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QPointF, QRectF, Qt, QVariantAnimation, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPainterPath, QPen, QPolygonF, QTransform
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, QVariantAnimation, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPen, QTransform
 from PySide6.QtWidgets import QWidget
 
 from dle_desktop.ui.graph_index import Adjacency, PointGrid
+from dle_desktop.ui.graph_render import EDGE_PIXEL_BUDGET, SYNC_LIMIT, Geometry, StaticRender, build_geometry, paint_all, steps
 from dle_desktop.ui.graph_style import BACKGROUND, EDGE_STYLES, LABEL, OTHER
+
+#: A slice of static-layer painting on the GUI thread; the pause before a sharp re-render starts
+SLICE_S = 0.012
+SETTLE_MS = 90
 
 #: Above this many nodes in view, only the hovered / selected / focused ones get labels.
 LABEL_CROWD = 700
@@ -54,10 +58,13 @@ class GraphCanvas(QWidget):
         self.centre = np.zeros(2)
         self.label_font = QFont(self.font())
         self.label_font.setPointSizeF(max(7.5, self.label_font.pointSizeF() * 0.9))
-        self._paths: dict[str, QPainterPath] | None = None
-        self._groups: list[tuple[QColor, float, QPolygonF]] | None = None
-        self._static: QImage | None = None
-        self._static_key = None
+        self.rank: dict[str, np.ndarray] = {}
+        self._geo: Geometry | None = None
+        self._version = 0  # bumped whenever what the static layer shows changes
+        self._static: StaticRender | None = None  # the last finished image (for its key and version)
+        self._job: StaticRender | None = None  # the one being painted
+        self._settle = QTimer(self, singleShot=True, interval=SETTLE_MS, timeout=self._start_render)
+        self._slicer = QTimer(self, interval=0, timeout=self._render_slice)
         self._press: tuple[QPointF, int] | None = None
         self._panning = False
         self._drag = -1
@@ -66,11 +73,15 @@ class GraphCanvas(QWidget):
         self._vector = False
 
     # -- data ---------------------------------------------------------------------------------
-    def set_graph(self, titles: list[str], pos: np.ndarray, edges: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+    def set_graph(self, titles: list[str], pos: np.ndarray, edges: dict[str, tuple[np.ndarray, np.ndarray]],
+                  rank: dict[str, np.ndarray] | None = None) -> None:
+        """`rank`: per edge kind, the order to draw its edges in (most telling first: zoomed
+        out, only the first links are drawn)."""
         n = len(titles)
         self.titles = list(titles)
         self.xy = np.asarray(pos, dtype=np.float64).reshape(n, 2).copy()
         self.edges = edges
+        self.rank = rank or {}
         self.visible = np.ones(n, dtype=bool)
         self.pinned = np.zeros(n, dtype=bool)
         if len(self.bins) != n:
@@ -88,22 +99,19 @@ class GraphCanvas(QWidget):
 
     def set_style(self, bins: np.ndarray, palette: list[QColor], size: np.ndarray, importance: np.ndarray) -> None:
         self.bins, self.palette, self.node_size, self.importance = bins, palette, size, importance
-        self._groups = None
-        self._invalidate()
+        self._content_changed()
 
     def set_kinds(self, kinds: set[str]) -> None:
         self.kinds_on = set(kinds)
         self._rebuild_adjacency()
-        self._paths = None
-        self._invalidate()
+        self._content_changed()
 
     def set_visible(self, mask: np.ndarray) -> None:
         self.visible = np.asarray(mask, dtype=bool)
         if self.hovered >= 0 and not self.visible[self.hovered]:
             self.hovered = -1
         self.grid = PointGrid(self.xy, self.visible)
-        self._paths = self._groups = None
-        self._invalidate()
+        self._content_changed()
 
     def _rebuild_adjacency(self) -> None:
         parts = [self.edges[k] for k in self.kinds_on if k in self.edges]
@@ -113,11 +121,15 @@ class GraphCanvas(QWidget):
 
     def _positions_changed(self) -> None:
         self.grid = PointGrid(self.xy, self.visible)
-        self._paths = self._groups = None
-        self._invalidate()
+        self._content_changed()
+
+    def _content_changed(self) -> None:
+        self._geo = None
+        self._version += 1
+        self.update()
 
     def _invalidate(self) -> None:
-        self._static = None
+        """The view moved: frames reuse the last image until a sharp one is painted."""
         self.update()
 
     # -- the view transform ----------------------------------------------------------------------
@@ -214,47 +226,60 @@ class GraphCanvas(QWidget):
             return self.adj.around(self.selected)
         return np.zeros(0, dtype=np.int64)
 
-    # -- building what is drawn --------------------------------------------------------------------
-    def _edge_paths(self) -> dict[str, QPainterPath]:
-        if self._paths is None:
-            self._paths = {}
-            vis = self.visible
-            for kind, (a, b) in self.edges.items():
-                keep = vis[a] & vis[b]
-                if self._drag >= 0:  # the dragged node's edges are drawn live, on top
-                    keep &= (a != self._drag) & (b != self._drag)
-                path = QPainterPath()
-                ends = np.hstack([self.xy[a[keep]], self.xy[b[keep]]]).tolist()
-                move, line = path.moveTo, path.lineTo
-                for x1, y1, x2, y2 in ends:
-                    move(x1, y1)
-                    line(x2, y2)
-                self._paths[kind] = path
-        return self._paths
+    # -- the static layer --------------------------------------------------------------------------
+    def geometry_now(self) -> Geometry:
+        if self._geo is None:
+            self._geo = build_geometry(self.xy, self.edges, self.rank, self.visible, self.bins, self.palette,
+                                       self.node_size, self.pinned, exclude=self._drag)
+        return self._geo
 
-    def _node_groups(self) -> list[tuple[QColor, float, QPolygonF]]:
-        if self._groups is None:
-            self._groups = []
-            keep = self.visible.copy()
-            if self._drag >= 0:
-                keep[self._drag] = False
-            idx = np.flatnonzero(keep)
-            if len(idx):
-                sizes = np.round(self.node_size[idx], 1)
-                key = self.bins[idx] * 1000 + (sizes * 10).astype(np.int64)
-                order = np.argsort(key, kind="stable")
-                # big nodes last, on top of small ones
-                uniq, start = np.unique(key[order], return_index=True)
-                bounds = list(start) + [len(order)]
-                groups = []
-                for g in range(len(uniq)):
-                    members = idx[order[bounds[g]:bounds[g + 1]]]
-                    pts = QPolygonF([QPointF(x, y) for x, y in self.xy[members].tolist()])
-                    colour = self.palette[int(self.bins[members[0]]) % len(self.palette)]
-                    groups.append((float(self.node_size[members[0]]), colour, pts))
-                groups.sort(key=lambda t: t[0])
-                self._groups = [(c, s, p) for s, c, p in groups]
-        return self._groups
+    def _steps_for(self, w: float, h: float, vector: bool = False, everything: bool = False):
+        geo, tf, px = self.geometry_now(), self._transform(), self.node_px()
+        kinds, xy, size = set(self.kinds_on), self.xy, self.node_size
+        budget = None if everything else EDGE_PIXEL_BUDGET
+        return lambda p: steps(p, geo, kinds, tf, px, xy, size, w, h, vector, budget)
+
+    def _view_key(self, w: float, h: float) -> tuple:
+        return (w, h, self.scale, float(self.centre[0]), float(self.centre[1]))
+
+    def _start_render(self) -> None:
+        if self._job is not None:
+            self._job.abort()
+        w, h = self.width(), self.height()
+        self._job = StaticRender(w, h, self.devicePixelRatioF(), self._view_key(w, h), self._version,
+                                 self._steps_for(w, h))
+        self._slicer.start()
+
+    def _render_slice(self) -> None:
+        job = self._job
+        if job is None:
+            self._slicer.stop()
+            return
+        if job.key != self._view_key(self.width(), self.height()) or job.version != self._version:
+            job.abort()  # the view or the data moved on: start afresh once it rests
+            self._job = None
+            self._slicer.stop()
+            self._settle.start()
+            return
+        if job.run(SLICE_S):
+            self._static, self._job = job, None
+            self._slicer.stop()
+            self.update()
+
+    def render_now(self) -> StaticRender:
+        """Paint the sharp static layer for the current view at once (tests, the benchmark)."""
+        self._settle.stop()
+        self._slicer.stop()
+        if self._job is not None:
+            self._job.abort()
+            self._job = None
+        w, h = self.width(), self.height()
+        job = StaticRender(w, h, self.devicePixelRatioF(), self._view_key(w, h), self._version, self._steps_for(w, h))
+        while not job.run(SLICE_S):
+            pass
+        self._static = job
+        self.update()
+        return job
 
     def node_px(self) -> float:
         """How node diameters follow the zoom: in proportion to the typical distance between
@@ -264,7 +289,7 @@ class GraphCanvas(QWidget):
 
     @property
     def _natural(self) -> float:
-        """1 / (14 × the typical distance between nodes in world units)."""
+        """The typical distance between nodes in world units, over 14 (px)."""
         cache = getattr(self, "_natural_cache", None)
         if cache is not None and cache[0] is self.xy:
             return cache[1]
@@ -272,7 +297,7 @@ class GraphCanvas(QWidget):
         val = 1.0
         if n > 1:
             area = float(np.prod(np.maximum(np.ptp(self.xy, axis=0), 1e-9)))
-            val = 1.0 / max(np.sqrt(area / n) * 14.0, 1e-9)
+            val = float(np.sqrt(area / n)) / 14.0
         self._natural_cache = (self.xy, val)
         return val
 
@@ -297,68 +322,34 @@ class GraphCanvas(QWidget):
             self._vector = False
 
     def _paint(self, p: QPainter, w: int, h: int, cached: bool) -> None:
-        key = (w, h, self.scale, float(self.centre[0]), float(self.centre[1]))
-        if cached and self._static is not None and self._static_key == key and self._drag < 0:
-            p.drawImage(0, 0, self._static)
+        if not len(self.xy):
+            p.fillRect(QRectF(0, 0, w, h), BACKGROUND)
+        elif not cached:
+            paint_all(p, w, h, self._steps_for(w, h, self._vector, everything=True))
         else:
-            if cached and self._drag < 0:
-                dpr = self.devicePixelRatioF()
-                img = QImage(int(w * dpr), int(h * dpr), QImage.Format_ARGB32_Premultiplied)
-                img.setDevicePixelRatio(dpr)
-                sp = QPainter(img)
-                self._paint_static(sp, w, h)
-                sp.end()
-                self._static, self._static_key = img, key
-                p.drawImage(0, 0, img)
-            else:
-                self._paint_static(p, w, h)
+            self._paint_cached(p, w, h)
         self._paint_overlay(p, w, h)
 
-    def _paint_static(self, p: QPainter, w: int, h: int) -> None:
-        p.fillRect(QRectF(0, 0, w, h), BACKGROUND)
-        if not len(self.xy):
+    def _paint_cached(self, p: QPainter, w: int, h: int) -> None:
+        key = self._view_key(w, h)
+        last = self._static
+        if last is not None and last.key == key and last.version == self._version:
+            p.drawImage(0, 0, last.img)
             return
-        p.setRenderHint(QPainter.Antialiasing, True)
-        tf = self._transform()
-        if not self._vector:
-            p.setTransform(tf)
-        paths = self._edge_paths()
-        zoomed_out = self.node_px() < 0.6
-        for kind in ("link", "cascade", "requires", "excludes"):
-            if kind not in self.kinds_on or kind not in paths:
-                continue
-            _label, colour, width, style = EDGE_STYLES[kind]
-            pen = QPen(colour, width if not zoomed_out else min(width, 1.0))
-            pen.setCosmetic(True)
-            # dash patterns cost much when zoomed out and are invisible there anyway
-            pen.setStyle(Qt.SolidLine if zoomed_out else style)
-            p.setPen(pen)
-            p.drawPath(tf.map(paths[kind]) if self._vector else paths[kind])
-        scale = self.node_px()
-        for colour, size, pts in self._node_groups():
-            d = max(2.0, size * scale)
-            if self._vector:
-                p.setPen(Qt.NoPen)
-                p.setBrush(colour)
-                for q in tf.map(pts):
-                    p.drawEllipse(q, d / 2, d / 2)
-                continue
-            pen = QPen(colour, d)
-            pen.setCosmetic(True)
-            pen.setCapStyle(Qt.RoundCap)
-            p.setPen(pen)
-            p.drawPoints(pts)
-        pinned = np.flatnonzero(self.pinned & self.visible)
-        if len(pinned):  # a ring marks what a drag pinned
-            pen = QPen(QColor(40, 40, 40), 1.2)
-            pen.setCosmetic(True)
-            p.setPen(pen)
-            p.setBrush(Qt.NoBrush)
-            p.resetTransform()
-            for (x, y), s in zip(self.world_to_screen(self.xy[pinned]).tolist(), self.node_size[pinned].tolist()):
-                r = max(2.0, s * scale) / 2 + 2
-                p.drawEllipse(QPointF(x, y), r, r)
-        p.resetTransform()
+        if self.geometry_now().count <= SYNC_LIMIT:  # small: paint it sharp right away
+            p.drawImage(0, 0, self.render_now().img)
+            return
+        p.fillRect(QRectF(0, 0, w, h), BACKGROUND)
+        if last is not None:  # the last image, moved and scaled to where the view is now
+            s0, c0 = last.key[2], np.array(last.key[3:5])
+            k = self.scale / s0
+            off = (c0 - self.centre) * self.scale + np.array([w / 2, h / 2]) * (1 - k)
+            p.save()
+            p.setTransform(QTransform(k, 0, 0, k, float(off[0]), float(off[1])))
+            p.drawImage(0, 0, last.img)
+            p.restore()
+        if self._job is None or self._job.key != key or self._job.version != self._version:
+            self._settle.start()  # (re)starts the pause: the sharp image waits for the view to rest
 
     def _paint_overlay(self, p: QPainter, w: int, h: int) -> None:
         p.setRenderHint(QPainter.Antialiasing, True)
@@ -481,8 +472,7 @@ class GraphCanvas(QWidget):
                 return
             if self._drag < 0 and (ev.position() - start).manhattanLength() > 4:
                 self._drag = i
-                self._paths = self._groups = None  # the static layer without it, once
-                self._invalidate()
+                self._content_changed()  # the static layer without it, once
             if self._drag >= 0:
                 self.xy[self._drag] = self.screen_to_world(x, y)
                 self.update()
@@ -515,5 +505,5 @@ class GraphCanvas(QWidget):
         self.set_hovered(-1)
 
     def resizeEvent(self, ev) -> None:  # noqa: N802
-        self._static = None
         super().resizeEvent(ev)
+        self.update()

@@ -34,7 +34,7 @@ from dle_desktop.state.graph_layout import LayoutStore
 from dle_desktop.ui.graph_canvas import GraphCanvas
 from dle_desktop.ui.graph_panel import GraphPanel
 from dle_desktop.ui.graph_style import COLOUR_MODES, EDGE_STYLES, SIZE_MODES, colouring, custom_fields, sizes
-from dle_desktop.ui.graph_worker import GraphJob, GraphResult, GraphWorker
+from dle_desktop.ui.graph_worker import GraphJob, GraphResult, GraphWorker, edge_arrays
 
 log = logging.getLogger(__name__)
 
@@ -227,12 +227,8 @@ class GraphView(QWidget):
         keep_selected = self.graph.uids[self.canvas.selected] if self.graph is not None and self.canvas.selected >= 0 else None
         self.result, self.graph, self.pinned = res, res.graph, set(res.pinned)
         g = res.graph
-        by_kind: dict[str, tuple[list[int], list[int]]] = {k: ([], []) for k in EDGE_STYLES}
-        for e in g.edges:
-            by_kind[e.kind][0].append(e.a)
-            by_kind[e.kind][1].append(e.b)
-        edges = {k: (np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)) for k, (a, b) in by_kind.items()}
-        self.canvas.set_graph([e.title for e in g.entries], res.positions, edges)
+        edges, rank = res.edges if res.edges is not None else edge_arrays(g, res.analysis)
+        self.canvas.set_graph([e.title for e in g.entries], res.positions, edges, rank)
         self.canvas.pinned = np.array([u in self.pinned for u in g.uids], dtype=bool)
         self.canvas.set_kinds({k for k, b in self.kind_buttons.items() if b.isChecked()})
         self.completer.model().setStringList(sorted({e.title for e in g.entries}, key=str.lower))

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtCore import QObject, Signal
 
-from dle_desktop.core.graph import PRESETS, Analysis, LoreGraph, analyse, build_graph, layout
+from dle_desktop.core.graph import EDGE_KINDS, PRESETS, Analysis, LoreGraph, analyse, build_graph, layout
 from dle_desktop.state.graph_layout import LayoutStore
 from dle_desktop.state.injection_stats import injection_totals
 
@@ -52,6 +52,8 @@ class GraphResult:
     cancelled: bool = False
     iterations: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
+    #: per kind: edge endpoint arrays, and the order to draw them in (`edge_arrays`)
+    edges: tuple[dict, dict] | None = None
 
 
 class GraphWorker(QObject):
@@ -161,10 +163,30 @@ class GraphWorker(QObject):
         frequency, chats = injection_totals(self.db_path) if self.db_path is not None else ({}, 0)
 
         result = GraphResult(job_id, graph, positions, frozenset(pinned), analysis, frequency, chats, mode,
-                             cancelled, iterations, times)
+                             cancelled, iterations, times, edge_arrays(graph, analysis))
         if mode != "saved" and not cancelled and self.store is not None:
             self._save_safely(job.vaults, dict(zip(graph.uids, map(tuple, positions.tolist()))), pinned, preset, seed)
         return result
+
+
+def edge_arrays(g: LoreGraph, analysis) -> tuple[dict, dict]:
+    """Per kind: endpoint arrays, and the order to draw them in (zoomed out only the first links
+    are drawn): the disparity backbone first, then by weight, then a seeded shuffle, so the few
+    edges drawn are the telling ones and spread over the whole graph."""
+    by_kind: dict[str, tuple[list[int], list[int], list[float]]] = {k: ([], [], []) for k in EDGE_KINDS}
+    for e in g.edges:
+        a, b, w = by_kind[e.kind]
+        a.append(e.a)
+        b.append(e.b)
+        w.append(e.weight)
+    backbone = set(map(tuple, analysis.backbone.pairs.tolist())) if analysis is not None else set()
+    rng = np.random.default_rng(0)
+    edges, rank = {}, {}
+    for kind, (a, b, w) in by_kind.items():
+        edges[kind] = (np.array(a, dtype=np.int64), np.array(b, dtype=np.int64))
+        core = np.array([(x, y) in backbone for x, y in zip(a, b)], dtype=bool)
+        rank[kind] = np.lexsort((rng.random(len(a)), -np.array(w, dtype=np.float64), ~core)) if a else np.zeros(0, np.int64)
+    return edges, rank
 
 
 def _same_structure(a: LoreGraph, b: LoreGraph) -> bool:
