@@ -24,6 +24,7 @@ from dle_desktop import __version__
 from dle_desktop.ui.async_util import soon
 from dle_desktop.ui.bridge import EngineBridge
 from dle_desktop.ui.channels_view import ChannelsView
+from dle_desktop.ui.entry_detail import EngineWriteAccess
 from dle_desktop.ui.graph_view import GraphView
 from dle_desktop.ui.icons import app_icon
 from dle_desktop.ui.server_notice import ServerNotice
@@ -54,6 +55,7 @@ class MainWindow(QMainWindow):
 
         self.tabs = QTabWidget()
         self.vault_view = VaultView(test_runner=self._run_test_chat)
+        self.vault_view.set_write_access(EngineWriteAccess(bridge))
         self.tabs.addTab(self.vault_view, "Vault")
         self.channels_view = ChannelsView(bridge)
         self.tabs.addTab(self.channels_view, "Channels")

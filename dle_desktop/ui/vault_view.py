@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QPushButton,
     QSplitter,
     QTableView,
     QTabWidget,
@@ -23,7 +24,7 @@ from dle_desktop.core.health import HealthReport
 from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.ui.cut_text import CutTextTips
 from dle_desktop.ui.entries_model import UID_ROLE, EntriesFilter, EntriesModel
-from dle_desktop.ui.entry_detail import render_entry
+from dle_desktop.ui.entry_detail import EntryHistory, render_entry
 from dle_desktop.ui.health_panel import HealthPanel
 from dle_desktop.ui.semantic_strip import SemanticStrip
 from dle_desktop.ui.test_chat_panel import TestChatPanel
@@ -100,6 +101,12 @@ class VaultView(QWidget):
         self.right_tabs = QTabWidget()
         self.right_tabs.addTab(self.detail, "Entry")
         self.right_tabs.addTab(self.test_panel, "Test a chat")
+        # The selected note's last write by the app, taken back (conflict-checked); the history
+        # itself is listed in the detail pane.
+        self.undo_button = QPushButton("Undo last write")
+        self.right_tabs.setCornerWidget(self.undo_button, Qt.TopRightCorner)
+        self.entry_history = EntryHistory(self.undo_button, self)
+        self.entry_history.changed.connect(self._render_current)
         self.right_split = QSplitter(Qt.Vertical)
         self.right_split.addWidget(self.right_tabs)
         self.right_split.addWidget(self.health)
@@ -189,7 +196,21 @@ class VaultView(QWidget):
             return
         entry = self.snapshot.by_uid.get(uid)
         if entry is not None:
-            self.detail.setHtml(render_entry(entry, self.snapshot))
+            self.entry_history.show_note(entry.vault, entry.path)
+            self.detail.setHtml(render_entry(entry, self.snapshot, self.entry_history.html()))
+
+    def _render_current(self) -> None:
+        uid = self.current_uid()
+        entry = self.snapshot.by_uid.get(uid) if self.snapshot is not None and uid else None
+        if entry is not None and self.entry_history.note == (entry.vault, entry.path):
+            self.detail.setHtml(render_entry(entry, self.snapshot, self.entry_history.html()))
+
+    def set_write_access(self, access) -> None:
+        """Where the entry detail reads write history and undoes writes (the engine's note writer)."""
+        self.entry_history.set_access(access)
+        uid = self.current_uid()
+        if uid:
+            self._show(uid)
 
     def _anchor_clicked(self, url: QUrl) -> None:
         text = url.toString()
