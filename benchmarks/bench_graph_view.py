@@ -232,7 +232,10 @@ def main(argv=None) -> int:
             if v:
                 table.append(row(f"GUI block: {k.replace('_', ' ')}, {tag}", v, BLOCK_TARGET_MS))
         if name == "links thinned" and args.screenshot:
+            view.clear_focus()
+            view.set_colour_mode("community")
             view.canvas.fit()
+            view.canvas.render_now()
             app.processEvents()
             view.grab().save(args.screenshot)
             log(f"screenshot: {args.screenshot}")

@@ -12,20 +12,18 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, QVariantAnimation, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPen, QTransform
+from PySide6.QtGui import QColor, QFont, QPainter, QTransform
 from PySide6.QtWidgets import QWidget
 
 from dle_desktop.ui.graph_index import Adjacency, PointGrid
+from dle_desktop.ui.graph_overlay import paint_overlay
 from dle_desktop.ui.graph_render import EDGE_PIXEL_BUDGET, SYNC_LIMIT, Geometry, StaticRender, build_geometry, paint_all, steps
-from dle_desktop.ui.graph_style import BACKGROUND, EDGE_STYLES, LABEL, OTHER
+from dle_desktop.ui.graph_style import BACKGROUND, EDGE_STYLES, OTHER
 
 #: A slice of static-layer painting on the GUI thread; the pause before a sharp re-render starts
 SLICE_S = 0.012
 SETTLE_MS = 90
 
-#: Above this many nodes in view, only the hovered / selected / focused ones get labels.
-LABEL_CROWD = 700
-MAX_LABELS = 120
 
 
 class GraphCanvas(QWidget):
@@ -352,99 +350,7 @@ class GraphCanvas(QWidget):
             self._settle.start()  # (re)starts the pause: the sharp image waits for the view to rest
 
     def _paint_overlay(self, p: QPainter, w: int, h: int) -> None:
-        p.setRenderHint(QPainter.Antialiasing, True)
-        hi = self.highlighted()
-        if self._drag >= 0:
-            hi = self.adj.around(self._drag)
-        if len(hi):
-            hi = hi[self.visible[hi]]
-            # dim: one translucent wash over the static layer, then the neighbourhood again on top
-            p.fillRect(QRectF(0, 0, w, h), QColor(BACKGROUND.red(), BACKGROUND.green(), BACKGROUND.blue(), 200))
-            self._draw_subgraph(p, hi)
-        self._draw_labels(p, w, h, hi)
-
-    def _draw_subgraph(self, p: QPainter, nodes: np.ndarray) -> None:
-        inside = np.zeros(len(self.xy), dtype=bool)
-        inside[nodes] = True
-        scale = self.node_px()
-        for kind in ("link", "cascade", "requires", "excludes"):
-            if kind not in self.kinds_on or kind not in self.edges:
-                continue
-            a, b = self.edges[kind]
-            keep = inside[a] & inside[b]
-            if not keep.any():
-                continue
-            _label, colour, width, style = EDGE_STYLES[kind]
-            strong = QColor(colour)
-            strong.setAlpha(230 if kind != "link" else 150)
-            pen = QPen(strong, max(width, 1.0) * 1.3)
-            pen.setStyle(style)
-            p.setPen(pen)
-            sa, sb = self.world_to_screen(self.xy[a[keep]]), self.world_to_screen(self.xy[b[keep]])
-            path = QPainterPath()
-            for x1, y1, x2, y2 in np.hstack([sa, sb]).tolist():
-                path.moveTo(x1, y1)
-                path.lineTo(x2, y2)
-            p.drawPath(path)
-        scr = self.world_to_screen(self.xy[nodes])
-        for (x, y), i in zip(scr.tolist(), nodes.tolist()):
-            colour = self.palette[int(self.bins[i]) % len(self.palette)]
-            d = max(3.0, self.node_size[i] * scale)
-            p.setPen(QPen(QColor(255, 255, 255), 1.0))
-            p.setBrush(colour)
-            p.drawEllipse(QPointF(x, y), d / 2, d / 2)
-        for i, width in ((self.selected, 2.5), (self.hovered, 1.5)):
-            if i >= 0 and self.visible[i]:
-                x, y = self.world_to_screen(self.xy[i]).tolist()
-                d = max(3.0, self.node_size[i] * scale) / 2 + 3
-                p.setPen(QPen(LABEL, width))
-                p.setBrush(Qt.NoBrush)
-                p.drawEllipse(QPointF(x, y), d, d)
-
-    def _draw_labels(self, p: QPainter, w: int, h: int, highlighted: np.ndarray) -> None:
-        """Labels never overlap: candidates are placed greedily (highlighted ones first, then by
-        importance) and a label that would touch one already placed is skipped."""
-        if not len(self.xy):
-            return
-        scr = self.world_to_screen(self.xy)
-        onscreen = self.visible & (scr[:, 0] > -20) & (scr[:, 0] < w + 20) & (scr[:, 1] > -20) & (scr[:, 1] < h + 20)
-        first = [i for i in (self.selected, self.hovered) if i >= 0 and onscreen[i]]
-        first += [i for i in highlighted.tolist() if onscreen[i] and i not in first][:60]
-        rest: list[int] = []
-        count = int(onscreen.sum())
-        if count <= LABEL_CROWD and self.node_px() >= 0.6:
-            cand = np.flatnonzero(onscreen)
-            cand = cand[np.argsort(-self.importance[cand], kind="stable")][: MAX_LABELS * 3]
-            rest = cand.tolist()
-        if not first and not rest:
-            return
-        p.setFont(self.label_font)
-        fm = QFontMetricsF(self.label_font)
-        placed: list[QRectF] = []
-        scale = self.node_px()
-        shown = 0
-        dimmed = len(highlighted) > 0
-        hi_set = set(highlighted.tolist())
-        for i in first + rest:
-            if shown >= MAX_LABELS + len(first):
-                break
-            text = self.titles[i]
-            if len(text) > 40:
-                text = text[:38] + "…"
-            x, y = scr[i]
-            r = max(2.0, self.node_size[i] * scale) / 2
-            tw = fm.horizontalAdvance(text)
-            rect = QRectF(x - tw / 2 - 2, y + r + 1, tw + 4, fm.height())
-            if any(rect.intersects(q) for q in placed):
-                continue
-            placed.append(rect)
-            shown += 1
-            if dimmed and i not in hi_set:
-                p.setPen(QColor(LABEL.red(), LABEL.green(), LABEL.blue(), 70))
-            else:
-                p.fillRect(rect, QColor(255, 255, 255, 170))
-                p.setPen(LABEL)
-            p.drawText(rect, Qt.AlignCenter, text)
+        paint_overlay(self, p, w, h)
 
     # -- mouse and keys -----------------------------------------------------------------------------
     def node_at(self, x: float, y: float) -> int:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QImage, QKeySequence, QPainter, QShortcut
+from PySide6.QtGui import QColor, QIcon, QImage, QKeySequence, QPainter, QPen, QPixmap, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
     QCompleter,
@@ -44,6 +44,23 @@ PRESET_NAMES = {"compact": "Compact", "balanced": "Balanced", "spacious": "Spaci
 def vault_names(snapshot) -> tuple[str, ...]:
     names = tuple(s.name for s in getattr(snapshot, "slices", ()))
     return names or tuple(sorted({e.vault for e in snapshot.entries}))
+
+
+def edge_icon(kind: str) -> QIcon:
+    """A short stroke in the edge kind's colour and dash pattern, for its toggle."""
+    _label, colour, width, style = EDGE_STYLES[kind]
+    pm = QPixmap(22, 12)
+    pm.fill(Qt.transparent)
+    p = QPainter(pm)
+    p.setRenderHint(QPainter.Antialiasing)
+    strong = QColor(colour)
+    strong.setAlpha(255)
+    pen = QPen(strong, max(width, 1.0) * 1.6)
+    pen.setStyle(style)
+    p.setPen(pen)
+    p.drawLine(1, 6, 21, 6)
+    p.end()
+    return QIcon(pm)
 
 
 class GraphView(QWidget):
@@ -99,7 +116,8 @@ class GraphView(QWidget):
         kinds.setSpacing(2)
         for kind, (label, colour, _w, _s) in EDGE_STYLES.items():
             b = QToolButton(text=label, checkable=True, checked=True)
-            b.setStyleSheet(f"QToolButton:checked {{ border-bottom: 3px solid {colour.name()}; }}")
+            b.setIcon(edge_icon(kind))
+            b.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
             b.setToolTip(f"Show {label.lower()}")
             b.toggled.connect(self._kinds_changed)
             self.kind_buttons[kind] = b
