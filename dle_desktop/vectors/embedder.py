@@ -30,13 +30,16 @@ are decoded alone. A text decoded alone gets the same bits whatever else is in t
 packed short text can differ in its last bits (cosine > 0.9999) with other neighbours.
 `batch_tokens=0` decodes every text alone.
 
-Memory. In embedding mode llama.cpp makes every token of a llama_decode an output: a row of
+Memory. With embeddings on, llama.cpp makes every token of a llama_decode an output: a row of
 floats the size of the vocabulary each (151,669 for Qwen3), in an output buffer that only ever
 grows. One 2,048-token text made it 1.2 GB, kept until the model was unloaded. For last-token
 pooling on a causal model (Qwen3-Embedding) only the last token's output is used, so every other
 token is decoded with embeddings off and no outputs (that fills the KV cache and computes no
 vocabulary rows), and then each text's last token with embeddings on (`_decode_last_tokens`):
-the buffer holds at most one row per text of a packed group. What stays per context: the KV
+the buffer holds at most one row per text of a packed group.
+
+Queries. Qwen3's query instruction is about half of a chat message's tokens. Its KV cache is
+kept between queries and only each message's own tokens are decoded (`_decode_after_head`). What stays per context: the KV
 cache (n_ctx tokens), the compute buffer (sized for n_ubatch tokens) and that buffer; the figures
 are in `benchmarks/results/embedder.txt` (`benchmarks/bench_embedder_memory.py`). Encoder models
 (BERT) and other poolings read every token and keep the one-pass decode; their vocabularies are
@@ -347,9 +350,12 @@ class _Loaded:
     pos_view: np.ndarray
     seq_views: list[Any]
     logits_view: np.ndarray
-    #: Last-token pooling on a causal model: only each text's last token needs an output (see
+    #: Last-token pooling on a causal model: only each text's last token is an output (see
     #: `_decode_last_tokens`), which keeps llama.cpp's output buffer small.
     last_token_only: bool = False
+    #: The tokens sequence 0 of the KV cache holds at positions 0.. for re-use by the next query
+    #: (the special tokens and the query instruction); () when the cache holds nothing re-usable.
+    kv_prefix: tuple[int, ...] = ()
 
 
 class LocalEmbedder:
@@ -370,7 +376,8 @@ class LocalEmbedder:
                  n_threads: int | None = None, query_instruction: str | None = AUTO,
                  batch_tokens: int = BATCH_TOKENS_DEFAULT, pack_text_tokens: int | None = PACK_TEXT_TOKENS_DEFAULT,
                  pooling: str | None = None,
-                 cpu_extra_buffers: bool | None = None, prompt_version: str | None = None) -> None:
+                 cpu_extra_buffers: bool | None = None, prompt_version: str | None = None,
+                 last_token_outputs: bool = True) -> None:
         if n_ctx < 8:
             raise ValueError("n_ctx must be at least 8 tokens")
         if pooling is not None and pooling not in ("mean", "cls", "last"):
@@ -384,6 +391,9 @@ class LocalEmbedder:
         self._pooling_override = pooling
         self.cpu_extra_buffers = (not _cpu_has_amx()) if cpu_extra_buffers is None else bool(cpu_extra_buffers)
         self._prompt_version = prompt_version
+        #: Last-token models: decode every text's tokens but the last without outputs (see
+        #: `_decode_last_tokens`); False: one plain decode, every token an output (tests compare).
+        self.last_token_outputs = bool(last_token_outputs)
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="dle-embedder")
         self._lock = threading.Lock()
         self._info: GgufInfo | None = None
@@ -395,6 +405,8 @@ class LocalEmbedder:
         self.tokens_processed = 0
         #: Texts that were cut to fit `max_tokens`.
         self.truncated_texts = 0
+        #: Keep the query instruction's KV cache between queries (see `_decode_after_head`).
+        self.reuse_query_head = True
 
     # -- description ------------------------------------------------------------------------
 
@@ -535,7 +547,12 @@ class LocalEmbedder:
     def run_on_worker(self, fn: Callable[[], Any]) -> concurrent.futures.Future:
         """Run `fn` on the embedder's worker thread (benchmarks use it to time raw llama.cpp on
         the same thread and context)."""
-        return self._submit(fn, threading.Event())
+        def job() -> Any:
+            if self._loaded is not None:
+                self._loaded.kv_prefix = ()  # `fn` may use the context's memory
+            return fn()
+
+        return self._submit(job, threading.Event())
 
     def close(self) -> None:
         """Free the model and stop the worker thread. Waits for a running text to finish;
@@ -661,6 +678,7 @@ class LocalEmbedder:
             cparams.n_threads = self.n_threads
             cparams.n_threads_batch = self.n_threads
             cparams.embeddings = True
+            last_only = info.causal and pooling == POOLING_NAMES["last"] and self.last_token_outputs
             cparams.pooling_type = pooling
             if hasattr(cparams, "kv_unified"):
                 cparams.kv_unified = True
@@ -694,7 +712,7 @@ class LocalEmbedder:
         return _Loaded(path=path, stamp=stamp, info=info, model=model, ctx=ctx, batch=batch, n_out=n_out, capacity=n_batch,
                        n_seq_max=n_seq_max, prefix=prefix, suffix=suffix, vocab=vocab, pooling=pooling,
                        token_view=token_view, pos_view=pos_view, seq_views=seq_views, logits_view=logits_view,
-                       last_token_only=info.causal and pooling == POOLING_NAMES["last"])
+                       last_token_only=last_only)
 
     @staticmethod
     def _tokenize(lc: Any, vocab: Any, data: bytes, add_special: bool) -> list[int]:
@@ -762,16 +780,29 @@ class LocalEmbedder:
         seqs = [self._tokens_for(lc, loaded, t, instruction, max_tokens) for t in texts]
         out = np.empty((len(seqs), loaded.n_out), dtype=np.float32)
         try:
-            if self.batch_tokens > 0:
-                self._decode_packed(lc, loaded, seqs, out, cancel)
-            else:
-                for i, toks in enumerate(seqs):
-                    if cancel.is_set():
-                        raise _Cancelled
-                    self._decode_one(lc, loaded, toks, out, i)
+            todo = list(range(len(seqs)))
+            if instruction and loaded.last_token_only and self.reuse_query_head:
+                head = tuple(loaded.prefix + self._tokenize(lc, loaded.vocab, instruction.encode("utf-8"), False))
+                todo = self._decode_queries(lc, loaded, head, seqs, out, cancel)
+            if todo:
+                rest = np.empty((len(todo), loaded.n_out), dtype=np.float32)
+                sub = [seqs[k] for k in todo]
+                if self.batch_tokens > 0:
+                    self._decode_packed(lc, loaded, sub, rest, cancel)
+                else:
+                    for i, toks in enumerate(sub):
+                        if cancel.is_set():
+                            raise _Cancelled
+                        self._decode_one(lc, loaded, toks, rest, i)
+                out[todo] = rest
         except _Cancelled:
             raise EmbeddingError("the embedding request was cancelled", 503) from None
         return _normalise(out)
+
+    @staticmethod
+    def _clear_memory(lc: Any, loaded: _Loaded) -> None:
+        lc.llama_memory_clear(lc.llama_get_memory(loaded.ctx), True)
+        loaded.kv_prefix = ()
 
     def _decode_one(self, lc: Any, loaded: _Loaded, toks: list[int], out: np.ndarray, row: int) -> None:
         if loaded.last_token_only:
@@ -781,7 +812,7 @@ class LocalEmbedder:
         loaded.token_view[:n] = toks
         loaded.pos_view[:n] = np.arange(n, dtype=np.int32)
         loaded.batch.n_tokens = n
-        lc.llama_memory_clear(lc.llama_get_memory(loaded.ctx), True)
+        self._clear_memory(lc, loaded)
         rc = lc.llama_decode(loaded.ctx, loaded.batch)
         if rc != 0:
             raise EmbeddingError(f"llama.cpp failed to decode a text of {n} tokens (code {rc}) {_llama_reason('')}".rstrip(),
@@ -813,32 +844,37 @@ class LocalEmbedder:
                 for ptr in loaded.seq_views[n:n + m]:
                     ptr[0] = s
                 n += m
-            lc.llama_memory_clear(lc.llama_get_memory(loaded.ctx), True)
+            self._clear_memory(lc, loaded)
             self._decode_batch(lc, loaded, n)
             for s, k in enumerate(group):
                 self._read_pooled(lc, loaded, s, out, k)
 
     def _decode_last_tokens(self, lc: Any, loaded: _Loaded, seqs: list[list[int]], out: np.ndarray,
                             rows: Sequence[int]) -> None:
-        """Last-token pooling on a causal model, in two steps. In embedding mode llama.cpp makes
+        """Last-token pooling on a causal model, in two steps. With embeddings on, llama.cpp makes
         every token of a decode an output, with a row of the whole vocabulary each, and keeps its
         output buffer at the largest size it ever needed (a 2,048-token text with Qwen3's 151,669
         tokens: 1.2 GB, for good). So every token but each text's last is decoded with embeddings
         off and no outputs (that only fills the KV cache), then the last tokens alone (text `s`
         is sequence `s`) with embeddings on: one output per text, the same vector."""
+        self._clear_memory(lc, loaded)
+        self._fill_kv(lc, loaded, [(s, toks[:-1], 0) for s, toks in enumerate(seqs)])
+        self._decode_final_tokens(lc, loaded, seqs, out, rows)
+
+    def _fill_kv(self, lc: Any, loaded: _Loaded, parts: Sequence[tuple[int, Sequence[int], int]]) -> None:
+        """Decode (sequence, tokens, first position) parts with embeddings off and no outputs:
+        only the KV cache fills (in as few llama_decode calls as the batch allows)."""
         ctx = loaded.ctx
-        lc.llama_memory_clear(lc.llama_get_memory(ctx), True)
         loaded.logits_view[:loaded.capacity] = 0
         lc.llama_set_embeddings(ctx, False)
         try:
             n = 0
-            for s, toks in enumerate(seqs):
-                body = toks[:-1]
+            for s, body, first in parts:
                 start = 0
                 while start < len(body):
                     m = min(len(body) - start, loaded.capacity - n)
                     loaded.token_view[n:n + m] = body[start:start + m]
-                    loaded.pos_view[n:n + m] = np.arange(start, start + m, dtype=np.int32)
+                    loaded.pos_view[n:n + m] = np.arange(first + start, first + start + m, dtype=np.int32)
                     for ptr in loaded.seq_views[n:n + m]:
                         ptr[0] = s
                     n += m
@@ -851,6 +887,11 @@ class LocalEmbedder:
         finally:
             lc.llama_set_embeddings(ctx, True)
             loaded.logits_view[:loaded.capacity] = 1
+
+    def _decode_final_tokens(self, lc: Any, loaded: _Loaded, seqs: Sequence[Sequence[int]], out: np.ndarray,
+                             rows: Sequence[int]) -> None:
+        """Each text's last token (text `s` is sequence `s`, its KV cache filled up to there),
+        with embeddings on: the pooled vector of every text."""
         for s, toks in enumerate(seqs):
             loaded.token_view[s] = toks[-1]
             loaded.pos_view[s] = len(toks) - 1
@@ -858,6 +899,64 @@ class LocalEmbedder:
         self._decode_batch(lc, loaded, len(seqs))
         for s, row in enumerate(rows):
             self._read_pooled(lc, loaded, s, out, row)
+
+    def _decode_after_head(self, lc: Any, loaded: _Loaded, head: tuple[int, ...], seqs: list[list[int]],
+                           out: np.ndarray, rows: Sequence[int]) -> None:
+        """Query texts that all start with `head` (the special tokens and the query instruction:
+        about half of a chat message's tokens with Qwen3): the head's KV cache is computed once
+        and kept in sequence 0 between requests, each text's sequence shares its cells, and only
+        the text's own tokens are decoded. Attention is causal, so a token's state depends only
+        on the tokens before it: the vectors are those of a full decode (to float rounding)."""
+        mem = lc.llama_get_memory(loaded.ctx)
+        p = len(head)
+        if loaded.kv_prefix != head or lc.llama_memory_seq_pos_max(mem, 0) < p - 1:
+            self._clear_memory(lc, loaded)
+            self._fill_kv(lc, loaded, [(0, head, 0)])
+            loaded.kv_prefix = head
+        try:
+            for s in range(1, len(seqs)):
+                lc.llama_memory_seq_cp(mem, 0, s, 0, p)
+            self._fill_kv(lc, loaded, [(s, toks[p:-1], p) for s, toks in enumerate(seqs)])
+            self._decode_final_tokens(lc, loaded, seqs, out, rows)
+        except BaseException:
+            self._clear_memory(lc, loaded)
+            raise
+        finally:
+            if loaded.kv_prefix:
+                lc.llama_memory_seq_rm(mem, -1, p, -1)  # every text's own tokens
+                for s in range(1, len(seqs)):
+                    lc.llama_memory_seq_rm(mem, s, -1, -1)  # its share of the head
+
+    def _decode_queries(self, lc: Any, loaded: _Loaded, head: tuple[int, ...], seqs: list[list[int]],
+                        out: np.ndarray, cancel: threading.Event) -> list[int]:
+        """Decode the query texts that start with `head` on its kept KV cache, as many per call as
+        the batch and the sequences allow; returns the indexes of the texts left for the usual path
+        (texts that do not start with the head's tokens, or are too long to share a batch)."""
+        p = len(head)
+        room = min(loaded.capacity, CAUSAL_UBATCH)
+        left: list[int] = []
+        group: list[int] = []
+        used = 0
+
+        def flush() -> None:
+            nonlocal group, used
+            if group:
+                if cancel.is_set():
+                    raise _Cancelled
+                self._decode_after_head(lc, loaded, head, [seqs[k] for k in group], out, group)
+            group, used = [], 0
+
+        for k, toks in enumerate(seqs):
+            own = len(toks) - p
+            if own < 1 or tuple(toks[:p]) != head or own > room:
+                left.append(k)
+                continue
+            if group and (used + own > room or len(group) >= loaded.n_seq_max):
+                flush()
+            group.append(k)
+            used += own
+        flush()
+        return left
 
     def _decode_batch(self, lc: Any, loaded: _Loaded, n: int) -> None:
         """llama_decode the first `n` tokens of the batch (positions, sequences and output flags as

@@ -96,12 +96,46 @@ def _learn_bpe(n_merges: int) -> tuple[list[str], list[str]]:
     return tokens, merges
 
 
+def _english_bpe(vocab_size: int) -> tuple[list[str], list[str]]:
+    """(tokens, merges) of a byte-level BPE with up to `vocab_size` tokens learnt, with the
+    `tokenizers` library, from English prose found on every machine: CPython's own
+    documentation (`pydoc_data`) and the bundled sample vault. Qwen3's real 151k-token vocabulary
+    makes almost every common English word one token; `_learn_bpe`'s 240 merges make it three or
+    four, which doubles the tokens a chat message costs and so the time a benchmark measures.
+    This vocabulary lands in between (still pessimistic for rare words)."""
+    import json
+
+    import pydoc_data.topics
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    texts = list(pydoc_data.topics.topics.values())
+    vault = Path(__file__).resolve().parents[2] / "resources" / "sample_vault"
+    texts += [p.read_text(encoding="utf-8", errors="replace") for p in sorted(vault.rglob("*.md"))]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(texts, trainer)
+    model = json.loads(tok.to_str())["model"]
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
+    b2u = _bytes_to_unicode()
+    tokens = [b2u[b] for b in range(256)]
+    known = set(tokens)
+    for t, _ in sorted(model["vocab"].items(), key=lambda kv: kv[1]):
+        if t not in known:
+            known.add(t)
+            tokens.append(t)
+    return tokens, merges
+
+
 def _write_qwen3(path: Path, *, seed: int, hidden: int, layers: int, heads: int, kv_heads: int, head_dim: int,
-                 ffn: int, n_merges: int, n_vocab: int | None, context_length: int, quant: str, name: str) -> Path:
+                 ffn: int, n_merges: int, n_vocab: int | None, context_length: int, quant: str, name: str,
+                 english_vocab: int = 0) -> Path:
     import gguf  # test/benchmark dependency only
 
     rng = np.random.default_rng(seed)
-    tokens, merges = _learn_bpe(n_merges)
+    tokens, merges = _english_bpe(english_vocab) if english_vocab else _learn_bpe(n_merges)
     types = [gguf.TokenType.NORMAL] * len(tokens)
     if n_vocab is not None:  # pad to a real vocabulary's size with tokens the tokenizer never produces
         pad = n_vocab - len(tokens) - len(_SPECIALS)
@@ -200,11 +234,15 @@ def make_tiny_qwen3_gguf(path: str | os.PathLike[str], seed: int = 0, hidden: in
                         context_length=context_length, quant="F32", name="Tiny Qwen3 Embedding (random)")
 
 
-def make_qwen3_0_6b_shaped_gguf(path: str | os.PathLike[str], seed: int = 0, quant: str = "Q8_0") -> Path:
+def make_qwen3_0_6b_shaped_gguf(path: str | os.PathLike[str], seed: int = 0, quant: str = "Q8_0",
+                                english_vocab: int = 0) -> Path:
     """Write a GGUF with Qwen3-Embedding-0.6B's shapes and random weights (`quant` "Q8_0" or
-    "F16"), for throughput benchmarks only: ~640 MB in Q8_0, a minute or so to generate."""
+    "F16"), for throughput benchmarks only: ~640 MB in Q8_0, a minute or so to generate.
+    `english_vocab` > 0 gives it a byte-level BPE of that many tokens learnt from English text
+    (`_english_bpe`, needs the `tokenizers` package), so a chat message costs about the tokens it
+    would with the real model; 0 keeps the toy 240-merge vocabulary."""
     s = QWEN3_0_6B
     return _write_qwen3(Path(path), seed=seed, hidden=s["hidden"], layers=s["layers"], heads=s["heads"],
                         kv_heads=s["kv_heads"], head_dim=s["head_dim"], ffn=s["ffn"], n_merges=240,
                         n_vocab=s["n_vocab"], context_length=s["context_length"], quant=quant,
-                        name="Qwen3-0.6B-shaped Embedding (random)")
+                        name="Qwen3-0.6B-shaped Embedding (random)", english_vocab=english_vocab)

@@ -60,9 +60,9 @@ def test_a_long_text_costs_little_memory_and_nothing_stays(big_vocab_model: Path
 
 def test_last_token_pooling_in_two_steps_gives_the_one_pass_vectors(big_vocab_model: Path) -> None:
     texts = [LONG_TEXT[:6000], "", "a short one"] + [f"packed text {i}" for i in range(20)]
-    with LocalEmbedder(big_vocab_model, n_threads=1) as two_step, LocalEmbedder(big_vocab_model, n_threads=1) as one_pass:
-        one_pass.embed_sync(["load"])
-        one_pass._loaded.last_token_only = False  # the plain decode: every token an output
+    with LocalEmbedder(big_vocab_model, n_threads=1) as two_step, LocalEmbedder(big_vocab_model, n_threads=1,
+                                                                                    last_token_outputs=False) as one_pass:
+        one_pass.embed_sync(["load"])  # llama.cpp pools: every token an output
         before = one_pass.tokens_processed
         a = two_step.embed_sync(texts)
         b = one_pass.embed_sync(texts)
