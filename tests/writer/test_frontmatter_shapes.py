@@ -42,7 +42,7 @@ def _lines(text: str) -> list[str]:
 
 
 def _changed_range(old: str, new: str) -> tuple[int, int, int, int]:
-    """(first differing line, end of the differing old lines, end of the differing new lines, ...)."""
+    """(first differing line, end of the differing old lines, end of the differing new lines, old line count)."""
     a, b = _lines(old), _lines(new)
     p = 0
     while p < min(len(a), len(b)) and a[p] == b[p]:
