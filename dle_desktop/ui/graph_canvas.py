@@ -294,7 +294,9 @@ class GraphCanvas(QWidget):
         n = len(self.xy)
         val = 1.0
         if n > 1:
-            area = float(np.prod(np.maximum(np.ptp(self.xy, axis=0), 1e-9)))
+            # the central 96 %: the ring of islands around a big graph would inflate the area
+            lo, hi = np.quantile(self.xy, 0.02, axis=0), np.quantile(self.xy, 0.98, axis=0)
+            area = float(np.prod(np.maximum(hi - lo, 1e-9)))
             val = float(np.sqrt(area / n)) / 14.0
         self._natural_cache = (self.xy, val)
         return val

@@ -31,6 +31,7 @@ FINDING_KINDS = {
 }
 ALL = "All"
 FINDING_ROLE = Qt.UserRole + 1
+LEGEND_ROWS = 10  # more would squeeze the findings list
 
 
 class GraphPanel(QWidget):
@@ -159,8 +160,8 @@ class GraphPanel(QWidget):
 
     def set_legend(self, legend: list[tuple[str, QColor]], note: str) -> None:
         rows = "".join(f"<tr><td><span style='color:{c.name()}; font-size:14px'>●</span></td>"
-                       f"<td>{_esc(label)}</td></tr>" for label, c in legend[:24])
-        more = f"<br>… and {len(legend) - 24} more" if len(legend) > 24 else ""
+                       f"<td>{_esc(label)}</td></tr>" for label, c in legend[:LEGEND_ROWS])
+        more = f"… and {len(legend) - LEGEND_ROWS} more" if len(legend) > LEGEND_ROWS else ""
         self.legend.setText(f"<table cellspacing=2>{rows}</table>{more}"
                             + (f"<p style='color:#555'>{_esc(note)}</p>" if note else ""))
 

@@ -136,6 +136,9 @@ def steps(p: QPainter, geo: Geometry, kinds_on: set[str], tf: QTransform, node_p
         if seg is None or not len(seg):
             continue
         _label, colour, width, style = EDGE_STYLES[kind]
+        if zoomed_out and kind != "link":  # thousands of them: a tint over the clusters, not a web
+            colour = QColor(colour)
+            colour.setAlpha(70)
         pen = QPen(colour, min(width, 1.0) if zoomed_out else width)
         pen.setStyle(Qt.SolidLine if zoomed_out else style)  # dashes cost much and are invisible there
         for part in _chunks(seg, w, h):

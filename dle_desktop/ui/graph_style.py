@@ -86,14 +86,16 @@ def _binned(values: np.ndarray, low_label: str, high_label: str, log: bool = Fal
 
 
 def _categorical(labels: list[str], order: list[str] | None = None, colours: dict[str, QColor] | None = None,
-                 missing: str = "(none)") -> Colouring:
+                 missing: str = "(none)", cycle: bool = False) -> Colouring:
+    """`cycle`: more categories than colours reuse the palette instead of going grey (for
+    communities, which lie apart in the layout, so a repeated colour is not mistaken)."""
     counts: dict[str, int] = {}
     for x in labels:
         counts[x] = counts.get(x, 0) + 1
     ranked = order or sorted((k for k in counts if k != missing), key=lambda k: (-counts[k], k))
     ranked = [k for k in ranked if k in counts and k != missing]
-    shown = ranked[:len(CATEGORICAL)]
-    palette = [colours.get(k, CATEGORICAL[i % len(CATEGORICAL)]) if colours else CATEGORICAL[i]
+    shown = ranked if cycle else ranked[:len(CATEGORICAL)]
+    palette = [colours.get(k, CATEGORICAL[i % len(CATEGORICAL)]) if colours else CATEGORICAL[i % len(CATEGORICAL)]
                for i, k in enumerate(shown)]
     where = {k: i for i, k in enumerate(shown)}
     other = len(palette)
@@ -152,7 +154,7 @@ def colouring(mode: str, graph: LoreGraph, analysis: Analysis | None, field_name
             return Colouring(np.zeros(n, dtype=np.int64), [OTHER], [], "Communities are still being computed")
         labels = [f"community {c + 1}" for c in analysis.communities.membership]
         order = [f"community {c + 1}" for c in range(len(analysis.communities.groups))]
-        got = _categorical(labels, order)
+        got = _categorical(labels, order, cycle=True)
         got.note = f"{len(analysis.communities.groups)} communities (Leiden, modularity {analysis.communities.modularity:.2f})"
         return got
     if mode == "field":
