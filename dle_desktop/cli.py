@@ -40,6 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=port_arg, metavar="PORT",
                         help="port of the HTTP server for SillyTavern (default from settings, 8765; 0 = any free "
                              "port); kept until another port is chosen in Settings")
+    entry = parser.add_mutually_exclusive_group()
+    entry.add_argument("--install-desktop-entry", action="store_true",
+                       help="add DLE Desktop to the desktop's application menu (freedesktop: Linux, BSD) and exit")
+    entry.add_argument("--remove-desktop-entry", action="store_true", help="remove that menu entry and its icons, and exit")
     sub = parser.add_subparsers(dest="command")
 
     p = sub.add_parser("index", help="index the vaults and print the entries")
@@ -96,6 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
     from dle_desktop.embed_cli import add_embed_arguments
 
     add_embed_arguments(p)
+
+    p = sub.add_parser("diagnostics", help="write a zip (or text) to attach to a bug report: versions, settings "
+                                           "without secrets, the last log lines, index stats, recent errors")
+    from dle_desktop.desktop_cli import add_diagnostics_arguments
+
+    add_diagnostics_arguments(p)
     return parser
 
 
@@ -149,6 +159,14 @@ def main(argv: list[str] | None = None) -> int:
         from dle_desktop.embed_cli import run_embed
 
         return run_embed(args)
+    if args.command == "diagnostics":
+        from dle_desktop.desktop_cli import run_diagnostics
+
+        return run_diagnostics(args)
+    if args.install_desktop_entry or args.remove_desktop_entry:
+        from dle_desktop.desktop_cli import run_desktop_entry
+
+        return run_desktop_entry(args.install_desktop_entry)
     try:
         from dle_desktop.app import index_once, make_context, make_engine, run_headless
 

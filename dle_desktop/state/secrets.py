@@ -185,6 +185,15 @@ class SecretStore:
             register_secret(value)
         return value
 
+    def held_values(self) -> set[str]:
+        """Every key this store can name without a keyring lookup: this run's keys, the ones kept
+        in memory, and all of the keys file (diagnostics redacts them wherever they appear)."""
+        values = set(self._run_keys.values()) | set(self._memory.values())
+        if self._file is not None:
+            with self._file._lock:
+                values |= set(self._file._read().values())
+        return {v for v in values if v}
+
     def set(self, name: str, value: str) -> None:
         register_secret(value)
         self._run_keys.pop(env_name(name), None)  # a key typed in the app replaces the one given for the run
