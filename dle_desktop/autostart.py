@@ -49,6 +49,20 @@ def launch_command(minimized: bool = True, data_dir: str | os.PathLike | None = 
     return cmd
 
 
+def for_paths(paths=None) -> Autostart:
+    """The login item for the app whose files are under `paths` (an `AppPaths`): a data folder
+    other than the platform's default is passed on as `--data-dir`, so the app started at login
+    is the same one the user ticked the box in."""
+    if paths is None:
+        return Autostart()
+    import platformdirs
+
+    from dle_desktop.state.paths import APP_NAME
+
+    default = Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+    return Autostart(launch_command(data_dir=None if Path(paths.data_dir) == default else paths.data_dir))
+
+
 # -- freedesktop entries (also used for the menu entry) ----------------------------------------
 _EXEC_RESERVED = re.compile(r"[\s\"'\\><~|&;$*?#()`]")
 
