@@ -1,12 +1,33 @@
-"""The app icon, drawn in code so there is no binary asset to keep in sync."""
+"""The app icon: the packaged PNGs (dle_desktop/icons, rendered from its SVG), with a status badge
+drawn over them; drawn in code when an installation lacks them."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QIcon, QPainter, QPainterPath, QPen, QPixmap
 
+from dle_desktop.desktop_entry import ICON_SIZES, icon_png
+
 
 def _draw(size: int, badge: QColor | None = None) -> QPixmap:
+    pm = QPixmap(str(icon_png(size)))
+    if pm.isNull() or pm.width() != size:
+        return _drawn(size, badge)
+    if badge is not None:
+        p = QPainter(pm)
+        p.setRenderHint(QPainter.Antialiasing)
+        _badge(p, size, badge)
+        p.end()
+    return pm
+
+
+def _badge(p: QPainter, size: int, badge: QColor) -> None:
+    p.setBrush(badge)
+    p.setPen(Qt.NoPen)
+    p.drawEllipse(QRectF(size * 0.62, size * 0.62, size * 0.34, size * 0.34))
+
+
+def _drawn(size: int, badge: QColor | None = None) -> QPixmap:
     pm = QPixmap(size, size)
     pm.fill(Qt.transparent)
     p = QPainter(pm)
@@ -25,15 +46,13 @@ def _draw(size: int, badge: QColor | None = None) -> QPixmap:
     p.setPen(QColor("#ffffff"))
     p.drawText(QRectF(size * 0.30, size * 0.12, size * 0.6, size * 0.76), Qt.AlignCenter, "L")
     if badge is not None:
-        p.setBrush(badge)
-        p.setPen(Qt.NoPen)
-        p.drawEllipse(QRectF(size * 0.62, size * 0.62, size * 0.34, size * 0.34))
+        _badge(p, size, badge)
     p.end()
     return pm
 
 
 def app_icon(badge: QColor | None = None) -> QIcon:
     icon = QIcon()
-    for s in (16, 24, 32, 48, 64, 128, 256):
+    for s in ICON_SIZES:
         icon.addPixmap(_draw(s, badge))
     return icon

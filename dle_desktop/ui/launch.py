@@ -7,10 +7,11 @@ import asyncio
 import dataclasses
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtWidgets import (
     QApplication,
     QDialog,
@@ -384,12 +385,27 @@ def second_launch(name: str, args) -> int | None:
     return 0
 
 
+def _exit_when_shown(desktop: DesktopApp) -> None:
+    """The packaged build's smoke test (scripts/package --smoke): say when the window is on the
+    screen with its first index shown, then quit the normal way (which must end the process)."""
+    def check() -> None:
+        shown = desktop.window.index_label.text().strip()
+        if desktop.window.isVisible() and shown and not shown.startswith("Loading"):
+            print("DLE-DESKTOP-WINDOW-VISIBLE", flush=True)
+            QTimer.singleShot(200, desktop.quit)
+        else:
+            QTimer.singleShot(20, check)
+
+    QTimer.singleShot(0, check)
+
+
 def run_gui(args) -> int:
     from dle_desktop.app import Runtime, make_context, session_engine
 
     qapp = QApplication.instance() or QApplication(sys.argv[:1])
     qapp.setApplicationName("DLE Desktop")
     qapp.setOrganizationName("DLE Desktop")
+    qapp.setDesktopFileName("dle-desktop")  # Wayland matches the window to the menu entry (and its icon) by this
     qapp.setWindowIcon(app_icon())
     collector = GuiThreadCollector(qapp).start()  # noqa: F841 - lives as long as qapp
 
@@ -418,6 +434,8 @@ def run_gui(args) -> int:
     instance.messageReceived.connect(desktop.on_instance_message)
     qapp.aboutToQuit.connect(lambda: desktop.done.is_set() or desktop.quit())
     desktop.start()
+    if os.environ.get("DLE_DESKTOP_EXIT_WHEN_SHOWN") == "1":
+        _exit_when_shown(desktop)
     with loop:
         loop.run_until_complete(desktop.done.wait())
     instance.close()

@@ -147,6 +147,10 @@ class MainWindow(QMainWindow):
         m.addSeparator()
         m.addAction(self.find_action)
         m = menu.addMenu("&Help")
+        from dle_desktop.ui.help_menu import HelpActions  # diagnostics and the log folder
+
+        self.help_actions = HelpActions(self, self.bridge)
+        self.help_actions.add_to(m)
         m.addAction(QAction("About DLE Desktop", self, triggered=lambda *_: self._about()))
 
     def _build_status_bar(self) -> None:

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dle_desktop.autostart import for_paths
 from dle_desktop.errors import DleError
 from dle_desktop.session_vaults import ADDED, COMMAND_LINE, SAMPLE, SAVED, SECOND_LAUNCH, SessionVaults, VaultRow
 from dle_desktop.state.settings import Settings, VaultConfig
@@ -357,8 +358,15 @@ class SettingsDialog(QDialog):
         self.lenient = QCheckBox("Lenient authoring (accept Keys:, scandepth:, comma-separated keys…)")
         self.lenient.setChecked(s.lenient_authoring)
         self.fields_path = QLineEdit(s.field_definitions_path)
+        # Not a setting: the login item itself is the state (autostart.py), read afresh here.
+        self.autostart = for_paths(self.bridge.engine.paths if self.bridge is not None else None)
+        self.start_with_system = QCheckBox("Start with the system (in the tray)")
+        self.start_with_system.setChecked(self.autostart.is_enabled())
+        self.start_with_system.setToolTip(f"At login DLE Desktop starts in the tray, without its window.\n"
+                                          f"Login item: {self.autostart.describe()}")
         form.addRow("Server port", self.port)
         form.addRow("", self.server_enabled)
+        form.addRow("", self.start_with_system)
         form.addRow("", self.close_to_tray)
         form.addRow("", self.toasts)
         form.addRow("", self.watch)
@@ -391,6 +399,8 @@ class SettingsDialog(QDialog):
             return
         try:
             self.result_settings = self.build_settings()
+            if self.start_with_system.isChecked() != self.autostart.is_enabled():
+                self.autostart.set_enabled(self.start_with_system.isChecked())
         except DleError as exc:
             QMessageBox.warning(self, "Settings", str(exc))
             return
