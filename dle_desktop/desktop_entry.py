@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from dle_desktop.autostart import APP_ID, write_file, desktop_entry, launch_command
+from dle_desktop.autostart import APP_ID, desktop_entry, launch_command, write_file
 from dle_desktop.errors import ConfigError
 
 ICON_SIZES = (16, 24, 32, 48, 64, 128, 256, 512)
