@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from dle_desktop.ai.errors import bad_response, error_in_body, refused
-from dle_desktop.ai.types import ChatRequest, ChatResponse, ConnectionProfile, Usage, merge_instructions
-from dle_desktop.ai.wire_common import Request, count, json_headers, trim_suffix
+from dle_desktop.ai.types import ChatRequest, ChatResponse, ConnectionProfile, ToolCall, Usage, merge_instructions
+from dle_desktop.ai.wire_common import Request, count, json_headers, tool_args, trim_suffix
 
 ANTHROPIC_VERSION = "2023-06-01"
 #: The API's floor for a thinking budget.
@@ -61,6 +61,25 @@ def _user_content(req: ChatRequest) -> str | list[dict[str, Any]]:
     return blocks
 
 
+def _turn_messages(req: ChatRequest) -> list[dict[str, Any]]:
+    """Tool results go back as user-role tool_result blocks; consecutive ones share one message,
+    as the API requires strictly alternating roles."""
+    out: list[dict[str, Any]] = []
+    for turn in req.turns:
+        if turn.role == "assistant":
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": turn.text}] if turn.text else []
+            blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.args or {}} for c in turn.tool_calls]
+            out.append({"role": "assistant", "content": blocks or [{"type": "text", "text": "…"}]})
+            continue
+        block = ({"type": "tool_result", "tool_use_id": turn.call_id, "content": turn.text} if turn.role == "tool"
+                 else {"type": "text", "text": turn.text or "…"})
+        if out and out[-1]["role"] == "user":
+            out[-1]["content"].append(block)
+        else:
+            out.append({"role": "user", "content": [block]})
+    return out
+
+
 def build_request(profile: ConnectionProfile, api_key: str | None, req: ChatRequest) -> Request:
     headers = json_headers()
     headers["anthropic-version"] = ANTHROPIC_VERSION
@@ -72,7 +91,10 @@ def build_request(profile: ConnectionProfile, api_key: str | None, req: ChatRequ
     system = _system(req)
     if system is not None:
         body["system"] = system
-    body["messages"] = [{"role": "user", "content": _user_content(req)}]
+    body["messages"] = [{"role": "user", "content": _user_content(req)}] + _turn_messages(req)
+    if req.tools and req.json_schema is None:
+        body["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
+                         for t in req.tools]
     if profile.thinking:
         budget = thinking_budget(req)
         body["max_tokens"] = req.max_tokens + budget
@@ -103,14 +125,19 @@ def parse_response(profile: ConnectionProfile, status: int, json_body: Any, *,
     if not isinstance(content, list):
         raise bad_response(provider, label, "no 'content' list in the answer")
     texts: list[str] = []
+    calls: list[ToolCall] = []
     structured: object | None = None
     for block in content:
         if not isinstance(block, dict):
             raise bad_response(provider, label, "a content block is not an object")
         if block.get("type") == "text" and isinstance(block.get("text"), str):
             texts.append(block["text"])
-        elif block.get("type") == "tool_use" and structured is None:
-            structured = block.get("input")
+        elif block.get("type") == "tool_use":
+            if structured is None:
+                structured = block.get("input")
+            if isinstance(block.get("name"), str):
+                calls.append(ToolCall(id=str(block.get("id") or f"toolu_{len(calls)}"), name=block["name"],
+                                      args=tool_args(block.get("input"))))
     stop = json_body.get("stop_reason")
     stop = stop if isinstance(stop, str) else None
     text = "".join(texts)
@@ -126,6 +153,7 @@ def parse_response(profile: ConnectionProfile, status: int, json_body: Any, *,
                     cache_write_tokens=count(usage.get("cache_creation_input_tokens"))),
         model=model if isinstance(model, str) and model else profile.model,
         finish_reason=stop,
+        tool_calls=tuple(calls),
     )
 
 

@@ -10,8 +10,8 @@ from typing import Any
 from urllib.parse import quote
 
 from dle_desktop.ai.errors import bad_response, error_in_body, refused
-from dle_desktop.ai.types import ChatRequest, ChatResponse, ConnectionProfile, Usage
-from dle_desktop.ai.wire_common import Request, count, json_headers, strict_json, trim_suffix
+from dle_desktop.ai.types import ChatRequest, ChatResponse, ConnectionProfile, ToolCall, Usage
+from dle_desktop.ai.wire_common import Request, count, json_headers, strict_json, tool_args, trim_suffix
 
 #: Finish reasons that mean the answer was withheld on policy grounds.
 _BLOCKED = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"})
@@ -71,6 +71,24 @@ def request_url(profile: ConnectionProfile) -> str:
     return f"{base}/v1beta/{model_path(profile.model)}:generateContent"
 
 
+def _turn_contents(req: ChatRequest) -> list[dict[str, Any]]:
+    """Function results go back as user-role functionResponse parts, one content per run of them."""
+    out: list[dict[str, Any]] = []
+    for turn in req.turns:
+        if turn.role == "assistant":
+            parts: list[dict[str, Any]] = [{"text": turn.text}] if turn.text else []
+            parts += [{"functionCall": {"name": c.name, "args": c.args or {}}} for c in turn.tool_calls]
+            out.append({"role": "model", "parts": parts or [{"text": "…"}]})
+            continue
+        part = ({"functionResponse": {"name": turn.name, "response": {"content": turn.text}}} if turn.role == "tool"
+                else {"text": turn.text or "…"})
+        if out and out[-1]["role"] == "user":
+            out[-1]["parts"].append(part)
+        else:
+            out.append({"role": "user", "parts": [part]})
+    return out
+
+
 def build_request(profile: ConnectionProfile, api_key: str | None, req: ChatRequest) -> Request:
     headers = json_headers()
     if api_key:
@@ -82,7 +100,10 @@ def build_request(profile: ConnectionProfile, api_key: str | None, req: ChatRequ
     if req.system and not merge:
         body["systemInstruction"] = {"parts": [{"text": req.system}]}
     user = req.merged_user_text if merge else req.user_text
-    body["contents"] = [{"role": "user", "parts": [{"text": user}]}]
+    body["contents"] = [{"role": "user", "parts": [{"text": user}]}] + _turn_contents(req)
+    if req.tools:
+        body["tools"] = [{"functionDeclarations": [{"name": t.name, "description": t.description,
+                                                    "parameters": to_gemini_schema(t.parameters)} for t in req.tools]}]
     config: dict[str, Any] = {"maxOutputTokens": req.max_tokens}
     if req.temperature is not None:
         config["temperature"] = req.temperature
@@ -129,6 +150,10 @@ def parse_response(profile: ConnectionProfile, status: int, json_body: Any, *,
         raise bad_response(provider, label, "candidates[0].content.parts is not a list")
     text = "".join(p["text"] for p in parts
                    if isinstance(p, dict) and isinstance(p.get("text"), str) and not p.get("thought"))
+    calls = tuple(ToolCall(id=f"gemini-call-{i}", name=p["functionCall"]["name"],
+                           args=tool_args(p["functionCall"].get("args")))
+                  for i, p in enumerate(parts) if isinstance(p, dict) and isinstance(p.get("functionCall"), dict)
+                  and isinstance(p["functionCall"].get("name"), str))
     usage = json_body.get("usageMetadata") if isinstance(json_body.get("usageMetadata"), dict) else {}
     model = json_body.get("modelVersion")
     return ChatResponse(
@@ -140,6 +165,7 @@ def parse_response(profile: ConnectionProfile, status: int, json_body: Any, *,
                     cache_read_tokens=count(usage.get("cachedContentTokenCount"))),
         model=model if isinstance(model, str) and model else profile.model,
         finish_reason=finish,
+        tool_calls=calls,
     )
 
 

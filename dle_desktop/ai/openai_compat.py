@@ -6,13 +6,15 @@ Pure functions only: the client does the HTTP.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 from urllib.parse import quote
 
 from dle_desktop.ai.errors import bad_response, error_in_body, refused
-from dle_desktop.ai.types import AZURE_DEFAULT_API_VERSION, ChatRequest, ChatResponse, ConnectionProfile, Usage
-from dle_desktop.ai.wire_common import Request, chat_messages, count, json_headers, strict_json, trim_suffix
+from dle_desktop.ai.types import (AZURE_DEFAULT_API_VERSION, ChatRequest, ChatResponse, ConnectionProfile, ToolCall,
+                                  Usage)
+from dle_desktop.ai.wire_common import Request, chat_messages, count, json_headers, strict_json, tool_args, trim_suffix
 
 #: OpenRouter ranks apps by these; a desktop app has no site of its own to name.
 OPENROUTER_REFERER = "http://localhost"
@@ -72,7 +74,10 @@ def build_request(profile: ConnectionProfile, api_key: str | None, req: ChatRequ
     body: dict[str, Any] = {}
     if profile.model.strip() and profile.flavor != "azure":  # Azure names the deployment in the URL
         body["model"] = profile.model.strip()
-    body["messages"] = chat_messages(req)
+    body["messages"] = chat_messages(req) + _turn_messages(req)
+    if req.tools:
+        body["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                                           "parameters": t.parameters}} for t in req.tools]
     body["max_completion_tokens" if profile.flavor in _COMPLETION_TOKENS_FLAVORS else "max_tokens"] = req.max_tokens
     body["stream"] = False
     if req.temperature is not None:
@@ -85,6 +90,36 @@ def build_request(profile: ConnectionProfile, api_key: str | None, req: ChatRequ
     elif mode == "json_object":
         body["response_format"] = {"type": "json_object"}
     return "POST", request_url(profile), headers, body
+
+
+def _turn_messages(req: ChatRequest) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for turn in req.turns:
+        if turn.role == "assistant":
+            msg: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
+            if turn.tool_calls:
+                msg["tool_calls"] = [{"id": c.id, "type": "function",
+                                      "function": {"name": c.name, "arguments": json.dumps(c.args or {})}}
+                                     for c in turn.tool_calls]
+            out.append(msg)
+        elif turn.role == "tool":
+            out.append({"role": "tool", "tool_call_id": turn.call_id, "content": turn.text})
+        else:
+            out.append({"role": "user", "content": turn.text})
+    return out
+
+
+def _tool_calls(message: dict[str, Any]) -> tuple[ToolCall, ...]:
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list):
+        return ()
+    out = []
+    for i, call in enumerate(calls):
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            continue
+        out.append(ToolCall(id=str(call.get("id") or f"call_{i}"), name=fn["name"], args=tool_args(fn.get("arguments"))))
+    return tuple(out)
 
 
 def _content_text(content: Any) -> str | None:
@@ -140,6 +175,7 @@ def parse_response(profile: ConnectionProfile, status: int, json_body: Any, *,
                     cache_read_tokens=count(details.get("cached_tokens")) or count(usage.get("prompt_cache_hit_tokens"))),
         model=model if isinstance(model, str) and model else profile.model,
         finish_reason=finish,
+        tool_calls=_tool_calls(message),
     )
 
 

@@ -187,6 +187,37 @@ def _validate(p: ConnectionProfile) -> None:
 
 
 @dataclass(frozen=True)
+class ToolSpec:
+    """A tool the model may call: `parameters` is a JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call the model asked for. `args` is None when its arguments were not a JSON object
+    (the caller answers with a tool error rather than guessing)."""
+
+    id: str
+    name: str
+    args: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A conversation turn after the request's first user message, in no wire format: "user"
+    (text), "assistant" (text and/or tool calls) or "tool" (the result of call `call_id`)."""
+
+    role: str
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    call_id: str = ""
+    name: str = ""
+
+
+@dataclass(frozen=True)
 class ChatRequest:
     """One chat turn: a system prompt and a user message made of parts. `json_schema` is
     `{"name": ..., "schema": {...}, "description"?: ...}` when a structured answer is wanted;
@@ -199,8 +230,14 @@ class ChatRequest:
     cache_hint: bool = False
     force_user_role: bool = False
     temperature: float | None = None
+    #: the conversation after the first user message (multi-turn tool use)
+    turns: tuple[Turn, ...] = ()
+    #: tools offered to the model; a reply may then carry `ChatResponse.tool_calls`
+    tools: tuple[ToolSpec, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "turns", tuple(self.turns))
+        object.__setattr__(self, "tools", tuple(self.tools))
         if isinstance(self.user_parts, str):
             object.__setattr__(self, "user_parts", (self.user_parts,))
         else:
@@ -246,6 +283,7 @@ class ChatResponse:
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     finish_reason: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
 
     @property
     def hit_token_limit(self) -> bool:
@@ -254,4 +292,5 @@ class ChatResponse:
 
 
 __all__ = ["AZURE_DEFAULT_API_VERSION", "ChatRequest", "ChatResponse", "ConnectionProfile", "DEFAULT_BASE_URLS",
-           "FLAVOR_LABELS", "OPENAI_FLAVORS", "PROVIDERS", "Usage", "default_base_url", "merge_instructions"]
+           "FLAVOR_LABELS", "OPENAI_FLAVORS", "PROVIDERS", "ToolCall", "ToolSpec", "Turn", "Usage", "default_base_url",
+           "merge_instructions"]

@@ -46,3 +46,15 @@ def strict_json(text: str) -> object | None:
         return json.loads(text)
     except (ValueError, TypeError):
         return None
+
+
+def tool_args(raw: Any) -> dict[str, Any] | None:
+    """A tool call's arguments as a dict: OpenAI sends a JSON string, the others an object."""
+    if isinstance(raw, dict):
+        return raw
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}
+    if isinstance(raw, str):
+        value = strict_json(raw)
+        return value if isinstance(value, dict) else None
+    return None

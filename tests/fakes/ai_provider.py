@@ -5,6 +5,7 @@ records every request, and is scripted per test.
         profile = fake.profile("anthropic")              # a ConnectionProfile pointing here
         fake.reply(text='[{"title": "Gorduin"}]', usage={"input": 900, "output": 12})
         fake.reply(structured={"selected": []})          # tool_use / JSON text, per wire format
+        fake.reply(tool_calls=[{"name": "search_vault", "args": {"query": "x"}}])  # native tool calls
         fake.fail(429)                                   # a realistic error envelope for the path hit
         fake.slow(2.0, text="late")                      # answer after 2 s (unless the client left)
         fake.hang()                                      # never answer; notice the client leaving
@@ -59,6 +60,8 @@ class Reply:
     model: str | None = None
     raw: Any = None
     delay: float = 0.0
+    #: native tool calls, [{"name", "args", "id"?}]: tool_calls / tool_use / functionCall per wire
+    tool_calls: tuple[dict[str, Any], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -189,17 +192,28 @@ def envelope(wire: str, reply: Reply, req: SeenAiRequest) -> Any:
         return reply.raw
     u, model = _usage(reply), reply.model or req.model or "fake-model"
     body = req.body if isinstance(req.body, dict) else {}
+    calls = [dict(c, id=c.get("id") or f"call_{i}") for i, c in enumerate(reply.tool_calls or ())]
     if wire in ("openai", "azure"):
+        message: dict[str, Any] = {"role": "assistant", "content": _answer_text(reply) or (None if calls else "")}
+        if calls:
+            message["tool_calls"] = [{"id": c["id"], "type": "function", "function": {
+                "name": c["name"], "arguments": c["args"] if isinstance(c.get("args"), str) else json.dumps(c.get("args") or {})}}
+                for c in calls]
         return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": _answer_text(reply)},
-                             "finish_reason": reply.finish_reason or "stop"}],
+                "choices": [{"index": 0, "message": message,
+                             "finish_reason": reply.finish_reason or ("tool_calls" if calls else "stop")}],
                 "usage": {"prompt_tokens": u["input"], "completion_tokens": u["output"],
                           "total_tokens": u["input"] + u["output"],
                           "prompt_tokens_details": {"cached_tokens": u["cache_read"]}}}
     if wire == "anthropic":
         blocks: list[dict[str, Any]] = []
         tool = (body.get("tool_choice") or {}).get("name") if isinstance(body.get("tool_choice"), dict) else None
-        if reply.structured is not None and tool:
+        if calls:
+            if reply.text:
+                blocks.append({"type": "text", "text": reply.text})
+            blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": c.get("args") or {}} for c in calls]
+            stop = "tool_use"
+        elif reply.structured is not None and tool:
             if reply.text is not None:
                 blocks.append({"type": "text", "text": reply.text})
             blocks.append({"type": "tool_use", "id": "toolu_fake", "name": tool, "input": reply.structured})
@@ -214,7 +228,9 @@ def envelope(wire: str, reply: Reply, req: SeenAiRequest) -> Any:
                 "usage": {"input_tokens": u["input"], "output_tokens": u["output"],
                           "cache_read_input_tokens": u["cache_read"], "cache_creation_input_tokens": u["cache_write"]}}
     if wire == "gemini":
-        return {"candidates": [{"content": {"role": "model", "parts": [{"text": _answer_text(reply)}]},
+        parts: list[dict[str, Any]] = [{"text": reply.text}] if reply.text else []
+        parts += [{"functionCall": {"name": c["name"], "args": c.get("args") or {}}} for c in calls]
+        return {"candidates": [{"content": {"role": "model", "parts": parts or [{"text": _answer_text(reply)}]},
                                 "finishReason": reply.finish_reason or "STOP", "index": 0}],
                 "usageMetadata": {"promptTokenCount": u["input"], "candidatesTokenCount": u["output"],
                                   "totalTokenCount": u["input"] + u["output"],
@@ -428,8 +444,10 @@ class FakeAiProvider:
     # ---- scripting
 
     def reply(self, text: str | None = None, structured: Any = None, usage: dict[str, int] | None = None, *,
-              finish_reason: str | None = None, model: str | None = None, raw: Any = None) -> None:
-        self._push(Reply(text, structured, usage, finish_reason, model, raw))
+              finish_reason: str | None = None, model: str | None = None, raw: Any = None,
+              tool_calls: list[dict[str, Any]] | None = None) -> None:
+        self._push(Reply(text, structured, usage, finish_reason, model, raw,
+                         tool_calls=tuple(tool_calls) if tool_calls else None))
 
     def fail(self, status: int, body: Any = None, headers: dict[str, str] | None = None) -> None:
         self._push(Failure(status, body, headers))

@@ -1,0 +1,34 @@
+"""Atomic JSON files in the private data folder (a crash mid-write leaves the previous file)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from dle_desktop.private_files import private_opener
+
+log = logging.getLogger(__name__)
+
+
+def read_json(path: Path, default: Any) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return default
+    except (OSError, ValueError) as exc:
+        # A damaged file costs its records, never the start of the app.
+        log.warning("%s could not be read (%s); starting from empty", path, exc)
+        return default
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8", opener=private_opener) as fh:
+        json.dump(data, fh, ensure_ascii=False, indent=1)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
