@@ -160,7 +160,6 @@ def recall_for_model(model: Path, snap, chats: list[dict], label: str) -> dict:
     tmp = tempfile.TemporaryDirectory(prefix="dle-recall-")
     store = VectorStore(Path(tmp.name) / "vectors")
     embedder = LocalEmbedder(model)
-    embedder.reuse_query_head = reuse_head
     search = SemanticSearch(lambda: store, lambda: embedder)
     loop = asyncio.new_event_loop()
     t0 = time.perf_counter()
