@@ -11,8 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPoint, Qt
-from PySide6.QtGui import QImage
+from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
+from PySide6.QtGui import QImage, QMouseEvent
+from PySide6.QtWidgets import QApplication
 
 from dle_desktop.core.pipeline.state import ChatState
 from dle_desktop.state.chat_store import ChatStore
@@ -207,10 +208,12 @@ def test_hover_dims_all_but_the_neighbourhood_and_ego_view(make_view, sample_sna
     view = make_view(sample_snapshot)
     c = view.canvas
     i = int(np.argmax(view.graph.degree))
-    qtbot.mouseMove(c, screen_of(view, i))
+    pt = QPointF(screen_of(view, i))
+    # a real move event through Qt (qtbot.mouseMove skips a move to where an earlier test left the cursor)
+    QApplication.sendEvent(c, QMouseEvent(QEvent.MouseMove, pt, c.mapToGlobal(pt), Qt.NoButton, Qt.NoButton,
+                                          Qt.NoModifier))
     assert c.hovered == i
     assert set(c.highlighted().tolist()) == {i, *c.adj.neighbours(i).tolist()}
-    qtbot.mouseMove(c, QPoint(1, 1))
     c.set_hovered(-1)
     c.set_selected(i)
     view.panel.hops.setValue(1)
