@@ -184,7 +184,19 @@ def _args_text(args: dict | None) -> str:
 
 
 def _first_line(text: str) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else "(empty)"
+    """A one-line gist for the activity list: a JSON list says how many and which."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if isinstance(value, list):
+        names = [v.get("title") if isinstance(v, dict) else str(v) for v in value]
+        line = f"{len(value)} result{'s' if len(value) != 1 else ''}" + (f": {', '.join(n for n in names if n)}"
+                                                                        if names else "")
+    elif isinstance(value, dict) and isinstance(value.get("title"), str):
+        line = f"{value['title']} ({value.get('path', '')})"
+    else:
+        line = text.strip().splitlines()[0] if text.strip() else "(empty)"
     return line if len(line) <= 120 else line[:119] + "…"
 
 

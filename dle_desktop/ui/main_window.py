@@ -27,6 +27,7 @@ from dle_desktop.ui.channels_view import ChannelsView
 from dle_desktop.ui.entry_detail import EngineWriteAccess
 from dle_desktop.ui.graph_view import GraphView
 from dle_desktop.ui.icons import app_icon
+from dle_desktop.ui.librarian_view import LibrarianView
 from dle_desktop.ui.server_notice import ServerNotice
 from dle_desktop.ui.sillytavern_view import SillyTavernView
 from dle_desktop.ui.vault_view import VaultView
@@ -64,6 +65,11 @@ class MainWindow(QMainWindow):
         self.graph_view = GraphView.for_paths(bridge.engine.paths)
         self.graph_view.openEntryRequested.connect(self.open_in_vault)
         self.tabs.addTab(self.graph_view, "Graph")
+        self.librarian_view = LibrarianView(bridge)
+        self.tabs.addTab(self.librarian_view, "Librarian")
+        self.vault_view.entryActionRequested.connect(
+            lambda action, uid: (self.tabs.setCurrentWidget(self.librarian_view),
+                                 soon(lambda: self.librarian_view.propose(action, uid))))
         self.sillytavern_view = SillyTavernView(bridge)
         self.tabs.addTab(self.sillytavern_view, "SillyTavern")
         self.server_notice = ServerNotice()
@@ -115,6 +121,9 @@ class MainWindow(QMainWindow):
         self.graph_view_action = QAction("Graph", self, shortcut=QKeySequence("Ctrl+3"),
                                          statusTip="The vault as a graph: clusters, orphans, bridges (Ctrl+3)",
                                          triggered=lambda *_: self.tabs.setCurrentWidget(self.graph_view))
+        self.librarian_view_action = QAction("Librarian", self, shortcut=QKeySequence("Ctrl+4"),
+                                             statusTip="Draft and write entries with the AI librarian; gaps (Ctrl+4)",
+                                             triggered=lambda *_: self.tabs.setCurrentWidget(self.librarian_view))
         self.sillytavern_view_action = QAction(
             "SillyTavern", self, shortcut=QKeySequence("Ctrl+5"),
             statusTip="SillyTavern installs, the bridge extension, its connection and access (Ctrl+5)",
@@ -143,6 +152,7 @@ class MainWindow(QMainWindow):
         m.addAction(self.vault_view_action)
         m.addAction(self.channels_view_action)
         m.addAction(self.graph_view_action)
+        m.addAction(self.librarian_view_action)
         m.addAction(self.sillytavern_view_action)
         m.addSeparator()
         m.addAction(self.find_action)
@@ -210,6 +220,7 @@ class MainWindow(QMainWindow):
     def on_index(self, snapshot, changes, source: str) -> None:
         self.vault_view.set_snapshot(snapshot)
         self.graph_view.set_snapshot(snapshot)
+        self.librarian_view.set_snapshot(snapshot)
         if self._pending_select:
             if self.vault_view.select_uid(self._pending_select) or source != "cache":
                 self._pending_select = None

@@ -8,6 +8,7 @@ from PySide6.QtCore import QByteArray, QItemSelectionModel, Qt, QUrl, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
@@ -42,6 +43,8 @@ text that would be injected. The health check below lists problems in the vault,
 
 class VaultView(QWidget):
     selectionChangedUid = Signal(str)
+    #: ("optimize-keys" | "summarize", uid): the Librarian proposes the change as a diff
+    entryActionRequested = Signal(str, str)
 
     def __init__(self, parent=None, test_runner=None) -> None:
         super().__init__(parent)
@@ -104,7 +107,16 @@ class VaultView(QWidget):
         # The selected note's last write by the app, taken back (conflict-checked); the history
         # itself is listed in the detail pane.
         self.undo_button = QPushButton("Undo last write")
-        self.right_tabs.setCornerWidget(self.undo_button, Qt.TopRightCorner)
+        corner = QWidget()
+        corner_row = QHBoxLayout(corner)
+        corner_row.setContentsMargins(0, 0, 0, 0)
+        for label, action in (("Optimize keys", "optimize-keys"), ("Summarize", "summarize")):
+            button = QPushButton(label, toolTip=f"{label}: the Librarian proposes a change to this entry as a diff")
+            button.clicked.connect(lambda _=False, a=action: self.current_uid() and
+                                   self.entryActionRequested.emit(a, self.current_uid()))
+            corner_row.addWidget(button)
+        corner_row.addWidget(self.undo_button)
+        self.right_tabs.setCornerWidget(corner, Qt.TopRightCorner)
         self.entry_history = EntryHistory(self.undo_button, self)
         self.entry_history.changed.connect(self._render_current)
         self.right_split = QSplitter(Qt.Vertical)
