@@ -1,6 +1,6 @@
 """Help menu entries for bug reports: "Copy diagnostics…" writes the diagnostics zip and says
 where (its path goes to the clipboard, the folder opens on request); "Open log folder" shows the
-rotating log files in the file manager."""
+rotating log files in the file manager; "Getting started…" reopens the first-run guide."""
 
 from __future__ import annotations
 
@@ -37,6 +37,9 @@ class HelpActions:
                                           statusTip="Write a zip for a bug report: versions, settings without "
                                                     "secrets, the last log lines, index stats, recent errors",
                                           triggered=lambda *_: asyncio.ensure_future(self.write_diagnostics()))
+        self.guide_action = QAction("Getting started…", window,
+                                    statusTip="The first-run guide: your vault, the embedding model, SillyTavern",
+                                    triggered=lambda *_: window.guideRequested.emit())
         self.log_folder_action = QAction("Open log folder", window, statusTip="Show the log files in the file manager",
                                          triggered=lambda *_: self.open_log_folder())
 
@@ -44,6 +47,7 @@ class HelpActions:
         menu.addAction(self.diagnostics_action)
         menu.addAction(self.log_folder_action)
         menu.addSeparator()
+        menu.addAction(self.guide_action)
 
     @property
     def logs_dir(self) -> Path:

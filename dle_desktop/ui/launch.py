@@ -52,7 +52,9 @@ class DesktopApp:
     """Wires window, tray, notifier and runtime together; owns the order of shutdown."""
 
     def __init__(self, qapp: QApplication, runtime, ui_state: QSettings, start_hidden: bool = False,
-                 tray_available: bool | None = None) -> None:
+                 tray_available: bool | None = None, offer_guide: bool = False) -> None:
+        """`offer_guide`: show the first-run guide on a first start (run_gui asks for it; tests
+        and the packaged smoke test do not, and Help → Getting started… opens it anyway)."""
         self.qapp = qapp
         self.runtime = runtime
         self.bridge = EngineBridge(runtime)
@@ -62,6 +64,8 @@ class DesktopApp:
         self.notifier.enabled = runtime.engine.settings.show_sync_toasts
         self.done = asyncio.Event()
         self._start_hidden = start_hidden and self.tray.available
+        self._offer_guide = offer_guide
+        self.guide = None  # the first-run guide while it is open
         qapp.setQuitOnLastWindowClosed(not self.tray.available)
 
         self.tray.openRequested.connect(self.window.bring_forward)
@@ -75,6 +79,7 @@ class DesktopApp:
         self.window.server_notice.retryRequested.connect(self.retry_server)
         self.window.server_notice.settingsRequested.connect(lambda: self.open_settings(page="general"))
         self.window.addFolderRequested.connect(self._add_folder_dialog)
+        self.window.guideRequested.connect(lambda: self.open_guide())
         self.window.channels_view.applyRequested.connect(self.apply_settings)
         self.window.sillytavern_view.applyRequested.connect(self.apply_settings)
         self.settings_dialog: SettingsDialog | None = None
@@ -118,6 +123,22 @@ class DesktopApp:
             self.tray.show_message("SillyTavern cannot connect", self.runtime.server_error)
         if not self._start_hidden:
             self.window.show()
+            from dle_desktop.ui.first_run import is_first_start
+
+            if self._offer_guide and is_first_start(self.window.ui_state, self.runtime.ctx.settings):
+                self.open_guide()
+
+    def open_guide(self):
+        """The first-run guide (Help → Getting started…); the open one is brought forward."""
+        from dle_desktop.ui.first_run import open_guide
+
+        if self.guide is not None:
+            self.guide.raise_()
+            self.guide.activateWindow()
+            return self.guide
+        self.guide = guide = open_guide(self)
+        guide.finished.connect(lambda *_: setattr(self, "guide", None))
+        return guide
 
     def _notify(self, title: str, message: str) -> None:
         if not self.tray.show_message(title, message):
@@ -349,6 +370,8 @@ class DesktopApp:
 
     def quit(self) -> None:
         self.model_download.cancel()  # the bytes so far are kept: the next start resumes
+        if self.guide is not None:  # quitting from the tray closes it as Close does: seen
+            self.guide.reject()
         self.window.prepare_quit()
         self.window.close()
         self.tray.hide()
@@ -429,7 +452,9 @@ def run_gui(args) -> int:
     runtime = Runtime(ctx, engine, port=getattr(args, "port", None))
     ui_state = QSettings(str(ctx.paths.config_dir / "ui-state.ini"), QSettings.IniFormat)
     # Built before the engine starts, so it hears the cached index and the first sync.
-    desktop = DesktopApp(qapp, runtime, ui_state, start_hidden=getattr(args, "minimized", False))
+    minimized = getattr(args, "minimized", False)
+    smoke_test = os.environ.get("DLE_DESKTOP_EXIT_WHEN_SHOWN") == "1"
+    desktop = DesktopApp(qapp, runtime, ui_state, start_hidden=minimized, offer_guide=not (minimized or smoke_test))
     runtime.start()
     instance.messageReceived.connect(desktop.on_instance_message)
     qapp.aboutToQuit.connect(lambda: desktop.done.is_set() or desktop.quit())

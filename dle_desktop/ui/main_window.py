@@ -40,6 +40,7 @@ class MainWindow(QMainWindow):
     quitRequested = Signal()
     settingsRequested = Signal()
     addFolderRequested = Signal()
+    guideRequested = Signal()  # Help → Getting started…
 
     def __init__(self, bridge: EngineBridge, ui_state: QSettings, tray_available: bool) -> None:
         super().__init__()
