@@ -107,7 +107,8 @@ class VaultPage(QWizardPage):
             edit.textEdited.connect(lambda *_: self._rest_edited())
         self.test_button = QPushButton("&Test connection")
         self.test_button.clicked.connect(lambda *_: self.start_test())
-        self.rest_message = _label("The key is kept in the system keyring, not in the settings file.")
+        where = getattr(guide.app.runtime.ctx.secrets, "location", "the system keyring")
+        self.rest_message = _label(f"The key is kept in {where}, never in the settings file.")
 
         indent = 22  # a choice's fields sit under its text, not under its radio dot
         grid = QGridLayout(self)

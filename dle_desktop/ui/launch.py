@@ -452,9 +452,10 @@ def run_gui(args) -> int:
     runtime = Runtime(ctx, engine, port=getattr(args, "port", None))
     ui_state = QSettings(str(ctx.paths.config_dir / "ui-state.ini"), QSettings.IniFormat)
     # Built before the engine starts, so it hears the cached index and the first sync.
+    from dle_desktop.ui.first_run import offered_at_start
+
     minimized = getattr(args, "minimized", False)
-    smoke_test = os.environ.get("DLE_DESKTOP_EXIT_WHEN_SHOWN") == "1"
-    desktop = DesktopApp(qapp, runtime, ui_state, start_hidden=minimized, offer_guide=not (minimized or smoke_test))
+    desktop = DesktopApp(qapp, runtime, ui_state, start_hidden=minimized, offer_guide=offered_at_start(minimized))
     runtime.start()
     instance.messageReceived.connect(desktop.on_instance_message)
     qapp.aboutToQuit.connect(lambda: desktop.done.is_set() or desktop.quit())

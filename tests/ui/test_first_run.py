@@ -13,7 +13,7 @@ from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QWizard
 
 from dle_desktop.state.settings import SettingsStore
-from dle_desktop.ui.first_run import SEEN_KEY, SKIP, FirstRunGuide
+from dle_desktop.ui.first_run import SEEN_KEY, SKIP, FirstRunGuide, offered_at_start
 from dle_desktop.ui.first_run_vault import count_notes
 from tests.fakes.obsidian_server import FakeObsidian
 from tests.ui.conftest import wait_for
@@ -36,7 +36,7 @@ def start_app(tmp_path, qapp):
     made = []
     secrets = SecretStore(use_keyring=False)  # one store across starts, as the keyring would be
 
-    def start(offer_guide: bool = True, data_dir: Path | None = None):
+    def start(offer_guide: bool = True, data_dir: Path | None = None, **options):
         for d in made:  # one instance per data folder, as the real app enforces
             if not d.done.is_set():
                 d.quit()
@@ -46,7 +46,7 @@ def start_app(tmp_path, qapp):
         ctx = Context(paths, store, settings, secrets)
         runtime = Runtime(ctx, Engine(paths, settings, secrets), serve=False, port=0)
         ui_state = QSettings(str(paths.config_dir / "ui-state.ini"), QSettings.IniFormat)
-        desk = DesktopApp(qapp, runtime, ui_state, tray_available=False, offer_guide=offer_guide)
+        desk = DesktopApp(qapp, runtime, ui_state, offer_guide=offer_guide, **{"tray_available": False, **options})
         runtime.start()
         desk.start()
         made.append(desk)
@@ -170,6 +170,7 @@ def test_an_obsidian_rest_vault_is_tested_and_its_key_goes_to_the_secrets_store(
         page.url.setText(f"http://127.0.0.1:{olra.port}")
         page.key.setText("a-wrong-key")
         assert not next_enabled(guide)  # untested
+        assert "memory for this session only" in page.rest_message.text()  # where this store keeps keys
         assert not qloop.run_until_complete(page.start_test())
         assert page.rest_message.text().startswith("✖") and not next_enabled(guide)
 
@@ -355,3 +356,13 @@ def test_help_getting_started_reopens_it_and_it_never_opens_unasked_in_tests(sta
     assert reopened.apply_tasks == []
     reopened.reject()
     assert [v.path for v in saved(desk).vaults] == [str(vault_copy.resolve())]
+
+
+def test_not_offered_in_the_tray_at_login_nor_in_the_packaged_smoke_test(start_app):
+    assert offered_at_start(False, {})
+    assert not offered_at_start(True, {})  # --minimized, as "Start with the system" starts it
+    assert not offered_at_start(False, {"DLE_DESKTOP_EXIT_WHEN_SHOWN": "1"})
+    desk = start_app(start_hidden=True, tray_available=True)  # in the tray: nobody is looking
+    assert not desk.window.isVisible() and desk.guide is None and not seen(desk)
+    later = start_app()  # the next start with its window is still a first start
+    assert later.guide is not None and later.guide.isVisible()
