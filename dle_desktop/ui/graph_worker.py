@@ -130,7 +130,16 @@ class GraphWorker(QObject):
         def report(done: int, total: int) -> None:
             self.progress.emit(job_id, done, total, "laying out")
 
+        # analysis first: a fresh layout starts from its communities (the colours the view shows)
+        analysis = job.analysis
+        if analysis is None or job.previous_graph is None or not _same_structure(graph, job.previous_graph):
+            t = time.perf_counter()
+            self.progress.emit(job_id, 0, 0, "finding clusters and gaps")
+            analysis = analyse(graph, seed=seed)
+            times["analysis"] = time.perf_counter() - t
+
         params = PRESETS.get(preset, PRESETS["balanced"])
+        membership = analysis.communities.membership if analysis is not None and params.kinds is None else None
         t = time.perf_counter()
         cancelled, iterations = False, 0
         full = job.relayout or not known
@@ -139,7 +148,7 @@ class GraphWorker(QObject):
         if full:
             prev = {u: known[u] for u in pinned} or None
             lay = layout(graph, params, seed=seed, previous=prev, fixed=pinned or None, progress=report, cancel=cancel,
-                         iterations=total, progress_every=every)
+                         iterations=total, progress_every=every, membership=membership)
             positions, mode, cancelled, iterations = lay.positions, "full", lay.cancelled, lay.iterations
         elif len(known) < graph.n:
             lay = layout(graph, params, seed=seed, previous=known, fixed=pinned or None, progress=report,
@@ -154,12 +163,6 @@ class GraphWorker(QObject):
             mode = "saved"
         times["layout"] = time.perf_counter() - t
 
-        analysis = job.analysis
-        if analysis is None or job.previous_graph is None or not _same_structure(graph, job.previous_graph):
-            t = time.perf_counter()
-            self.progress.emit(job_id, 0, 0, "finding clusters and gaps")
-            analysis = analyse(graph, seed=seed)
-            times["analysis"] = time.perf_counter() - t
         frequency, chats = injection_totals(self.db_path) if self.db_path is not None else ({}, 0)
 
         result = GraphResult(job_id, graph, positions, frozenset(pinned), analysis, frequency, chats, mode,

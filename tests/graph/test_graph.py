@@ -372,3 +372,65 @@ def test_fixed_nodes_never_move_even_in_a_full_run_and_their_island_stays():
     lonely = next(e.uid for e in g2.entries if e.title == "Lonely")
     far = {lonely: (1e5, 1e5)}
     assert layout(g2, seed=3, previous=far, fixed={lonely}, iterations=50).as_dict()[lonely] == far[lonely]
+
+
+def planted(k: int = 4, size: int = 50, p_in: float = 0.3, p_out: float = 0.005, seed: int = 7):
+    """`k` planted communities of `size` entries: each pair linked with `p_in` inside a
+    community, `p_out` between two; returns the graph and each node's planted community."""
+    import random
+
+    rng = random.Random(seed)
+    names = [[f"{'ABCDEFGH'[c]}x{i:02d}" for i in range(size)] for c in range(k)]
+    flat = [(c, name) for c in range(k) for name in names[c]]
+    links: dict[str, list[str]] = {name: [] for _, name in flat}
+    for i, (ci, a) in enumerate(flat):
+        for cj, b in flat[i + 1:]:
+            if rng.random() < (p_in if ci == cj else p_out):
+                links[a].append(b)
+    g = vault(*[note(name, links[name]) for _, name in flat])
+    group = np.array([ord(e.title[0]) - ord("A") for e in g.entries])
+    return g, group
+
+
+def same_vs_other(pos, group) -> float:
+    """Mean distance between two nodes of the same community over that between communities."""
+    d = np.sqrt(((pos[:, None, :] - pos[None, :, :]) ** 2).sum(axis=2))
+    same = group[:, None] == group[None, :]
+    np.fill_diagonal(same, False)
+    other = group[:, None] != group[None, :]
+    return float(d[same].mean() / d[other].mean())
+
+
+@pytest.mark.parametrize("mesh", [False, True])
+@pytest.mark.parametrize("case, limit", [
+    # 4 communities of 50, dense inside, sparse between (about 0.11 here)
+    (dict(k=4, p_in=0.3, p_out=0.005), 0.3),
+    # 8 weak ones (each node has more links outside its community than half its links inside):
+    # about 0.47 from the communities' start, 0.64-0.67 from a random one
+    (dict(k=8, p_in=0.08, p_out=0.01), 0.58),
+])
+def test_layout_shows_planted_communities_as_regions(monkeypatch, mesh, case, limit):
+    import dle_desktop.core.graph.forceatlas2 as fa2
+
+    if mesh:  # the 10,000-entry path: repulsion on the grid
+        monkeypatch.setattr(fa2, "EXACT_MAX_NODES", 50)
+    g, group = planted(**case)
+    res = layout(g, seed=3)
+    assert same_vs_other(res.positions, group) < limit
+    assert np.array_equal(res.positions, layout(g, seed=3).positions)  # same seed, same picture
+    # the worker passes the communities its analysis found: the very same start
+    given = layout(g, seed=3, membership=communities(g, seed=3).membership)
+    assert np.array_equal(res.positions, given.positions)
+
+
+def test_incremental_run_starts_where_nodes_were_and_a_pinned_relayout_from_communities():
+    g, group = planted()
+    first = layout(g, seed=3)
+    again = layout(g, seed=3, previous=first.as_dict(), iterations=0)
+    assert np.allclose(again.positions, first.positions)
+    # Re-layout with one pinned node: the pin stays, the rest start from communities again
+    pin = g.uids[0]
+    at = {pin: (400.0, -250.0)}
+    res = layout(g, seed=3, previous=at, fixed={pin}, iterations=PRESETS["balanced"].iterations)
+    assert res.as_dict()[pin] == at[pin]
+    assert same_vs_other(res.positions, group) < 0.3

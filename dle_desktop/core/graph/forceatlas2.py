@@ -14,6 +14,12 @@ paper's forces and its adaptive speed (swinging / traction, jitter tolerance):
   from pushing itself;
 - gravity towards the origin (`gravity · m_i`, or `· d` with strong gravity).
 
+A fresh layout starts from communities (seeded Leiden, or the worker's own): the graph of
+communities is laid out first with the same forces, each community's members start in a disc
+around its place, and edges between communities pull `inter_community_weight` (0.3) of their
+weight. Without this a 10,000-entry vault whose Leiden modularity is 0.59 came out as one
+uniformly mixed hairball (a node's 10 nearest nodes: 16 % from its community; now 93 %).
+
 Repulsion flings orphans and small islands far out (the largest component outweighs their
 gravity), which shrinks the real picture to a dot; with `tidy_islands` (the default) each island
 is moved in, shape and direction kept, to a ring just outside the largest component.
@@ -28,7 +34,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -58,6 +64,13 @@ class LayoutParams:
     #: Bring islands (orphans, components other than the largest) in from where repulsion flings
     #: them to a ring just outside the largest component, each keeping its shape and direction.
     tidy_islands: bool = True
+    #: A fresh layout starts from its communities (seeded Leiden): the graph of communities is
+    #: laid out first, each community's members start in a disc around its place.
+    community_start: bool = True
+    community_iterations: int = 300
+    #: In a run started from communities, edges between two communities pull this much (a
+    #: share of their weight): weak communities then stay visible as regions.
+    inter_community_weight: float = 0.3
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -253,56 +266,20 @@ def _grid_size(n: int) -> int:
     return 128 if n < 4000 else 256
 
 
-def layout(
-    graph: LoreGraph,
-    params: LayoutParams | str = "balanced",
-    seed: int = 0,
-    previous: Mapping[str, tuple[float, float]] | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    cancel: Callable[[], bool] | threading.Event | None = None,
-    iterations: int | None = None,
-    progress_every: int | None = None,
-    fixed: Collection[str] | None = None,
-) -> Layout:
-    """Lay `graph` out. `previous` (uid → (x, y)) makes it incremental. `progress(done, total)`
-    is called every `progress_every` iterations (1 % of them by default) and at the end;
-    `cancel` (a `threading.Event`, or any callable returning True to stop) is polled every
-    iteration, and a cancelled run returns the positions so far with `cancelled=True`. Runs in
-    the caller's thread (the view runs it in a worker). `fixed`: uids (with a position in
-    `previous`) that never move, the nodes a user pinned by dragging; their islands stay put too."""
-    p = PRESETS[params] if isinstance(params, str) else params
-    if isinstance(cancel, threading.Event):
-        cancel = cancel.is_set
-    incremental = bool(previous)
-    total = iterations if iterations is not None else (p.incremental_iterations if incremental else p.iterations)
-    n = graph.n
-    rng = np.random.default_rng(seed)
-    if n == 0:
-        if progress:
-            progress(0, total)
-        return Layout((), np.zeros((0, 2)), 0, total, False, seed, p)
-    pos, new = _initial(graph, rng, previous, scale=math.sqrt(n) * 10.0)
-    pinned = np.zeros(n, dtype=bool)
-    if fixed and previous:
-        where = graph.index or {u: i for i, u in enumerate(graph.uids)}
-        for uid in fixed:
-            i = where.get(uid)
-            if i is not None and uid in previous:
-                pinned[i] = True
-    pairs, weights = graph.simple_edges(p.kinds)
-    a, b = (pairs[:, 0], pairs[:, 1]) if len(pairs) else (np.zeros(0, np.int64), np.zeros(0, np.int64))
-    w = weights ** p.edge_weight_influence if p.edge_weight_influence != 1 else weights
-    deg = np.bincount(pairs.ravel(), minlength=n) if len(pairs) else np.zeros(n, np.int64)
-    mass = deg.astype(np.float64) + 1.0
-    mesh = _Mesh(_grid_size(n)) if n > EXACT_MAX_NODES else None
-    every = progress_every or max(1, total // 100)
-
+def _simulate(pos: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray, mass: np.ndarray, p: LayoutParams,
+              total: int, *, new: np.ndarray, hold: int = 0, incremental: bool = False, start_span: float = 1.0,
+              pinned: np.ndarray | None = None, cancel: Callable[[], bool] | None = None,
+              progress: Callable[[int, int], None] | None = None, every: int = 1,
+              exact: bool | None = None) -> tuple[np.ndarray, int, bool]:
+    """`total` ForceAtlas2 iterations from `pos`: (positions, iterations done, cancelled)."""
+    n = len(pos)
+    if pinned is None:
+        pinned = np.zeros(n, dtype=bool)
+    mesh = None if (exact if exact is not None else n <= EXACT_MAX_NODES) else _Mesh(_grid_size(n))
     old_force = np.zeros((n, 2))
     speed, speed_eff = 1.0, 1.0
     done = 0
     cancelled = False
-    hold = total // 2 if incremental and new.any() else 0  # known nodes still, new ones settle
-    start_span = float(np.ptp(pos[~new], axis=0).max()) if incremental and (~new).sum() > 1 else 1.0
     for it in range(total):
         if cancel is not None and cancel():
             cancelled = True
@@ -379,6 +356,107 @@ def layout(
         done = it + 1
         if progress is not None and (done % every == 0 or done == total):
             progress(done, total)
+    return pos, done, cancelled
+
+
+def _community_start(membership: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray, mass: np.ndarray,
+                     p: LayoutParams, rng: np.random.Generator, scale: float) -> np.ndarray:
+    """Start positions from communities: the graph of communities (masses summed, edges between
+    communities summed into one weighted edge per pair) laid out with the same forces, then each
+    community's members spread uniformly over a disc around its position, the discs sized by
+    mass and kept apart by the distance to the nearest other community."""
+    memb = np.asarray(membership, dtype=np.int64)
+    n = len(memb)
+    c = int(memb.max()) + 1
+    cmass = np.bincount(memb, weights=mass, minlength=c)
+    ca, cb = memb[a], memb[b]
+    inter = ca != cb
+    key = np.minimum(ca, cb)[inter] * c + np.maximum(ca, cb)[inter]
+    uniq, inv = np.unique(key, return_inverse=True)
+    cw = np.bincount(inv, weights=w[inter], minlength=len(uniq)) if len(uniq) else np.zeros(0)
+    cpos = rng.uniform(-scale, scale, size=(c, 2))
+    if c > 1:
+        cpos, _, _ = _simulate(cpos, uniq // c, uniq % c, cw, cmass, p, p.community_iterations,
+                               new=np.ones(c, dtype=bool))
+    # disc radius ∝ √mass, scaled so that neighbouring discs about touch
+    root = np.sqrt(cmass)
+    if c > 1:
+        big = np.argsort(-cmass)[: min(c, 400)]  # nearest neighbours among the larger communities
+        d = np.sqrt(((cpos[big][:, None, :] - cpos[big][None, :, :]) ** 2).sum(axis=2))
+        np.fill_diagonal(d, np.inf)
+        nn = d.argmin(axis=1)
+        k = float(np.median(d[np.arange(len(big)), nn] / (root[big] + root[big][nn])))
+    else:
+        k = scale / max(float(root[0]), 1.0)
+    radius = k * root
+    r = radius[memb] * np.sqrt(rng.random(n))
+    t = rng.uniform(0.0, 2.0 * math.pi, size=n)
+    return cpos[memb] + np.stack([r * np.cos(t), r * np.sin(t)], axis=1)
+
+
+def layout(
+    graph: LoreGraph,
+    params: LayoutParams | str = "balanced",
+    seed: int = 0,
+    previous: Mapping[str, tuple[float, float]] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Callable[[], bool] | threading.Event | None = None,
+    iterations: int | None = None,
+    progress_every: int | None = None,
+    fixed: Collection[str] | None = None,
+    membership: Sequence[int] | None = None,
+) -> Layout:
+    """Lay `graph` out. `previous` (uid → (x, y)) makes it incremental. `progress(done, total)`
+    is called every `progress_every` iterations (1 % of them by default) and at the end;
+    `cancel` (a `threading.Event`, or any callable returning True to stop) is polled every
+    iteration, and a cancelled run returns the positions so far with `cancelled=True`. Runs in
+    the caller's thread (the view runs it in a worker). `fixed`: uids (with a position in
+    `previous`) that never move, the nodes a user pinned by dragging; their islands stay put too."""
+    p = PRESETS[params] if isinstance(params, str) else params
+    if isinstance(cancel, threading.Event):
+        cancel = cancel.is_set
+    incremental = bool(previous)
+    total = iterations if iterations is not None else (p.incremental_iterations if incremental else p.iterations)
+    n = graph.n
+    rng = np.random.default_rng(seed)
+    if n == 0:
+        if progress:
+            progress(0, total)
+        return Layout((), np.zeros((0, 2)), 0, total, False, seed, p)
+    pos, new = _initial(graph, rng, previous, scale=math.sqrt(n) * 10.0)
+    pinned = np.zeros(n, dtype=bool)
+    if fixed and previous:
+        where = graph.index or {u: i for i, u in enumerate(graph.uids)}
+        for uid in fixed:
+            i = where.get(uid)
+            if i is not None and uid in previous:
+                pinned[i] = True
+    pairs, weights = graph.simple_edges(p.kinds)
+    a, b = (pairs[:, 0], pairs[:, 1]) if len(pairs) else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    w = weights ** p.edge_weight_influence if p.edge_weight_influence != 1 else weights
+    deg = np.bincount(pairs.ravel(), minlength=n) if len(pairs) else np.zeros(n, np.int64)
+    mass = deg.astype(np.float64) + 1.0
+    # a fresh layout (or a re-layout where the only known nodes are pinned ones) starts from
+    # its communities; an incremental one from where the nodes were
+    fresh = not incremental or bool(pinned[~new].all())
+    if p.community_start and fresh and n > 2 and len(a):
+        if membership is None or len(membership) != n:
+            from dle_desktop.core.graph.analysis import communities
+
+            membership = communities(graph, seed=seed, kinds=p.kinds).membership
+        memb = np.asarray(membership, dtype=np.int64)
+        start = _community_start(memb, a, b, w, mass, p, rng, scale=math.sqrt(n) * 10.0)
+        if pinned.any():  # centred on the pins, which stay where the user put them
+            start += pos[pinned].mean(axis=0) - start[pinned].mean(axis=0)
+        pos = np.where(new[:, None], start, pos)
+        if p.inter_community_weight != 1.0:
+            w = np.where(memb[a] == memb[b], w, w * p.inter_community_weight)
+    every = progress_every or max(1, total // 100)
+    hold = total // 2 if incremental and new.any() else 0  # known nodes still, new ones settle
+    start_span = float(np.ptp(pos[~new], axis=0).max()) if incremental and (~new).sum() > 1 else 1.0
+    pos, done, cancelled = _simulate(pos, a, b, w, mass, p, total, new=new, hold=hold, incremental=incremental,
+                                     start_span=start_span, pinned=pinned, cancel=cancel, progress=progress,
+                                     every=every)
     if p.tidy_islands and n > 1:
         # in an incremental run only islands made wholly of new nodes are brought in: one that
         # was on screen before stays where the user saw it
