@@ -159,7 +159,8 @@ def test_a_folder_of_notes_is_counted_an_empty_one_warns_a_missing_one_is_refuse
 def test_an_obsidian_rest_vault_is_tested_and_its_key_goes_to_the_secrets_store(start_app, qloop, tmp_path):
     notes = tmp_path / "obsidian"
     notes.mkdir()
-    (notes / "Eldoria.md").write_text("---\ntags: [lorebook]\nkeys: [Eldoria]\n---\n# Eldoria\n\nA kingdom of rivers.\n", encoding="utf-8")
+    (notes / "Eldoria.md").write_text("---\ntags: [lorebook]\nkeys: [Eldoria]\n---\n# Eldoria\n\nA kingdom of rivers.\n",
+                                      encoding="utf-8")
     key = "olra-key-PLANTED-0123456789abcdef"
     desk = start_app()
     guide = desk.guide
@@ -212,7 +213,7 @@ def test_the_model_download_starts_shows_progress_and_cancels_and_skip_changes_n
     shoot(guide, "first-run-2-model.png")
     emb = page.embeddings
     assert emb.use_default.isChecked() and emb.model_state.text().startswith("Not downloaded yet")
-    assert emb.findChild(type(emb.semantic)).isHidden() or not emb.semantic.isVisible()  # tuning stays in Settings
+    assert not emb.semantic.isVisible() and not emb.ann_threshold.isVisible()  # tuning stays in Settings
     download = desk.model_download
 
     async def scenario():
