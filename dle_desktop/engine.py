@@ -21,6 +21,7 @@ from dle_desktop.core.health import HealthContext, HealthReport, run_health_chec
 from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.errors import ConfigError, DleError
+from dle_desktop.librarian.gaps import GapStore
 from dle_desktop.retrieval import RetrievalService
 from dle_desktop.state.chat_store import ChatStore
 from dle_desktop.state.paths import AppPaths, sample_vault_dir
@@ -141,6 +142,9 @@ class Engine:
                             on_breaker=lambda snap: self._emit("ai_breaker", **snap))
         self.retrieval.ai_select = AiSearch(self.ai).select
         self._writer = None  # the note writer, made on first use (see `writer`)
+        # Made here, not on first use: the GUI thread and the server's routes both reach for it,
+        # and two stores over one file would each overwrite the other's records.
+        self._gaps = GapStore(paths.data_dir / "librarian" / "gaps.json")
 
     # -- set-up -----------------------------------------------------------------------------
     def _make_sources(self, override: list[VaultSource] | None) -> list[VaultSource]:
@@ -175,6 +179,12 @@ class Engine:
             self._writer = NoteWriter(lambda: self._sources, history=WriteHistory.in_data_dir(self.paths.data_dir),
                                       on_written=self.note_written, read_only=read_only)
         return self._writer
+
+    @property
+    def gaps(self) -> GapStore:
+        """The gap records of this data folder (librarian/gaps.json): one store, so that what the
+        lore API records (search misses, flags) is what the Librarian view lists and merges into."""
+        return self._gaps
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
         self._subscribers.append(fn)

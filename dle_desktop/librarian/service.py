@@ -50,7 +50,9 @@ class Librarian:
     def __init__(self, engine: Any) -> None:
         self.engine = engine
         root = engine.paths.data_dir / "librarian"
-        self.gaps = GapStore(root / "gaps.json")
+        # The engine's store when it has one, so the lore API's gaps and ours are one list.
+        shared = getattr(engine, "gaps", None)
+        self.gaps: GapStore = shared if isinstance(shared, GapStore) else GapStore(root / "gaps.json")
         self.sessions = SessionStore(root / "sessions")
 
     # -- context ---------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from dle_desktop.server import (
     routes_bridge,
     routes_chat,
     routes_embeddings,
+    routes_gaps,
     routes_lore,
     routes_vector,
 )
@@ -68,7 +69,7 @@ def build_app(engine, bridge_monitor: BridgeMonitor | None = None) -> Starlette:
     # routes_vector: SillyTavern's /api/vector/*; routes_embeddings: the embedding-backend endpoints
     # (llama.cpp, Ollama, KoboldCpp, Extras formats) a stock ST can point its sources at.
     # routes_bridge's middleware sees the bridge's generations (requests with X-DLE-Client: st-bridge).
-    app = Starlette(routes=[*routes_lore.routes, *routes_bridge.routes, *routes_chat.routes, *routes_ai.routes,
+    app = Starlette(routes=[*routes_lore.routes, *routes_gaps.routes, *routes_bridge.routes, *routes_chat.routes, *routes_ai.routes,
                             *openapi.routes, *routes_vector.routes, *routes_embeddings.routes],
                     middleware=[Middleware(routes_bridge.BridgeObserver)],
                     exception_handlers={DleError: _dle_error, ClientDisconnect: _client_gone, 404: _not_found,

@@ -280,6 +280,47 @@ _SCHEMAS: dict[str, dict] = {
                         "copied": {"type": "boolean", "description": "false when the chat had state already, the source had none, or both are one chat"},
                         "reason": {"type": ["string", "null"], "description": "why nothing was copied"}}),
     "ChatList": _obj({"chats": _arr(_ref("ChatSummary"), "chats with stored state, most recently saved first")}),
+    # -- lore API for tool-calling models, and gap records ----------------------------------------
+    "LoreSearchRequest": _obj({
+        "queries": {"type": "array", "minItems": 1, "maxItems": 4,
+                    "items": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": "\\S"},
+                    "description": "1-4 things to look for (BM25 each); none may be blank"},
+        "reason": {"type": "string", "maxLength": 4000, "description": "why the model is looking (kept on a gap)"},
+        "exclude_titles": {"type": "array", "maxItems": 2000, "items": {"type": "string", "maxLength": 500},
+                           "description": "titles never to return (the lore already injected), case-insensitive"},
+    }, required=["queries"], additional=False),
+    "LoreSearchResult": _obj({
+        "best": _nullable(_obj({"title": STR, "vault": STR, "path": STR,
+                                "content": {"type": "string", "description": "`### Title` then the full content"}},
+                               description="the single best hit across all queries")),
+        "linked": _arr(_obj({"title": STR, "vault": STR, "summary": STR,
+                             "manifest": {"type": "string", "description": "the entry as AI search's manifest shows it"}}),
+                       "up to 3 entries the best hit links to"),
+        "misses": _arr(STR, "the queries that found nothing; each became or merged into a gap record"),
+        "gap_ids": _arr(STR, "the gap records the misses went to, in order"),
+    }),
+    "LoreFlagRequest": _obj({
+        "title": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": "\\S",
+                  "description": "the missing topic, or the entry that needs an update"},
+        "reason": {"type": "string", "maxLength": 4000, "description": "what is missing or out of date"},
+        "urgency": {"type": "string", "enum": ["low", "medium", "high"], "default": "medium"},
+        "flag_type": {"type": "string", "enum": ["gap", "update"], "default": "gap"},
+        "entry_title": {"type": "string", "maxLength": 500,
+                        "description": "the existing entry an update is about (default: title)"},
+    }, required=["title", "reason"], additional=False),
+    "GapRecord": _obj({
+        "id": STR, "type": {"type": "string", "enum": ["search", "flag"]},
+        "query": {"type": "string", "description": "the search query or flagged title"},
+        "reason": {"type": "string", "description": "every distinct reason given, joined with `; `"},
+        "subtype": {"type": "string", "enum": ["gap", "update"]}, "entry_title": STR,
+        "urgency": {"type": "string", "enum": ["low", "medium", "high"]},
+        "frequency": {"type": "integer", "description": "how often it was asked for (similar records merge)"},
+        "status": {"type": "string", "enum": ["pending", "written"]},
+        "hidden": {"type": "boolean", "description": "hidden by the user; flagged again, it comes back"},
+        "dismissed": {"type": "boolean", "description": "dismissed by the user; it stays buried"},
+        "had_results": BOOL, "created": NUM, "updated": NUM,
+    }, description="What the story asked for and the vault lacked; the Librarian view's Gaps panel"),
+    "GapList": _obj({"gaps": _arr(_ref("GapRecord"), "pending first, then by urgency, frequency and recency")}),
     # -- SillyTavern bridge ---------------------------------------------------------------------
     "BridgeHello": _obj({
         name: {"type": ["string", "null"], "maxLength": 1000, "description": what}
@@ -412,6 +453,27 @@ def build_document() -> dict:
                      "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 500},
                      "description": "how many at most, 1-500"}],
             errors={"400": _err("limit is not a whole number from 1 to 500")})},
+        f"{API}/lore/search": {"post": _op(
+            "searchLore", "Search the vault for a tool-calling model (DLE's librarian `search`)",
+            _json(_ref("LoreSearchResult"), "the best hit in full, its linked entries, and the misses"), tag="gaps",
+            body=_ref("LoreSearchRequest"),
+            errors={**_BODY_ERRORS, "503": _err("the vault index is not ready yet; retry shortly")},
+            description="Guide entries and exclude_titles are never returned. A query with no hit records a gap "
+                        "(or merges into a similar one: frequency +1). A refused body records nothing.")},
+        f"{API}/lore/flag": {"post": _op(
+            "flagLore", "Record missing or outdated lore (DLE's librarian `flag`)",
+            _json(_ref("GapRecord"), "the gap record, after merging"), tag="gaps", body=_ref("LoreFlagRequest"),
+            errors=_BODY_ERRORS,
+            description="A flag like an existing pending record of its type merges into it: frequency +1, the "
+                        "higher urgency, the reason appended.")},
+        f"{API}/gaps": {"get": _op(
+            "listGaps", "The gap records", _json(_ref("GapList"), "the records"), tag="gaps",
+            params=[{"name": "status", "in": "query", "required": False,
+                     "schema": {"type": "string", "enum": ["pending", "written"]}, "description": "only these"},
+                    {"name": "include_hidden", "in": "query", "required": False,
+                     "schema": {"type": "string", "enum": ["0", "1"]},
+                     "description": "1: hidden and dismissed records too"}],
+            errors={"400": _err("status or include_hidden is not one of its values")})},
         f"{API}/bridge/hello": {"post": _op(
             "bridgeHello", "The SillyTavern bridge extension says who it is; the answer is what it needs to know",
             _json(_ref("BridgeInfo"), "the server's side"), tag="bridge", body=_ref("BridgeHello"),
@@ -482,6 +544,7 @@ def build_document() -> dict:
                  {"name": "retrieval", "description": "the retrieval pipeline"},
                  {"name": "chats", "description": "per-chat state"},
                  {"name": "ai", "description": "AI connection channels"},
+                 {"name": "gaps", "description": "the lore API for tool-calling models, and the gap records it leaves"},
                  {"name": "bridge", "description": "the SillyTavern bridge extension (dle-desktop-bridge)"},
                  {"name": "vectors", "description": "SillyTavern's Vector API (its wire format, not ours)"},
                  {"name": "embeddings", "description": "embedding-backend endpoints in the formats SillyTavern's "

@@ -29,6 +29,7 @@ class _Relay(QObject):
     """Engine-thread callbacks re-posted onto the GUI thread (a queued signal)."""
 
     event = Signal(object)
+    gaps_changed = Signal()
 
 
 def chat_lines(text: str) -> str:
@@ -53,6 +54,8 @@ class LibrarianView(QWidget):
         self.confirm = lambda dialog: dialog.exec() == QDialog.Accepted
         self.relay = _Relay(self)
         self.relay.event.connect(self._on_event)
+        self.relay.gaps_changed.connect(self._gaps_changed)
+        self._gap_listener = None  # (store, callback) while this view listens to a gap store
 
         self.lists = SessionsPanel()
         self.chat = ChatPane()
@@ -85,7 +88,31 @@ class LibrarianView(QWidget):
     def lib(self) -> Librarian:
         if self._lib is None or self._lib.engine is not self.bridge.engine:
             self._lib = Librarian(self.bridge.engine)
+            self._listen(self._lib.gaps)
         return self._lib
+
+    def _listen(self, store) -> None:
+        """Gaps also arrive from the lore API (on the engine's thread): the store's listener
+        re-posts onto the GUI thread, and the panel redraws there."""
+        if self._gap_listener is not None:
+            old, fn = self._gap_listener
+            if fn in old.listeners:
+                old.listeners.remove(fn)
+        relay = self.relay
+
+        def changed() -> None:
+            try:
+                relay.gaps_changed.emit()
+            except RuntimeError:  # the view is gone; stop being called
+                if changed in store.listeners:
+                    store.listeners.remove(changed)
+
+        store.listeners.append(changed)
+        self._gap_listener = (store, changed)
+
+    def _gaps_changed(self) -> None:
+        if self._lib is not None:
+            self.lists.set_gaps(self._lib.gaps.list())
 
     def set_snapshot(self, snapshot) -> None:
         self.snapshot = snapshot

@@ -57,7 +57,8 @@ def test_every_route_is_documented_and_nothing_else():
     # The routes the brief names, explicitly.
     expected = {"status", "entries", "entries/{vault}/{path}", "health", "skipped", "sync", "retrieve",
                 "chats/{chat_id}", "chats/{chat_id}/records", "chats/{chat_id}/fork", "openapi.json", "ai", "ai/breaker/reset",
-                "ai/cache/clear", "ai/channels/{channel}/test", "chats", "bridge", "bridge/hello"}
+                "ai/cache/clear", "ai/channels/{channel}/test", "chats", "bridge", "bridge/hello",
+                "lore/search", "lore/flag", "gaps"}
     expected |= {f"chats/{{chat_id}}/{f}" for f in ("pins", "blocks", "context", "folder-filter", "notebook")}
     assert {p.removeprefix(API + "/") for p, _ in routes} == expected
     for f in ("pins", "blocks", "context", "folder-filter", "notebook"):
@@ -179,6 +180,11 @@ def test_live_answers_match_the_documented_schemas(busy_server):
         ("post", f"{API}/ai/breaker/reset", "/ai/breaker/reset", None),
         ("post", f"{API}/ai/cache/clear?chat_id=c1", "/ai/cache/clear", None),
         ("post", f"{API}/ai/channels/scribe/test", "/ai/channels/{channel}/test", None),  # not set up: ok false
+        ("post", f"{API}/lore/search", "/lore/search", {"queries": ["tamsin", "unknown harbour"], "reason": "asked"}),
+        ("post", f"{API}/lore/flag", "/lore/flag", {"title": "unknown harbour", "reason": "r", "urgency": "high",
+                                                    "flag_type": "gap", "entry_title": ""}),
+        ("get", f"{API}/gaps", "/gaps", None),
+        ("get", f"{API}/gaps?status=pending&include_hidden=1", "/gaps", None),
     ]
     for seg, key, value in (("pins", "pins", ["Omen"]), ("blocks", "blocks", [{"title": "Omen", "vault": "lore"}]),
                             ("context", "context", {"era": "Founding", "n": 3}),

@@ -97,3 +97,31 @@ def test_optimize_keys_from_the_vault_view_shows_the_diff_and_writes_it(make_des
         assert "tide script" in diff and seen[0].change.note == "the names used"
 
     qloop.run_until_complete(scenario())
+
+
+def test_a_gap_recorded_through_the_lore_api_shows_in_the_gaps_panel(make_desktop, vault_copy, qloop):
+    import threading
+
+    from dle_desktop.librarian.lore_search import search_lore
+
+    desk = make_desktop(vault_copy)
+    window = desk.window
+    view = window.librarian_view
+    window.librarian_view_action.trigger()
+    engine = view.bridge.engine
+
+    async def scenario():
+        await wait_for(lambda: engine.snapshot is not None and len(engine.snapshot) == 61, what="the sample entries")
+        assert view.lib.gaps is engine.gaps  # one store: the view's and the lore API's
+        texts = lambda: [view.lists.gaps.item(i).text() for i in range(view.lists.gaps.count())]  # noqa: E731
+        assert not any("zyxwv quorble" in t for t in texts())
+        # Off the GUI thread, as the server's route runs it.
+        worker = threading.Thread(target=search_lore, args=(engine.snapshot, engine.gaps, ["zyxwv quorble"]),
+                                  kwargs={"reason": "asked in SillyTavern"})
+        worker.start()
+        worker.join()
+        await wait_for(lambda: any("zyxwv quorble  ×1" in t and "asked in SillyTavern" in t for t in texts()),
+                       what="the new gap in the panel")
+        assert view.lists.tabText(1) == f"Gaps ({view.lists.gaps.count()})"
+
+    qloop.run_until_complete(scenario())
