@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from dle_desktop.core.index import IndexSnapshot
-from dle_desktop.core.pipeline.semantic_query import SemanticQuery
+from dle_desktop.core.pipeline.semantic_query import SemanticQuery, clean_message
 from dle_desktop.vectors.vault_embeddings import VaultEmbeddings, searchable
 
 log = logging.getLogger(__name__)
@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 #: already matched, constants and cooling ones, and still wants `semantic_top_k` left.
 OVERFETCH = 4
 MIN_FETCH = 20
+#: Messages one prefetch embeds at most (a reply and the message being typed; a little slack).
+PREFETCH_MAX = 4
 
 #: (entry uid, similarity of its best passage, that passage's index), best first
 Hits = list[tuple[str, float, int]]
@@ -62,6 +64,7 @@ class SemanticSearch:
         self._vault: VaultEmbeddings | None = None
         self._task: asyncio.Task | None = None
         self._paused = False
+        self._prefetches: set[asyncio.Task] = set()
         self.status = SemanticStatus()
 
     # -- state ------------------------------------------------------------------------------
@@ -141,9 +144,11 @@ class SemanticSearch:
         return self.status
 
     async def aclose(self) -> None:
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        pending = [t for t in (self._task, *self._prefetches) if t is not None and not t.done()]
+        for t in pending:
+            t.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
         self._vault = None
 
     # -- lookups ----------------------------------------------------------------------------
@@ -173,6 +178,33 @@ class SemanticSearch:
         except Exception as exc:  # noqa: BLE001
             return [], f"semantic search unavailable: {_describe(exc)}"
         return hits, self._note()
+
+
+    def prefetch(self, messages: Sequence[str]) -> asyncio.Task | None:
+        """Embed chat messages as query parts in the background, cleaned as the semantic query
+        cleans them, so the generation that includes them finds them cached. At most
+        `PREFETCH_MAX` texts; a failure is logged, never raised (it only costs a cache miss)."""
+        parts = [p for p in (clean_message(m) for m in list(messages)[-PREFETCH_MAX:]) if p]
+        if not parts:
+            return None
+        try:
+            vault = self._vault_embeddings()
+        except Exception as exc:  # noqa: BLE001 - no model: nothing to warm
+            log.debug("semantic prefetch skipped: %s", _describe(exc))
+            return None
+
+        async def run() -> None:
+            try:
+                await vault.warm(parts)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                log.info("semantic prefetch failed: %s", _describe(exc))
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._prefetches.add(task)
+        task.add_done_callback(self._prefetches.discard)
+        return task
 
 
 def _model_name(vault: VaultEmbeddings) -> str | None:

@@ -280,6 +280,11 @@ _SCHEMAS: dict[str, dict] = {
                         "copied": {"type": "boolean", "description": "false when the chat had state already, the source had none, or both are one chat"},
                         "reason": {"type": ["string", "null"], "description": "why nothing was copied"}}),
     "ChatList": _obj({"chats": _arr(_ref("ChatSummary"), "chats with stored state, most recently saved first")}),
+    "PrefetchRequest": _obj({"messages": {
+        "type": "array", "minItems": 1, "maxItems": 4, "items": {"type": "string", "maxLength": 50_000},
+        "description": "chat message texts (a reply that just arrived, the message being typed)"}}, additional=False),
+    "PrefetchResult": _obj({"queued": {**INT, "description": "messages handed to the embedder"},
+                            "reason": {**STR, "description": "why nothing was queued"}}, required=["queued"]),
     # -- lore API for tool-calling models, and gap records ----------------------------------------
     "LoreSearchRequest": _obj({
         "queries": {"type": "array", "minItems": 1, "maxItems": 4,
@@ -480,6 +485,14 @@ def build_document() -> dict:
             errors=_BODY_ERRORS,
             description="Sent on load, on a chat change and as a heartbeat (the bridge counts as connected for "
                         "90 s after its last request).")},
+        f"{API}/semantic/prefetch": {"post": _op(
+            "semanticPrefetch", "Embed chat messages for the semantic query before the generation that needs them",
+            _json(_ref("PrefetchResult"), "how many messages are being embedded in the background (0 with the "
+                  "reason when semantic search is off or there is no model)"), tag="bridge",
+            body=_ref("PrefetchRequest"), errors=_BODY_ERRORS,
+            description="Messages are cleaned as the semantic query cleans them (no speaker names, no OOC asides) "
+                        "and kept in the query cache, so the next generation's lookup finds them embedded. "
+                        "Best effort: a failure only costs that cache hit.")},
         f"{API}/bridge": {"get": _op("getBridge", "What the SillyTavern bridge extension last told the server",
                                      _json(_ref("BridgeState"), "the bridge's state"), tag="bridge")},
         f"{API}/chats/{{chat_id}}": {

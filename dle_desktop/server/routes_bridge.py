@@ -30,6 +30,10 @@ CLIENT_NAME = "st-bridge"
 HELLO_FIELDS = ("extension_version", "st_version", "chat_id", "character", "last_error")
 MAX_HELLO_CHARS = 1000
 MAX_CHATS = 500
+#: A prefetch names at most this many messages, each at most this long (a reply, the message
+#: being typed; the semantic query keeps the last 1,200 characters of a message anyway).
+MAX_PREFETCH_MESSAGES = 4
+MAX_PREFETCH_CHARS = 50_000
 
 
 def bundled_extension_version() -> str | None:
@@ -95,6 +99,34 @@ async def list_chats(request: Request) -> JSONResponse:
     return JSONResponse({"chats": await request.app.state.engine.retrieval.list_chats(limit)})
 
 
+def _prefetch_messages(raw) -> list[str]:
+    if not isinstance(raw, dict) or set(raw) - {"messages"}:
+        raise InputError('send an object: {"messages": ["message text", ...]}')
+    messages = raw.get("messages")
+    if not isinstance(messages, list) or not 1 <= len(messages) <= MAX_PREFETCH_MESSAGES:
+        raise InputError(f"messages must be a list of 1 to {MAX_PREFETCH_MESSAGES} texts")
+    for i, m in enumerate(messages):
+        if not isinstance(m, str):
+            raise InputError(f"messages[{i}] must be text")
+        if len(m) > MAX_PREFETCH_CHARS:
+            raise InputError(f"messages[{i}] is {len(m)} characters; the limit is {MAX_PREFETCH_CHARS}")
+    return messages
+
+
+async def semantic_prefetch(request: Request) -> JSONResponse:
+    """Embed chat messages for the semantic query before the generation that needs them: the
+    bridge sends the character's reply when it arrives and the user's message while it is typed,
+    so on a CPU the query embedding is done by the time the user presses Enter."""
+    messages = _prefetch_messages(await read_json(request))
+    engine = request.app.state.engine
+    if not engine.semantic_enabled:
+        return JSONResponse({"queued": 0, "reason": "semantic search is off"})
+    task = engine.semantic.prefetch(messages)
+    if task is None:
+        return JSONResponse({"queued": 0, "reason": "nothing to embed, or no embedding model is available"})
+    return JSONResponse({"queued": len(messages)})
+
+
 def _client(scope) -> str | None:
     for name, value in scope.get("headers", ()):
         if name == CLIENT_HEADER:
@@ -149,4 +181,5 @@ routes = [
     Route(f"{API}/bridge/hello", hello, methods=["POST"]),
     Route(f"{API}/bridge", bridge_state, methods=["GET"]),
     Route(f"{API}/chats", list_chats, methods=["GET"]),
+    Route(f"{API}/semantic/prefetch", semantic_prefetch, methods=["POST"]),
 ]

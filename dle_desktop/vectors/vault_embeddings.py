@@ -67,8 +67,12 @@ class VaultEmbeddings:
         self.resume = asyncio.Event()
         self.resume.set()
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        #: Query texts being embedded now (a prefetch, or another lookup): a lookup that needs
+        #: one waits for that embedding instead of queueing the same text again.
+        self._inflight: dict[str, asyncio.Future] = {}
         self.query_cache_hits = 0
         self.query_cache_misses = 0
+        self.prefetched = 0
 
     @property
     def profile_key(self) -> str:
@@ -120,22 +124,56 @@ class VaultEmbeddings:
         return sum(1 for e in searchable(snapshot) if all(k in stored for k, _, _ in entry_rows(e)))
 
     async def query_vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """One query vector per text; texts seen recently come from the cache, the others are
-        embedded together in one call."""
-        todo = list(dict.fromkeys(t for t in texts if t not in self._queries))
-        self.query_cache_hits += len(set(texts)) - len(todo)
+        """One query vector per text; texts seen recently come from the cache (or from the
+        embedding already running for them), the others are embedded together in one call."""
+        wanted = list(dict.fromkeys(texts))
+        waiting = [self._inflight[t] for t in wanted if t not in self._queries and t in self._inflight]
+        todo = [t for t in wanted if t not in self._queries and t not in self._inflight]
+        self.query_cache_hits += len(wanted) - len(todo)
         self.query_cache_misses += len(todo)
         if todo:
-            vectors = await self.embedder.embed(todo, query=True)
-            for t, v in zip(todo, vectors):
-                self._queries[t] = np.asarray(v, dtype=np.float32)
+            await self._embed_queries(todo)
+        if waiting:
+            await asyncio.gather(*waiting, return_exceptions=True)
+        missing = [t for t in wanted if t not in self._queries]  # a prefetch that failed or was cancelled
+        if missing:
+            await self._embed_queries(missing)
         out = []
         for t in texts:
             self._queries.move_to_end(t)
             out.append(self._queries[t])
+        self._trim()
+        return out
+
+    async def warm(self, texts: Sequence[str]) -> int:
+        """Embed query texts ahead of the generation that will need them (the bridge sends a
+        reply as soon as it arrives and the user's message while it is typed): the lookup then
+        finds them cached. Returns how many texts were embedded."""
+        todo = [t for t in dict.fromkeys(texts) if t.strip() and t not in self._queries and t not in self._inflight]
+        if todo:
+            await self._embed_queries(todo)
+            self.prefetched += len(todo)
+            self._trim()
+        return len(todo)
+
+    async def _embed_queries(self, todo: list[str]) -> None:
+        future = asyncio.get_running_loop().create_future()
+        for t in todo:
+            self._inflight[t] = future
+        try:
+            vectors = await self.embedder.embed(todo, query=True)
+            for t, v in zip(todo, vectors):
+                self._queries[t] = np.asarray(v, dtype=np.float32)
+        finally:
+            for t in todo:
+                if self._inflight.get(t) is future:
+                    del self._inflight[t]
+            if not future.done():
+                future.set_result(None)
+
+    def _trim(self) -> None:
         while len(self._queries) > QUERY_CACHE:
             self._queries.popitem(last=False)
-        return out
 
     async def query_vector(self, parts: Sequence[str], last_weight: float = 1.0) -> np.ndarray | None:
         """The query for a window of messages (oldest first): `last_weight` × the newest

@@ -58,7 +58,7 @@ def test_every_route_is_documented_and_nothing_else():
     expected = {"status", "entries", "entries/{vault}/{path}", "health", "skipped", "sync", "retrieve",
                 "chats/{chat_id}", "chats/{chat_id}/records", "chats/{chat_id}/fork", "openapi.json", "ai", "ai/breaker/reset",
                 "ai/cache/clear", "ai/channels/{channel}/test", "chats", "bridge", "bridge/hello",
-                "lore/search", "lore/flag", "gaps"}
+                "lore/search", "lore/flag", "gaps", "semantic/prefetch"}
     expected |= {f"chats/{{chat_id}}/{f}" for f in ("pins", "blocks", "context", "folder-filter", "notebook")}
     assert {p.removeprefix(API + "/") for p, _ in routes} == expected
     for f in ("pins", "blocks", "context", "folder-filter", "notebook"):
@@ -185,6 +185,7 @@ def test_live_answers_match_the_documented_schemas(busy_server):
                                                     "flag_type": "gap", "entry_title": ""}),
         ("get", f"{API}/gaps", "/gaps", None),
         ("get", f"{API}/gaps?status=pending&include_hidden=1", "/gaps", None),
+        ("post", f"{API}/semantic/prefetch", "/semantic/prefetch", {"messages": ["the bell under the water"]}),
     ]
     for seg, key, value in (("pins", "pins", ["Omen"]), ("blocks", "blocks", [{"title": "Omen", "vault": "lore"}]),
                             ("context", "context", {"era": "Founding", "n": 3}),
@@ -217,6 +218,7 @@ def test_error_answers_match_the_error_schema(server):
         ("GET", f"{API}/chats?limit=501", None),
         ("POST", f"{API}/bridge/hello", b'{"bogus": 1}'),
         ("POST", f"{API}/bridge/hello", b'[]'),
+        ("POST", f"{API}/semantic/prefetch", b'{"messages": []}'),
         ("GET", f"{API}/no-such-route", None),
         ("POST", f"{API}/status", None),
     ):

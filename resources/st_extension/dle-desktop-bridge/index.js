@@ -7,6 +7,7 @@ import { call, chatPath, context, loadInstalledConfig, MODULE, settings } from '
 import { registerCommands } from './commands.js';
 import { abortInflight, chatChanged, interceptor, placedKeys, waitForFork } from './inject.js';
 import { mountPanel } from './panel.js';
+import { installPrefetch } from './prefetch.js';
 import { changed, hello, state } from './status.js';
 import { installVectorRouting, routingStats } from './vectors.js';
 
@@ -71,6 +72,7 @@ async function start() {
     installVectorRouting();
     registerCommands();
     listen();
+    installPrefetch();
     mountPanel();
     // Extensions load one after another: look once they all had their turn.
     const { eventSource, eventTypes } = context();
