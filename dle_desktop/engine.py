@@ -579,7 +579,8 @@ class Engine:
             "sample_vault": self.using_sample_vault,
             "last_error": self.last_error,
             "semantic": self.semantic.status.to_json() | {"enabled": self.semantic_enabled,
-                                                          "paused": self.semantic.paused},
+                                                          "paused": self.semantic.paused}
+            | self.semantic.query_counters(),
             "ai": {"enabled": self.settings.ai_search_enabled, "mode": self.settings.ai_search_mode,
                    "breaker": self.ai.breaker.snapshot()["state"], "offline": self.ai.offline},
         }

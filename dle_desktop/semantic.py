@@ -180,6 +180,15 @@ class SemanticSearch:
         return hits, self._note()
 
 
+    def query_counters(self) -> dict[str, int]:
+        """The query cache's counters since the engine started: texts prefetched, lookups' texts
+        found cached (a prefetch's included) and texts a lookup had to embed itself."""
+        v = self._vault
+        if v is None:
+            return {"prefetched": 0, "query_cache_hits": 0, "query_cache_misses": 0}
+        return {"prefetched": v.prefetched, "query_cache_hits": v.query_cache_hits,
+                "query_cache_misses": v.query_cache_misses}
+
     def prefetch(self, messages: Sequence[str]) -> asyncio.Task | None:
         """Embed chat messages as query parts in the background, cleaned as the semantic query
         cleans them, so the generation that includes them finds them cached. At most

@@ -435,3 +435,46 @@ def test_with_vector_routing_on_sillytavern_vectors_land_in_our_store(bridge_pag
         dle.stop()
         dle.update_settings(st_vector_routing=False)
         dle.start()
+
+
+# ---- semantic prefetch -----------------------------------------------------------------------
+
+def semantic_counters(dle: DleServer) -> dict:
+    return dle.get("/api/dle/v1/status").json()["semantic"]
+
+
+def test_with_semantic_search_on_the_bridge_embeds_the_reply_and_the_draft_ahead(bridge_page, dle):
+    dle.stop()
+    dle.update_settings(semantic_enabled=True)
+    dle.start()
+    try:
+        bridge_page.evaluate("() => globalThis.dleDesktopBridge.hello()")
+        bridge_page.wait_js("the bridge to learn that semantic search is on",
+                            "() => globalThis.dleDesktopBridge.state.server?.semantic_enabled === true")
+        tok = token()
+        bridge_page.send(f"Tell me about the bell under the water {tok}", f"Fake LLM reply to {tok}.")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and semantic_counters(dle)["prefetched"] < 1:
+            time.sleep(0.3)
+        assert semantic_counters(dle)["prefetched"] >= 1, "the reply was not prefetched when it arrived"
+        # Typing the next message (and pausing) sends it too; pressing Send then finds it embedded.
+        draft = f"Then I will row out to it at slack water {token()}"
+        before = semantic_counters(dle)["prefetched"]
+        bridge_page.page.locator("#send_textarea").fill(draft)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and semantic_counters(dle)["prefetched"] <= before:
+            time.sleep(0.3)
+        counters = semantic_counters(dle)
+        assert counters["prefetched"] > before, "the typed message was not prefetched"
+        misses = counters["query_cache_misses"]
+        bridge_page.press_send()
+        bridge_page.wait_js("the reply to the typed message",
+                            "() => { const c = SillyTavern.getContext().chat; return c.length && !c[c.length - 1].is_user"
+                            " && c[c.length - 2]?.mes?.includes('slack water'); }", timeout=60)
+        after = semantic_counters(dle)
+        assert after["query_cache_misses"] == misses, (counters, after)  # nothing left to embed at Send
+        assert after["query_cache_hits"] > counters["query_cache_hits"]
+    finally:
+        dle.stop()
+        dle.update_settings(semantic_enabled=False)
+        dle.start()

@@ -91,6 +91,10 @@ _SCHEMAS: dict[str, dict] = {
         "embedded": {"type": "integer", "description": "entries with a vector for the current model"},
         "entries": {"type": "integer", "description": "entries that should have one"},
         "error": _nullable(STR), "model": _nullable(STR), "paused": BOOL,
+        "prefetched": {"type": "integer", "description": "messages embedded ahead of their generation "
+                                                         "(POST /semantic/prefetch) since the engine started"},
+        "query_cache_hits": {"type": "integer", "description": "query texts a lookup found embedded already"},
+        "query_cache_misses": {"type": "integer", "description": "query texts a lookup had to embed itself"},
     }),
     "Breaker": _obj({
         "state": {"type": "string", "enum": ["closed", "open", "half-open"]},

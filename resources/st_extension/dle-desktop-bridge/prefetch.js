@@ -1,7 +1,8 @@
 // Semantic prefetch: on a CPU, embedding the chat's newest messages is the slow part of a
-// generation's lookup. The character's reply is sent to DLE Desktop as soon as it arrives, and
-// the user's message while it is typed (after a pause), so the embeddings are ready when the
-// next generation asks. Best effort: a failure costs nothing but the cache hit.
+// generation's lookup. The newest messages of a chat are sent to DLE Desktop when the chat opens,
+// the character's reply as soon as it arrives, and the user's message while it is typed (after a
+// pause), so the embeddings are ready when the next generation asks. Best effort: a failure costs
+// nothing but the cache hit.
 
 import { call, context, settings } from './api.js';
 import { state } from './status.js';
@@ -31,6 +32,12 @@ function replyArrived(index) {
     if (message && !message.is_user && !message.is_system) prefetch([message.mes]);
 }
 
+/** A chat just opened: its newest messages are the next generation's window. */
+function chatOpened() {
+    const chat = context().chat ?? [];
+    prefetch(chat.filter(m => m && !m.is_system).slice(-4).map(m => m.mes));
+}
+
 function draftChanged(event) {
     clearTimeout(typingTimer);
     const text = event.target?.value ?? '';
@@ -42,6 +49,7 @@ export function installPrefetch() {
     const { eventSource, eventTypes } = context();
     const types = eventTypes ?? context().event_types;
     if (types?.MESSAGE_RECEIVED) eventSource.on(types.MESSAGE_RECEIVED, replyArrived);
+    if (types?.CHAT_CHANGED) eventSource.on(types.CHAT_CHANGED, () => setTimeout(chatOpened, 0));
     const box = document.getElementById('send_textarea');
     box?.addEventListener('input', draftChanged);
 }
