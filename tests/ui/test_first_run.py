@@ -6,6 +6,8 @@ in tmp_path. Screenshots of its three steps go to docs/screenshots/."""
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,9 @@ from tests.ui.conftest import wait_for
 from tests.ui.semantic_support import model_server, serve_default_model, tiny_model  # noqa: F401 - fixtures
 from tests.ui.test_sillytavern_view import make_st
 
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+# docs/screenshots only when asked (DLE_UPDATE_SCREENSHOTS=1): a test run must not change the tree.
+SHOTS = (Path(__file__).resolve().parents[2] / "docs" / "screenshots" if os.environ.get("DLE_UPDATE_SCREENSHOTS") == "1"
+         else Path(tempfile.gettempdir()) / "dle-desktop-screenshots")
 
 
 @pytest.fixture
