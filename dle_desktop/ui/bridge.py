@@ -43,7 +43,12 @@ class EngineBridge(QObject):
 
     async def call(self, coro) -> Any:
         """Await a coroutine that runs on the engine loop."""
-        return await asyncio.wrap_future(self.runtime.thread.submit(coro))
+        try:
+            future = self.runtime.thread.submit(coro)
+        except BaseException:
+            coro.close()  # the engine thread has stopped: the coroutine will never run
+            raise
+        return await asyncio.wrap_future(future)
 
     async def run(self, fn, *args) -> Any:
         """Run a plain engine method on the engine thread (engine state is only touched there)."""
