@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from tests.fakes.ai_provider import FakeAiProvider, SeenAiRequest
+from dle_desktop.st_bridge.install import bundled_version
 from dle_desktop.vectors.st_hash import get_string_hash
 from tests_e2e.dle_server import DleServer
 
@@ -88,7 +89,7 @@ def clear_toasts(page) -> None:
 def test_the_bridge_says_hello_and_the_app_sees_the_page(bridge_page, dle: DleServer, sillytavern):
     seen = dle.get("/api/dle/v1/bridge").json()
     assert seen["connected"] is True, seen
-    assert seen["extension_version"] == "0.1.0"
+    assert seen["extension_version"] == bundled_version()
     assert seen["origin"] == sillytavern.url
     panel = bridge_page.evaluate("() => document.getElementById('dle_desktop_bridge_status')?.innerText ?? ''")
     assert "Connected to DLE Desktop" in panel and "5 entries" in panel, panel
@@ -478,3 +479,110 @@ def test_with_semantic_search_on_the_bridge_embeds_the_reply_and_the_draft_ahead
         dle.stop()
         dle.update_settings(semantic_enabled=False)
         dle.start()
+
+
+# ---- lore tools (SillyTavern's function calling) ---------------------------------------------
+
+TOOL_NAMES = ("dle_search_lore", "dle_flag_lore")
+
+
+def registered_tools(page) -> list[str]:
+    return page.evaluate("() => SillyTavern.getContext().ToolManager.tools.map(t => t.toFunctionOpenAI().function.name)")
+
+
+def set_lore_tools(page, on: bool) -> None:
+    """Tick or untick the bridge panel's "Let the model search the lore vault" box (its change handler)."""
+    page.evaluate("""(on) => { const box = document.getElementById('dle_desktop_bridge_lore_tools');
+        box.checked = on; box.dispatchEvent(new Event('change', { bubbles: true })); }""", on)
+
+
+def set_function_calling(page, on: bool) -> None:
+    """SillyTavern's own "Enable function calling" box (AI Response Configuration)."""
+    page.evaluate("""(on) => { const box = document.getElementById('openai_function_calling');
+        box.checked = on; box.dispatchEvent(new Event('input', { bubbles: true })); }""", on)
+    page.wait_js("SillyTavern to take the function-calling setting",
+                 "(on) => SillyTavern.getContext().chatCompletionSettings.function_calling === on", arg=on, timeout=10)
+
+
+def wait_for_saved_settings(st, stream: bool, function_calling: bool, timeout: float = 15.0) -> None:
+    """SillyTavern saves its settings a second after a change; later pages (the proof's) load them,
+    so the test leaves them saved as it found them."""
+    import json
+
+    deadline = time.monotonic() + timeout
+    oai: dict = {}
+    while time.monotonic() < deadline:
+        try:
+            oai = json.loads((st.user_dir / "settings.json").read_text(encoding="utf-8")).get("oai_settings", {})
+        except (OSError, ValueError):
+            oai = {}
+        if oai.get("stream_openai") is stream and bool(oai.get("function_calling")) is function_calling:
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"SillyTavern did not save stream={stream}, function_calling={function_calling}: "
+                         f"{ {k: oai.get(k) for k in ('stream_openai', 'function_calling')} }")
+
+
+def gaps(dle: DleServer) -> list[dict]:
+    return dle.get("/api/dle/v1/gaps").json()["gaps"]
+
+
+def test_lore_tools_let_the_model_search_the_vault_and_a_miss_becomes_a_gap(bridge_page, fake_llm, dle, sillytavern):
+    page = bridge_page
+    assert page.evaluate("() => SillyTavern.getContext().extensionSettings.dle_desktop_bridge.lore_tools") is False
+    assert not set(TOOL_NAMES) & set(registered_tools(page)), "the lore tools are off by default"
+    miss = "Qorvath glassweavers"
+    tok = token()
+    page.set_streaming(False)  # the fake LLM streams text only; a tool call comes back whole
+    set_function_calling(page, True)
+    try:
+        set_lore_tools(page, True)
+        assert set(TOOL_NAMES) <= set(registered_tools(page))
+        assert page.evaluate("() => SillyTavern.getContext().isToolCallingSupported()") is True
+        status = page.evaluate("() => document.getElementById('dle_desktop_bridge_lore_tools_status').innerText")
+        assert "Lore tools on" in status, status
+        # The model's first answer is a call of our search tool; the second (the default) is the reply.
+        fake_llm.reply(tool_calls=[{"name": "dle_search_lore",
+                                    "args": {"queries": [miss], "reason": "the user asked about it"}}])
+        page.send(f"What do you know about {miss}? {tok}", f"Fake LLM reply to {tok}.", timeout=90)
+        page.screenshot("bridge-lore-tool-call")
+        sent = requests_with(fake_llm, tok)
+        assert len(sent) == 2, [r.body.get("messages", [])[-1:] for r in sent]
+        offered = [t["function"]["name"] for t in sent[0].body.get("tools") or []]
+        assert set(TOOL_NAMES) <= set(offered), offered
+        tool_messages = [m for m in sent[1].body["messages"] if m.get("role") == "tool"]
+        assert tool_messages, sent[1].body["messages"][-3:]
+        result = str(tool_messages[-1]["content"])
+        assert f'Nothing in the vault about "{miss}"; noted as a gap' in result, result
+        recorded = [g for g in gaps(dle) if g["query"] == miss]
+        assert len(recorded) == 1 and recorded[0]["type"] == "search", gaps(dle)
+        assert "the user asked about it" in recorded[0]["reason"]
+        # What the bridge injected this generation is not searched again.
+        injected = sorted(i["title"] for i in last_result(page)["injected"])
+        assert injected and sorted(page.evaluate("() => globalThis.dleDesktopBridge.tools.injectedTitles()")) == injected
+
+        # A search that hits returns the entry's text; a flag returns a confirmation and records a gap.
+        found = page.evaluate("() => globalThis.dleDesktopBridge.tools.search({ queries: ['ember blade'] })")
+        assert "LORE-EMBER" in found and "From the lore vault" in found, found
+        flagged = page.evaluate("""() => globalThis.dleDesktopBridge.tools.flag({ title: 'Harbour tolls of Qorvath',
+            reason: 'the story charged one', urgency: 'high', flag_type: 'gap' })""")
+        assert flagged.startswith('Flagged "Harbour tolls of Qorvath" as missing lore') and "high" in flagged, flagged
+        flags = [g for g in gaps(dle) if g["query"] == "Harbour tolls of Qorvath"]
+        assert len(flags) == 1 and flags[0]["type"] == "flag" and flags[0]["urgency"] == "high", gaps(dle)
+        # Bad arguments and a refusal come back to the model as text, never as an error thrown into ST.
+        assert "1 to 4 search queries" in page.evaluate("() => globalThis.dleDesktopBridge.tools.search({})")
+        page.evaluate("() => { SillyTavern.getContext().extensionSettings.dle_desktop_bridge.token = 'not-the-token'; }")
+        try:
+            refused = page.evaluate("() => globalThis.dleDesktopBridge.tools.search({ queries: ['anything'] })")
+        finally:
+            page.evaluate("() => { SillyTavern.getContext().extensionSettings.dle_desktop_bridge.token = ''; }")
+        assert refused.startswith("The lore vault could not be searched") and "token" in refused, refused
+
+        set_lore_tools(page, False)
+        assert not set(TOOL_NAMES) & set(registered_tools(page)), "turning the setting off unregisters the tools"
+    finally:
+        set_lore_tools(page, False)
+        set_function_calling(page, False)
+        page.set_streaming(True)
+        page.evaluate("() => SillyTavern.getContext().saveSettingsDebounced()")
+        wait_for_saved_settings(sillytavern, stream=True, function_calling=False)

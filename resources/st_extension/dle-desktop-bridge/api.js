@@ -2,7 +2,7 @@
 // errors in words. Shared by the interceptor, the slash commands, the panel and vector routing.
 
 export const MODULE = 'dle_desktop_bridge';
-export const VERSION = '0.1.0'; // the manifest's version (tests/st_bridge checks they agree)
+export const VERSION = '0.2.0'; // the manifest's version (tests/st_bridge checks they agree)
 export const DEFAULT_SERVER = 'http://127.0.0.1:8765';
 
 export const DEFAULTS = Object.freeze({
@@ -11,6 +11,7 @@ export const DEFAULTS = Object.freeze({
     token: '', // empty: the token from dle-config.json (rewritten by the app when the token is rotated)
     deadline_ms: 0, // 0: automatic (keywords only: 4 s; AI search on: its timeout + 2 s)
     notify: true,
+    lore_tools: false, // let the model search the vault and flag gaps (SillyTavern's function calling)
 });
 
 const BASE = new URL('.', import.meta.url);

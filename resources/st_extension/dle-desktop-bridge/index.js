@@ -1,6 +1,7 @@
 // DLE Desktop bridge: a SillyTavern UI extension that puts the lore DLE Desktop chooses into the
 // prompt of every generation, with DeepLore Enhanced's slash commands and, when turned on in the
-// app, SillyTavern's Vector Storage routed to DLE Desktop. Installed (and updated) by DLE Desktop,
+// app, SillyTavern's Vector Storage routed to DLE Desktop, and (when turned on) function tools that
+// let the model search the vault and flag gaps. Installed (and updated) by DLE Desktop,
 // which writes dle-config.json (its address and token) beside this file.
 
 import { call, chatPath, context, loadInstalledConfig, MODULE, settings } from './api.js';
@@ -9,6 +10,7 @@ import { abortInflight, chatChanged, interceptor, placedKeys, waitForFork } from
 import { mountPanel } from './panel.js';
 import { installPrefetch } from './prefetch.js';
 import { changed, hello, state } from './status.js';
+import { flagLore, injectedTitles, searchLore, syncTools, toolsRegistered } from './tools.js';
 import { installVectorRouting, routingStats } from './vectors.js';
 
 const HEARTBEAT_MS = 30_000;
@@ -73,6 +75,7 @@ async function start() {
     registerCommands();
     listen();
     installPrefetch();
+    syncTools();
     mountPanel();
     // Extensions load one after another: look once they all had their turn.
     const { eventSource, eventTypes } = context();
@@ -83,7 +86,10 @@ async function start() {
 }
 
 // Read-only handles for people (and the end-to-end tests) looking at the bridge from the console.
-globalThis.dleDesktopBridge = { module: MODULE, state, placedKeys, routingStats, hello, ready: false };
+globalThis.dleDesktopBridge = {
+    module: MODULE, state, placedKeys, routingStats, hello, ready: false,
+    tools: { sync: syncTools, registered: toolsRegistered, search: searchLore, flag: flagLore, injectedTitles },
+};
 
 start().then(() => { globalThis.dleDesktopBridge.ready = true; })
     .catch(error => console.error('[DLE Desktop bridge] failed to start', error));

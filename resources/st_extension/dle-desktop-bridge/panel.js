@@ -1,9 +1,10 @@
 // The bridge's settings in SillyTavern's Extensions drawer: on/off, DLE Desktop's address, the
-// token, the deadline, and a status line (entries, last generation, last error).
+// token, the deadline, the lore tools (function calling), and a status line (entries, last generation, last error).
 
 import { DEFAULTS, escapeHtml, hasToken, saveSettings, serverUrl, settings, VERSION } from './api.js';
 import { clearPlaced, deadlineMs } from './inject.js';
 import { hello, onChange, state } from './status.js';
+import { syncTools, toolsAvailable, toolsBlocker, toolsRegistered } from './tools.js';
 import { routingStats } from './vectors.js';
 
 const ID = 'dle_desktop_bridge';
@@ -29,6 +30,13 @@ function html() {
       <label class="checkbox_label" for="${ID}_notify">
         <input id="${ID}_notify" type="checkbox"> <span>Tell me when a reply goes on without lore</span>
       </label>
+      <label class="checkbox_label" for="${ID}_lore_tools">
+        <input id="${ID}_lore_tools" type="checkbox"> <span>Let the model search the lore vault and flag gaps (function calling)</span>
+      </label>
+      <small id="${ID}_lore_tools_note" class="dle-desktop-bridge-note">Needs "Enable function calling" on in AI Response
+      Configuration (Chat Completion) and a source and model that support tools. What a search does not find, and what
+      the model flags, become gap records in DLE Desktop's Librarian.</small>
+      <div id="${ID}_lore_tools_status" class="dle-desktop-bridge-status"></div>
       <div class="flex-container">
         <div id="${ID}_test" class="menu_button">Test connection</div>
       </div>
@@ -62,7 +70,34 @@ function statusText() {
     return { kind, text: parts.join(' · '), error: state.lastError };
 }
 
+function renderTools() {
+    const box = document.getElementById(`${ID}_lore_tools_status`);
+    if (!box) return;
+    const s = settings();
+    let text = '';
+    let kind = 'off';
+    if (s.lore_tools) {
+        const blocker = toolsBlocker();
+        if (!toolsAvailable()) {
+            kind = 'warn';
+            text = `Lore tools unavailable: ${blocker}.`;
+        } else if (!s.enabled) {
+            text = 'Lore tools are off while the bridge is off.';
+        } else if (!toolsRegistered()) {
+            kind = 'error';
+            text = 'Lore tools could not be registered (see the browser console).';
+        } else {
+            kind = blocker ? 'warn' : 'ok';
+            text = blocker ? `Lore tools registered, but not offered to the model: ${blocker}.`
+                : 'Lore tools on: the model can call dle_search_lore and dle_flag_lore.';
+        }
+    }
+    box.dataset.kind = kind;
+    box.textContent = text;
+}
+
 function render() {
+    renderTools();
     const box = document.getElementById(`${ID}_status`);
     if (!box) return;
     const { kind, text, error } = statusText();
@@ -77,6 +112,7 @@ function bind(id, read, write) {
         settings()[id] = read(input);
         saveSettings();
         if (id === 'enabled' && !settings().enabled) clearPlaced();
+        if (id === 'enabled' || id === 'lore_tools') syncTools();
         if (id === 'server_url' || id === 'token') hello();
         render();
     });
@@ -90,6 +126,7 @@ export function mountPanel() {
     const text = [i => i.value.trim(), (i, v) => { i.value = v ?? ''; }];
     bind('enabled', ...checkbox);
     bind('notify', ...checkbox);
+    bind('lore_tools', ...checkbox);
     bind('server_url', ...text);
     bind('token', ...text);
     bind('deadline_ms', i => {
@@ -102,5 +139,7 @@ export function mountPanel() {
             state.connected ? `Connected: ${state.server.entries} entries` : state.lastError, 'DLE Desktop bridge');
     });
     onChange(render);
+    // SillyTavern's own switch for function calling decides whether the tools are offered.
+    document.getElementById('openai_function_calling')?.addEventListener('input', () => setTimeout(renderTools, 0));
     render();
 }
