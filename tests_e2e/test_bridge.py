@@ -413,10 +413,18 @@ def test_with_vector_routing_on_sillytavern_vectors_land_in_our_store(bridge_pag
         bridge_page.send(f"The lamplighters walk the quay at dusk. {tok}", f"Fake LLM reply to {tok}.")
         typed = f"The lamplighters walk the quay at dusk. {tok}"
         # Vector Storage syncs a few messages per event; "Vectorize All" does the whole chat now.
-        bridge_page.evaluate("() => document.querySelector('#vectors_vectorize_all').click()")
-        deadline = time.monotonic() + 90
+        # SillyTavern 1.12 aborts it while it still counts the reply's generation as in progress
+        # (is_send_press; on a busy machine that outlasts the reply shown), so it is pressed again
+        # every 10 s until the message is there.
+        deadline = time.monotonic() + 120
         hashes: list = []
+        pressed = 0.0
         while time.monotonic() < deadline and get_string_hash(typed) not in hashes:
+            if time.monotonic() - pressed > 10:  # not while a run is still going (its progress shows)
+                bridge_page.evaluate("""() => { const run = document.querySelector('#vectorize_progress');
+                    if (run && getComputedStyle(run).display !== 'none') return;
+                    document.querySelector('#vectors_vectorize_all').click(); }""")
+                pressed = time.monotonic()
             listed = dle.post("/api/vector/list", {"collectionId": chat_id, "source": "transformers"})
             hashes = listed.json() if listed.status_code == 200 else []
             time.sleep(0.5)
