@@ -5,6 +5,7 @@ app writes into a user's vault keep the user's own defaults."""
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 PRIVATE_DIR_MODE = 0o700
@@ -40,3 +41,23 @@ def tighten(path: Path) -> None:
             os.chmod(path, PRIVATE_FILE_MODE)
         except FileNotFoundError:
             pass
+
+
+def write_private_atomic(path: Path, data: str | bytes) -> None:
+    """Replace `path` with `data` as a private file, atomically: a crash mid-write leaves the
+    previous file (a temp file of its own in the same folder, fsync, rename; the temp file is
+    removed when anything fails)."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    binary = isinstance(data, bytes)
+    try:
+        with open(tmp, "wb" if binary else "w", encoding=None if binary else "utf-8", opener=private_opener) as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
-from dle_desktop.private_files import private_opener
+from dle_desktop.private_files import write_private_atomic
 
 log = logging.getLogger(__name__)
 
@@ -26,9 +25,4 @@ def read_json(path: Path, default: Any) -> Any:
 
 def write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", opener=private_opener) as fh:
-        json.dump(data, fh, ensure_ascii=False, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_private_atomic(path, json.dumps(data, ensure_ascii=False, indent=1))

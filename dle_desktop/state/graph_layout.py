@@ -12,12 +12,11 @@ import json
 import logging
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dle_desktop.private_files import make_private_dir, private_opener
+from dle_desktop.private_files import make_private_dir, write_private_atomic
 
 log = logging.getLogger(__name__)
 
@@ -86,19 +85,5 @@ class LayoutStore:
                              if math.isfinite(x) and math.isfinite(y)}, set(pinned), preset, seed, names)
         make_private_dir(self.folder)
         path = self.path_for(names)
-        data = json.dumps(saved.to_json(), ensure_ascii=False, separators=(",", ":"))
-        fd, tmp = tempfile.mkstemp(prefix=path.stem + ".", suffix=".tmp", dir=self.folder)
-        os.close(fd)
-        try:
-            with open(tmp, "w", encoding="utf-8", opener=private_opener) as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        write_private_atomic(path, json.dumps(saved.to_json(), ensure_ascii=False, separators=(",", ":")))
         return path
