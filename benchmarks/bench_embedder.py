@@ -46,7 +46,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from dle_desktop.vectors.embedder import LocalEmbedder, default_threads, plan_batches  # noqa: E402
-from dle_desktop.vectors.tiny_gguf import QWEN3_0_6B, make_qwen3_0_6b_shaped_gguf  # noqa: E402
+from tests.support.tiny_gguf import QWEN3_0_6B, make_qwen3_0_6b_shaped_gguf  # noqa: E402
 
 WORK = REPO / "benchmarks" / "_work" / "embedder"
 MODEL = WORK / "qwen3-0.6b-shaped-Q8_0.gguf"

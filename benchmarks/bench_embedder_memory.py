@@ -68,7 +68,7 @@ and before this change for all)."""
 
 def models(extra: list[Path]) -> list[tuple[str, Path]]:
     from benchmarks.bench_embedder import model_path
-    from dle_desktop.vectors.tiny_gguf import QWEN3_0_6B, make_tiny_qwen3_gguf
+    from tests.support.tiny_gguf import QWEN3_0_6B, make_tiny_qwen3_gguf
 
     WORK.mkdir(parents=True, exist_ok=True)
     out = [("Qwen3-0.6B-shaped Q8_0 (random weights)", model_path())]

@@ -37,8 +37,8 @@ from PySide6.QtGui import QMouseEvent  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from dle_desktop.core.graph import analyse, layout  # noqa: E402
-from dle_desktop.ui.graph_view import GraphView  # noqa: E402
-from dle_desktop.ui.graph_worker import GraphResult  # noqa: E402
+from dle_desktop.ui.graph.view import GraphView  # noqa: E402
+from dle_desktop.ui.graph.worker import GraphResult  # noqa: E402
 
 FRAME_TARGET_MS = 33.0
 BLOCK_TARGET_MS = 50.0

@@ -566,8 +566,8 @@ def run_benchmark(entries: int, runs: int, workdir: Path, log) -> dict:
 def watch_latency(vault_dir: Path, data_dir: Path, good: list[GeneratedNote], pick: random.Random,
                   runs: int, log) -> tuple[list[float], list[float], list[float]]:
     """(end-to-end seconds, process CPU seconds, engine-reported sync seconds) per edit."""
-    from dle_desktop.engine import Engine
-    from dle_desktop.engine_thread import EngineThread
+    from dle_desktop.engine.engine import Engine
+    from dle_desktop.engine.thread import EngineThread
     from dle_desktop.state.paths import AppPaths
     from dle_desktop.state.secrets import SecretStore
     from dle_desktop.state.settings import Settings

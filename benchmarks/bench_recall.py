@@ -62,8 +62,8 @@ from dle_desktop.core.pipeline.chat_input import parse_chat_document  # noqa: E4
 from dle_desktop.core.pipeline.config import MatchConfig  # noqa: E402
 from dle_desktop.core.pipeline.run import run_generation  # noqa: E402
 from dle_desktop.core.pipeline.state import ChatState  # noqa: E402
-from dle_desktop.retrieval import RetrievalService  # noqa: E402
-from dle_desktop.semantic import SemanticSearch  # noqa: E402
+from dle_desktop.engine.retrieval import RetrievalService  # noqa: E402
+from dle_desktop.engine.semantic import SemanticSearch  # noqa: E402
 from dle_desktop.vault.indexer import VaultIndexer  # noqa: E402
 from dle_desktop.vault.sources import FolderSource  # noqa: E402
 from dle_desktop.vectors.contracts import EmbeddingProfile  # noqa: E402
@@ -316,7 +316,7 @@ def qwen_query_speed(generations: int = 9, reuse_head: bool = True, turns: bool 
     chat's rhythm) instead of one message; `prefetch`: before each generation both were sent
     to the prefetch, as the bridge does when the reply arrives and while the user types."""
     from dle_desktop.vectors.embedder import LocalEmbedder
-    from dle_desktop.vectors.tiny_gguf import make_qwen3_0_6b_shaped_gguf
+    from tests.support.tiny_gguf import make_qwen3_0_6b_shaped_gguf
 
     WORK.mkdir(parents=True, exist_ok=True)
     # An English vocabulary (tiny_gguf._english_bpe) so a message costs about the tokens it

@@ -45,8 +45,8 @@ if str(REPO) not in sys.path:
 
 import httpx  # noqa: E402
 
-from dle_desktop.engine import Engine  # noqa: E402
-from dle_desktop.engine_thread import EngineThread  # noqa: E402
+from dle_desktop.engine.engine import Engine  # noqa: E402
+from dle_desktop.engine.thread import EngineThread  # noqa: E402
 from dle_desktop.server.app import ServerRunner  # noqa: E402
 from dle_desktop.state.paths import AppPaths  # noqa: E402
 from dle_desktop.state.secrets import SecretStore  # noqa: E402

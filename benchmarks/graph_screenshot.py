@@ -35,8 +35,8 @@ def main(argv=None) -> int:
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication
 
-    from dle_desktop.app import Context, Runtime
-    from dle_desktop.engine import Engine
+    from dle_desktop.app.runtime import Context, Runtime
+    from dle_desktop.engine.engine import Engine
     from dle_desktop.state.paths import resolve_paths, sample_vault_dir
     from dle_desktop.state.secrets import SecretStore
     from dle_desktop.state.settings import Settings, SettingsStore

@@ -1,3 +1,3 @@
-from dle_desktop.cli import main
+from dle_desktop.cli.main import main
 
 raise SystemExit(main())

@@ -112,7 +112,7 @@ def check_serve(tmp: Path) -> dict:
 
 def check_embed(tmp: Path) -> int:
     sys.path.insert(0, str(ROOT))
-    from dle_desktop.vectors.tiny_gguf import make_tiny_qwen3_gguf  # the generator runs here, not in the bundle
+    from tests.support.tiny_gguf import make_tiny_qwen3_gguf  # the generator runs here, not in the bundle
 
     model = make_tiny_qwen3_gguf(tmp / "tiny-qwen3.gguf")
     out = json.loads(run(["embed", "--embedding-model", str(model), "--text", "the lantern quay at dusk",

@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from dle_desktop import __version__
 from dle_desktop.errors import InputError
-from dle_desktop.retrieval import observe_generations
+from dle_desktop.engine.retrieval import observe_generations
 from dle_desktop.server.routes_chat import read_json
 from dle_desktop.state.paths import resources_dir
 

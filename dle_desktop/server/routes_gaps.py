@@ -17,7 +17,7 @@ from starlette.routing import Route
 from dle_desktop.errors import InputError
 from dle_desktop.librarian.gaps import URGENCIES
 from dle_desktop.librarian.lore_search import flag_lore, search_lore
-from dle_desktop.retrieval import NotReady
+from dle_desktop.engine.retrieval import NotReady
 from dle_desktop.server.routes_chat import read_json
 
 API = "/api/dle/v1"

@@ -8,7 +8,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from dle_desktop.engine import EngineEvent
+from dle_desktop.engine.engine import EngineEvent
 
 
 class EngineBridge(QObject):

@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import QMessageBox
 
-from dle_desktop import diagnostics
+from dle_desktop.desktop import diagnostics
 
 log = logging.getLogger(__name__)
 

@@ -24,17 +24,17 @@ from PySide6.QtWidgets import (
 )
 
 from dle_desktop.errors import DleError
-from dle_desktop.settings_apply import ApplyPlan, plan
-from dle_desktop.ui.async_util import soon
-from dle_desktop.session_vaults import ADDED, SECOND_LAUNCH, SessionVaults, spec_location
+from dle_desktop.engine.settings_apply import ApplyPlan, plan
+from dle_desktop.ui.widgets.async_util import soon
+from dle_desktop.engine.session_vaults import ADDED, SECOND_LAUNCH, SessionVaults, spec_location
 from dle_desktop.state.secrets import CLI_VAULT_SECRET
 from dle_desktop.state.settings import VaultConfig
 from dle_desktop.ui.bridge import EngineBridge
-from dle_desktop.ui.gc_guard import GuiThreadCollector
-from dle_desktop.ui.icons import app_icon
+from dle_desktop.ui.widgets.gc_guard import GuiThreadCollector
+from dle_desktop.ui.widgets.icons import app_icon
 from dle_desktop.ui.main_window import MainWindow
-from dle_desktop.ui.model_download import ModelDownload
-from dle_desktop.ui.settings_dialog import SettingsDialog
+from dle_desktop.ui.settings.model_download import ModelDownload
+from dle_desktop.ui.settings.dialog import SettingsDialog
 from dle_desktop.ui.single_instance import (
     ACK,
     OPEN_VAULTS,
@@ -123,14 +123,14 @@ class DesktopApp:
             self.tray.show_message("SillyTavern cannot connect", self.runtime.server_error)
         if not self._start_hidden:
             self.window.show()
-            from dle_desktop.ui.first_run import is_first_start
+            from dle_desktop.ui.first_run.guide import is_first_start
 
             if self._offer_guide and is_first_start(self.window.ui_state, self.runtime.ctx.settings):
                 self.open_guide()
 
     def open_guide(self):
         """The first-run guide (Help → Getting started…); the open one is brought forward."""
-        from dle_desktop.ui.first_run import open_guide
+        from dle_desktop.ui.first_run.guide import open_guide
 
         if self.guide is not None:
             self.guide.raise_()
@@ -175,7 +175,7 @@ class DesktopApp:
             self.add_vault_folder(folder)
 
     def add_vault_folder(self, folder: str) -> None:
-        from dle_desktop.ui.settings_dialog import unique_name
+        from dle_desktop.ui.settings.dialog import unique_name
 
         ctx = self.runtime.ctx
         path = Path(folder).expanduser().resolve()
@@ -218,7 +218,7 @@ class DesktopApp:
         return self.apply_task
 
     async def _apply(self, settings, todo: ApplyPlan) -> None:
-        from dle_desktop.app import session_engine
+        from dle_desktop.app.runtime import session_engine
 
         async with self._apply_lock:  # one at a time, in the order they were asked for
             self.apply_bar.show()
@@ -355,7 +355,7 @@ class DesktopApp:
             QMessageBox.warning(self.window, "Open a vault", f"{shown} could not be opened: {exc}")
 
     def _save_rest_vault(self, spec: str) -> None:
-        from dle_desktop.ui.settings_dialog import unique_name
+        from dle_desktop.ui.settings.dialog import unique_name
         from dle_desktop.vault.obsidian_rest import parse_vault_spec
 
         ctx = self.runtime.ctx
@@ -383,7 +383,7 @@ class DesktopApp:
 def second_launch(name: str, args) -> int | None:
     """When the app already runs for this data folder: hand it the vaults (it asks the user there)
     or bring it forward, say plainly what was and was not applied, and return the exit code."""
-    from dle_desktop.engine import source_from_spec
+    from dle_desktop.engine.engine import source_from_spec
 
     specs = []
     for spec in args.vault or ():
@@ -423,7 +423,7 @@ def _exit_when_shown(desktop: DesktopApp) -> None:
 
 
 def run_gui(args) -> int:
-    from dle_desktop.app import Runtime, make_context, session_engine
+    from dle_desktop.app.runtime import Runtime, make_context, session_engine
 
     qapp = QApplication.instance() or QApplication(sys.argv[:1])
     qapp.setApplicationName("DLE Desktop")
@@ -452,7 +452,7 @@ def run_gui(args) -> int:
     runtime = Runtime(ctx, engine, port=getattr(args, "port", None))
     ui_state = QSettings(str(ctx.paths.config_dir / "ui-state.ini"), QSettings.IniFormat)
     # Built before the engine starts, so it hears the cached index and the first sync.
-    from dle_desktop.ui.first_run import offered_at_start
+    from dle_desktop.ui.first_run.guide import offered_at_start
 
     minimized = getattr(args, "minimized", False)
     desktop = DesktopApp(qapp, runtime, ui_state, start_hidden=minimized, offer_guide=offered_at_start(minimized))

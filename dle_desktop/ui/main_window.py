@@ -21,16 +21,16 @@ from PySide6.QtWidgets import (
 )
 
 from dle_desktop import __version__
-from dle_desktop.ui.async_util import soon
+from dle_desktop.ui.widgets.async_util import soon
 from dle_desktop.ui.bridge import EngineBridge
-from dle_desktop.ui.channels_view import ChannelsView
-from dle_desktop.ui.entry_detail import EngineWriteAccess
-from dle_desktop.ui.graph_view import GraphView
-from dle_desktop.ui.icons import app_icon
-from dle_desktop.ui.librarian_view import LibrarianView
+from dle_desktop.ui.channels.view import ChannelsView
+from dle_desktop.ui.vault.entry_detail import EngineWriteAccess
+from dle_desktop.ui.graph.view import GraphView
+from dle_desktop.ui.widgets.icons import app_icon
+from dle_desktop.ui.librarian.view import LibrarianView
 from dle_desktop.ui.server_notice import ServerNotice
-from dle_desktop.ui.sillytavern_view import SillyTavernView
-from dle_desktop.ui.vault_view import VaultView
+from dle_desktop.ui.sillytavern.view import SillyTavernView
+from dle_desktop.ui.vault.view import VaultView
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from dle_desktop.core.changes import ChangeSet
-from dle_desktop.ui.icons import app_icon
+from dle_desktop.ui.widgets.icons import app_icon
 
 #: At most one change notification per this many seconds; changes in between are added up.
 NOTIFY_INTERVAL_S = 10.0

@@ -1,4 +1,4 @@
-"""The Desktop Entry spec's rules, written out independently of dle_desktop.autostart, to read back
+"""The Desktop Entry spec's rules, written out independently of dle_desktop.desktop.autostart, to read back
 what it writes: string unescaping, then the Exec key's quoting."""
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dle_desktop.autostart import (LAUNCH_AGENT_LABEL, RUN_KEY, RUN_VALUE, TRAY_FLAG, Autostart, exec_value,
+from dle_desktop.desktop.autostart import (LAUNCH_AGENT_LABEL, RUN_KEY, RUN_VALUE, TRAY_FLAG, Autostart, exec_value,
                                    launch_command, source_root)
 from tests.desktop import entry_rules
 

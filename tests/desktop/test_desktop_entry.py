@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from dle_desktop import desktop_entry
-from dle_desktop.autostart import launch_command
+from dle_desktop.desktop import menu_entry as desktop_entry
+from dle_desktop.desktop.autostart import launch_command
 from dle_desktop.errors import ConfigError
 from tests.desktop import entry_rules
 

@@ -16,10 +16,10 @@ import keyring
 import pytest
 from keyring.backend import KeyringBackend
 
-from dle_desktop import diagnostics
-from dle_desktop.app import index_once
+from dle_desktop.desktop import diagnostics
+from dle_desktop.app.runtime import index_once
 from dle_desktop.core.pipeline.state import ChatState
-from dle_desktop.engine import Engine
+from dle_desktop.engine.engine import Engine
 from dle_desktop.state.chat_store import ChatStore
 from dle_desktop.state.paths import resolve_paths
 from dle_desktop.state.secrets import SecretStore
@@ -81,15 +81,15 @@ def plant(data: Path, secrets: SecretStore) -> None:
     logs = data / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     (logs / "dle-desktop.log.1").write_text(
-        "2026-01-01 10:00:00,000 INFO dle_desktop.engine: an older line from the rotated file\n", encoding="utf-8")
+        "2026-01-01 10:00:00,000 INFO dle_desktop.engine.engine: an older line from the rotated file\n", encoding="utf-8")
     (logs / "dle-desktop.log").write_text(
-        "2026-01-01 11:00:00,000 INFO dle_desktop.engine: indexed 61 entries\n"
+        "2026-01-01 11:00:00,000 INFO dle_desktop.engine.engine: indexed 61 entries\n"
         f"2026-01-01 11:00:01,000 INFO dle_desktop.ai: calling with key {AI_KEY} (an old version logged it)\n"
         f"2026-01-01 11:00:02,000 ERROR dle_desktop.ai: request failed\n"
         "Traceback (most recent call last):\n"
         f"  File \"x.py\", line 1, in <module>\nhttpx.HTTPStatusError: 401 api_key={LOG_ONLY} for {SERVER_TOKEN}\n"
         f"2026-01-01 11:00:03,000 WARNING dle_desktop.vault: vault Obs unreachable (env key {ENV_KEY})\n"
-        "2026-01-01 11:00:04,000 INFO dle_desktop.engine: the last ordinary line\n", encoding="utf-8")
+        "2026-01-01 11:00:04,000 INFO dle_desktop.engine.engine: the last ordinary line\n", encoding="utf-8")
     ChatStore(data / "state.sqlite").save(
         "chat-1", ChatState(generation_count=1),
         {"injected": ["Saffre"], "verdicts": [], "total_tokens": 42, "semantic_query": f"my key is {AI_KEY}"})
@@ -220,7 +220,7 @@ def test_the_command_line_writes_a_clean_zip_or_text(planted, tmp_path):
 
 
 def test_redaction_rules():
-    from dle_desktop.diagnostics_redact import Redactor, is_secret_name, redact_url
+    from dle_desktop.desktop.redact import Redactor, is_secret_name, redact_url
 
     for name in ("api_key", "apiKey", "X-Api-Key", "Authorization", "server_token", "password", "DLE_AI_KEY_X",
                  "OPENAI_API_KEY", "client_secret", "xapikey"):

@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from dle_desktop.engine import Engine
-from dle_desktop.engine_thread import EngineThread
+from dle_desktop.engine.engine import Engine
+from dle_desktop.engine.thread import EngineThread
 from dle_desktop.state.paths import resolve_paths
 from dle_desktop.state.secrets import SecretStore
 from dle_desktop.state.settings import Settings, VaultConfig

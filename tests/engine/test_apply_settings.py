@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from dle_desktop.core.pipeline.config import MatchConfig
-from dle_desktop.settings_apply import plan
+from dle_desktop.engine.settings_apply import plan
 from dle_desktop.state.settings import FIELDS, GROUPS, ProfileConfig, Settings, VaultConfig, grouped_fields
 from tests.retrieval._support import LiveServer, messages, titles, write_world
 

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from dle_desktop import __version__
-from dle_desktop.engine import SAMPLE_VAULT_NAME, Engine, source_from_config, source_from_spec
+from dle_desktop.engine.engine import SAMPLE_VAULT_NAME, Engine, source_from_config, source_from_spec
 from dle_desktop.errors import ConfigError
 from dle_desktop.state.paths import AppPaths
 from dle_desktop.state.secrets import SecretStore

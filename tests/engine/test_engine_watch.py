@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from dle_desktop.engine import Engine, EngineEvent
-from dle_desktop.engine_thread import EngineThread
+from dle_desktop.engine.engine import Engine, EngineEvent
+from dle_desktop.engine.thread import EngineThread
 from dle_desktop.state.paths import AppPaths
 from dle_desktop.state.settings import Settings
 from dle_desktop.vault.sources import FolderSource

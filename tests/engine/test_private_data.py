@@ -89,7 +89,7 @@ def test_keys_file_must_be_private_and_well_formed(tmp_path, loose_umask):
 
 @posix_only
 def test_make_context_reads_the_keys_file_and_environment(tmp_path, monkeypatch):
-    from dle_desktop.app import make_context
+    from dle_desktop.app.runtime import make_context
 
     keys = tmp_path / "keys.env"
     keys.write_text("DLE_AI_KEY_MAIN=sk-from-file-1\n", encoding="utf-8")
@@ -101,7 +101,7 @@ def test_make_context_reads_the_keys_file_and_environment(tmp_path, monkeypatch)
 
 
 def test_vault_url_without_key_takes_it_from_the_environment_or_the_saved_vault(caplog):
-    from dle_desktop.engine import source_from_spec
+    from dle_desktop.engine.engine import source_from_spec
     from dle_desktop.state.settings import VaultConfig
 
     env = SecretStore(use_keyring=False, run_keys={"DLE_OBSIDIAN_KEY": "obs-env-key-1"})

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dle_desktop.engine import Engine
+from dle_desktop.engine.engine import Engine
 from dle_desktop.librarian.service import Librarian
 from dle_desktop.state.paths import AppPaths
 from dle_desktop.state.secrets import SecretStore

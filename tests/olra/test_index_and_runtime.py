@@ -11,10 +11,10 @@ import time
 import httpx
 import pytest
 
-from dle_desktop.engine import Engine
-from dle_desktop.engine_thread import EngineThread
+from dle_desktop.engine.engine import Engine
+from dle_desktop.engine.thread import EngineThread
 from dle_desktop.olra import OlraRunner, cert_path, olra_key
-from dle_desktop.settings_apply import OLRA_FIELDS, plan
+from dle_desktop.engine.settings_apply import OLRA_FIELDS, plan
 from dle_desktop.state.paths import AppPaths
 from dle_desktop.state.settings import Settings
 from dle_desktop.vault.sources import FolderSource
@@ -153,7 +153,7 @@ def test_serving_follows_a_replaced_engine(live, tmp_path, secrets):
 
 
 def _runtime(tmp_path, settings: Settings):
-    from dle_desktop.app import Context, Runtime
+    from dle_desktop.app.runtime import Context, Runtime
     from dle_desktop.state.secrets import SecretStore
     from dle_desktop.state.settings import SettingsStore
 
@@ -174,7 +174,7 @@ def test_runtime_runs_the_emulation_only_when_enabled(tmp_path):
 
 
 def test_runtime_starts_restarts_rotates_and_stops_it(tmp_path):
-    from dle_desktop.app import session_engine
+    from dle_desktop.app.runtime import session_engine
 
     port, https_port = free_port(), free_port()
     settings = Settings().replace(server_port=0, olra_enabled=True, olra_port=port, olra_https_port=https_port)

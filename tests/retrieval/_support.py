@@ -8,8 +8,8 @@ from pathlib import Path
 
 import httpx
 
-from dle_desktop.engine import Engine
-from dle_desktop.engine_thread import EngineThread
+from dle_desktop.engine.engine import Engine
+from dle_desktop.engine.thread import EngineThread
 from dle_desktop.server.app import ServerRunner
 from dle_desktop.state.paths import AppPaths
 from dle_desktop.state.secrets import SecretStore

@@ -9,7 +9,7 @@ import pytest
 
 from dle_desktop.core.pipeline.chat_input import MAX_MESSAGE_CHARS, MAX_MESSAGES, parse_chat_document
 from dle_desktop.core.pipeline.config import MatchConfig
-from dle_desktop.retrieval import NotReady, RetrievalService
+from dle_desktop.engine.retrieval import NotReady, RetrievalService
 from dle_desktop.state.chat_store import ChatStore
 
 from ._support import API, LiveServer, messages, titles, verdicts_for, write_world

@@ -14,7 +14,7 @@ import pytest
 
 from dle_desktop.core.pipeline.semantic_query import clean_message
 from dle_desktop.state.settings import Settings
-from dle_desktop.vectors.tiny_gguf import make_tiny_qwen3_gguf
+from tests.support.tiny_gguf import make_tiny_qwen3_gguf
 from dle_desktop.vectors.vault_embeddings import VaultEmbeddings
 
 from tests.retrieval._support import LiveServer

@@ -17,7 +17,7 @@ import pytest
 
 from dle_desktop.core.pipeline.chat_input import parse_chat_document
 from dle_desktop.state.settings import Settings
-from dle_desktop.vectors.tiny_gguf import make_tiny_qwen3_gguf
+from tests.support.tiny_gguf import make_tiny_qwen3_gguf
 
 from tests.retrieval._support import LiveServer
 

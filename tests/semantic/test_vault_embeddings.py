@@ -12,7 +12,7 @@ from dle_desktop.vault.indexer import VaultIndexer
 from dle_desktop.vault.sources import FolderSource
 from dle_desktop.vectors.embedder import LocalEmbedder
 from dle_desktop.vectors.store import VectorStore
-from dle_desktop.vectors.tiny_gguf import make_tiny_qwen3_gguf
+from tests.support.tiny_gguf import make_tiny_qwen3_gguf
 from dle_desktop.vectors.vault_embeddings import COLLECTION, SOURCE, VaultEmbeddings, entry_rows
 
 ROOT = Path(__file__).resolve().parents[2]

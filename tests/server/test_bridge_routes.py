@@ -160,7 +160,7 @@ def test_the_chat_list_does_not_clash_with_the_chat_routes(live):
 
 
 def test_the_monitor_survives_an_engine_replacement(tmp_path):
-    from dle_desktop.engine import Engine
+    from dle_desktop.engine.engine import Engine
     from dle_desktop.vault.sources import FolderSource
 
     server = LiveServer(write_world(tmp_path / "vault"), tmp_path / "data", sync=False)

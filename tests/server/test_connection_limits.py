@@ -13,8 +13,8 @@ import time
 import httpx
 import pytest
 
-from dle_desktop.engine import Engine
-from dle_desktop.engine_thread import EngineThread
+from dle_desktop.engine.engine import Engine
+from dle_desktop.engine.thread import EngineThread
 from dle_desktop.server.app import ServerRunner
 from dle_desktop.http_limits import ServerLimits
 from dle_desktop.state.paths import AppPaths

@@ -12,7 +12,7 @@ import socket
 import pytest
 
 from dle_desktop.server.security import CORS_REQUEST_HEADERS, rotate_server_token, server_token, with_cors
-from dle_desktop.settings_apply import plan
+from dle_desktop.engine.settings_apply import plan
 from dle_desktop.state.settings import Settings
 from tests.retrieval._support import API, LiveServer, messages, write_world
 
@@ -221,7 +221,7 @@ def test_a_rotated_token_is_in_use_at_once(fresh):
 
 def test_rotation_holds_across_an_engine_replacement(fresh):
     """set_engine (settings applied) builds a new policy; it reads the same rotated token."""
-    from dle_desktop.engine import Engine
+    from dle_desktop.engine.engine import Engine
     from dle_desktop.vault.sources import FolderSource
 
     before = rotate_server_token(fresh.secrets)
@@ -242,8 +242,8 @@ def test_rotation_holds_across_an_engine_replacement(fresh):
 
 
 def test_the_runtime_rotates_on_the_engine_thread(tmp_path):
-    from dle_desktop.app import Context, Runtime
-    from dle_desktop.engine import Engine
+    from dle_desktop.app.runtime import Context, Runtime
+    from dle_desktop.engine.engine import Engine
     from dle_desktop.state.paths import AppPaths
     from dle_desktop.state.secrets import SecretStore
     from dle_desktop.state.settings import SettingsStore

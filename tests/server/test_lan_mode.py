@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from dle_desktop.core.hosts import host_name, parse_host, parse_origin
-from dle_desktop.engine import Engine
-from dle_desktop.engine_thread import EngineThread
+from dle_desktop.engine.engine import Engine
+from dle_desktop.engine.thread import EngineThread
 from dle_desktop.errors import ConfigError
 from dle_desktop.server.app import ServerRunner
 from dle_desktop.server.security import TOKEN_SECRET_NAME, AccessPolicy, server_token

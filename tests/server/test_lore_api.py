@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from dle_desktop import __version__
-from dle_desktop.engine import Engine
-from dle_desktop.engine_thread import EngineThread
+from dle_desktop.engine.engine import Engine
+from dle_desktop.engine.thread import EngineThread
 from dle_desktop.errors import ConfigError
 from dle_desktop.server.app import ServerRunner
 from dle_desktop.state.paths import AppPaths

@@ -63,7 +63,7 @@ REMOTE_SOURCES = set(KNOWN_SOURCES) - {"transformers", "koboldcpp", "webllm"}
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
-    from dle_desktop.vectors.tiny_gguf import make_tiny_qwen3_gguf
+    from tests.support.tiny_gguf import make_tiny_qwen3_gguf
 
     base = tmp_path_factory.mktemp("fuzz")
     model = Path(make_tiny_qwen3_gguf(base / "tiny-qwen3-embedding.gguf"))

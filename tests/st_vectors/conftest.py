@@ -15,7 +15,7 @@ _counter = itertools.count()
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:
-    from dle_desktop.vectors.tiny_gguf import make_tiny_qwen3_gguf
+    from tests.support.tiny_gguf import make_tiny_qwen3_gguf
 
     return Path(make_tiny_qwen3_gguf(tmp_path_factory.mktemp("models") / "tiny-qwen3-embedding.gguf"))
 

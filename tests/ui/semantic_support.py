@@ -12,7 +12,7 @@ import pytest
 
 from dle_desktop.state.settings import Settings
 from dle_desktop.vectors.model_manager import DEFAULT_MODEL, ModelManager, ModelSpec
-from dle_desktop.vectors.tiny_gguf import make_tiny_qwen3_gguf
+from tests.support.tiny_gguf import make_tiny_qwen3_gguf
 from tests.vectors.test_model_manager import Behaviour, _Handler, _Server
 
 

@@ -12,8 +12,8 @@ from PySide6.QtWidgets import QLabel, QLineEdit, QListWidget, QMessageBox, QTabl
 from dle_desktop.ai.errors import AiError
 from dle_desktop.ai.types import ChatRequest, default_base_url
 from dle_desktop.state.settings import Settings, SettingsStore
-from dle_desktop.ui.channels_view import CHANNELS, ChannelsView
-from dle_desktop.ui.profile_editor import ProfileEditor, new_profile_id
+from dle_desktop.ui.channels.view import CHANNELS, ChannelsView
+from dle_desktop.ui.channels.profile_editor import ProfileEditor, new_profile_id
 from tests.fakes.ai_provider import ai_fake  # noqa: F401 - fixture
 from tests.ui.conftest import wait_for
 
@@ -38,7 +38,7 @@ def open_view(desk) -> ChannelsView:
 
 
 def cell(view, channel: str, column: str) -> str:
-    from dle_desktop.ui.channels_view import COLUMNS
+    from dle_desktop.ui.channels.view import COLUMNS
 
     return view.channel_panel.table.item(ROW[channel], COLUMNS.index(column)).text()
 

@@ -12,7 +12,7 @@ from PySide6.QtGui import QHelpEvent
 from PySide6.QtWidgets import QApplication, QToolTip
 
 from dle_desktop.state.settings import Settings
-from dle_desktop.ui.channels_table import COLUMNS
+from dle_desktop.ui.channels.table import COLUMNS
 from tests.ui.conftest import wait_for
 
 ENTRY_COLUMNS = ("Title", "Folder", "Keys", "Priority", "Tokens", "Flags")

@@ -15,8 +15,8 @@ from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QWizard
 
 from dle_desktop.state.settings import SettingsStore
-from dle_desktop.ui.first_run import SEEN_KEY, SKIP, FirstRunGuide, offered_at_start
-from dle_desktop.ui.first_run_vault import count_notes
+from dle_desktop.ui.first_run.guide import SEEN_KEY, SKIP, FirstRunGuide, offered_at_start
+from dle_desktop.ui.first_run.vault_page import count_notes
 from tests.fakes.obsidian_server import FakeObsidian
 from tests.ui.conftest import wait_for
 from tests.ui.semantic_support import model_server, serve_default_model, tiny_model  # noqa: F401 - fixtures
@@ -31,8 +31,8 @@ SHOTS = (Path(__file__).resolve().parents[2] / "docs" / "screenshots" if os.envi
 def start_app(tmp_path, qapp):
     """Start the app as `dle-desktop` does on a data folder (offer_guide as run_gui passes it for a
     normal start); the same data folder again is the second start."""
-    from dle_desktop.app import Context, Runtime
-    from dle_desktop.engine import Engine
+    from dle_desktop.app.runtime import Context, Runtime
+    from dle_desktop.engine.engine import Engine
     from dle_desktop.state.paths import resolve_paths
     from dle_desktop.state.secrets import SecretStore
     from dle_desktop.ui.launch import DesktopApp

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import threading
 
-from dle_desktop.ui.gc_guard import GuiThreadCollector
+from dle_desktop.ui.widgets.gc_guard import GuiThreadCollector
 
 
 class Cycle:

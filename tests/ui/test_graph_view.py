@@ -18,8 +18,8 @@ from PySide6.QtWidgets import QApplication
 from dle_desktop.core.pipeline.state import ChatState
 from dle_desktop.state.chat_store import ChatStore
 from dle_desktop.state.graph_layout import LayoutStore
-from dle_desktop.ui.graph_style import COLOUR_MODES, EDGE_STYLES, SIZE_MODES
-from dle_desktop.ui.graph_view import GraphView
+from dle_desktop.ui.graph.style import COLOUR_MODES, EDGE_STYLES, SIZE_MODES
+from dle_desktop.ui.graph.view import GraphView
 from dle_desktop.vault.indexer import VaultIndexer
 from dle_desktop.vault.sources import FolderSource
 from tests.ui.conftest import SAMPLE, wait_for

@@ -12,8 +12,8 @@ from PySide6.QtGui import QGuiApplication
 
 from dle_desktop.olra import cert_path, olra_key
 from dle_desktop.state.settings import Settings, SettingsStore
-from dle_desktop.ui.st_olra_key import MASK
-from dle_desktop.ui.st_olra_panel import MERGED
+from dle_desktop.ui.sillytavern.olra_key import MASK
+from dle_desktop.ui.sillytavern.olra_panel import MERGED
 
 
 def free_port() -> int:

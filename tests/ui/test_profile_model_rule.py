@@ -8,7 +8,7 @@ import pytest
 from dle_desktop.ai.channels import resolve_channel
 from dle_desktop.ai.types import LOADED_MODEL_HINT, OPENAI_FLAVORS, PROVIDERS
 from dle_desktop.state.settings import settings_from_mapping
-from dle_desktop.ui.profile_editor import ProfileEditor
+from dle_desktop.ui.channels.profile_editor import ProfileEditor
 
 KINDS = [("openai", f) for f in OPENAI_FLAVORS] + [(p, p) for p in PROVIDERS if p != "openai"]
 

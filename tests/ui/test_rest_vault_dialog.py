@@ -8,7 +8,7 @@ from tests.fakes.obsidian_server import FakeObsidian
 
 
 def test_the_connection_test_says_when_the_port_is_not_obsidian(qapp, qloop, tmp_path):
-    from dle_desktop.ui.settings_dialog import RestVaultDialog
+    from dle_desktop.ui.settings.dialog import RestVaultDialog
 
     dialog = RestVaultDialog(key="some-key")
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QDialogButtonBox, QGroupBox, QMessageBox
 
 from dle_desktop.state.settings import Settings, SettingsStore
-from dle_desktop.ui.retrieval_settings import RetrievalPage
+from dle_desktop.ui.settings.retrieval import RetrievalPage
 from tests.ui.conftest import wait_for
 
 

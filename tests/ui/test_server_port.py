@@ -69,7 +69,7 @@ def test_command_line_port_survives_settings_until_the_port_is_changed(make_desk
 
 
 def test_gui_accepts_port_and_refuses_a_bad_one(capsys):
-    from dle_desktop.cli import build_parser
+    from dle_desktop.cli.main import build_parser
 
     assert build_parser().parse_args(["--port", "9123"]).port == 9123
     assert build_parser().parse_args(["--port", "9123", "serve"]).port == 9123

@@ -17,9 +17,9 @@ from dle_desktop.server.security import server_token
 from dle_desktop.st_bridge import install as st_install
 from dle_desktop.st_bridge.monitor import BridgeMonitor
 from dle_desktop.state.settings import SettingsStore
-from dle_desktop.ui.sillytavern_view import SillyTavernView
-from dle_desktop.ui.st_connection_panel import NEVER, connection_text
-from dle_desktop.ui.st_installs_panel import COLUMNS
+from dle_desktop.ui.sillytavern.view import SillyTavernView
+from dle_desktop.ui.sillytavern.connection_panel import NEVER, connection_text
+from dle_desktop.ui.sillytavern.installs_panel import COLUMNS
 from tests.ui.conftest import wait_for
 
 BRIDGE = st_install.EXTENSION_NAME
@@ -334,9 +334,9 @@ def test_chats_are_listed_and_forgotten(desk, qloop, monkeypatch):
         assert not chats.forget_button.isEnabled()
         assert chats.select_chat("Seraphina - 2026-01-02")
         assert chats.forget_button.isEnabled()
-        monkeypatch.setattr("dle_desktop.ui.st_chats_panel.confirm", lambda *a: False)
+        monkeypatch.setattr("dle_desktop.ui.sillytavern.chats_panel.confirm", lambda *a: False)
         assert await chats.forget_selected() == 0  # Cancel keeps it
-        monkeypatch.setattr("dle_desktop.ui.st_chats_panel.confirm", lambda *a: True)
+        monkeypatch.setattr("dle_desktop.ui.sillytavern.chats_panel.confirm", lambda *a: True)
         assert await chats.forget_selected() == 1
         assert [chats.table.item(r, 0).text() for r in range(chats.table.rowCount())] == ["Aria - 2026-01-01"]
         assert "Forgot chat “Seraphina - 2026-01-02”" in chats.message.text()

@@ -29,7 +29,7 @@ from dle_desktop.vectors.embedder import (  # noqa: E402
     plan_batches,
     read_gguf_info,
 )
-from dle_desktop.vectors.tiny_gguf import make_tiny_qwen3_gguf  # noqa: E402
+from tests.support.tiny_gguf import make_tiny_qwen3_gguf  # noqa: E402
 
 MINILM = Path(__file__).resolve().parents[3] / "shared" / "models" / "all-MiniLM-L6-v2-Q8_0.gguf"
 

@@ -14,7 +14,7 @@ pytest.importorskip("llama_cpp")
 pytest.importorskip("gguf")
 
 from dle_desktop.vectors.embedder import LocalEmbedder  # noqa: E402
-from dle_desktop.vectors.tiny_gguf import make_tiny_qwen3_gguf  # noqa: E402
+from tests.support.tiny_gguf import make_tiny_qwen3_gguf  # noqa: E402
 
 QUERIES = [
     "The rain has not stopped since we tied up at the quay.",

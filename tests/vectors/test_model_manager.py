@@ -324,7 +324,7 @@ def test_download_sync_for_scripts(server, tmp_path: Path) -> None:
 
 def test_local_model_validation(tmp_path: Path) -> None:
     pytest.importorskip("gguf")
-    from dle_desktop.vectors.tiny_gguf import make_tiny_qwen3_gguf
+    from tests.support.tiny_gguf import make_tiny_qwen3_gguf
 
     m = ModelManager(tmp_path / "models")
     good = make_tiny_qwen3_gguf(tmp_path / "tiny.gguf")

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from dle_desktop.engine import Engine
+from dle_desktop.engine.engine import Engine
 from dle_desktop.errors import WriteRefused
 from dle_desktop.state.paths import AppPaths
 from dle_desktop.state.secrets import SecretStore

@@ -1,0 +1,256 @@
+"""Composition root: paths → logging → settings → engine → (GUI | headless)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+import threading
+from dataclasses import dataclass, field
+
+from dle_desktop.engine.engine import Engine, source_from_spec
+from dle_desktop.engine.thread import EngineThread
+from dle_desktop.errors import ConfigError, DleError
+from dle_desktop.logging_setup import configure_logging
+from dle_desktop.olra import OlraRunner, rotate_olra_key
+from dle_desktop.server.app import ServerRunner
+from dle_desktop.server.security import rotate_server_token
+from dle_desktop.engine.session_vaults import SessionVaults
+from dle_desktop.st_bridge.monitor import BridgeMonitor
+from dle_desktop.state.paths import AppPaths, resolve_paths
+from dle_desktop.state.secrets import SecretStore, read_keys_file
+from dle_desktop.state.settings import Settings, SettingsStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Context:
+    paths: AppPaths
+    store: SettingsStore
+    settings: Settings
+    secrets: SecretStore
+    #: Vaults this run opened besides (or instead of) the saved ones: `--vault`, a second launch.
+    session: SessionVaults = field(default_factory=SessionVaults)
+
+
+def make_context(data_dir: str | None, log_to_stderr: bool = True, keys_file: str | None = None) -> Context:
+    """`keys_file`: API keys for this run (see `state.secrets.read_keys_file`); the environment's
+    DLE_AI_KEY_*/DLE_VAULT_KEY_*/DLE_OBSIDIAN_KEY variables are read too."""
+    paths = resolve_paths(data_dir)
+    try:
+        paths.ensure()
+    except OSError as exc:  # e.g. --data-dir names a file, or a folder we may not write
+        raise ConfigError(f"cannot use the data folder {paths.data_dir}: {exc.strerror or exc}") from exc
+    configure_logging(paths.logs_dir, to_stderr=log_to_stderr)
+    store = SettingsStore(paths.settings_file)
+    settings = store.load()
+    secrets = SecretStore(file_path=paths.secrets_file, run_keys=os.environ)
+    if keys_file:
+        secrets.add_run_keys(read_keys_file(keys_file))
+    return Context(paths, store, settings, secrets)
+
+
+def make_engine(ctx: Context, vault_specs: list[str] | None, ai_offline: bool = False) -> Engine:
+    override = [source_from_spec(s, ctx.secrets, ctx.settings.vaults) for s in vault_specs] if vault_specs else None
+    return Engine(ctx.paths, ctx.settings, ctx.secrets, vault_override=override, ai_offline=ai_offline)
+
+
+def session_engine(ctx: Context, settings: Settings | None = None) -> Engine:
+    """An engine on `settings` (default: the context's) that keeps this session's vaults open."""
+    settings = settings or ctx.settings
+    return Engine(ctx.paths, settings, ctx.secrets, vault_override=ctx.session.sources(settings, ctx.secrets))
+
+
+class Runtime:
+    """The engine and its HTTP server running on the engine thread: shared by GUI and headless."""
+
+    def __init__(self, ctx: Context, engine: Engine, host: str | None = None, port: int | None = None,
+                 serve: bool = True) -> None:
+        self.ctx = ctx
+        self.engine = engine
+        self.thread = EngineThread()
+        self.server: ServerRunner | None = None
+        self.server_error: str | None = None
+        #: What the SillyTavern bridge extension last told the server; outlives engines and servers.
+        self.bridge_monitor = BridgeMonitor()
+        #: `--port`: wins over the saved port (and runs the server) until a port is chosen in Settings.
+        self.port_override = port
+        self._serve_allowed = serve
+        self._host = host or ctx.settings.server_host
+        self._port = ctx.settings.server_port if port is None else port
+        self._serve = self.should_serve(ctx.settings)
+        #: The Obsidian REST emulation (its own thread and loop), or None while `olra_enabled` is off.
+        #: A runner that could not start stays here with `.running` False and `.error` saying why.
+        self.olra: OlraRunner | None = None
+
+    def start(self) -> Runtime:
+        self.thread.start()
+        self.thread.call(self.engine.start(), timeout=60)
+        if self._serve:
+            self.server = ServerRunner(self.engine, self._host, self._port, bridge_monitor=self.bridge_monitor)
+            try:
+                self.thread.call(self.server.start(), timeout=30)
+            except DleError as exc:
+                self.server_error = str(exc)
+                self.server = None
+                log.error("%s", exc)
+        self.restart_olra()
+        return self
+
+    def replace_engine(self, engine: Engine, settings: Settings | None = None) -> None:
+        """Stop the current engine and start `engine` in its place; the server keeps its port."""
+        old = self.engine
+
+        async def swap() -> None:
+            await old.stop()
+            if self.server is not None:
+                self.server.set_engine(engine)
+            if self.olra is not None:
+                self.olra.set_engine(engine)
+            await engine.start()
+
+        self.engine = engine
+        if settings is not None:
+            self.ctx.settings = settings
+        self.thread.call(swap(), timeout=60)
+
+    def should_serve(self, settings: Settings) -> bool:
+        return self._serve_allowed and (settings.server_enabled or self.port_override is not None)
+
+    def server_needs_restart(self, old: Settings, new: Settings) -> bool:
+        """Whether applying `new` must (re)start the server: its options changed, or it should be
+        running and is not (its port was busy, and may be free now). A port changed in Settings
+        replaces `--port` from then on."""
+        if old.server_port != new.server_port:
+            self.port_override = None
+        changed = (old.server_port, old.server_host, old.server_enabled) != (
+            new.server_port, new.server_host, new.server_enabled)
+        return changed or (self.server is None and self.should_serve(new))
+
+    def restart_server(self) -> None:
+        """Apply changed server settings (or retry a busy port): stop the server and start it again."""
+        if self.server is not None:
+            self.thread.call(self.server.stop(), timeout=15)
+            self.server = None
+        self.server_error = None
+        settings = self.ctx.settings
+        if not self.should_serve(settings):
+            return
+        self._host = settings.server_host
+        self._port = settings.server_port if self.port_override is None else self.port_override
+        server = ServerRunner(self.engine, self._host, self._port, bridge_monitor=self.bridge_monitor)
+        try:
+            self.thread.call(server.start(), timeout=30)
+            self.server = server
+        except DleError as exc:
+            self.server_error = str(exc)
+            log.error("%s", exc)
+
+    def olra_needs_restart(self, old: Settings, new: Settings) -> bool:
+        """Whether applying `new` must (re)start the Obsidian REST emulation: its options changed,
+        or it should run and does not (a busy port may be free now)."""
+        from dle_desktop.engine.settings_apply import OLRA_FIELDS
+
+        changed = any(getattr(old, name) != getattr(new, name) for name in OLRA_FIELDS)
+        return changed or (new.olra_enabled and (self.olra is None or not self.olra.running))
+
+    def restart_olra(self) -> None:
+        """Stop the Obsidian REST emulation and start it again with the current settings (or not at
+        all when `olra_enabled` is off). Only this server restarts; blocking, from any thread."""
+        if self.olra is not None:
+            self.olra.stop()
+            self.olra = None
+        settings = self.ctx.settings
+        if not (self._serve_allowed and settings.olra_enabled):
+            return
+        runner = OlraRunner.from_settings(self.engine, self.ctx.secrets, self.ctx.paths, settings)
+        runner.start()
+        self.olra = runner
+
+    def rotate_olra_key(self) -> str:
+        """A new Obsidian REST emulation API key, in use at once by the running emulation (the old
+        key gets 401 from the next request on); returns it. DLE's vault must be given the new one."""
+        return rotate_olra_key(self.ctx.secrets)
+
+    def refresh_server_access(self) -> None:
+        """The running server takes the engine's allowed hosts and origins now (no restart)."""
+        server = self.server
+        if server is None:
+            return
+
+        async def refresh() -> None:
+            server.refresh_access()
+
+        if self.thread.alive:
+            self.thread.call(refresh(), timeout=15)
+        else:
+            server.refresh_access()
+
+    def rotate_server_token(self) -> str:
+        """A new server token, in use by the running server at once (the old one is refused from
+        the next request on); returns it. Runs on the engine thread, between requests."""
+        secrets = self.engine.secrets
+
+        async def rotate() -> str:
+            return rotate_server_token(secrets)
+
+        if not self.thread.alive:
+            return rotate_server_token(secrets)
+        return self.thread.call(rotate(), timeout=15)
+
+    def stop(self) -> None:
+        if not self.thread.alive:
+            return
+        try:
+            if self.olra is not None:
+                self.olra.stop()
+            if self.server is not None:
+                self.thread.call(self.server.stop(), timeout=15)
+            self.thread.call(self.engine.stop(), timeout=15)
+        except Exception:  # noqa: BLE001 - shutting down regardless
+            log.exception("error while stopping")
+        finally:
+            self.thread.stop()
+
+
+def run_headless(ctx: Context, engine: Engine, host: str | None, port: int | None) -> int:
+    # `serve` always serves: settings' server_enabled switch is for the GUI (with port=None,
+    # Runtime honours it, and a disabled server here meant "error: None" and exit 2).
+    runtime = Runtime(ctx, engine, host, ctx.settings.server_port if port is None else port, serve=True)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    runtime.start()
+    if runtime.server is None:
+        print(f"error: {runtime.server_error}", file=sys.stderr, flush=True)
+        runtime.stop()
+        return 2
+    print(f"listening on {runtime.server.url}", flush=True)
+    if runtime.olra is not None:
+        olra = runtime.olra
+        print(f"Obsidian REST emulation on {olra.url}" + (f" and {olra.https_url}" if olra.https_url else "")
+              if olra.running else f"Obsidian REST emulation not started: {olra.error}", flush=True)
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        runtime.stop()
+        print("stopped", flush=True)
+    return 0
+
+
+def index_once(engine: Engine, force: bool = False):
+    """Build (or reconcile from cache) the index once, without watcher or server."""
+
+    async def go():
+        engine.indexer.load_cache()
+        try:
+            return await engine.indexer.sync_all(force=force)
+        finally:
+            for s in engine.sources:
+                await s.close()
+
+    return asyncio.run(go())

@@ -1,0 +1,76 @@
+"""`dle-desktop diagnostics` and `dle-desktop --install-desktop-entry / --remove-desktop-entry`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from dle_desktop.errors import DleError
+
+
+def add_diagnostics_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", metavar="DIR", default=argparse.SUPPRESS,
+                   help="DLE Desktop's settings, keys and logs folder (default: the platform's app folders)")
+    p.add_argument("--out", metavar="PATH",
+                   help="where to write it (default: dle-desktop-diagnostics-<time>.zip here; with --text, "
+                        "standard output; '-' is standard output too)")
+    p.add_argument("--text", action="store_true", help="plain text instead of a zip")
+    p.add_argument("--log-lines", type=int, default=500, metavar="N", help="how many of the last log lines (default 500)")
+
+
+def run_diagnostics(args: Any) -> int:
+    from dle_desktop.desktop import diagnostics
+    from dle_desktop.app.runtime import make_context
+
+    try:
+        ctx = make_context(getattr(args, "data_dir", None), log_to_stderr=False)
+        report = diagnostics.collect(ctx.paths, ctx.settings, ctx.secrets, settings_problem=ctx.store.problem,
+                                     log_lines=max(0, args.log_lines))
+        if args.text:
+            text = diagnostics.render_text(report)
+            if args.out in (None, "-"):
+                sys.stdout.write(text)
+                return 0
+            out = Path(args.out).expanduser()
+            out.parent.mkdir(parents=True, exist_ok=True)
+            from dle_desktop.private_files import private_opener
+
+            with open(out, "w", encoding="utf-8", opener=private_opener) as fh:
+                fh.write(text)
+        else:
+            if args.out == "-":
+                print("error: a zip cannot go to standard output; use --text, or --out FILE", file=sys.stderr)
+                return 2
+            out = diagnostics.write_zip(report, Path(args.out).expanduser() if args.out else
+                                        Path.cwd() / diagnostics.default_name())
+        print(f"Diagnostics written to {out.resolve()}")
+        print("API keys, tokens and passwords are replaced by ***; look it over before you attach it to a bug report.")
+        return 0
+    except DleError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""), file=sys.stderr)
+        return 1
+
+
+def run_desktop_entry(install: bool) -> int:
+    from dle_desktop.desktop import menu_entry as desktop_entry
+
+    try:
+        if install:
+            written = desktop_entry.install()
+            print(f"Menu entry installed: {written[0]}")
+            print(f"Icons installed under {desktop_entry.icons_root()}")
+        else:
+            removed = desktop_entry.remove()
+            print(f"Removed {len(removed)} files" if removed else "No menu entry was installed")
+        return 0
+    except DleError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""), file=sys.stderr)
+        return 1

@@ -1,0 +1,1 @@
+"""Desktop integration: the login item, the menu entry, the diagnostics archive."""

@@ -1,0 +1,1 @@
+"""The Channels view: AI connection profiles, channels and AI search's options."""

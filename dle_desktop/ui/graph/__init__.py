@@ -1,0 +1,1 @@
+"""The Graph view: canvas, worker, panel and styles."""

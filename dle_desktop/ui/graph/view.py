@@ -1,0 +1,454 @@
+"""The Graph view (Ctrl+3): the current index as a graph, its clusters and its holes.
+
+The view holds no engine state: it gets each new snapshot from the main window, hands the heavy
+work to `GraphWorker` (build, layout, analysis, off the GUI thread) and draws the result on a
+`GraphCanvas`. Work starts only once the tab has been shown, so a user who never opens it pays
+nothing per sync."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QIcon, QImage, QKeySequence, QPainter, QPen, QPixmap, QShortcut
+from PySide6.QtWidgets import (
+    QComboBox,
+    QCompleter,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from dle_desktop.core.graph import Finding, LoreGraph
+from dle_desktop.state.graph_layout import LayoutStore
+from dle_desktop.ui.graph.canvas import GraphCanvas
+from dle_desktop.ui.graph.panel import GraphPanel
+from dle_desktop.ui.graph.style import COLOUR_MODES, EDGE_STYLES, SIZE_MODES, colouring, custom_fields, sizes
+from dle_desktop.ui.graph.worker import GraphJob, GraphResult, GraphWorker, edge_arrays
+
+log = logging.getLogger(__name__)
+
+PRESET_NAMES = {"compact": "Compact", "balanced": "Balanced", "spacious": "Spacious"}
+
+
+def vault_names(snapshot) -> tuple[str, ...]:
+    names = tuple(s.name for s in getattr(snapshot, "slices", ()))
+    return names or tuple(sorted({e.vault for e in snapshot.entries}))
+
+
+def edge_icon(kind: str) -> QIcon:
+    """A short stroke in the edge kind's colour and dash pattern, for its toggle."""
+    _label, colour, width, style = EDGE_STYLES[kind]
+    pm = QPixmap(22, 12)
+    pm.fill(Qt.transparent)
+    p = QPainter(pm)
+    p.setRenderHint(QPainter.Antialiasing)
+    strong = QColor(colour)
+    strong.setAlpha(255)
+    pen = QPen(strong, max(width, 1.0) * 1.6)
+    pen.setStyle(style)
+    p.setPen(pen)
+    p.drawLine(1, 6, 21, 6)
+    p.end()
+    return QIcon(pm)
+
+
+class GraphView(QWidget):
+    openEntryRequested = Signal(str)  # uid
+    resultShown = Signal(object)  # GraphResult, once it is on screen (tests, the benchmark)
+
+    def __init__(self, store: LayoutStore | None = None, db_path: Path | None = None, parent=None) -> None:
+        super().__init__(parent)
+        self.snapshot = None
+        self.graph: LoreGraph | None = None
+        self.result: GraphResult | None = None
+        self.pinned: set[str] = set()
+        self._pending = False
+        self._shown_once = False
+        self._job = 0
+        self.worker = GraphWorker(store, db_path, self)
+        self.worker.progress.connect(self._on_progress)
+        self.worker.finished.connect(self._on_result)
+        self.worker.failed.connect(self._on_failed)
+
+        self.canvas = GraphCanvas()
+        self.canvas.nodeActivated.connect(self._activated)
+        self.canvas.nodePinned.connect(self._pinned)
+        self.canvas.selectedChanged.connect(self._selected)
+        self.canvas.hoveredChanged.connect(self._hovered)
+        self.panel = GraphPanel()
+        self.panel.findingActivated.connect(self.focus_finding)
+        self.panel.filtersChanged.connect(self._apply_mask)
+        self.panel.egoChanged.connect(self._apply_mask)
+
+        self.search = QLineEdit(placeholderText="Find an entry…")
+        self.search.setClearButtonEnabled(True)
+        self.search.setMaximumWidth(240)
+        self.search.returnPressed.connect(lambda: self.find(self.search.text()))
+        self.completer = QCompleter([], self)
+        self.completer.setCaseSensitivity(Qt.CaseInsensitive)
+        self.completer.setFilterMode(Qt.MatchContains)
+        self.completer.activated.connect(self.find)
+        self.search.setCompleter(self.completer)
+        self.colour = QComboBox()
+        for key, label in COLOUR_MODES.items():
+            self.colour.addItem(f"Colour: {label}", key)
+        self.field = QComboBox(toolTip="The custom field to colour by")
+        self.field.setVisible(False)
+        self.size_mode = QComboBox()
+        for key, label in SIZE_MODES.items():
+            self.size_mode.addItem(label, key)
+        self.colour.currentIndexChanged.connect(self._restyle)
+        self.field.currentIndexChanged.connect(self._restyle)
+        self.size_mode.currentIndexChanged.connect(self._restyle)
+        self.kind_buttons: dict[str, QToolButton] = {}
+        kinds = QHBoxLayout()
+        kinds.setSpacing(2)
+        for kind, (label, colour, _w, _s) in EDGE_STYLES.items():
+            b = QToolButton(text=label, checkable=True, checked=True)
+            b.setIcon(edge_icon(kind))
+            b.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
+            b.setToolTip(f"Show {label.lower()}")
+            b.toggled.connect(self._kinds_changed)
+            self.kind_buttons[kind] = b
+            kinds.addWidget(b)
+        self.preset = QComboBox(toolTip="How tight the layout is (applies on Re-layout)")
+        for key, label in PRESET_NAMES.items():
+            self.preset.addItem(label, key)
+        self.preset.setCurrentIndex(1)
+        self.relayout_button = QPushButton("Re-layout", toolTip="Lay the whole graph out afresh with this preset "
+                                           "(pinned entries stay)")
+        self.relayout_button.clicked.connect(lambda: self.relayout())
+        self.fit_button = QPushButton("Fit", toolTip="Show the whole graph")
+        self.fit_button.clicked.connect(lambda: self.canvas.fit(animate=True))
+        self.export_button = QPushButton("Export image")
+        menu = QMenu(self.export_button)
+        menu.addAction("PNG…", lambda: self._export_dialog("png"))
+        menu.addAction("SVG…", lambda: self._export_dialog("svg"))
+        self.export_button.setMenu(menu)
+        self.progress = QProgressBar(maximumWidth=200, textVisible=True)
+        self.progress.hide()
+        self.cancel_button = QPushButton("Cancel", toolTip="Stop the layout; what is drawn so far stays")
+        self.cancel_button.clicked.connect(self.cancel)
+        self.cancel_button.hide()
+        self.status = QLabel()
+        self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
+
+        bar = QHBoxLayout()
+        bar.setContentsMargins(0, 0, 0, 0)
+        for w in (self.search, self.colour, self.field, self.size_mode):
+            bar.addWidget(w)
+        bar.addLayout(kinds)
+        bar.addStretch(1)
+        for w in (self.preset, self.relayout_button, self.fit_button, self.export_button):
+            bar.addWidget(w)
+        foot = QHBoxLayout()
+        foot.setContentsMargins(0, 0, 0, 0)
+        foot.addWidget(self.status, 1)
+        foot.addWidget(self.progress)
+        foot.addWidget(self.cancel_button)
+        self.split = QSplitter(Qt.Horizontal)
+        self.split.addWidget(self.canvas)
+        self.split.addWidget(self.panel)
+        self.split.setStretchFactor(0, 4)
+        self.split.setStretchFactor(1, 1)
+        self.split.setSizes([900, 300])
+        column = QVBoxLayout(self)
+        column.setContentsMargins(4, 4, 4, 4)
+        column.addLayout(bar)
+        column.addWidget(self.split, 1)
+        column.addLayout(foot)
+        # on the canvas only: E and Esc type into the search box as usual
+        QShortcut(QKeySequence("E"), self.canvas, activated=lambda: self.panel.ego.toggle(),
+                  context=Qt.WidgetShortcut)
+        QShortcut(QKeySequence(Qt.Key_Escape), self.canvas, activated=self.clear_focus, context=Qt.WidgetShortcut)
+
+    @classmethod
+    def for_paths(cls, paths, parent=None) -> GraphView:
+        """Positions in the private data folder; injection counts from the chats' state."""
+        return cls(LayoutStore(paths.data_dir / "graph-layouts"), paths.state_db, parent)
+
+    # -- data in ---------------------------------------------------------------------------------
+    def set_snapshot(self, snapshot) -> None:
+        self.snapshot = snapshot
+        self._pending = True
+        if self.isVisible() or self._shown_once:
+            self._start()
+
+    def showEvent(self, ev) -> None:  # noqa: N802
+        super().showEvent(ev)
+        self._shown_once = True
+        if self._pending:
+            self._start()
+
+    def _job_for(self, relayout: bool = False, iterations: int | None = None) -> GraphJob:
+        known = None
+        if self.graph is not None and len(self.canvas.xy) == self.graph.n:
+            known = dict(zip(self.graph.uids, map(tuple, self.canvas.xy.tolist())))
+        return GraphJob(self.snapshot, vault_names(self.snapshot), self.preset.currentData(), 0, self.graph, known,
+                        frozenset(self.pinned), relayout, iterations,
+                        self.result.analysis if self.result is not None else None)
+
+    def _start(self, relayout: bool = False, iterations: int | None = None) -> None:
+        if self.snapshot is None:
+            return
+        self._pending = False
+        self._job = self.worker.start(self._job_for(relayout, iterations))
+        self.progress.setMaximum(0)
+        self.progress.setFormat("building the graph")
+        self.progress.show()
+        self.cancel_button.show()
+
+    def relayout(self, iterations: int | None = None) -> None:
+        """Lay the whole graph out afresh with the chosen preset (pinned entries stay put)."""
+        self._start(relayout=True, iterations=iterations)
+
+    def cancel(self) -> None:
+        self.worker.cancel()
+
+    def stop(self) -> None:
+        self.worker.stop()
+
+    def _on_progress(self, job: int, done: int, total: int, what: str) -> None:
+        if job != self._job:
+            return
+        self.progress.setMaximum(max(total, 0))
+        self.progress.setValue(done)
+        self.progress.setFormat(f"{what}: %p%" if total else what)
+
+    def _on_failed(self, job: int, message: str) -> None:
+        if job == self._job:
+            self.progress.hide()
+            self.cancel_button.hide()
+            self.status.setText(f"The graph could not be built: {message}")
+
+    def _on_result(self, res: GraphResult) -> None:
+        if not self.worker.is_current(res.job_id):
+            return  # a newer job is on its way
+        self.show_result(res)
+
+    def show_result(self, res: GraphResult) -> None:
+        """Put a worker's result on screen (the benchmark also hands in graphs built by hand)."""
+        self.progress.hide()
+        self.cancel_button.hide()
+        first = self.graph is None
+        keep_selected = self.graph.uids[self.canvas.selected] if self.graph is not None and self.canvas.selected >= 0 else None
+        self.result, self.graph, self.pinned = res, res.graph, set(res.pinned)
+        g = res.graph
+        edges, rank = res.edges if res.edges is not None else edge_arrays(g, res.analysis)
+        self.canvas.set_graph([e.title for e in g.entries], res.positions, edges, rank)
+        self.canvas.pinned = np.array([u in self.pinned for u in g.uids], dtype=bool)
+        self.canvas.set_kinds({k for k, b in self.kind_buttons.items() if b.isChecked()})
+        self.completer.model().setStringList(sorted({e.title for e in g.entries}, key=str.lower))
+        fields = custom_fields(g)
+        keep_field = self.field.currentText()
+        self.field.blockSignals(True)
+        self.field.clear()
+        self.field.addItems(fields)
+        self.field.setCurrentIndex(max(0, self.field.findText(keep_field)))
+        self.field.blockSignals(False)
+        self.panel.set_choices(g)
+        self.panel.set_findings(res.analysis.findings if res.analysis else (),
+                                len(res.analysis.communities.groups) if res.analysis else None)
+        self._restyle()
+        if keep_selected is not None and keep_selected in g.index:
+            self.canvas.set_selected(g.index[keep_selected])
+        self._apply_mask()
+        if first or res.mode == "full":
+            self.canvas.fit()
+        pairs = len(g.simple_edges()[0])
+        what = {"saved": "saved layout", "incremental": "new entries placed near their neighbours",
+                "full": "laid out"}[res.mode]
+        if res.cancelled:
+            what = f"layout cancelled after {res.iterations} iterations"
+        t = " · ".join(f"{k} {v:.2f} s" for k, v in res.seconds.items())
+        self.status.setText(f"{g.n} entries, {pairs} connections · {what} · {t}")
+        self.resultShown.emit(res)
+
+    # -- looks --------------------------------------------------------------------------------------
+    def colour_mode(self) -> str:
+        return self.colour.currentData()
+
+    def set_colour_mode(self, mode: str, field_name: str | None = None) -> None:
+        self.colour.setCurrentIndex(self.colour.findData(mode))
+        if field_name is not None:
+            self.field.setCurrentIndex(self.field.findText(field_name))
+        self._restyle()
+
+    def set_size_mode(self, mode: str) -> None:
+        self.size_mode.setCurrentIndex(self.size_mode.findData(mode))
+
+    def _restyle(self) -> None:
+        mode = self.colour.currentData()
+        self.field.setVisible(mode == "field")
+        if self.graph is None:
+            return
+        res = self.result
+        self.colouring = colouring(mode, self.graph, res.analysis if res else None,
+                                   self.field.currentText() or None, res.frequency if res else None)
+        size = sizes(self.size_mode.currentData(), self.graph)
+        importance = self.graph.degree.astype(np.float64) + size / 100.0
+        self.canvas.set_style(self.colouring.bins, self.colouring.palette, size, importance)
+        self.panel.set_legend(self.colouring.legend, self.colouring.note)
+
+    def _kinds_changed(self) -> None:
+        self.canvas.set_kinds({k for k, b in self.kind_buttons.items() if b.isChecked()})
+        self._apply_mask()
+
+    def set_kind_visible(self, kind: str, on: bool) -> None:
+        self.kind_buttons[kind].setChecked(on)
+
+    # -- which nodes show -----------------------------------------------------------------------
+    def node_mask(self) -> np.ndarray:
+        g = self.graph
+        if g is None:
+            return np.zeros(0, dtype=bool)
+        f = self.panel.filters()
+        folder = f["folder"]
+        mask = np.array([
+            t in f["types"] and (f["tag"] is None or f["tag"] in e.tags)
+            and (folder is None or (e.folder or "(top level)") == folder
+                 or (e.folder or "").startswith(folder + "/"))
+            and (f["vault"] is None or e.vault == f["vault"])
+            for e, t in zip(g.entries, g.types)], dtype=bool)
+        sel = self.canvas.selected
+        if self.panel.ego.isChecked() and sel >= 0:
+            ego = np.zeros(g.n, dtype=bool)
+            ego[self.canvas.adj.hops(sel, self.panel.hops.value(), allowed=mask | (np.arange(g.n) == sel))] = True
+            mask &= ego
+            mask[sel] = True
+        return mask
+
+    def _apply_mask(self) -> None:
+        if self.graph is None:
+            return
+        mask = self.node_mask()
+        self.canvas.set_visible(mask)
+        if self.panel.ego.isChecked() and self.canvas.selected >= 0:
+            self.canvas.fit(animate=self.isVisible())
+
+    # -- finding, focusing, opening ---------------------------------------------------------------
+    def find(self, text: str) -> bool:
+        """Fly to the entry whose title best matches `text` (exact, then prefix, then contained)."""
+        g, q = self.graph, text.strip().lower()
+        if g is None or not q:
+            return False
+        titles = [e.title.lower() for e in g.entries]
+        for test in (lambda t: t == q, lambda t: t.startswith(q), lambda t: q in t):
+            hits = [i for i, t in enumerate(titles) if test(t)]
+            if hits:
+                i = min(hits, key=lambda k: (-int(g.degree[k]), titles[k]))
+                self.select_index(i, fly=True)
+                return True
+        self.status.setText(f"No entry in the graph matches “{text}”")
+        return False
+
+    def select_index(self, i: int, fly: bool = False) -> None:
+        if not self.canvas.visible[i]:  # hidden by a filter: show everything again so it can be seen
+            self.reset_filters()
+        self.canvas.set_selected(i)
+        if fly:
+            self.canvas.fit(np.array([i]), animate=self.isVisible())
+
+    def focus_finding(self, f: Finding) -> None:
+        g = self.graph
+        if g is None:
+            return
+        idx = np.array([g.index[u] for u in f.entries if u in g.index], dtype=np.int64)
+        if not len(idx):
+            return
+        if not self.canvas.visible[idx].all():
+            self.reset_filters()
+        self.canvas.set_focus(idx)
+        self.canvas.fit(idx, animate=self.isVisible())
+        self.status.setText(f.message)
+
+    def clear_focus(self) -> None:
+        if self.panel.ego.isChecked():
+            self.panel.ego.setChecked(False)
+        self.canvas.set_focus([])
+        self.canvas.set_selected(-1)
+
+    def reset_filters(self) -> None:
+        p = self.panel
+        for w in (*p.type_boxes.values(), p.tag, p.folder, p.vault, p.ego):
+            w.blockSignals(True)
+        for b in p.type_boxes.values():
+            b.setChecked(True)
+        for c in (p.tag, p.folder, p.vault):
+            c.setCurrentIndex(0)
+        p.ego.setChecked(False)
+        for w in (*p.type_boxes.values(), p.tag, p.folder, p.vault, p.ego):
+            w.blockSignals(False)
+        self._apply_mask()
+
+    def _activated(self, i: int) -> None:
+        if self.graph is not None:
+            self.openEntryRequested.emit(self.graph.uids[i])
+
+    def _selected(self, i: int) -> None:
+        if self.graph is not None and i >= 0:
+            e = self.graph.entries[i]
+            self.status.setText(f"{e.title} · {self.graph.types[i]} · priority {e.priority:g} · "
+                                f"{int(self.graph.degree[i])} connections · double-click opens it in the Vault view")
+        if self.panel.ego.isChecked():
+            self._apply_mask()
+
+    def _hovered(self, i: int) -> None:
+        if self.graph is not None and i >= 0:
+            self.canvas.setToolTip(self.graph.entries[i].title)
+
+    def _pinned(self, i: int) -> None:
+        if self.graph is None:
+            return
+        self.pinned.add(self.graph.uids[i])
+        self.save_positions()
+
+    def save_positions(self) -> None:
+        if self.graph is None or self.snapshot is None:
+            return
+        positions = dict(zip(self.graph.uids, map(tuple, self.canvas.xy.tolist())))
+        self.worker.save(vault_names(self.snapshot), positions, self.pinned, self.preset.currentData(), 0)
+
+    # -- export ------------------------------------------------------------------------------------
+    def _export_dialog(self, fmt: str) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export the graph", f"graph.{fmt}",
+                                              "PNG image (*.png)" if fmt == "png" else "SVG drawing (*.svg)")
+        if path:
+            self.export_image(path)
+
+    def export_image(self, path: str | Path, size: QSize | None = None) -> Path:
+        """The graph as it is on screen (same view, colours and filters), as PNG or SVG by suffix."""
+        path = Path(path)
+        size = size or self.canvas.size()
+        w, h = max(size.width(), 200), max(size.height(), 200)
+        if path.suffix.lower() == ".svg":
+            from PySide6.QtSvg import QSvgGenerator
+
+            gen = QSvgGenerator()
+            gen.setFileName(str(path))
+            gen.setSize(QSize(w, h))
+            gen.setViewBox(QRectF(0, 0, w, h))
+            gen.setTitle("DLE Desktop graph")
+            p = QPainter(gen)
+            self.canvas.paint(p, w, h, cached=False, vector=True)
+            p.end()
+        else:
+            img = QImage(w * 2, h * 2, QImage.Format_ARGB32_Premultiplied)
+            img.setDevicePixelRatio(2.0)
+            p = QPainter(img)
+            self.canvas.paint(p, w, h, cached=False)
+            p.end()
+            if not img.save(str(path), "PNG"):
+                raise OSError(f"could not write {path}")
+        return path

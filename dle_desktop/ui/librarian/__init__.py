@@ -1,0 +1,1 @@
+"""The Librarian view: sessions, chat, drafts and gaps."""

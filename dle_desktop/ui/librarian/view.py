@@ -1,0 +1,288 @@
+"""The Librarian view (Ctrl+4): sessions and gaps on the left, the chat with the librarian in the
+middle, the draft editor on the right. Every engine call goes through the bridge; a running turn
+is one asyncio task, and Cancel cancels it (the HTTP call under it is aborted at once)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import QDialog, QFileDialog, QInputDialog, QSplitter, QVBoxLayout, QWidget
+
+from dle_desktop.core.pipeline.chat_formats import parse_chat_text
+from dle_desktop.errors import DleError
+from dle_desktop.librarian.changes import needs_summary
+from dle_desktop.librarian.loop import Event
+from dle_desktop.librarian.service import Librarian
+from dle_desktop.ui.widgets.async_util import soon
+from dle_desktop.ui.librarian.chat import ChatPane
+from dle_desktop.ui.librarian.dialogs import ProposalDialog, WritePreviewDialog
+from dle_desktop.ui.librarian.draft import DraftEditor
+from dle_desktop.ui.librarian.lists import SessionsPanel
+
+log = logging.getLogger(__name__)
+
+
+class _Relay(QObject):
+    """Engine-thread callbacks re-posted onto the GUI thread (a queued signal)."""
+
+    event = Signal(object)
+    gaps_changed = Signal()
+
+
+def chat_lines(text: str) -> str:
+    """A pasted chat or a SillyTavern .jsonl export as plain `Name: message` lines."""
+    try:
+        doc = parse_chat_text(text)
+    except DleError:
+        return text
+    lines = [f"{m.name}: {m.mes}" for m in doc.messages if m.mes.strip()]
+    return "\n".join(lines) or text
+
+
+class LibrarianView(QWidget):
+    def __init__(self, bridge, parent=None) -> None:
+        super().__init__(parent)
+        self.bridge = bridge
+        self._lib: Librarian | None = None
+        self.session = None
+        self.task: asyncio.Future | None = None
+        self.snapshot = None
+        #: how a dialog is confirmed (tests answer it without a modal loop)
+        self.confirm = lambda dialog: dialog.exec() == QDialog.Accepted
+        self.relay = _Relay(self)
+        self.relay.event.connect(self._on_event)
+        self.relay.gaps_changed.connect(self._gaps_changed)
+        self._gap_listener = None  # (store, callback) while this view listens to a gap store
+
+        self.lists = SessionsPanel()
+        self.chat = ChatPane()
+        self.editor = DraftEditor()
+        split = QSplitter(Qt.Horizontal)
+        split.addWidget(self.lists)
+        split.addWidget(self.chat)
+        split.addWidget(self.editor)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 3)
+        split.setStretchFactor(2, 3)
+        split.setSizes([240, 480, 460])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(split)
+
+        self.lists.newRequested.connect(self.ask_new_session)
+        self.lists.sessionChosen.connect(self.open_session)
+        self.lists.gapOpened.connect(lambda gid: self.new_session("gap", gap_id=gid))
+        self.lists.gapHidden.connect(lambda gid: (self.lib.gaps.hide(gid), self.refresh_lists()))
+        self.lists.gapDismissed.connect(lambda gid: (self.lib.gaps.dismiss(gid), self.refresh_lists()))
+        self.lists.summarizeRequested.connect(lambda: soon(self.summarize_all))
+        self.chat.sendRequested.connect(lambda text: self._start(self.send(text)))
+        self.chat.cancelRequested.connect(self.cancel)
+        self.editor.writeRequested.connect(lambda: soon(self.write_draft))
+        self.chat.show_session(None)
+        self.refresh_lists()
+
+    @property
+    def lib(self) -> Librarian:
+        if self._lib is None or self._lib.engine is not self.bridge.engine:
+            self._lib = Librarian(self.bridge.engine)
+            self._listen(self._lib.gaps)
+        return self._lib
+
+    def _listen(self, store) -> None:
+        """Gaps also arrive from the lore API (on the engine's thread): the store's listener
+        re-posts onto the GUI thread, and the panel redraws there."""
+        if self._gap_listener is not None:
+            old, fn = self._gap_listener
+            if fn in old.listeners:
+                old.listeners.remove(fn)
+        relay = self.relay
+
+        def changed() -> None:
+            try:
+                relay.gaps_changed.emit()
+            except RuntimeError:  # the view is gone; stop being called
+                if changed in store.listeners:
+                    store.listeners.remove(changed)
+
+        store.listeners.append(changed)
+        self._gap_listener = (store, changed)
+
+    def _gaps_changed(self) -> None:
+        if self._lib is not None:
+            self.lists.set_gaps(self._lib.gaps.list())
+
+    def set_snapshot(self, snapshot) -> None:
+        self.snapshot = snapshot
+        self.editor.set_context(snapshot, self.session.chat_text if self.session else "")
+
+    # -- sessions ------------------------------------------------------------------------------
+    def refresh_lists(self) -> None:
+        self.lists.set_sessions(self.lib.sessions.list(), self.session.id if self.session else None)
+        self.lists.set_gaps(self.lib.gaps.list())
+
+    def ask_new_session(self, kind: str) -> None:
+        chat = ""
+        if kind == "review":
+            path, _ = QFileDialog.getOpenFileName(self, "A SillyTavern chat to review (Cancel to paste one)", "",
+                                                  "SillyTavern chats (*.jsonl);;Text (*.txt);;All files (*)")
+            if path:
+                chat = Path(path).read_text(encoding="utf-8", errors="replace")
+            else:
+                chat, ok = QInputDialog.getMultiLineText(self, "Review a chat", "Paste the chat:")
+                if not ok:
+                    return
+        self.new_session(kind, chat_text=chat)
+
+    def new_session(self, kind: str, *, gap_id: str = "", chat_text: str = "") -> None:
+        self._save_editor()
+        self.session = self.lib.new_session(kind, gap_id=gap_id, chat_text=chat_lines(chat_text) if chat_text else "")
+        self._show_session()
+
+    def open_session(self, session_id: str) -> None:
+        if self.session is not None and self.session.id == session_id:
+            return
+        self._save_editor()
+        self.session = self.lib.sessions.load(session_id)
+        self._show_session()
+
+    def _show_session(self) -> None:
+        self.chat.show_session(self.session)
+        if self.session is not None:
+            self.editor.set_draft(self.session.draft)
+            self.editor.set_context(self.snapshot, self.session.chat_text)
+        self.refresh_lists()
+
+    def _save_editor(self) -> None:
+        if self.session is not None and (self.task is None or self.task.done()):
+            self.session.draft = self.editor.draft()
+            self.lib.sessions.save(self.session)
+
+    # -- a turn --------------------------------------------------------------------------------
+    def _start(self, coro) -> None:
+        if self.task is not None and not self.task.done():
+            coro.close()
+            return
+        self.task = asyncio.ensure_future(coro)
+
+    async def send(self, text: str) -> None:
+        if self.session is None:
+            self.new_session("new")
+        session = self.session
+        session.draft = self.editor.draft()  # the user's edits are what the librarian sees
+        self.chat.append("user", text)
+        self.chat.set_busy(True, "The librarian is working…")
+        try:
+            await self.bridge.call(self.lib.send(session, text, self.relay.event.emit))
+        except asyncio.CancelledError:
+            self.chat.append("error", "Cancelled; nothing was written.")
+        except DleError:
+            pass  # already in the session and shown through the error event
+        finally:
+            self.chat.set_busy(False)
+            if session is self.session:
+                self.editor.set_draft(session.draft)
+            self.refresh_lists()
+
+    def cancel(self) -> None:
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+    def _on_event(self, event) -> None:
+        if event.kind == "status":
+            self.chat.status.setText(event.text)
+        elif event.kind == "tool_call":
+            self.chat.append("tool_call", f"→ {event.text}")
+        elif event.kind == "tool_result":
+            self.chat.append("tool_result", f"{'✗' if event.data.get('error') else '←'} {event.text}")
+        elif event.kind == "repair":
+            self.chat.append("repair", event.text)
+        elif event.kind == "draft":
+            self.editor.set_draft(event.data["draft"])
+        elif event.kind == "message":
+            self.chat.append("assistant", event.text)
+        elif event.kind == "error":
+            self.chat.append("error", event.text)
+
+    # -- writing -------------------------------------------------------------------------------
+    async def write_draft(self) -> None:
+        if self.session is None:
+            self.new_session("new")
+        draft = self.editor.draft()
+        self.session.draft = draft
+        if not draft.keys:
+            self.chat.append("error", "This draft has no keys: only AI search or a link can select it.")
+        try:
+            plan = await self.bridge.call(self.lib.plan_write(draft))
+        except DleError as exc:
+            self.chat.append("error", str(exc))
+            return
+        if not self.confirm(WritePreviewDialog(plan, self)):
+            return
+        try:
+            result = await self.bridge.call(self.lib.write(plan, self.session))
+        except DleError as exc:
+            self.chat.append("error", f"Not written: {exc}")
+            return
+        self.chat.append("activity", f"Wrote {result.path} in {result.vault} (undo it from the Vault view's entry)")
+        self.editor.set_draft(self.session.draft)
+        self.refresh_lists()
+
+    # -- Optimize Keys / Summarize ------------------------------------------------------------
+    async def propose(self, action: str, uid: str) -> None:
+        entry = self.snapshot.by_uid.get(uid) if self.snapshot is not None else None
+        if entry is None:
+            return
+        run = self.lib.optimize_keys if action == "optimize-keys" else self.lib.summarize
+        self.chat.set_busy(True, f"{'Optimizing keys of' if action == 'optimize-keys' else 'Summarizing'} "
+                                 f"{entry.title}…")
+        try:
+            change = await self.bridge.call(run(entry))
+        except DleError as exc:
+            self.chat.append("error", f"{entry.title}: {exc}")
+            return
+        finally:
+            self.chat.set_busy(False)
+        await self._review(change)
+
+    async def _review(self, change) -> bool:
+        dialog = ProposalDialog(change, self)
+        if not self.confirm(dialog):
+            return False
+        try:
+            await self.bridge.call(self.lib.apply(change.edited(dialog.text())))
+        except DleError as exc:
+            self.chat.append("error", f"{change.title}: not written: {exc}")
+            return False
+        self.chat.append("activity", f"Updated {change.base.path}")
+        return True
+
+    async def summarize_all(self) -> None:
+        entries = needs_summary(self.snapshot.entries) if self.snapshot is not None else []
+        if not entries:
+            self.chat.append("activity", "Every entry has a summary.")
+            return
+        proposals = []
+
+        def progress(done: int, total: int, title: str) -> None:
+            self.relay.event.emit(Event("status", f"Summarizing {done + 1}/{total}: {title}" if title
+                                        else f"Summarized {total}"))
+
+        def result(change, entry, error) -> None:
+            proposals.append((change, entry.title, error))
+
+        self.chat.set_busy(True, f"Summarizing {len(entries)} entries…")
+        self.task = asyncio.ensure_future(self.bridge.call(self.lib.summarize_many(entries, progress, result)))
+        try:
+            await self.task
+        except asyncio.CancelledError:
+            self.chat.append("error", f"Summarize cancelled after {len(proposals)} of {len(entries)}.")
+        finally:
+            self.chat.set_busy(False)
+        for change, title, error in list(proposals):
+            if error:
+                self.chat.append("error", f"{title}: {error}")
+            elif change is not None:
+                await self._review(change)

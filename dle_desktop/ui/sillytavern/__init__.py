@@ -1,0 +1,1 @@
+"""The SillyTavern view: installs, connection, access, chats and the Obsidian REST emulation."""

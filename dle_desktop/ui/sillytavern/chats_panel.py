@@ -1,0 +1,195 @@
+"""The SillyTavern view's Chats panel: the chats DLE Desktop keeps state for (cooldowns, warmup,
+pins, what was injected), with Forget, and the setting that forgets chats deleted in SillyTavern."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QPushButton,
+    QSizePolicy,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+)
+
+from dle_desktop.ui.widgets.cut_text import CutTextTips
+from dle_desktop.ui.channels.profile_editor import ERROR_STYLE, MUTED_STYLE, OK_STYLE, note
+from dle_desktop.ui.sillytavern.common import confirm, plural
+
+log = logging.getLogger(__name__)
+
+COLUMNS = ("Chat", "Generations", "Last updated")
+LIMIT = 500
+EMPTY = "No chat state yet: it appears with SillyTavern's first generation."
+
+
+def when_text(stamp: float | None, now: float | None = None) -> str:
+    if not stamp:
+        return "?"
+    now = time.time() if now is None else now
+    local = time.localtime(stamp)
+    if time.localtime(now)[:3] == local[:3]:
+        return time.strftime("today %H:%M", local)
+    return time.strftime("%Y-%m-%d %H:%M", local)
+
+
+class _NumberItem(QTableWidgetItem):
+    def __lt__(self, other) -> bool:  # sort by the number, not its text
+        return (self.data(Qt.UserRole) or 0) < (other.data(Qt.UserRole) or 0)
+
+
+class ChatsPanel(QGroupBox):
+    def __init__(self, view) -> None:
+        super().__init__("Chats")
+        self.view = view
+        self.chats: list[dict] = []
+        self._read: asyncio.Future | None = None
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.ExtendedSelection)
+        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.table.verticalHeader().hide()
+        self.table.setWordWrap(False)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(2, Qt.DescendingOrder)  # the newest first
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.Stretch)
+        header.setSectionResizeMode(1, QHeaderView.ResizeToContents)
+        header.setSectionResizeMode(2, QHeaderView.ResizeToContents)
+        CutTextTips(self.table)
+        self.table.itemSelectionChanged.connect(lambda: self.forget_button.setEnabled(bool(self.selected_ids())))
+        self.table.setMinimumHeight(100)
+        # The table takes what the column leaves (its own size hint would make the column scroll).
+        self.table.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Ignored)
+        self.refresh_button = QPushButton("Refresh")
+        self.forget_button = QPushButton("Forget…")
+        self.forget_button.setToolTip("Delete what DLE Desktop keeps for the selected chats (cooldowns, warmup, pins, "
+                                      "injection history); the chats themselves stay in SillyTavern")
+        self.forget_button.setEnabled(False)
+        self.refresh_button.clicked.connect(lambda *_: self.view.spawn(self.refresh))
+        self.forget_button.clicked.connect(lambda *_: self.view.spawn(self.forget_selected))
+        self.auto_forget = QCheckBox("Forget chats deleted in SillyTavern automatically")
+        self.auto_forget.setToolTip("When SillyTavern deletes a chat, the bridge tells DLE Desktop, which then "
+                                    "forgets that chat's state")
+        self.auto_forget.toggled.connect(self._auto_toggled)
+        self.message = note()
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.message, 1)
+        buttons.addWidget(self.refresh_button, 0, Qt.AlignTop)
+        buttons.addWidget(self.forget_button, 0, Qt.AlignTop)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.table, 1)
+        layout.addLayout(buttons)
+        layout.addWidget(self.auto_forget)
+        self.fill_setting()
+
+    def say(self, text: str, style: str = "") -> None:
+        self.message.setText(text)
+        self.message.setStyleSheet(style)
+
+    def fill_setting(self) -> None:
+        self.auto_forget.blockSignals(True)
+        self.auto_forget.setChecked(bool(getattr(self.view.current_settings(), "st_forget_deleted_chats", True)))
+        self.auto_forget.blockSignals(False)
+
+    def _auto_toggled(self, on: bool) -> None:
+        problem = self.view.save_settings(st_forget_deleted_chats=on)
+        if problem:
+            self.say(f"Not saved: {problem}", ERROR_STYLE)
+            self.fill_setting()
+        else:
+            self.say("Chats deleted in SillyTavern are forgotten here too." if on else
+                     "Chats deleted in SillyTavern keep their state here until you forget them.", OK_STYLE)
+
+    async def refresh(self) -> None:
+        """Read the chat list (joins a read in flight)."""
+        if self._read is None or self._read.done():
+            self._read = asyncio.ensure_future(self._do_refresh())
+        await asyncio.shield(self._read)
+
+    async def _do_refresh(self) -> None:
+        read = self.view.bridge.engine.retrieval.list_chats(LIMIT)
+        try:
+            chats = await self.view.bridge.call(read)
+        except Exception:  # noqa: BLE001 - the engine may be between restarts, or stopped
+            read.close()  # never started when the engine thread was gone
+            log.debug("reading the chat list failed", exc_info=True)
+            return
+        if chats != self.chats:
+            self.chats = chats
+            self.fill()
+
+    def fill(self) -> None:
+        keep = set(self.selected_ids())
+        self.table.setSortingEnabled(False)
+        self.table.setRowCount(len(self.chats))
+        now = time.time()
+        for r, chat in enumerate(self.chats):
+            chat_id = str(chat.get("chat_id", ""))
+            first = QTableWidgetItem(chat_id)
+            first.setData(Qt.UserRole + 1, chat_id)
+            count = chat.get("generation_count")
+            gens = _NumberItem("?" if count is None else f"{int(count):,}")
+            gens.setData(Qt.UserRole, int(count or 0))
+            gens.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+            updated = _NumberItem(when_text(chat.get("updated_at"), now))
+            updated.setData(Qt.UserRole, float(chat.get("updated_at") or 0))
+            for c, item in enumerate((first, gens, updated)):
+                self.table.setItem(r, c, item)
+        self.table.setSortingEnabled(True)
+        for r in range(self.table.rowCount()):
+            if self.table.item(r, 0).data(Qt.UserRole + 1) in keep:
+                self.table.selectRow(r)
+        if not self.chats and not self.message.text():
+            self.say(EMPTY, MUTED_STYLE)
+        elif self.chats and self.message.text() == EMPTY:
+            self.say("")
+        self.forget_button.setEnabled(bool(self.selected_ids()))
+
+    def selected_ids(self) -> list[str]:
+        return [self.table.item(i.row(), 0).data(Qt.UserRole + 1) for i in self.table.selectionModel().selectedRows()
+                if self.table.item(i.row(), 0) is not None]
+
+    def select_chat(self, chat_id: str) -> bool:
+        for r in range(self.table.rowCount()):
+            if self.table.item(r, 0).data(Qt.UserRole + 1) == chat_id:
+                self.table.selectRow(r)
+                return True
+        return False
+
+    async def forget_selected(self, ask: bool = True) -> int:
+        ids = self.selected_ids()
+        if not ids:
+            return 0
+        what = f"chat “{ids[0]}”" if len(ids) == 1 else plural(len(ids), "chat")
+        if ask and not confirm(self, "Forget chats",
+                               f"Forget the state DLE Desktop keeps for {what}? Its cooldowns, warmup, pins and "
+                               "injection history are deleted; the chat itself stays in SillyTavern.", "Forget"):
+            return 0
+        self.forget_button.setEnabled(False)
+        done = 0
+        try:
+            for chat_id in ids:
+                if await self.view.bridge.call(self.view.bridge.engine.retrieval.reset(chat_id)):
+                    done += 1
+        except Exception as exc:  # noqa: BLE001
+            log.exception("forgetting a chat failed")
+            self.say(f"Forgetting failed after {plural(done, 'chat')}: {exc}", ERROR_STYLE)
+        else:
+            self.say(f"Forgot {what}." if done else "Nothing to forget: that state was gone already.", OK_STYLE)
+        await self.refresh()
+        return done
+
+    def stop(self) -> None:
+        if self._read is not None:
+            self._read.cancel()

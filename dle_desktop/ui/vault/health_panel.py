@@ -1,0 +1,70 @@
+"""The health results: errors, warnings and info in groups, plus notes that were not indexed."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem
+
+from dle_desktop.core.health import HealthReport
+from dle_desktop.ui.widgets.cut_text import CutTextTips
+
+ENTRY_ROLE = Qt.UserRole + 1
+
+
+class HealthPanel(QTreeWidget):
+    entryActivated = Signal(str, str)  # vault, path
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setColumnCount(3)
+        self.setHeaderLabels(["Entry", "Problem and what to do", "Code"])
+        self.setRootIsDecorated(True)
+        self.setUniformRowHeights(True)
+        self.setWordWrap(False)
+        # The problem takes the room there is; the cut part is in its tooltip
+        header = self.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(1, QHeaderView.Stretch)
+        self.itemActivated.connect(self._activated)
+        # Cut in the middle, the Entry column keeps a note's "(line N)" in view
+        self.tips = CutTextTips(self, middle_columns={0})
+        self._expanded = {"Errors": True, "Warnings": True}
+
+    def show_report(self, report: HealthReport, skipped=()) -> None:
+        for i in range(self.topLevelItemCount()):
+            item = self.topLevelItem(i)
+            self._expanded[item.data(0, Qt.UserRole)] = item.isExpanded()
+        self.clear()
+        groups = (("Errors", report.errors), ("Warnings", report.warnings), ("Info", report.info))
+        for name, findings in groups:
+            top = QTreeWidgetItem([f"{name} ({len(findings)})", "", ""])
+            top.setFirstColumnSpanned(False)
+            top.setData(0, Qt.UserRole, name)
+            font = top.font(0)
+            font.setBold(True)
+            top.setFont(0, font)
+            for f in findings:
+                child = QTreeWidgetItem([f.entry or f.path or "(configuration)", f.message, f.code])
+                child.setToolTip(1, f.message)
+                if f.vault and f.path:
+                    child.setData(0, ENTRY_ROLE, (f.vault, f.path))
+                top.addChild(child)
+            self.addTopLevelItem(top)
+            top.setExpanded(self._expanded.get(name, False))
+        not_indexed = [s for s in skipped]
+        top = QTreeWidgetItem([f"Not indexed ({len(not_indexed)})", "", ""])
+        top.setData(0, Qt.UserRole, "Not indexed")
+        for s in not_indexed:
+            where = s.path + (f" (line {s.line})" if s.line else "")
+            child = QTreeWidgetItem([where, s.reason, s.code.lower()])
+            child.setToolTip(1, s.reason)
+            top.addChild(child)
+        self.addTopLevelItem(top)
+        top.setExpanded(self._expanded.get("Not indexed", False))
+        self.setColumnWidth(0, 170)
+        self.setColumnWidth(2, 110)
+
+    def _activated(self, item: QTreeWidgetItem, _column: int) -> None:
+        target = item.data(0, ENTRY_ROLE)
+        if target:
+            self.entryActivated.emit(*target)

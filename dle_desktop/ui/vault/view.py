@@ -1,0 +1,267 @@
+"""The Vault view: every entry in a filterable table, the selected entry in full, and health."""
+
+from __future__ import annotations
+
+from urllib.parse import unquote
+
+from PySide6.QtCore import QByteArray, QItemSelectionModel, Qt, QUrl, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QTabWidget,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from dle_desktop.core.health import HealthReport
+from dle_desktop.core.index import IndexSnapshot
+from dle_desktop.ui.widgets.cut_text import CutTextTips
+from dle_desktop.ui.vault.entries_model import UID_ROLE, EntriesFilter, EntriesModel
+from dle_desktop.ui.vault.entry_detail import EntryHistory, render_entry
+from dle_desktop.ui.vault.health_panel import HealthPanel
+from dle_desktop.ui.widgets.semantic_strip import SemanticStrip
+from dle_desktop.ui.vault.chat_trial_panel import ChatTrialPanel
+
+#: Where the splitters are kept; "_v2" since the 1200×760 layout fix: the sizes saved before were
+#: forced by Test a chat's width (the entries table squeezed), not chosen, so they are not restored.
+MAIN_SPLIT_KEY, RIGHT_SPLIT_KEY = "vault/main_split_v2", "vault/right_split_v2"
+
+#: The Title column grows to the longest title once, up to this width (Keys stretch into the rest)
+TITLE_MAX = 260
+
+WELCOME = """<h2>DLE Desktop</h2><p>Select an entry on the left to see its fields, links and the exact
+text that would be injected. The health check below lists problems in the vault, each with what to do.</p>"""
+
+
+class VaultView(QWidget):
+    selectionChangedUid = Signal(str)
+    #: ("optimize-keys" | "summarize", uid): the Librarian proposes the change as a diff
+    entryActionRequested = Signal(str, str)
+
+    def __init__(self, parent=None, test_runner=None) -> None:
+        super().__init__(parent)
+        self.snapshot: IndexSnapshot | None = None
+        self._title_fitted = False  # once per run, and never over widths the user kept from last time
+        self.model = EntriesModel(self)
+        self.proxy = EntriesFilter(self)
+        self.proxy.setSourceModel(self.model)
+
+        self.filter = QLineEdit(placeholderText="Filter by title, key, folder or tag  (Ctrl+F)")
+        self.filter.setClearButtonEnabled(True)
+        self.filter.textChanged.connect(self._filter_changed)
+        self.count_label = QLabel()
+        self.no_matches = QLabel()
+        self.no_matches.setWordWrap(True)
+        self.no_matches.setTextFormat(Qt.PlainText)  # the filter is typed text, never markup
+        self.no_matches.setStyleSheet("color: palette(placeholder-text); padding: 4px")
+        self.no_matches.hide()
+
+        self.table = QTableView()
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(0, Qt.AscendingOrder)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.table.setAlternatingRowColors(True)
+        self.table.verticalHeader().hide()
+        self.table.verticalHeader().setDefaultSectionSize(22)
+        self.table.horizontalHeader().setStretchLastSection(False)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)
+        for col, width in enumerate((190, 110, 200, 58, 58, 80, 100)):
+            self.table.setColumnWidth(col, width)
+        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.Stretch)
+        self.table.selectionModel().currentRowChanged.connect(self._current_changed)
+        self.tips = CutTextTips(self.table)
+
+        self.detail = QTextBrowser()
+        self.detail.setOpenLinks(False)
+        self.detail.anchorClicked.connect(self._anchor_clicked)
+        self.detail.setHtml(WELCOME)
+
+        self.health = HealthPanel()
+        self.health.entryActivated.connect(self.select_entry)
+
+        left = QWidget()
+        lv = QVBoxLayout(left)
+        lv.setContentsMargins(0, 0, 0, 0)
+        lv.addWidget(self.filter)
+        lv.addWidget(self.no_matches)
+        lv.addWidget(self.table)
+        self.semantic_strip = SemanticStrip()
+        lv.addWidget(self.semantic_strip)
+        lv.addWidget(self.count_label)
+
+        self.test_panel = ChatTrialPanel(test_runner)
+        self.test_panel.entryRequested.connect(self.select_title)
+        self.right_tabs = QTabWidget()
+        self.right_tabs.addTab(self.detail, "Entry")
+        self.right_tabs.addTab(self.test_panel, "Test a chat")
+        # The selected note's last write by the app, taken back (conflict-checked); the history
+        # itself is listed in the detail pane.
+        self.undo_button = QPushButton("Undo last write")
+        corner = QWidget()
+        corner_row = QHBoxLayout(corner)
+        corner_row.setContentsMargins(0, 0, 0, 0)
+        for label, action in (("Optimize keys", "optimize-keys"), ("Summarize", "summarize")):
+            button = QPushButton(label, toolTip=f"{label}: the Librarian proposes a change to this entry as a diff")
+            button.clicked.connect(lambda _=False, a=action: self.current_uid() and
+                                   self.entryActionRequested.emit(a, self.current_uid()))
+            corner_row.addWidget(button)
+        corner_row.addWidget(self.undo_button)
+        self.right_tabs.setCornerWidget(corner, Qt.TopRightCorner)
+        self.entry_history = EntryHistory(self.undo_button, self)
+        self.entry_history.changed.connect(self._render_current)
+        self.right_split = QSplitter(Qt.Vertical)
+        self.right_split.addWidget(self.right_tabs)
+        self.right_split.addWidget(self.health)
+        self.right_split.setStretchFactor(0, 3)
+        self.right_split.setStretchFactor(1, 2)
+        self.right_split.setSizes([470, 190])
+
+        self.main_split = QSplitter(Qt.Horizontal)
+        self.main_split.addWidget(left)
+        self.main_split.addWidget(self.right_split)
+        self.main_split.setStretchFactor(0, 3)
+        self.main_split.setStretchFactor(1, 2)
+        self.main_split.setSizes([700, 480])
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.main_split)
+
+        # Ctrl+F belongs to the main window's Find action: a second binding here made Qt call the
+        # key ambiguous and drop it.
+        QShortcut(QKeySequence(Qt.Key_Escape), self.filter, activated=lambda: self.filter.clear())
+
+    # -- data -------------------------------------------------------------------------------
+    def set_snapshot(self, snapshot: IndexSnapshot) -> None:
+        keep = self.current_uid()
+        self.snapshot = snapshot
+        self.model.set_entries(snapshot.entries)
+        self.table.setColumnHidden(6, len({e.vault for e in snapshot.entries}) <= 1)
+        if not self._title_fitted and snapshot.entries:
+            self._title_fitted = True
+            self.table.setColumnWidth(0, max(self.table.columnWidth(0), min(self.table.sizeHintForColumn(0), TITLE_MAX)))
+        self._update_count()
+        if keep and keep in snapshot.by_uid:
+            self.select_uid(keep)
+        elif keep:
+            self.detail.setHtml(WELCOME + "<p><i>The selected entry is no longer in the vault.</i></p>")
+
+    def set_health(self, report: HealthReport) -> None:
+        self.health.show_report(report, self.snapshot.skipped if self.snapshot else ())
+
+    def _update_count(self) -> None:
+        shown, total = self.proxy.rowCount(), self.model.rowCount()
+        self.count_label.setText(f"{shown} of {total} entries" if shown != total else f"{total} entries")
+        text = self.filter.text().strip()
+        self.no_matches.setText(f"No entry matches “{text}”. Esc clears the filter.")
+        self.no_matches.setVisible(bool(total) and not shown)
+
+    # -- selection --------------------------------------------------------------------------
+    def current_uid(self) -> str | None:
+        idx = self.table.currentIndex()
+        return idx.data(UID_ROLE) if idx.isValid() else None
+
+    def select_uid(self, uid: str) -> bool:
+        row = self.model.row_of(uid)
+        if row is None:
+            return False
+        proxy_index = self.proxy.mapFromSource(self.model.index(row, 0))
+        if not proxy_index.isValid():  # hidden by the filter: clear it so the entry can show
+            self.filter.clear()
+            proxy_index = self.proxy.mapFromSource(self.model.index(row, 0))
+        self.table.selectionModel().setCurrentIndex(
+            proxy_index, QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
+        self.table.scrollTo(proxy_index)
+        self._show(uid)
+        return True
+
+    def select_entry(self, vault: str, path: str) -> None:
+        self.select_uid(f"{vault}\x00{path}")
+
+    def select_title(self, vault: str, title: str) -> None:
+        if self.snapshot is None:
+            return
+        hits = [e for e in self.snapshot.by_title.get(title.lower(), ()) if not vault or e.vault == vault]
+        if hits and self.select_uid(hits[0].uid):
+            self.right_tabs.setCurrentWidget(self.detail)
+
+    def _current_changed(self, current, _previous) -> None:
+        uid = current.data(UID_ROLE) if current.isValid() else None
+        if uid:
+            self._show(uid)
+            if self.table.hasFocus():  # the user picked it: show it, even from the test tab
+                self.right_tabs.setCurrentWidget(self.detail)
+            self.selectionChangedUid.emit(uid)
+
+    def _show(self, uid: str) -> None:
+        if self.snapshot is None:
+            return
+        entry = self.snapshot.by_uid.get(uid)
+        if entry is not None:
+            self.entry_history.show_note(entry.vault, entry.path)
+            self.detail.setHtml(render_entry(entry, self.snapshot, self.entry_history.html()))
+
+    def _render_current(self) -> None:
+        uid = self.current_uid()
+        entry = self.snapshot.by_uid.get(uid) if self.snapshot is not None and uid else None
+        if entry is not None and self.entry_history.note == (entry.vault, entry.path):
+            self.detail.setHtml(render_entry(entry, self.snapshot, self.entry_history.html()))
+
+    def set_write_access(self, access) -> None:
+        """Where the entry detail reads write history and undoes writes (the engine's note writer)."""
+        self.entry_history.set_access(access)
+        uid = self.current_uid()
+        if uid:
+            self._show(uid)
+
+    def _anchor_clicked(self, url: QUrl) -> None:
+        text = url.toString()
+        if text.startswith("entry:"):
+            self.select_uid(unquote(text[len("entry:"):]))
+
+    def _filter_changed(self, text: str) -> None:
+        self.proxy.set_text(text)
+        self._update_count()
+
+    def focus_filter(self) -> None:
+        self.filter.setFocus()
+        self.filter.selectAll()
+
+    # -- state that survives a restart --------------------------------------------------------
+    def save_state(self, store) -> None:
+        store.setValue(MAIN_SPLIT_KEY, self.main_split.saveState())
+        store.setValue(RIGHT_SPLIT_KEY, self.right_split.saveState())
+        store.setValue("vault/header", self.table.horizontalHeader().saveState())
+        store.setValue("vault/filter", self.filter.text())
+        store.setValue("vault/selected", self.current_uid() or "")
+        store.setValue("vault/right_tab", self.right_tabs.currentIndex())
+        store.setValue("vault/test_chat", self.test_panel.input.toPlainText())
+
+    def restore_state(self, store) -> str | None:
+        for key, widget in ((MAIN_SPLIT_KEY, self.main_split), (RIGHT_SPLIT_KEY, self.right_split)):
+            value = store.value(key)
+            if isinstance(value, QByteArray):
+                widget.restoreState(value)
+        header = store.value("vault/header")
+        if isinstance(header, QByteArray):
+            self.table.horizontalHeader().restoreState(header)
+            self._title_fitted = True
+        self.filter.setText(store.value("vault/filter", "") or "")
+        chat = store.value("vault/test_chat")
+        if isinstance(chat, str) and chat.strip():
+            self.test_panel.input.setPlainText(chat)
+        try:
+            self.right_tabs.setCurrentIndex(int(store.value("vault/right_tab", 0)))
+        except (TypeError, ValueError):
+            pass
+        return store.value("vault/selected", "") or None

@@ -1,0 +1,1 @@
+"""Small widgets and helpers shared by the views."""
