@@ -7,31 +7,16 @@ import json
 import sys
 from pathlib import Path
 
-from dle_desktop.core.pipeline.chat_input import ChatDocument, ChatInputError, has_lone_surrogate, parse_chat_document
+from dle_desktop.core.pipeline.chat_input import (
+    ChatDocument,
+    ChatInputError,
+    has_lone_surrogate,
+    parse_chat_document,
+)
 from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.errors import ConfigError, InputError
+from dle_desktop.fileio import read_json_file
 from dle_desktop.state.settings import settings_from_mapping
-
-
-
-def _read_json(path: str, what: str):
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{what} file not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{what} file {path} cannot be read: {exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{what} file {path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except RecursionError:
-        raise InputError(f"{what} file {path} is not valid JSON: it is nested too deeply") from None
-    except ValueError:  # an integer longer than Python's digit limit
-        raise InputError(f"{what} file {path} is not valid JSON: a number in it is too long") from None
-    if has_lone_surrogate(data):
-        raise InputError(f"{what} file {path} has a \\u escape of an unpaired surrogate (\\ud800-\\udfff), which is not text")
-    return data
 
 
 def load_chat(path: str) -> ChatDocument:
@@ -55,7 +40,7 @@ def load_chat(path: str) -> ChatDocument:
             raise InputError(f"chat file {path} has a \\u escape of an unpaired surrogate (\\ud800-\\udfff), which is not text")
         return doc
     try:
-        return parse_chat_document(_read_json(path, "chat"))
+        return parse_chat_document(read_json_file(path, "chat"))
     except ChatInputError as exc:
         raise InputError(f"chat file {path}: {exc}") from None
 
@@ -126,7 +111,7 @@ def run_match(args) -> int:
     doc = load_chat(args.chat)
     settings = ctx.settings
     if args.settings:
-        raw = _read_json(args.settings, "settings")
+        raw = read_json_file(args.settings, "settings")
         try:
             settings = settings_from_mapping(raw, base=settings)
         except ConfigError as exc:

@@ -4,10 +4,6 @@ the Author's Notebook."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import re
-
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -15,13 +11,13 @@ from starlette.routing import Route
 from dle_desktop.core.chat_id import ChatIdError, check_chat_id
 from dle_desktop.core.pipeline.chat_input import (
     ChatInputError,
-    has_lone_surrogate,
     parse_chat_document,
     parse_context,
     parse_folder_filter,
     parse_refs,
 )
 from dle_desktop.errors import InputError
+from dle_desktop.fileio import parse_json_bytes_async
 from dle_desktop.server.chat_routing import ChatRoute
 from dle_desktop.state.chat_store import KEEP_RECORDS
 
@@ -29,34 +25,11 @@ RETRIEVE_FIELDS = {"chat_id", "messages", "character_name", "context", "swipe", 
                    "folder_filter", "notebook"}
 
 
-#: A \uD800-\uDFFF escape: JSON's grammar allows an unpaired one, but it is not Unicode text and
-#: could be neither stored (SQLite wants UTF-8) nor sent back.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-
-
-
 async def read_json(request: Request):
     body = await request.body()
     if not body:
         raise InputError("the request body is empty; send JSON")
-    try:
-        # Decode ourselves: json.loads(bytes) would also guess UTF-16/32, and a body that is not
-        # UTF-8 must be named as such, not reported as a JSON syntax error.
-        text = body.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"the request body is not UTF-8 text (invalid byte at offset {exc.start})") from None
-    try:
-        # A big body is parsed off the engine loop, so other requests keep being answered.
-        data = json.loads(text) if len(text) < 256 * 1024 else await asyncio.to_thread(json.loads, text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except RecursionError:
-        raise InputError("the request body is not valid JSON: it is nested too deeply") from None
-    except ValueError:  # an integer longer than Python's digit limit (4300)
-        raise InputError("the request body is not valid JSON: a number in it is too long") from None
-    if _SURROGATE_ESCAPE.search(text) and has_lone_surrogate(data):
-        raise InputError("the request body has a \\u escape of an unpaired surrogate (\\ud800-\\udfff), which is not text")
-    return data
+    return await parse_json_bytes_async(body, "the request body")
 
 
 MAX_NOTEBOOK_BYTES = 64 * 1024

@@ -23,21 +23,19 @@ routes: `server/security.py` judges Host, Origin and token for every route.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
 import numpy as np
-
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from dle_desktop.core.pipeline.chat_input import has_lone_surrogate
+from dle_desktop.errors import InputError
+from dle_desktop.fileio import parse_json_bytes_async
 from dle_desktop.vectors.service import (
     MAX_INSERT_ITEMS,
     VectorApiError,
@@ -76,10 +74,6 @@ class BodyTooLarge(Exception):
                          f"of {limit} bytes for this route")
 
 
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-
-
-
 async def read_body_limited(request: Request, limit: int) -> bytes:
     """The whole body, or BodyTooLarge. An oversized body is still read to its end (and thrown
     away, bounded by the server-wide limit) so the client gets the 413 rather than a reset."""
@@ -106,20 +100,9 @@ class BadJson(ValueError):
 async def parse_json_bytes(body: bytes) -> Any:
     """JSON from bytes, whatever the Content-Type (KoboldCpp's caller sends none). Raises BadJson."""
     try:
-        text = body.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise BadJson(f"the request body is not UTF-8 text (invalid byte at offset {exc.start})") from None
-    try:
-        data = json.loads(text) if len(text) < 256 * 1024 else await asyncio.to_thread(json.loads, text)
-    except json.JSONDecodeError as exc:
-        raise BadJson(f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except RecursionError:
-        raise BadJson("the request body is not valid JSON: it is nested too deeply") from None
-    except ValueError:  # an integer longer than Python's digit limit
-        raise BadJson("the request body is not valid JSON: a number in it is too long") from None
-    if _SURROGATE_ESCAPE.search(text) and has_lone_surrogate(data):
-        raise BadJson("the request body has a \\u escape of an unpaired surrogate (\\ud800-\\udfff), which is not text")
-    return data
+        return await parse_json_bytes_async(body, "the request body")
+    except InputError as exc:
+        raise BadJson(str(exc)) from None
 
 
 def connection_headers(request: Request) -> dict[str, str]:
