@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class Context:
+class AppContext:
     paths: AppPaths
     store: SettingsStore
     settings: Settings
@@ -36,7 +36,7 @@ class Context:
     session: SessionVaults = field(default_factory=SessionVaults)
 
 
-def make_context(data_dir: str | None, log_to_stderr: bool = True, keys_file: str | None = None) -> Context:
+def make_context(data_dir: str | None, log_to_stderr: bool = True, keys_file: str | None = None) -> AppContext:
     """`keys_file`: API keys for this run (see `state.secrets.read_keys_file`); the environment's
     DLE_AI_KEY_*/DLE_VAULT_KEY_*/DLE_OBSIDIAN_KEY variables are read too."""
     paths = resolve_paths(data_dir)
@@ -50,15 +50,15 @@ def make_context(data_dir: str | None, log_to_stderr: bool = True, keys_file: st
     secrets = SecretStore(file_path=paths.secrets_file, run_keys=os.environ)
     if keys_file:
         secrets.add_run_keys(read_keys_file(keys_file))
-    return Context(paths, store, settings, secrets)
+    return AppContext(paths, store, settings, secrets)
 
 
-def make_engine(ctx: Context, vault_specs: list[str] | None, ai_offline: bool = False) -> Engine:
+def make_engine(ctx: AppContext, vault_specs: list[str] | None, ai_offline: bool = False) -> Engine:
     override = [source_from_spec(s, ctx.secrets, ctx.settings.vaults) for s in vault_specs] if vault_specs else None
     return Engine(ctx.paths, ctx.settings, ctx.secrets, vault_override=override, ai_offline=ai_offline)
 
 
-def session_engine(ctx: Context, settings: Settings | None = None) -> Engine:
+def session_engine(ctx: AppContext, settings: Settings | None = None) -> Engine:
     """An engine on `settings` (default: the context's) that keeps this session's vaults open."""
     settings = settings or ctx.settings
     return Engine(ctx.paths, settings, ctx.secrets, vault_override=ctx.session.sources(settings, ctx.secrets))
@@ -67,7 +67,7 @@ def session_engine(ctx: Context, settings: Settings | None = None) -> Engine:
 class Runtime:
     """The engine and its HTTP server running on the engine thread: shared by GUI and headless."""
 
-    def __init__(self, ctx: Context, engine: Engine, host: str | None = None, port: int | None = None,
+    def __init__(self, ctx: AppContext, engine: Engine, host: str | None = None, port: int | None = None,
                  serve: bool = True) -> None:
         self.ctx = ctx
         self.engine = engine
@@ -216,7 +216,7 @@ class Runtime:
             self.thread.stop()
 
 
-def run_headless(ctx: Context, engine: Engine, host: str | None, port: int | None) -> int:
+def run_headless(ctx: AppContext, engine: Engine, host: str | None, port: int | None) -> int:
     # `serve` always serves: settings' server_enabled switch is for the GUI (with port=None,
     # Runtime honours it, and a disabled server here meant "error: None" and exit 2).
     runtime = Runtime(ctx, engine, host, ctx.settings.server_port if port is None else port, serve=True)

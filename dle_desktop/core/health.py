@@ -42,7 +42,7 @@ class HealthContext:
 
 
 @dataclass(frozen=True)
-class Finding:
+class HealthFinding:
     severity: str  # error | warning | info
     code: str
     message: str
@@ -56,12 +56,12 @@ class Finding:
 
 @dataclass
 class HealthReport:
-    errors: list[Finding] = field(default_factory=list)
-    warnings: list[Finding] = field(default_factory=list)
-    info: list[Finding] = field(default_factory=list)
+    errors: list[HealthFinding] = field(default_factory=list)
+    warnings: list[HealthFinding] = field(default_factory=list)
+    info: list[HealthFinding] = field(default_factory=list)
 
     def add(self, severity: str, code: str, message: str, entry: Entry | None = None, title: str | None = None) -> None:
-        f = Finding(severity, code, message,
+        f = HealthFinding(severity, code, message,
                     entry=entry.title if entry else title,
                     vault=entry.vault if entry else None,
                     path=entry.path if entry else None)
@@ -209,7 +209,7 @@ def _vault_wide_checks(snapshot: IndexSnapshot, ctx: HealthContext, r: HealthRep
     for skip in snapshot.skipped:
         if skip.code in ("SKIP_BAD_FRONTMATTER", "SKIP_READ_ERROR"):
             where = f"{skip.path}" + (f", line {skip.line}" if skip.line else "")
-            r.warnings.append(Finding("warning", skip.code.lower(), f"{where}: {skip.reason}. The note is not indexed until this is fixed.",
+            r.warnings.append(HealthFinding("warning", skip.code.lower(), f"{where}: {skip.reason}. The note is not indexed until this is fixed.",
                                       entry=None, vault=skip.vault, path=skip.path))
     for w in snapshot.warnings:
         r.add("warning", "index_warning", w)

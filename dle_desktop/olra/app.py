@@ -285,7 +285,7 @@ class OlraApp:
             vault, changed = await asyncio.to_thread(vault_ops.write_file, served, path, bytes(body))
         except vault_ops.VaultUnavailable as exc:
             return await self._error(send, 503, f"Service Unavailable: {exc}")
-        except vault_ops.WriteRefused as exc:
+        except vault_ops.PutRefused as exc:
             return await self._error(send, exc.status, exc.message, exc.error_code)
         self.stats["writes"] += 1
         if self.on_written is not None:

@@ -165,7 +165,7 @@ def find_and_read(served: ServedVaults, path: VaultPath) -> bytes | None:
     return None if found is None else read_file(found[1])
 
 
-class WriteRefused(Exception):
+class PutRefused(Exception):
     def __init__(self, status: int, message: str, error_code: int | None = None) -> None:
         super().__init__(message)
         self.status = status
@@ -180,12 +180,12 @@ def write_file(served: ServedVaults, path: VaultPath, data: bytes) -> tuple[Serv
     real one when a symlink inside the vault pointed elsewhere in it)."""
     served.check()
     if served.read_only:
-        raise WriteRefused(403, served.read_only)
+        raise PutRefused(403, served.read_only)
     if path.is_dir or not path.parts:
-        raise WriteRefused(405, "Request method is valid only for files: PUT a file's path, not a folder's",
+        raise PutRefused(405, "Request method is valid only for files: PUT a file's path, not a folder's",
                            40510)
     if path.hidden:
-        raise WriteRefused(403, "DLE Desktop does not write hidden files or folders (names starting with '.', "
+        raise PutRefused(403, "DLE Desktop does not write hidden files or folders (names starting with '.', "
                                 "such as .obsidian or .git)")
     target_vault = served.vaults[0]
     for vault in served.vaults:
@@ -198,19 +198,19 @@ def write_file(served: ServedVaults, path: VaultPath, data: bytes) -> tuple[Serv
     try:
         real = confine(target_vault.real, path.parts)
     except PathRefused as exc:
-        raise WriteRefused(exc.status, exc.message) from None
+        raise PutRefused(exc.status, exc.message) from None
     if os.path.isdir(real):
-        raise WriteRefused(405, f"{path.rel} is a folder; PUT writes files only", 40510)
+        raise PutRefused(405, f"{path.rel} is a folder; PUT writes files only", 40510)
     parent = os.path.dirname(real)
     try:
         os.makedirs(parent, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
-        raise WriteRefused(400, f"a part of {path.rel} is a file, not a folder") from None
+        raise PutRefused(400, f"a part of {path.rel} is a file, not a folder") from None
     except OSError as exc:
-        raise WriteRefused(500, f"cannot make the folder for {path.rel}: {exc.strerror or exc}") from None
+        raise PutRefused(500, f"cannot make the folder for {path.rel}: {exc.strerror or exc}") from None
     # The parent may itself be a symlink made between the check and now: check again.
     if not _inside(os.path.realpath(parent), target_vault.real):
-        raise WriteRefused(403, "the path leads outside the vault folder (through a symbolic link); nothing written")
+        raise PutRefused(403, "the path leads outside the vault folder (through a symbolic link); nothing written")
     mode = None
     try:
         mode = stat.S_IMODE(os.stat(real).st_mode)
@@ -239,8 +239,8 @@ def write_file(served: ServedVaults, path: VaultPath, data: bytes) -> tuple[Serv
         except OSError:
             pass
         if exc.errno in (errno.ENOSPC, errno.EDQUOT if hasattr(errno, "EDQUOT") else errno.ENOSPC):
-            raise WriteRefused(507, f"the disk is full; {path.rel} was not written") from None
-        raise WriteRefused(500, f"{path.rel} could not be written: {exc.strerror or exc}") from None
+            raise PutRefused(507, f"the disk is full; {path.rel} was not written") from None
+        raise PutRefused(500, f"{path.rel} could not be written: {exc.strerror or exc}") from None
     if _POSIX:
         try:
             dir_fd = os.open(parent, os.O_RDONLY)

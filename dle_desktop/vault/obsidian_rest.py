@@ -130,7 +130,7 @@ def breaker_backoff_ms(failures: int) -> int:
     return min(BREAKER_BASE_MS * 2 ** min(failures - BREAKER_THRESHOLD, 3), BREAKER_MAX_MS)
 
 
-class CircuitBreaker:
+class RestHostBreaker:
     """DLE's per-`host:port` breaker: 3 failures open it, then one probe at a time is let through.
 
     Callers pair `acquire()` with exactly one of `success()`, `failure()` or `release()`.
@@ -186,18 +186,18 @@ class CircuitBreaker:
             self.probing = False
 
 
-_breakers: dict[str, CircuitBreaker] = {}
+_breakers: dict[str, RestHostBreaker] = {}
 _breakers_lock = threading.Lock()
 _clock: Callable[[], float] = time.monotonic
 
 
-def breaker_for(host: str, port: int) -> CircuitBreaker:
+def breaker_for(host: str, port: int) -> RestHostBreaker:
     """The breaker shared by every source pointing at `host:port`."""
     address = f"{host}:{port}"
     with _breakers_lock:
         breaker = _breakers.get(address)
         if breaker is None:
-            breaker = _breakers[address] = CircuitBreaker(address, _clock)
+            breaker = _breakers[address] = RestHostBreaker(address, _clock)
         return breaker
 
 
@@ -365,7 +365,7 @@ class ObsidianRestSource(VaultSource):
         return self._key.reveal()
 
     @property
-    def breaker(self) -> CircuitBreaker:
+    def breaker(self) -> RestHostBreaker:
         return breaker_for(self.host, self.port)
 
     def describe(self) -> str:

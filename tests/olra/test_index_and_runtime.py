@@ -153,12 +153,12 @@ def test_serving_follows_a_replaced_engine(live, tmp_path, secrets):
 
 
 def _runtime(tmp_path, settings: Settings):
-    from dle_desktop.app.runtime import Context, Runtime
+    from dle_desktop.app.runtime import AppContext, Runtime
     from dle_desktop.state.secrets import SecretStore
     from dle_desktop.state.settings import SettingsStore
 
     paths = AppPaths(tmp_path / "data", tmp_path / "data").ensure()
-    ctx = Context(paths, SettingsStore(paths.settings_file), settings, SecretStore(use_keyring=False))
+    ctx = AppContext(paths, SettingsStore(paths.settings_file), settings, SecretStore(use_keyring=False))
     root = write_files(tmp_path / "v", {"Alpha.md": lore_text("Alpha")})
     engine = Engine(paths, settings, ctx.secrets, vault_override=[FolderSource("lore", root)])
     return Runtime(ctx, engine, port=0).start(), root

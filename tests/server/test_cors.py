@@ -242,7 +242,7 @@ def test_rotation_holds_across_an_engine_replacement(fresh):
 
 
 def test_the_runtime_rotates_on_the_engine_thread(tmp_path):
-    from dle_desktop.app.runtime import Context, Runtime
+    from dle_desktop.app.runtime import AppContext, Runtime
     from dle_desktop.engine.engine import Engine
     from dle_desktop.state.paths import AppPaths
     from dle_desktop.state.secrets import SecretStore
@@ -253,7 +253,7 @@ def test_the_runtime_rotates_on_the_engine_thread(tmp_path):
 
     paths = AppPaths(tmp_path / "data", tmp_path / "data").ensure()
     settings = Settings().replace(server_port=0)
-    ctx = Context(paths, SettingsStore(paths.settings_file), settings, SecretStore(use_keyring=False))
+    ctx = AppContext(paths, SettingsStore(paths.settings_file), settings, SecretStore(use_keyring=False))
     engine = Engine(paths, settings, ctx.secrets, vault_override=[FolderSource("lore", write_world(tmp_path / "v"))])
     runtime = Runtime(ctx, engine, port=0).start()
     try:

@@ -61,7 +61,7 @@ def make_desktop(tmp_path, qapp):
     """Build the real DesktopApp (engine thread, watcher, no HTTP port) on a vault folder."""
     from PySide6.QtCore import QSettings
 
-    from dle_desktop.app.runtime import Context, Runtime
+    from dle_desktop.app.runtime import AppContext, Runtime
     from dle_desktop.engine.engine import Engine
     from dle_desktop.state.paths import resolve_paths
     from dle_desktop.state.secrets import SecretStore
@@ -80,7 +80,7 @@ def make_desktop(tmp_path, qapp):
 
         paths = resolve_paths(data_dir or tmp_path / "data").ensure()
         settings = settings or Settings()
-        ctx = Context(paths, SettingsStore(paths.settings_file), settings, SecretStore(use_keyring=False))
+        ctx = AppContext(paths, SettingsStore(paths.settings_file), settings, SecretStore(use_keyring=False))
         if command_line is not None:
             ctx.session = SessionVaults.from_command_line(command_line)
             engine = session_engine(ctx)

@@ -31,7 +31,7 @@ SHOTS = (Path(__file__).resolve().parents[2] / "docs" / "screenshots" if os.envi
 def start_app(tmp_path, qapp):
     """Start the app as `dle-desktop` does on a data folder (offer_guide as run_gui passes it for a
     normal start); the same data folder again is the second start."""
-    from dle_desktop.app.runtime import Context, Runtime
+    from dle_desktop.app.runtime import AppContext, Runtime
     from dle_desktop.engine.engine import Engine
     from dle_desktop.state.paths import resolve_paths
     from dle_desktop.state.secrets import SecretStore
@@ -47,7 +47,7 @@ def start_app(tmp_path, qapp):
         paths = resolve_paths(data_dir or tmp_path / "data").ensure()
         store = SettingsStore(paths.settings_file)
         settings = store.load()
-        ctx = Context(paths, store, settings, secrets)
+        ctx = AppContext(paths, store, settings, secrets)
         runtime = Runtime(ctx, Engine(paths, settings, secrets), serve=False, port=0)
         ui_state = QSettings(str(paths.config_dir / "ui-state.ini"), QSettings.IniFormat)
         desk = DesktopApp(qapp, runtime, ui_state, offer_guide=offer_guide, **{"tray_available": False, **options})

@@ -3,7 +3,7 @@ ForceAtlas2 layout (`layout`, presets, incremental, progress and cancel) and its
 (`analyse`: communities, backbone, circular requires, gap findings)."""
 
 from dle_desktop.core.graph.analysis import (
-    Analysis, Backbone, Communities, Finding, analyse, backbone, communities, gap_analysis,
+    Analysis, Backbone, Communities, GraphFinding, analyse, backbone, communities, gap_analysis,
     missing_connections, requires_cycles,
 )
 from dle_desktop.core.graph.forceatlas2 import EXACT_MAX_NODES, PRESETS, Layout, LayoutParams, layout, with_params
@@ -12,6 +12,6 @@ from dle_desktop.core.graph.model import EDGE_KINDS, NODE_TYPES, Edge, LoreGraph
 __all__ = [
     "EDGE_KINDS", "NODE_TYPES", "Edge", "LoreGraph", "build_graph", "node_type",
     "EXACT_MAX_NODES", "PRESETS", "Layout", "LayoutParams", "layout", "with_params",
-    "Analysis", "Backbone", "Communities", "Finding", "analyse", "backbone", "communities", "gap_analysis",
+    "Analysis", "Backbone", "Communities", "GraphFinding", "analyse", "backbone", "communities", "gap_analysis",
     "missing_connections", "requires_cycles",
 ]

@@ -22,7 +22,7 @@ _RNG_LOCK = threading.Lock()  # igraph's random generator is process-wide
 
 
 @dataclass(frozen=True)
-class Finding:
+class GraphFinding:
     kind: str  # orphan, bridge, cut_entry, type_imbalance, missing_connection, requires_cycle
     entries: tuple[str, ...]  # uids
     message: str
@@ -34,9 +34,9 @@ class Finding:
                 "message": self.message, "data": self.data}
 
 
-def _finding(graph: LoreGraph, kind: str, nodes: Iterable[int], message: str, **data) -> Finding:
+def _finding(graph: LoreGraph, kind: str, nodes: Iterable[int], message: str, **data) -> GraphFinding:
     nodes = list(nodes)
-    return Finding(kind, tuple(graph.uids[i] for i in nodes), message,
+    return GraphFinding(kind, tuple(graph.uids[i] for i in nodes), message,
                    tuple(graph.entries[i].title for i in nodes), data)
 
 
@@ -141,14 +141,14 @@ def backbone(graph: LoreGraph, alpha: float = 0.05, kinds: Iterable[str] | None 
 # Circular requires
 # ----------------------------------------------------------------------------------------------
 
-def requires_cycles(graph: LoreGraph, max_length: int = 12) -> list[Finding]:
+def requires_cycles(graph: LoreGraph, max_length: int = 12) -> list[GraphFinding]:
     """Every simple cycle of `requires` (A requires B … requires A), each reported once,
     starting at its alphabetically first title. Cycles longer than `max_length` entries are not
     enumerated (their number can explode); an entry that requires itself is a cycle of one."""
     if not graph.requires:
         return []
     g = ig.Graph(n=graph.n, edges=list(graph.requires), directed=True)
-    out: list[Finding] = []
+    out: list[GraphFinding] = []
     seen: set[tuple[int, ...]] = set()
     for cyc in g.simple_cycles(min=1, max=max_length):
         cyc = list(cyc)
@@ -218,7 +218,7 @@ def _cut_points(n: int, nbrs: list[list[int]]) -> dict[int, int]:
 def gap_analysis(graph: LoreGraph, comms: Communities | None = None, *, seed: int = 0,
                  min_cut_piece: int = 2, imbalance_min_size: int = 5, imbalance_share: float = 0.5,
                  imbalance_ratio: float = 3.0, max_shared_group: int = 30,
-                 max_missing: int = 200) -> list[Finding]:
+                 max_missing: int = 200) -> list[GraphFinding]:
     """DLE's gap analysis, plus cut entries:
 
     - `orphan`: an entry with no edge at all;
@@ -234,7 +234,7 @@ def gap_analysis(graph: LoreGraph, comms: Communities | None = None, *, seed: in
     if comms is None:
         comms = communities(graph, seed=seed)
     n = graph.n
-    out: list[Finding] = []
+    out: list[GraphFinding] = []
     deg = graph.degree
     for i in np.flatnonzero(deg == 0).tolist():
         out.append(_finding(graph, "orphan", [i], f"'{graph.entries[i].title}' has no links, requires, excludes or "
@@ -298,7 +298,7 @@ def _values(v) -> list:
     return out
 
 
-def missing_connections(graph: LoreGraph, max_shared_group: int = 30, max_missing: int = 200) -> list[Finding]:
+def missing_connections(graph: LoreGraph, max_shared_group: int = 30, max_missing: int = 200) -> list[GraphFinding]:
     """Pairs of entries that share at least one custom-field value and have no edge."""
     groups: dict[tuple[str, object], list[int]] = {}
     display: dict[tuple[str, object], str] = {}
@@ -343,11 +343,11 @@ def missing_connections(graph: LoreGraph, max_shared_group: int = 30, max_missin
 class Analysis:
     communities: Communities
     backbone: Backbone
-    cycles: tuple[Finding, ...]
-    gaps: tuple[Finding, ...]
+    cycles: tuple[GraphFinding, ...]
+    gaps: tuple[GraphFinding, ...]
 
     @property
-    def findings(self) -> tuple[Finding, ...]:
+    def findings(self) -> tuple[GraphFinding, ...]:
         return self.cycles + self.gaps
 
     def to_json(self, graph: LoreGraph | None = None) -> dict:

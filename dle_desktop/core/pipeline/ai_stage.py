@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from dle_desktop.core.entry import Entry
-from dle_desktop.core.pipeline.stages import Active, Context, sort_by_priority
+from dle_desktop.core.pipeline.stages import Active, StageContext, sort_by_priority
 
 STAGE = "ai search"
 TIER_RANK = {"high": 0, "medium": 1, "low": 2}
@@ -54,7 +54,7 @@ def ai_mode(cfg) -> str:
     return cfg.ai_search_mode
 
 
-def expand_links(ctx: Context, items: list[Active]) -> list[Active]:
+def expand_links(ctx: StageContext, items: list[Active]) -> list[Active]:
     """Two-stage mode: the non-constant notes that matched entries link to become candidates too."""
     active = {a.entry.uid: a for a in items}
     out = list(items)
@@ -70,7 +70,7 @@ def expand_links(ctx: Context, items: list[Active]) -> list[Active]:
     return out
 
 
-def whole_vault(ctx: Context, matched: Sequence[Active]) -> list[Active]:
+def whole_vault(ctx: StageContext, matched: Sequence[Active]) -> list[Active]:
     """AI-only mode: every writer-visible entry is a candidate; constants and active bootstraps
     are always in (the keyword matcher already marked them forced)."""
     forced = [a for a in matched if a.forced]
@@ -96,7 +96,7 @@ def _fallback(candidates: list[Active], keyword: list[Active], fallback: str) ->
     return []  # none
 
 
-def apply_ai_outcome(ctx: Context, mode: str, candidates: list[Active], keyword: list[Active],
+def apply_ai_outcome(ctx: StageContext, mode: str, candidates: list[Active], keyword: list[Active],
                      outcome: AiOutcome) -> list[Active]:
     """The working set after AI search: force-injected candidates plus the AI's picks, or the
     configured fallback, with a verdict for every selectable candidate."""

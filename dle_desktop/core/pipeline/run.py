@@ -31,7 +31,7 @@ from dle_desktop.core.pipeline.semantic_query import SemanticQuery, build_semant
 from dle_desktop.core.pipeline.state import SWIPE_SLOTS, ChatState
 from dle_desktop.core.pipeline.stages import (
     Active,
-    Context,
+    StageContext,
     apply_pins_and_blocks,
     contextual_gating,
     folder_filter,
@@ -186,7 +186,7 @@ class Pending:
     """A generation stopped where AI search reads its candidates. `begin_generation` makes it,
     the caller (optionally) asks an AI, `finish_generation` completes it. Pure data."""
 
-    ctx: Context
+    ctx: StageContext
     parts: _SnapshotParts
     state: ChatState  # after a swipe rollback
     before: dict
@@ -247,7 +247,7 @@ def begin_generation(
     bm25 = None
     if cfg.fuzzy_search_enabled:
         bm25 = snapshot.bm25.search
-    ctx = Context(
+    ctx = StageContext(
         entries=parts.visible, index=index, messages=list(messages), state=state, config=cfg,
         rng=rng or random.Random(), trace=trace, field_definitions=snapshot.field_definitions,
         character_name=character_name, bm25_search=bm25, by_title=parts.by_title,

@@ -37,7 +37,7 @@ class Active:
 
 
 @dataclass
-class Context:
+class StageContext:
     entries: Sequence[Entry]  # writer-visible entries, in vault order
     index: KeywordIndex
     messages: Sequence[ChatMessage]
@@ -110,7 +110,7 @@ class Context:
         return e.scan_depth if e.scan_depth is not None else self.config.scan_depth
 
 
-def _roll(ctx: Context, e: Entry, stage: str) -> bool:
+def _roll(ctx: StageContext, e: Entry, stage: str) -> bool:
     """DLE's probability: None always passes, 0 never, else skip when random() > p."""
     p = e.probability
     if p is None or p >= 1:
@@ -125,7 +125,7 @@ def _roll(ctx: Context, e: Entry, stage: str) -> bool:
     return True
 
 
-def _cooling(ctx: Context, e: Entry, stage: str) -> bool:
+def _cooling(ctx: StageContext, e: Entry, stage: str) -> bool:
     left = ctx.state.cooldowns.get(e.tracker_key, 0)
     if left > 0:
         ctx.trace.add(e, stage, "skipped", f"on cooldown: {left} more generation{'s' if left != 1 else ''}")
@@ -133,7 +133,7 @@ def _cooling(ctx: Context, e: Entry, stage: str) -> bool:
     return False
 
 
-def _warm_enough(ctx: Context, e: Entry, hit: KeyHit, idx: int, stage: str, index: KeywordIndex | None = None) -> bool:
+def _warm_enough(ctx: StageContext, e: Entry, hit: KeyHit, idx: int, stage: str, index: KeywordIndex | None = None) -> bool:
     if not e.warmup:
         return True
     found = count_occurrences(hit, (index or ctx.index).keys[idx], ctx.config.match_whole_words)
@@ -143,7 +143,7 @@ def _warm_enough(ctx: Context, e: Entry, hit: KeyHit, idx: int, stage: str, inde
     return True
 
 
-def _test(ctx: Context, idx: int, hit: KeyHit) -> tuple[str | None, bool]:
+def _test(ctx: StageContext, idx: int, hit: KeyHit) -> tuple[str | None, bool]:
     """(matched key as written, refine-blocked?) for entry `idx` against `hit`."""
     ww = ctx.config.match_whole_words
     key = first_matching_key(hit, ctx.index.keys[idx], ww)
@@ -155,12 +155,12 @@ def _test(ctx: Context, idx: int, hit: KeyHit) -> tuple[str | None, bool]:
     return key, False
 
 
-def _spelled(ctx: Context, idx: int, key: str) -> str:
+def _spelled(ctx: StageContext, idx: int, key: str) -> str:
     return ctx.index.spelling[idx].get(key, key)
 
 
 # -- matchEntries -------------------------------------------------------------------------------
-def match_entries(ctx: Context) -> list[Active]:
+def match_entries(ctx: StageContext) -> list[Active]:
     cfg, trace = ctx.config, ctx.trace
     active: dict[str, Active] = {}
 
@@ -321,7 +321,7 @@ def semantic_threshold(hits: Sequence[tuple], cfg: MatchConfig) -> float:
     return max(floor, median + min(1.0, margin) * (scores[0] - median))
 
 
-def semantic_stage(ctx: Context, active: dict[str, Active]) -> None:
+def semantic_stage(ctx: StageContext, active: dict[str, Active]) -> None:
     """Entries whose meaning is close to the scan text, beside keywords and BM25. The semantic
     list is fused with the BM25 list by reciprocal rank (1 / (k + rank), summed), so an entry
     both searches rank high comes first; the best `semantic_top_k` not yet matched are added,
@@ -486,7 +486,7 @@ def _exempt(a: Active) -> bool:
     return a.forced or e.constant or e.seed or e.bootstrap
 
 
-def contextual_gating(ctx: Context, items: list[Active], stage: str) -> list[Active]:
+def contextual_gating(ctx: StageContext, items: list[Active], stage: str) -> list[Active]:
     """DLE's per-field gate: nothing is filtered unless some enabled field has an active value."""
     fields = [f for f in ctx.field_definitions.fields if f.gating_enabled]
     context = ctx.state.context
@@ -528,7 +528,7 @@ def contextual_gating(ctx: Context, items: list[Active], stage: str) -> list[Act
     return out
 
 
-def folder_filter(ctx: Context, items: list[Active]) -> list[Active]:
+def folder_filter(ctx: StageContext, items: list[Active]) -> list[Active]:
     folders = ctx.state.folder_filter
     if not folders:
         return items
@@ -542,7 +542,7 @@ def folder_filter(ctx: Context, items: list[Active]) -> list[Active]:
     return out
 
 
-def forced_keys(ctx: Context, all_entries: Sequence[Entry]) -> set[str]:
+def forced_keys(ctx: StageContext, all_entries: Sequence[Entry]) -> set[str]:
     """DLE's exemption policy: constants, seeds and bootstraps (even inactive), and pinned entries."""
     keys = set(ctx.exempt_keys)
     for pin in ctx.state.pins:
@@ -550,7 +550,7 @@ def forced_keys(ctx: Context, all_entries: Sequence[Entry]) -> set[str]:
     return keys
 
 
-def apply_pins_and_blocks(ctx: Context, items: list[Active]) -> list[Active]:
+def apply_pins_and_blocks(ctx: StageContext, items: list[Active]) -> list[Active]:
     import dataclasses
 
     by_uid = {a.entry.uid: a for a in items}
@@ -571,7 +571,7 @@ def apply_pins_and_blocks(ctx: Context, items: list[Active]) -> list[Active]:
     return sort_by_priority(out)
 
 
-def reinjection_cooldown(ctx: Context, items: list[Active], forced: set[str]) -> list[Active]:
+def reinjection_cooldown(ctx: StageContext, items: list[Active], forced: set[str]) -> list[Active]:
     n = ctx.config.reinjection_cooldown
     if n <= 0:
         return items
@@ -586,7 +586,7 @@ def reinjection_cooldown(ctx: Context, items: list[Active], forced: set[str]) ->
     return out
 
 
-def requires_excludes(ctx: Context, items: list[Active], forced: set[str]) -> list[Active]:
+def requires_excludes(ctx: StageContext, items: list[Active], forced: set[str]) -> list[Active]:
     """Drop entries whose requirements are missing or whose exclusions are present; repeat
     until stable (drops cascade), at most 10 passes, highest priority number first as DLE does."""
     current = sorted(items, key=lambda a: (-(a.entry.priority or 50), title_order_key(a.entry.title)))
@@ -620,7 +620,7 @@ def dedup_key(title: str, pos: int, depth: int, role: int, content_hash: str) ->
     return f"{title}|{pos}|{depth}|{role}|{content_hash}"
 
 
-def strip_dedup(ctx: Context, items: list[Active], forced: set[str], placement) -> list[Active]:
+def strip_dedup(ctx: StageContext, items: list[Active], forced: set[str], placement) -> list[Active]:
     cfg = ctx.config
     if not cfg.strip_duplicate_injections or not ctx.state.injection_log:
         return items

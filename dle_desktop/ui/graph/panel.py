@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from dle_desktop.core.graph import NODE_TYPES, Finding, LoreGraph
+from dle_desktop.core.graph import NODE_TYPES, GraphFinding, LoreGraph
 
 FINDING_KINDS = {
     "orphan": ("Orphans", "Entries with no connection at all"),
@@ -35,7 +35,7 @@ LEGEND_ROWS = 10  # more would squeeze the findings list
 
 
 class GraphPanel(QWidget):
-    findingActivated = Signal(object)  # Finding
+    findingActivated = Signal(object)  # GraphFinding
     filtersChanged = Signal()
     egoChanged = Signal()
 
@@ -101,7 +101,7 @@ class GraphPanel(QWidget):
     # -- findings -----------------------------------------------------------------------------------
     def set_findings(self, findings, communities: int | None = None) -> None:
         self.findings.clear()
-        groups: dict[str, list[Finding]] = {}
+        groups: dict[str, list[GraphFinding]] = {}
         for f in findings:
             groups.setdefault(f.kind, []).append(f)
         order = list(FINDING_KINDS) + sorted(k for k in groups if k not in FINDING_KINDS)
@@ -166,7 +166,7 @@ class GraphPanel(QWidget):
                             + (f"<p style='color:#555'>{_esc(note)}</p>" if note else ""))
 
 
-def _short(f: Finding) -> str:
+def _short(f: GraphFinding) -> str:
     if f.kind == "orphan":
         return f.titles[0] if f.titles else f.message
     if f.kind in ("bridge", "missing_connection") and len(f.titles) == 2:

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from dle_desktop.core.graph import Finding, LoreGraph
+from dle_desktop.core.graph import GraphFinding, LoreGraph
 from dle_desktop.state.graph_layout import LayoutStore
 from dle_desktop.ui.graph.canvas import GraphCanvas
 from dle_desktop.ui.graph.panel import GraphPanel
@@ -360,7 +360,7 @@ class GraphView(QWidget):
         if fly:
             self.canvas.fit(np.array([i]), animate=self.isVisible())
 
-    def focus_finding(self, f: Finding) -> None:
+    def focus_finding(self, f: GraphFinding) -> None:
         g = self.graph
         if g is None:
             return
