@@ -9,14 +9,15 @@ import signal
 import sys
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from dle_desktop.engine.engine import Engine, source_from_spec
 from dle_desktop.engine.thread import EngineThread
 from dle_desktop.errors import ConfigError, DleError
 from dle_desktop.logging_setup import configure_logging
-from dle_desktop.olra import OlraRunner, rotate_olra_key
+from dle_desktop.olra import OlraRunner, cert_path, olra_key, rotate_olra_key
 from dle_desktop.server.app import ServerRunner
-from dle_desktop.server.security import rotate_server_token
+from dle_desktop.server.security import rotate_server_token, server_token
 from dle_desktop.engine.session_vaults import SessionVaults
 from dle_desktop.st_bridge.monitor import BridgeMonitor
 from dle_desktop.state.paths import AppPaths, resolve_paths
@@ -99,6 +100,22 @@ class Runtime:
                 log.error("%s", exc)
         self.restart_olra()
         return self
+
+    def new_session_engine(self, settings: Settings) -> Engine:
+        """An engine on `settings` that keeps this session's vaults open (not started yet)."""
+        return session_engine(self.ctx, settings)
+
+    def server_token(self) -> str:
+        """The token LAN clients and listed web pages send (created on first use)."""
+        return server_token(self.ctx.secrets)
+
+    def olra_key(self) -> str:
+        """The API key DeepLore Enhanced sends to the Obsidian REST emulation (created on first use)."""
+        return olra_key(self.ctx.secrets)
+
+    def olra_cert_path(self) -> Path | None:
+        """The emulation's HTTPS certificate, once one has been made."""
+        return cert_path(self.ctx.paths)
 
     def replace_engine(self, engine: Engine, settings: Settings | None = None) -> None:
         """Stop the current engine and start `engine` in its place; the server keeps its port."""

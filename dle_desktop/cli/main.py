@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.embedding_model:
                 ctx.settings = ctx.settings.replace(embedding_model_path=embedding_model_arg(args.embedding_model))
             return run_headless(ctx, make_engine(ctx, args.vault), args.host, args.port)
-        from dle_desktop.ui.launch import run_gui
+        from dle_desktop.app.gui import run_gui
 
         return run_gui(args)
     except DleError as exc:

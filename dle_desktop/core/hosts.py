@@ -85,3 +85,8 @@ def is_loopback_address(address: str | None) -> bool:
         return False
     mapped = getattr(ip, "ipv4_mapped", None)
     return bool(ip.is_loopback or (mapped is not None and mapped.is_loopback))
+
+
+def is_loopback_bind(host: str) -> bool:
+    """Whether a server bound to `host` listens on this machine's loopback only."""
+    return host.lower() in ("localhost", "127.0.0.1", "::1", "[::1]") or is_loopback_address(host)

@@ -4,6 +4,8 @@ callbacks, which the GUI re-posts onto the Qt thread."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import asyncio
 import concurrent.futures
 import dataclasses
@@ -31,6 +33,9 @@ from dle_desktop.vault.cache import IndexCache
 from dle_desktop.vault.indexer import ParseOptions, SyncResult, VaultIndexer
 from dle_desktop.vault.sources import FolderSource, VaultSource
 from dle_desktop.vault.watcher import FolderWatcher
+
+if TYPE_CHECKING:
+    from dle_desktop.librarian.service import Librarian
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +147,7 @@ class Engine:
                             on_breaker=lambda snap: self._emit("ai_breaker", **snap))
         self.retrieval.ai_select = AiSearch(self.ai).select
         self._writer = None  # the note writer, made on first use (see `writer`)
+        self._librarian: Librarian | None = None  # made on first use (see `librarian`)
         # Made here, not on first use: the GUI thread and the server's routes both reach for it,
         # and two stores over one file would each overwrite the other's records.
         self._gaps = GapStore(paths.data_dir / "librarian" / "gaps.json")
@@ -185,6 +191,16 @@ class Engine:
         """The gap records of this data folder (librarian/gaps.json): one store, so that what the
         lore API records (search misses, flags) is what the Librarian view lists and merges into."""
         return self._gaps
+
+    @property
+    def librarian(self) -> Librarian:
+        """The Librarian over this engine (its sessions, gaps, AI calls and writes), built here with
+        the other services rather than by the view that shows it."""
+        if self._librarian is None:
+            from dle_desktop.librarian.service import Librarian
+
+            self._librarian = Librarian(self)
+        return self._librarian
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
         self._subscribers.append(fn)

@@ -174,6 +174,11 @@ class GapStore:
         if self.path is not None:
             write_json(self.path, [g.to_json() for g in self._gaps])
 
+    def subscribe(self, fn: Callable[[], None]) -> Callable[[], None]:
+        """Call `fn` after every change (on the thread that changed the store); returns the undo."""
+        self.listeners.append(fn)
+        return lambda: self.listeners.remove(fn) if fn in self.listeners else None
+
     def _changed(self) -> None:
         for fn in list(self.listeners):
             fn()

@@ -28,7 +28,7 @@ import secrets as secrets_module
 from dataclasses import dataclass
 from typing import Callable
 
-from dle_desktop.core.hosts import LOOPBACK_NAMES, is_loopback_address, parse_host, parse_origin
+from dle_desktop.core.hosts import LOOPBACK_NAMES, is_loopback_address, is_loopback_bind, parse_host, parse_origin
 from dle_desktop.logging_setup import register_secret
 from dle_desktop.state.secret_holder import SecretHolder, rotate
 from dle_desktop.vectors.source_settings import HEADER_FALLBACKS
@@ -73,10 +73,6 @@ def rotate_server_token(secrets) -> str:
     reads its token from `secrets` takes it at once (the old one is refused from the next
     request on; no restart)."""
     return rotate(secrets, TOKEN_SECRET_NAME, secrets_module.token_urlsafe(32))
-
-
-def is_loopback_bind(host: str) -> bool:
-    return host.lower() in ("localhost", "127.0.0.1", "::1", "[::1]") or is_loopback_address(host)
 
 
 @dataclass(frozen=True)

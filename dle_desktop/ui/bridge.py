@@ -1,14 +1,47 @@
 """The one door between Qt and the engine: engine events become Qt signals (delivered on the
-GUI thread), and GUI code awaits engine coroutines without ever blocking the window."""
+GUI thread), and every piece of engine work the window asks for is a method here that runs on the
+engine thread, so views never touch engine state nor wait on it.
+
+No other module of `ui/` imports `dle_desktop.engine` (tests/test_architecture.py and the
+import-linter contracts check it): the few pure helpers of the engine layer the window needs
+(the settings-change plan, the session's vault list) are handed on from here."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QObject, Signal
 
-from dle_desktop.engine.engine import EngineEvent
+from dle_desktop.engine.engine import Engine, EngineEvent
+from dle_desktop.engine.session_vaults import (
+    ADDED,
+    COMMAND_LINE,
+    SAMPLE,
+    SAVED,
+    SECOND_LAUNCH,
+    SessionVaults,
+    VaultRow,
+    spec_location,
+)
+from dle_desktop.engine.settings_apply import ApplyPlan
+from dle_desktop.engine.settings_apply import plan as plan_settings_change
+
+if TYPE_CHECKING:
+    from dle_desktop.ai.types import ProfileConfig
+    from dle_desktop.core.health import HealthReport
+    from dle_desktop.librarian.service import Librarian
+    from dle_desktop.state.paths import AppPaths
+    from dle_desktop.state.settings import Settings
+    from dle_desktop.ui.ports import RuntimePort
+
+__all__ = [
+    "ADDED", "COMMAND_LINE", "SAMPLE", "SAVED", "SECOND_LAUNCH", "ApplyPlan", "EngineBridge", "SessionVaults", "VaultRow",
+    "plan_settings_change", "spec_location",
+]
+
+T = TypeVar("T")
 
 
 class EngineBridge(QObject):
@@ -19,10 +52,11 @@ class EngineBridge(QObject):
     semantic = Signal(dict)  # SemanticStatus.to_json()
     aiBreaker = Signal(dict)  # CircuitBreaker.snapshot(), when a call moved it
 
-    def __init__(self, runtime, parent: QObject | None = None) -> None:
+    def __init__(self, runtime: RuntimePort, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.runtime = runtime
-        self.engine = runtime.engine
+        #: The running engine. Only this module uses it; tests may look at it.
+        self.engine: Engine = runtime.engine
         # Emitted on the engine thread; Qt queues them to this object's (GUI) thread.
         self._unsubscribe = self.engine.subscribe(self._on_event)
 
@@ -41,7 +75,7 @@ class EngineBridge(QObject):
         elif event.kind == "ai_breaker":
             self.aiBreaker.emit(dict(d))
 
-    async def call(self, coro) -> Any:
+    async def call(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await a coroutine that runs on the engine loop."""
         try:
             future = self.runtime.thread.submit(coro)
@@ -50,15 +84,15 @@ class EngineBridge(QObject):
             raise
         return await asyncio.wrap_future(future)
 
-    async def run(self, fn, *args) -> Any:
-        """Run a plain engine method on the engine thread (engine state is only touched there)."""
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a plain function on the engine thread (engine state is only touched there)."""
 
-        async def wrapper():
+        async def wrapper() -> T:
             return fn(*args)
 
         return await self.call(wrapper())
 
-    def rebind(self, engine) -> None:
+    def rebind(self, engine: Engine) -> None:
         """Listen to a new engine (call before it starts, so its first events are heard)."""
         self._unsubscribe()
         self.engine = engine
@@ -66,3 +100,96 @@ class EngineBridge(QObject):
 
     def close(self) -> None:
         self._unsubscribe()
+
+    # -- what the window reads of the running engine (set when it was made, never changed) -------
+    @property
+    def settings(self) -> Settings:
+        return self.engine.settings
+
+    @property
+    def paths(self) -> AppPaths:
+        return self.engine.paths
+
+    @property
+    def using_sample_vault(self) -> bool:
+        return bool(self.engine.using_sample_vault)
+
+    def sample_folder(self) -> str | None:
+        """Where the bundled sample vault is read from, while it is the open vault."""
+        return self.engine.sources[0].describe() if self.engine.using_sample_vault else None
+
+    def folder_vault_names(self) -> list[str]:
+        """The names of the open folder vaults, in order."""
+        from dle_desktop.vault.sources import FolderSource
+
+        names: list[str] = []
+        for source in self.engine.sources:
+            if isinstance(source, FolderSource) and source.name not in names:
+                names.append(source.name)
+        return names
+
+    @property
+    def librarian(self) -> Librarian:
+        """The engine's Librarian (built with the engine; its methods run through `call`/`run`)."""
+        return self.engine.librarian
+
+    # -- the vault -------------------------------------------------------------------------------
+    async def sync_now(self, force: bool = False) -> Any:
+        return await self.call(self.engine.sync_now(force=force))
+
+    async def cancel_sync(self) -> bool:
+        return await self.run(self.engine.cancel_sync)
+
+    async def set_sync_paused(self, paused: bool) -> None:
+        await self.run(self.engine.set_sync_paused, paused)
+
+    async def health(self) -> HealthReport:
+        return await self.run(self.engine.health)
+
+    async def status(self) -> dict[str, Any]:
+        return await self.run(self.engine.status)
+
+    async def test_chat(self, doc: Any, replay: bool, seed: int | None, ai_mode: str | None) -> Any:
+        return await self.call(self.engine.test_chat(doc, replay, seed, ai_mode))
+
+    async def write_history(self, vault: str, path: str, limit: int) -> Any:
+        return await self.run(lambda: self.engine.writer.history_for(vault, path, limit))
+
+    async def undo_write(self, record_id: int) -> Any:
+        return await self.call(self.engine.writer.undo(record_id, feature="undo"))
+
+    # -- settings and semantic search --------------------------------------------------------------
+    async def apply_settings(self, settings: Settings, rebuild_ai: bool) -> None:
+        await self.call(self.engine.apply_settings(settings, rebuild_ai))
+
+    async def set_semantic_paused(self, paused: bool) -> None:
+        await self.run(self.engine.set_semantic_paused, paused)
+
+    async def embed_vault_now(self) -> None:
+        await self.call(self.engine.embed_vault_now())
+
+    # -- AI connections --------------------------------------------------------------------------
+    async def ai_snapshot(self) -> Any:
+        return await self.run(self.engine.ai.snapshot)
+
+    async def test_ai_channel(self, channel: str) -> tuple[bool, str, int]:
+        return await self.call(self.engine.ai.test_channel(channel))
+
+    async def test_ai_profile(self, config: ProfileConfig, key: str | None) -> tuple[bool, str, int]:
+        return await self.call(self.engine.ai.test_profile(config, key))
+
+    async def reset_ai_breaker(self) -> None:
+        await self.run(self.engine.ai.reset_breaker)
+
+    async def clear_ai_cache(self) -> None:
+        await self.run(self.engine.ai.clear_cache)
+
+    async def reset_ai_usage(self) -> None:
+        await self.run(self.engine.ai.reset_usage)
+
+    # -- SillyTavern chats -----------------------------------------------------------------------
+    async def list_chats(self, limit: int) -> Any:
+        return await self.call(self.engine.retrieval.list_chats(limit))
+
+    async def reset_chat(self, chat_id: str) -> Any:
+        return await self.call(self.engine.retrieval.reset(chat_id))

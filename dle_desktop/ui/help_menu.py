@@ -51,7 +51,7 @@ class HelpActions:
 
     @property
     def logs_dir(self) -> Path:
-        return self.bridge.engine.paths.logs_dir
+        return self.bridge.paths.logs_dir
 
     def open_log_folder(self) -> None:
         self.logs_dir.mkdir(parents=True, exist_ok=True)
@@ -62,9 +62,8 @@ class HelpActions:
         self.diagnostics_action.setEnabled(False)
         try:
             runtime = self.bridge.runtime
-            engine = self.bridge.engine
             try:
-                status = await self.bridge.run(engine.status)
+                status = await self.bridge.status()
             except Exception as exc:  # noqa: BLE001 - a stuck engine is one more thing to report
                 status = {"problem": f"the engine did not answer: {type(exc).__name__}: {exc}"}
             server = getattr(runtime, "server", None)
@@ -73,11 +72,11 @@ class HelpActions:
                     "olra_error": getattr(runtime.olra, "error", None), "tray": getattr(self.window, "tray_available", None)}
             ctx = runtime.ctx
             out = (folder or output_folder()) / diagnostics.default_name()
-            path = await asyncio.to_thread(self._write, ctx, engine.secrets, status, live, out)
+            path = await asyncio.to_thread(self._write, ctx, ctx.secrets, status, live, out)
         except Exception as exc:  # noqa: BLE001 - say it, don't lose it
             log.exception("writing diagnostics failed")
-            self._show(QMessageBox(QMessageBox.Warning, "Diagnostics", f"The diagnostics could not be written: {exc}",
-                                   QMessageBox.Close, self.window))
+            self._show(QMessageBox(QMessageBox.Icon.Warning, "Diagnostics", f"The diagnostics could not be written: {exc}",
+                                   QMessageBox.StandardButton.Close, self.window))
             return None
         finally:
             self.diagnostics_action.setEnabled(True)
@@ -95,17 +94,17 @@ class HelpActions:
 
     def _tell(self, path: Path) -> None:
         QGuiApplication.clipboard().setText(str(path))
-        box = QMessageBox(QMessageBox.Information, "Diagnostics",
+        box = QMessageBox(QMessageBox.Icon.Information, "Diagnostics",
                           f"Diagnostics written to<br><b>{path}</b><br><br>The path is on the clipboard: attach "
                           "the file to your bug report. API keys, tokens and passwords were replaced by ***; "
-                          "vault, note and chat names are kept, so look it over first.", QMessageBox.Close, self.window)
+                          "vault, note and chat names are kept, so look it over first.", QMessageBox.StandardButton.Close, self.window)
         box.setObjectName("diagnostics-written")
-        opener = box.addButton("Open folder", QMessageBox.ActionRole)
+        opener = box.addButton("Open folder", QMessageBox.ButtonRole.ActionRole)
         opener.clicked.connect(lambda: open_folder(path.parent))
         self._show(box)
 
     def _show(self, box: QMessageBox) -> None:
         # Window-modal, not exec(): the engine's events keep flowing while it is open.
-        box.setAttribute(Qt.WA_DeleteOnClose)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self.last_box = box
         box.open()

@@ -4,6 +4,7 @@ the tray on the Qt thread (qasync runs asyncio there so slots can await engine w
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 import dataclasses
 import json
 import logging
@@ -24,15 +25,14 @@ from PySide6.QtWidgets import (
 )
 
 from dle_desktop.errors import DleError
-from dle_desktop.engine.settings_apply import ApplyPlan, plan
 from dle_desktop.ui.widgets.async_util import soon
-from dle_desktop.engine.session_vaults import ADDED, SECOND_LAUNCH, SessionVaults, spec_location
 from dle_desktop.state.secrets import CLI_VAULT_SECRET
 from dle_desktop.state.settings import VaultConfig
-from dle_desktop.ui.bridge import EngineBridge
+from dle_desktop.ui.bridge import ADDED, SECOND_LAUNCH, ApplyPlan, EngineBridge, plan_settings_change, spec_location
 from dle_desktop.ui.widgets.gc_guard import GuiThreadCollector
 from dle_desktop.ui.widgets.icons import app_icon
 from dle_desktop.ui.main_window import MainWindow
+from dle_desktop.ui.ports import Composition, RuntimePort
 from dle_desktop.ui.settings.model_download import ModelDownload
 from dle_desktop.ui.settings.dialog import SettingsDialog
 from dle_desktop.ui.single_instance import (
@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 class DesktopApp:
     """Wires window, tray, notifier and runtime together; owns the order of shutdown."""
 
-    def __init__(self, qapp: QApplication, runtime, ui_state: QSettings, start_hidden: bool = False,
+    def __init__(self, qapp: QApplication, runtime: RuntimePort, ui_state: QSettings, start_hidden: bool = False,
                  tray_available: bool | None = None, offer_guide: bool = False) -> None:
         """`offer_guide`: show the first-run guide on a first start (run_gui asks for it; tests
         and the packaged smoke test do not, and Help → Getting started… opens it anyway)."""
@@ -61,7 +61,7 @@ class DesktopApp:
         self.tray = TrayController(available=tray_available)
         self.window = MainWindow(self.bridge, ui_state, self.tray.available)
         self.notifier = ChangeNotifier()
-        self.notifier.enabled = runtime.engine.settings.show_sync_toasts
+        self.notifier.enabled = self.bridge.settings.show_sync_toasts
         self.done = asyncio.Event()
         self._start_hidden = start_hidden and self.tray.available
         self._offer_guide = offer_guide
@@ -166,8 +166,7 @@ class DesktopApp:
         return dlg
 
     def _sample_folder(self) -> str | None:
-        engine = self.runtime.engine
-        return engine.sources[0].describe() if engine.using_sample_vault else None
+        return self.bridge.sample_folder()
 
     def _add_folder_dialog(self) -> None:
         folder = QFileDialog.getExistingDirectory(self.window, "Open a vault folder")
@@ -207,7 +206,7 @@ class DesktopApp:
         ctx.settings = settings  # the next settings dialog starts from these, even mid-apply
         self.window.close_to_tray = settings.close_to_tray
         self.notifier.enabled = settings.show_sync_toasts
-        todo = plan(old, settings, new_keys)
+        todo = plan_settings_change(old, settings, new_keys)
         if reopen_vaults:  # the session's vaults changed (a second launch), not the settings
             todo = dataclasses.replace(todo, new_engine=True)
         if self.runtime.server_needs_restart(old, settings):  # also: it should run and does not (busy port)
@@ -218,14 +217,12 @@ class DesktopApp:
         return self.apply_task
 
     async def _apply(self, settings, todo: ApplyPlan) -> None:
-        from dle_desktop.app.runtime import session_engine
-
         async with self._apply_lock:  # one at a time, in the order they were asked for
             self.apply_bar.show()
             try:
                 if todo.new_engine:
                     try:  # keeps the vaults this session opened (--vault, a second launch)
-                        engine = session_engine(self.runtime.ctx, settings)
+                        engine = self.runtime.new_session_engine(settings)
                     except DleError as exc:  # e.g. a folder given with --vault was removed since
                         QMessageBox.warning(self.window, "Settings",
                                             f"Settings were saved, but the vaults could not be opened: {exc}")
@@ -235,7 +232,7 @@ class DesktopApp:
                     self.window.on_ai_breaker({"state": "closed"})  # the new engine starts with a closed breaker
                     await asyncio.to_thread(self.runtime.replace_engine, engine, settings)
                 elif todo.in_place:
-                    await self.bridge.call(self.bridge.engine.apply_settings(settings, todo.rebuild_ai))
+                    await self.bridge.apply_settings(settings, todo.rebuild_ai)
                     if todo.refresh_access and not todo.restart_server:
                         await asyncio.to_thread(self.runtime.refresh_server_access)
                     if "semantic_enabled" in todo.changed:
@@ -270,7 +267,7 @@ class DesktopApp:
     # -- semantic search ------------------------------------------------------------------------
     def set_semantic_paused(self, paused: bool) -> None:
         """Pause or resume embedding the entries, now and after a restart."""
-        asyncio.ensure_future(self.bridge.run(self.bridge.engine.set_semantic_paused, paused))
+        asyncio.ensure_future(self.bridge.set_semantic_paused(paused))
         ctx = self.runtime.ctx
         ctx.settings = ctx.settings.replace(semantic_paused=paused)
         try:
@@ -288,7 +285,7 @@ class DesktopApp:
 
     async def _embed_vault_now(self) -> None:
         try:
-            await self.bridge.call(self.bridge.engine.embed_vault_now())
+            await self.bridge.embed_vault_now()
         except Exception:  # noqa: BLE001 - the engine reports embedding problems as semantic events
             log.debug("embedding the vault after the model download did not finish", exc_info=True)
 
@@ -380,14 +377,12 @@ class DesktopApp:
         self.done.set()
 
 
-def second_launch(name: str, args) -> int | None:
+def second_launch(name: str, args, check_vault_spec: Callable[[str], None]) -> int | None:
     """When the app already runs for this data folder: hand it the vaults (it asks the user there)
     or bring it forward, say plainly what was and was not applied, and return the exit code."""
-    from dle_desktop.engine.engine import source_from_spec
-
     specs = []
     for spec in args.vault or ():
-        source_from_spec(spec)  # a folder that is not there is this launch's error, not the other's question
+        check_vault_spec(spec)  # a folder that is not there is this launch's error, not the other's question
         specs.append(spec if spec.startswith(("http://", "https://")) else spec_location(spec))
     if not specs:
         if not ask_running_instance(name):
@@ -422,9 +417,8 @@ def _exit_when_shown(desktop: DesktopApp) -> None:
     QTimer.singleShot(0, check)
 
 
-def run_gui(args) -> int:
-    from dle_desktop.app.runtime import Runtime, make_context, session_engine
-
+def run_gui(args, composition: Composition) -> int:
+    """The window, the tray and the Qt loop around a runtime that `composition` (the app) builds."""
     qapp = QApplication.instance() or QApplication(sys.argv[:1])
     qapp.setApplicationName("DLE Desktop")
     qapp.setOrganizationName("DLE Desktop")
@@ -432,9 +426,9 @@ def run_gui(args) -> int:
     qapp.setWindowIcon(app_icon())
     collector = GuiThreadCollector(qapp).start()  # noqa: F841 - lives as long as qapp
 
-    ctx = make_context(args.data_dir, log_to_stderr=True)
+    ctx = composition.make_context(args.data_dir)
     name = instance_name(str(ctx.paths.data_dir))
-    handed = second_launch(name, args)
+    handed = second_launch(name, args, composition.check_vault_spec)
     if handed is not None:
         return handed
     instance = InstanceServer(name)
@@ -444,12 +438,10 @@ def run_gui(args) -> int:
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
     try:
-        ctx.session = SessionVaults.from_command_line(args.vault)
-        engine = session_engine(ctx)
+        runtime = composition.open_runtime(ctx, args.vault, getattr(args, "port", None))
     except DleError as exc:
         QMessageBox.critical(None, "DLE Desktop", str(exc))
         return 2
-    runtime = Runtime(ctx, engine, port=getattr(args, "port", None))
     ui_state = QSettings(str(ctx.paths.config_dir / "ui-state.ini"), QSettings.IniFormat)
     # Built before the engine starts, so it hears the cached index and the first sync.
     from dle_desktop.ui.first_run.guide import offered_at_start

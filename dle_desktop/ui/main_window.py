@@ -47,7 +47,7 @@ class MainWindow(QMainWindow):
         self.bridge = bridge
         self.ui_state = ui_state
         self.tray_available = tray_available
-        self.close_to_tray = bridge.engine.settings.close_to_tray
+        self.close_to_tray = bridge.settings.close_to_tray
         self._quitting = False
         self._told_about_tray = bool(ui_state.value("tray/told", False, type=bool))
         self._pending_select: str | None = None
@@ -63,7 +63,7 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.channels_view, "Channels")
         self.channels_view.dirtyChanged.connect(
             lambda dirty: self.tabs.setTabText(self.tabs.indexOf(self.channels_view), "Channels •" if dirty else "Channels"))
-        self.graph_view = GraphView.for_paths(bridge.engine.paths)
+        self.graph_view = GraphView.for_paths(bridge.paths)
         self.graph_view.openEntryRequested.connect(self.open_in_vault)
         self.tabs.addTab(self.graph_view, "Graph")
         self.librarian_view = LibrarianView(bridge)
@@ -90,7 +90,7 @@ class MainWindow(QMainWindow):
         bridge.syncError.connect(self.on_sync_error)
         bridge.semantic.connect(self.vault_view.semantic_strip.set_status)
         bridge.aiBreaker.connect(self.on_ai_breaker)
-        self.reset_semantic(bridge.engine.settings)
+        self.reset_semantic(bridge.settings)
         self._restore_state()
 
     # -- construction -----------------------------------------------------------------------
@@ -228,7 +228,7 @@ class MainWindow(QMainWindow):
         vaults = len(snapshot.slices) or 1
         when = time.strftime("%H:%M:%S", time.localtime(snapshot.built_at))
         cached = " (from cache, checking for changes…)" if source == "cache" else ""
-        if self.bridge.engine.using_sample_vault:
+        if self.bridge.using_sample_vault:
             cached += " · this is the bundled sample vault: Ctrl+O opens your own"
         self.index_label.setText(
             f"{len(snapshot)} entries in {vaults} vault{'s' if vaults != 1 else ''} · "
@@ -237,7 +237,7 @@ class MainWindow(QMainWindow):
 
     async def refresh_health(self) -> None:
         try:
-            report = await self.bridge.run(self.bridge.engine.health)
+            report = await self.bridge.health()
         except Exception:  # noqa: BLE001 - health must never take the window down
             log.exception("health check failed")
             return
@@ -246,7 +246,7 @@ class MainWindow(QMainWindow):
         self.tabs.setTabText(0, f"Vault ({e} errors)" if e else "Vault")
 
     async def _run_test_chat(self, doc, replay: bool, seed: int, ai_mode: str | None = None) -> list[dict]:
-        return await self.bridge.call(self.bridge.engine.test_chat(doc, replay, seed, ai_mode))
+        return await self.bridge.test_chat(doc, replay, seed, ai_mode)
 
     def on_progress(self, done: int, total: int, message: str) -> None:
         if total <= 0:
@@ -287,7 +287,7 @@ class MainWindow(QMainWindow):
 
     async def _sync(self, force: bool) -> None:
         try:
-            result = await self.bridge.call(self.bridge.engine.sync_now(force=force))
+            result = await self.bridge.sync_now(force=force)
         except asyncio.CancelledError:
             return
         except Exception as exc:  # noqa: BLE001
@@ -297,10 +297,10 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"Sync done: {result.changes.summary()} ({result.seconds * 1000:.0f} ms)", 5000)
 
     def cancel_sync(self) -> None:
-        asyncio.ensure_future(self.bridge.run(self.bridge.engine.cancel_sync))
+        asyncio.ensure_future(self.bridge.cancel_sync())
 
     def set_paused(self, paused: bool) -> None:
-        asyncio.ensure_future(self.bridge.run(self.bridge.engine.set_sync_paused, paused))
+        asyncio.ensure_future(self.bridge.set_sync_paused(paused))
         self.statusBar().showMessage("Sync paused" if paused else "Sync resumed", 4000)
 
     def open_in_vault(self, uid: str) -> None:

@@ -131,12 +131,12 @@ class BreakerPanel(QGroupBox):
 
     async def reset_breaker(self) -> None:
         bridge = self.view.bridge
-        await bridge.run(bridge.engine.ai.reset_breaker)
+        await bridge.reset_ai_breaker()
         self.breaker_message.setText("Breaker reset.")
         await self.view.refresh()
 
     async def clear_cache(self) -> None:
         bridge = self.view.bridge
-        await bridge.run(bridge.engine.ai.clear_cache)
+        await bridge.clear_ai_cache()
         self.breaker_message.setText("AI cache cleared.")
         await self.view.refresh()

@@ -37,8 +37,8 @@ class ProfilesPanel(QGroupBox):
         self.edit_button.clicked.connect(lambda *_: self.edit_profile())
         self.duplicate_button.clicked.connect(lambda *_: self.duplicate_profile())
         self.delete_button.clicked.connect(lambda *_: self.delete_profile())
-        QShortcut(QKeySequence.Delete, self.profile_list, activated=lambda: self.delete_profile(),
-                  context=Qt.WidgetShortcut)
+        QShortcut(QKeySequence.StandardKey.Delete, self.profile_list, activated=lambda: self.delete_profile(),
+                  context=Qt.ShortcutContext.WidgetShortcut)
         row = QHBoxLayout()
         for b in (self.add_button, self.edit_button, self.duplicate_button, self.delete_button):
             row.addWidget(b)
@@ -64,7 +64,7 @@ class ProfilesPanel(QGroupBox):
             key = {"stored": "key stored", "pending": "key saved on Apply", "cleared": "key removed on Apply",
                    "none": "no key"}[view.key_state(p.secret_id)]
             item = QListWidgetItem(f"{p.name}\n{profile_kind(p)} · {p.model or 'server default'} · {key}")
-            item.setData(Qt.UserRole, p.id)
+            item.setData(Qt.ItemDataRole.UserRole, p.id)
             used = users.get(p.id)
             item.setToolTip(f"Used by {', '.join(used)}" if used else "Not used by any channel")
             self.profile_list.addItem(item)
@@ -72,7 +72,7 @@ class ProfilesPanel(QGroupBox):
                 self.profile_list.setCurrentItem(item)
         if not view.profiles():
             item = QListWidgetItem("No profiles yet: Add… one for your AI provider\nor local server.")
-            item.setFlags(Qt.NoItemFlags)
+            item.setFlags(Qt.ItemFlag.NoItemFlags)
             self.profile_list.addItem(item)
         elif self.profile_list.currentRow() < 0:
             self.profile_list.setCurrentRow(0)
@@ -86,18 +86,18 @@ class ProfilesPanel(QGroupBox):
 
     def selected_profile_id(self) -> str | None:
         item = self.profile_list.currentItem()
-        return item.data(Qt.UserRole) if item is not None else None
+        return item.data(Qt.ItemDataRole.UserRole) if item is not None else None
 
     def _select_profile(self, pid: str) -> None:
         for r in range(self.profile_list.count()):
-            if self.profile_list.item(r).data(Qt.UserRole) == pid:
+            if self.profile_list.item(r).data(Qt.ItemDataRole.UserRole) == pid:
                 self.profile_list.setCurrentRow(r)
                 return
 
     # -- editing -----------------------------------------------------------------------------------
     def _tester(self):
         bridge = self.view.bridge
-        return lambda config, key: bridge.call(bridge.engine.ai.test_profile(config, key))
+        return lambda config, key: bridge.test_ai_profile(config, key)
 
     def _open_editor(self, profile: ProfileConfig | None, on_save) -> ProfileEditor:
         view = self.view
@@ -194,12 +194,12 @@ class ProfilesPanel(QGroupBox):
                     "connection until you choose another profile.")
         else:
             text = f"Delete the connection profile '{profile.name}'?"
-        box = QMessageBox(QMessageBox.Warning if users else QMessageBox.Question, "Delete connection profile", text,
-                          QMessageBox.Yes | QMessageBox.No, self.view)
+        box = QMessageBox(QMessageBox.Icon.Warning if users else QMessageBox.Icon.Question, "Delete connection profile", text,
+                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self.view)
         box.setInformativeText("Its API key is removed from the keyring when you apply.")
-        box.setDefaultButton(QMessageBox.No)
-        box.button(QMessageBox.Yes).setText("Delete")
-        box.buttonClicked.connect(lambda b: box.standardButton(b) == QMessageBox.Yes and self._delete(pid))
+        box.setDefaultButton(QMessageBox.StandardButton.No)
+        box.button(QMessageBox.StandardButton.Yes).setText("Delete")
+        box.buttonClicked.connect(lambda b: box.standardButton(b) == QMessageBox.StandardButton.Yes and self._delete(pid))
         box.finished.connect(lambda *_: box.deleteLater())
         self.question = box
         box.open()

@@ -59,21 +59,21 @@ class ChannelsPanel(QGroupBox):
         self._filling = False
         self.table = QTableWidget(len(CHANNELS), len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().hide()
         self.table.setWordWrap(False)
         header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeToContents)
-        header.setSectionResizeMode(1, QHeaderView.Stretch)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         for col in (2, 3):
-            header.setSectionResizeMode(col, QHeaderView.Interactive)
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
         self._names: tuple = ()
         header.setStretchLastSection(False)
-        self.table.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        self.table.setTextElideMode(Qt.ElideRight)
+        self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
         for r, c in enumerate(CHANNELS):
             item = QTableWidgetItem(LABELS[c])
             item.setToolTip(PURPOSES[c])
@@ -108,7 +108,7 @@ class ChannelsPanel(QGroupBox):
         self.usage = note()
         self.last_error = note("", ERROR_STYLE)
         form = QFormLayout()
-        form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         form.addRow("Connection", self.mode)
         form.addRow("Profile", self.profile_combo)
         form.addRow("Proxy URL", self.proxy_url)
@@ -193,7 +193,7 @@ class ChannelsPanel(QGroupBox):
             spare -= width
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
-        if watched is self.table.viewport() and event.type() == QEvent.Resize:
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
             self._fit_names(force=True)
         return super().eventFilter(watched, event)
 
@@ -332,7 +332,7 @@ class ChannelsPanel(QGroupBox):
             draft = resolve_channel(view.draft_settings(), channel)
         except DleError:
             return False
-        running = resolve_channel(view.bridge.engine.settings, channel)
+        running = resolve_channel(view.bridge.settings, channel)
         secret = draft.profile.secret_id if draft.profile is not None else ""
         return draft == running and secret not in view.new_keys and secret not in view.forget_keys
 
@@ -341,9 +341,8 @@ class ChannelsPanel(QGroupBox):
         edited one (with the key typed in), so Test answers for what the view shows."""
         view = self.view
         strip = self.strips[channel]
-        engine = view.bridge.engine
         if self._channel_untouched(channel):
-            work = view.bridge.call(engine.ai.test_channel(channel))
+            work = view.bridge.test_ai_channel(channel)
             key = None
         else:
             r = resolve_channel(view.draft_or_current(), channel)
@@ -354,7 +353,7 @@ class ChannelsPanel(QGroupBox):
             key = view.new_keys.get(config.secret_id)
             if key is None and config.secret_id in view.forget_keys:
                 key = ""
-            work = self._labelled(channel, config, view.bridge.call(engine.ai.test_profile(config, key)))
+            work = self._labelled(channel, config, view.bridge.test_ai_profile(config, key))
         task = strip.start(work, key)
         task.add_done_callback(lambda *_: view.isVisible() and soon(view.refresh))
         return task
@@ -366,7 +365,7 @@ class ChannelsPanel(QGroupBox):
 
     async def reset_usage(self) -> None:
         bridge = self.view.bridge
-        await bridge.run(bridge.engine.ai.reset_usage)
+        await bridge.reset_ai_usage()
         await self.view.refresh()
 
     def stop(self) -> None:

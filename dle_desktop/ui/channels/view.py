@@ -55,7 +55,7 @@ class ChannelsView(QWidget):
         self.search_panel = AiSearchPanel(self)
         self.breaker_panel = BreakerPanel(self)
         self.channel_panel = ChannelsPanel(self)
-        self.split = QSplitter(Qt.Horizontal)
+        self.split = QSplitter(Qt.Orientation.Horizontal)
         left = QWidget()
         lv = QVBoxLayout(left)
         lv.setContentsMargins(0, 0, 4, 0)
@@ -74,7 +74,7 @@ class ChannelsView(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(self.split, 1)
         layout.addLayout(self._apply_bar())
-        QShortcut(QKeySequence.Save, self, activated=lambda: self.apply(), context=Qt.WidgetWithChildrenShortcut)
+        QShortcut(QKeySequence.StandardKey.Save, self, activated=lambda: self.apply(), context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
         self._fill_all()
         self.channel_panel.table.selectRow(0)
 
@@ -217,7 +217,7 @@ class ChannelsView(QWidget):
 
     async def _read_snapshot(self) -> None:
         try:
-            snap = await self.bridge.run(self.bridge.engine.ai.snapshot)
+            snap = await self.bridge.ai_snapshot()
         except Exception:  # noqa: BLE001 - the engine may be between restarts
             log.debug("reading the AI snapshot failed", exc_info=True)
             return

@@ -23,7 +23,7 @@ from dle_desktop.ui.first_run.vault_page import VaultPage
 log = logging.getLogger(__name__)
 
 SEEN_KEY = "guide/seen"
-SKIP = QWizard.CustomButton1
+SKIP = QWizard.WizardButton.CustomButton1
 
 
 def guide_seen(ui_state: QSettings) -> bool:
@@ -60,15 +60,15 @@ class FirstRunGuide(QWizard):
         self.applied: dict[int, tuple] = {}  # step -> the changes it last applied
         self._skipping = False
         self.setWindowTitle("Getting started with DLE Desktop")
-        self.setWizardStyle(QWizard.ModernStyle)  # the same look on every platform (and in the screenshots)
-        self.setOption(QWizard.NoBackButtonOnStartPage, True)
-        self.setOption(QWizard.HaveCustomButton1, True)
+        self.setWizardStyle(QWizard.WizardStyle.ModernStyle)  # the same look on every platform (and in the screenshots)
+        self.setOption(QWizard.WizardOption.NoBackButtonOnStartPage, True)
+        self.setOption(QWizard.WizardOption.HaveCustomButton1, True)
         self.setButtonText(SKIP, "&Skip")
         self.button(SKIP).setToolTip("Go on without this step; it stays as it was")
         self.button(SKIP).clicked.connect(lambda *_: self.skip())
-        self.setButtonText(QWizard.CancelButton, "&Close")
-        self.setButtonLayout([QWizard.Stretch, SKIP, QWizard.BackButton, QWizard.NextButton,
-                              QWizard.FinishButton, QWizard.CancelButton])
+        self.setButtonText(QWizard.WizardButton.CancelButton, "&Close")
+        self.setButtonLayout([QWizard.WizardButton.Stretch, SKIP, QWizard.WizardButton.BackButton, QWizard.WizardButton.NextButton,
+                              QWizard.WizardButton.FinishButton, QWizard.WizardButton.CancelButton])
         self.vault_page = VaultPage(self)
         self.model_page = ModelPage(self)
         self.sillytavern_page = SillyTavernPage(self)
@@ -113,7 +113,7 @@ class FirstRunGuide(QWizard):
         if step == self.VAULT and ctx.session and ctx.session.replaces_saved:
             folder = self.vault_page.session_folder()
             if folder:
-                from dle_desktop.engine.session_vaults import ADDED
+                from dle_desktop.ui.bridge import ADDED
 
                 ctx.session.add(folder, ADDED)
         new = ctx.settings.replace(**changes)
@@ -142,6 +142,6 @@ class FirstRunGuide(QWizard):
 
 def open_guide(app) -> FirstRunGuide:
     guide = FirstRunGuide(app)
-    guide.setAttribute(Qt.WA_DeleteOnClose)
+    guide.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     guide.open()  # window-modal, not exec(): engine events keep flowing while it is open
     return guide

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, Signal
@@ -15,6 +16,7 @@ from dle_desktop.core.pipeline.chat_formats import parse_chat_text
 from dle_desktop.errors import DleError
 from dle_desktop.librarian.changes import needs_summary
 from dle_desktop.librarian.loop import Event
+from dle_desktop.librarian.gaps import GapStore
 from dle_desktop.librarian.service import Librarian
 from dle_desktop.ui.widgets.async_util import soon
 from dle_desktop.ui.librarian.chat import ChatPane
@@ -51,16 +53,16 @@ class LibrarianView(QWidget):
         self.task: asyncio.Future | None = None
         self.snapshot = None
         #: how a dialog is confirmed (tests answer it without a modal loop)
-        self.confirm = lambda dialog: dialog.exec() == QDialog.Accepted
+        self.confirm = lambda dialog: dialog.exec() == QDialog.DialogCode.Accepted
         self.relay = _Relay(self)
         self.relay.event.connect(self._on_event)
         self.relay.gaps_changed.connect(self._gaps_changed)
-        self._gap_listener = None  # (store, callback) while this view listens to a gap store
+        self._stop_listening: Callable[[], None] | None = None  # while this view listens to a gap store
 
         self.lists = SessionsPanel()
         self.chat = ChatPane()
         self.editor = DraftEditor()
-        split = QSplitter(Qt.Horizontal)
+        split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.lists)
         split.addWidget(self.chat)
         split.addWidget(self.editor)
@@ -75,8 +77,8 @@ class LibrarianView(QWidget):
         self.lists.newRequested.connect(self.ask_new_session)
         self.lists.sessionChosen.connect(self.open_session)
         self.lists.gapOpened.connect(lambda gid: self.new_session("gap", gap_id=gid))
-        self.lists.gapHidden.connect(lambda gid: (self.lib.gaps.hide(gid), self.refresh_lists()))
-        self.lists.gapDismissed.connect(lambda gid: (self.lib.gaps.dismiss(gid), self.refresh_lists()))
+        self.lists.gapHidden.connect(lambda gid: soon(lambda: self._change_gap(self.lib.gaps.hide, gid)))
+        self.lists.gapDismissed.connect(lambda gid: soon(lambda: self._change_gap(self.lib.gaps.dismiss, gid)))
         self.lists.summarizeRequested.connect(lambda: soon(self.summarize_all))
         self.chat.sendRequested.connect(lambda text: self._start(self.send(text)))
         self.chat.cancelRequested.connect(self.cancel)
@@ -86,33 +88,39 @@ class LibrarianView(QWidget):
 
     @property
     def lib(self) -> Librarian:
-        if self._lib is None or self._lib.engine is not self.bridge.engine:
-            self._lib = Librarian(self.bridge.engine)
-            self._listen(self._lib.gaps)
-        return self._lib
+        """The running engine's Librarian (a new engine after Settings → OK brings a new one)."""
+        lib = self.bridge.librarian
+        if lib is not self._lib:
+            self._lib = lib
+            self._listen(lib.gaps)
+        return lib
 
-    def _listen(self, store) -> None:
+    def _listen(self, store: GapStore) -> None:
         """Gaps also arrive from the lore API (on the engine's thread): the store's listener
         re-posts onto the GUI thread, and the panel redraws there."""
-        if self._gap_listener is not None:
-            old, fn = self._gap_listener
-            if fn in old.listeners:
-                old.listeners.remove(fn)
+        if self._stop_listening is not None:
+            self._stop_listening()
         relay = self.relay
 
         def changed() -> None:
             try:
                 relay.gaps_changed.emit()
             except RuntimeError:  # the view is gone; stop being called
-                if changed in store.listeners:
-                    store.listeners.remove(changed)
+                stop()
 
-        store.listeners.append(changed)
-        self._gap_listener = (store, changed)
+        stop = self._stop_listening = store.subscribe(changed)
 
     def _gaps_changed(self) -> None:
         if self._lib is not None:
-            self.lists.set_gaps(self._lib.gaps.list())
+            soon(self._refresh_gaps)
+
+    async def _refresh_gaps(self) -> None:
+        self.lists.set_gaps(await self.bridge.run(self.lib.gaps.list))
+
+    async def _change_gap(self, change: Callable[[str], object], gap_id: str) -> None:
+        """Hide or dismiss a gap on the engine thread (the store is shared with the lore API)."""
+        await self.bridge.run(change, gap_id)
+        await self.refresh()
 
     def set_snapshot(self, snapshot) -> None:
         self.snapshot = snapshot
@@ -120,8 +128,15 @@ class LibrarianView(QWidget):
 
     # -- sessions ------------------------------------------------------------------------------
     def refresh_lists(self) -> None:
-        self.lists.set_sessions(self.lib.sessions.list(), self.session.id if self.session else None)
-        self.lists.set_gaps(self.lib.gaps.list())
+        """Re-read the sessions and gaps in the background (their files are not read on the GUI thread)."""
+        soon(self.refresh)
+
+    async def refresh(self) -> None:
+        lib = self.lib
+        sessions = await self.bridge.run(lib.sessions.list)
+        gaps = await self.bridge.run(lib.gaps.list)
+        self.lists.set_sessions(sessions, self.session.id if self.session else None)
+        self.lists.set_gaps(gaps)
 
     def ask_new_session(self, kind: str) -> None:
         chat = ""
@@ -129,12 +144,17 @@ class LibrarianView(QWidget):
             path, _ = QFileDialog.getOpenFileName(self, "A SillyTavern chat to review (Cancel to paste one)", "",
                                                   "SillyTavern chats (*.jsonl);;Text (*.txt);;All files (*)")
             if path:
-                chat = Path(path).read_text(encoding="utf-8", errors="replace")
+                soon(lambda: self._review_file(path))
+                return
             else:
                 chat, ok = QInputDialog.getMultiLineText(self, "Review a chat", "Paste the chat:")
                 if not ok:
                     return
         self.new_session(kind, chat_text=chat)
+
+    async def _review_file(self, path: str) -> None:
+        chat = await asyncio.to_thread(Path(path).read_text, encoding="utf-8", errors="replace")
+        self.new_session("review", chat_text=chat)
 
     def new_session(self, kind: str, *, gap_id: str = "", chat_text: str = "") -> None:
         self._save_editor()
@@ -145,7 +165,10 @@ class LibrarianView(QWidget):
         if self.session is not None and self.session.id == session_id:
             return
         self._save_editor()
-        self.session = self.lib.sessions.load(session_id)
+        soon(lambda: self._open(session_id))
+
+    async def _open(self, session_id: str) -> None:
+        self.session = await self.bridge.run(self.lib.sessions.load, session_id)
         self._show_session()
 
     def _show_session(self) -> None:

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 
 from dle_desktop.desktop.autostart import for_paths
 from dle_desktop.errors import DleError
-from dle_desktop.engine.session_vaults import ADDED, COMMAND_LINE, SAMPLE, SAVED, SECOND_LAUNCH, SessionVaults, VaultRow
+from dle_desktop.ui.bridge import ADDED, COMMAND_LINE, SAMPLE, SAVED, SECOND_LAUNCH, SessionVaults, VaultRow
 from dle_desktop.state.settings import Settings, VaultConfig
 from dle_desktop.ui.settings.embeddings import EmbeddingsPage
 from dle_desktop.ui.settings.model_download import ModelDownload
@@ -81,7 +81,7 @@ class RestVaultDialog(QDialog):
         self.https.toggled.connect(lambda on: self.port.setValue(27124 if on and self.port.value() == 27123 else
                                                                  27123 if not on and self.port.value() == 27124 else self.port.value()))
         self.key = QLineEdit(key or "")
-        self.key.setEchoMode(QLineEdit.Password)
+        self.key.setEchoMode(QLineEdit.EchoMode.Password)
         self.key.setPlaceholderText("from Obsidian → Settings → Local REST API")
         self.result_label = QLabel()
         self.result_label.setWordWrap(True)
@@ -99,7 +99,7 @@ class RestVaultDialog(QDialog):
             note.setWordWrap(True)
             note.setStyleSheet("color: #a15c00")
             form.addRow("", note)
-        buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self._accept)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
@@ -170,11 +170,11 @@ class SettingsDialog(QDialog):
         self.result_settings: Settings | None = None
 
         if model_download is None:  # the app passes its own, which outlives this dialog
-            model_download = ModelDownload(bridge.runtime.thread, bridge.engine.paths.models_dir, parent=self)
+            model_download = ModelDownload(bridge.runtime.thread, bridge.paths.models_dir, parent=self)
         self.embeddings = EmbeddingsPage(settings, model_download)
         scroll = QScrollArea()  # long download errors must never squeeze the fields out of sight
         scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QScrollArea.NoFrame)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         scroll.setWidget(self.embeddings)
         self.tabs = tabs = QTabWidget()
         tabs.addTab(self._vaults_tab(), "Vaults")
@@ -183,7 +183,7 @@ class SettingsDialog(QDialog):
         self.retrieval.pageRequested.connect(self.show_page)
         tabs.addTab(self.retrieval, "Retrieval")
         tabs.addTab(scroll, "Embeddings")
-        buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self._accept)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
@@ -202,10 +202,10 @@ class SettingsDialog(QDialog):
         w = QWidget()
         self.table = QTableWidget(0, 5)
         self.table.setHorizontalHeaderLabels(["Enabled", "Name", "Kind", "Location", "Source"])
-        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.table.horizontalHeader().setSectionResizeMode(3, QHeaderView.Stretch)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.horizontalHeader().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
         self.table.verticalHeader().hide()
         self.table.itemChanged.connect(self._enabled_changed)
         self.table.doubleClicked.connect(lambda *_: self.edit_selected())
@@ -258,14 +258,14 @@ class SettingsDialog(QDialog):
             saved = r < len(self.vaults)
             check = QTableWidgetItem()
             if saved:
-                check.setFlags(Qt.ItemIsUserCheckable | Qt.ItemIsEnabled | Qt.ItemIsSelectable)
-                check.setCheckState(Qt.Checked if self.vaults[r].enabled else Qt.Unchecked)
+                check.setFlags(Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
+                check.setCheckState(Qt.CheckState.Checked if self.vaults[r].enabled else Qt.CheckState.Unchecked)
             cells = [check, QTableWidgetItem(row.name),
                      QTableWidgetItem("folder" if row.kind == "folder" else "Obsidian REST"),
                      QTableWidgetItem(row.location), QTableWidgetItem(source_text(row))]
             for c, item in enumerate(cells):
                 if not saved:  # shown so the page says what is open, but there is nothing to edit
-                    item.setFlags(Qt.ItemIsEnabled)
+                    item.setFlags(Qt.ItemFlag.ItemIsEnabled)
                     item.setForeground(self.palette().placeholderText())
                 if c:
                     item.setToolTip(source_tooltip(row))
@@ -277,7 +277,7 @@ class SettingsDialog(QDialog):
         if item.column() == 0 and item.row() < len(self.vaults):
             r = item.row()
             v = self.vaults[r]
-            self.vaults[r] = VaultConfig(**{**v.to_json(), "enabled": item.checkState() == Qt.Checked})
+            self.vaults[r] = VaultConfig(**{**v.to_json(), "enabled": item.checkState() == Qt.CheckState.Checked})
 
     def _selected(self) -> int | None:
         """The selected saved vault's index; rows of session vaults are not editable."""
@@ -298,7 +298,7 @@ class SettingsDialog(QDialog):
 
     def add_rest(self) -> None:
         dlg = RestVaultDialog(self, bridge=self.bridge)
-        if dlg.exec() == QDialog.Accepted:
+        if dlg.exec() == QDialog.DialogCode.Accepted:
             cfg = dlg.config()
             cfg = VaultConfig(**{**cfg.to_json(), "name": unique_name(cfg.name, {v.name.lower() for v in self.vaults})})
             self.vaults.append(cfg)
@@ -317,7 +317,7 @@ class SettingsDialog(QDialog):
                 self.vaults[r] = VaultConfig(**{**v.to_json(), "path": str(Path(folder).resolve())})
         else:
             dlg = RestVaultDialog(self, v, self.new_keys.get(v.secret_id) or self.secrets.get(v.secret_id), self.bridge)
-            if dlg.exec() == QDialog.Accepted:
+            if dlg.exec() == QDialog.DialogCode.Accepted:
                 self.vaults[r] = dlg.config(enabled=v.enabled)
                 key = dlg.key.text().strip()
                 if key:
@@ -359,7 +359,7 @@ class SettingsDialog(QDialog):
         self.lenient.setChecked(s.lenient_authoring)
         self.fields_path = QLineEdit(s.field_definitions_path)
         # Not a setting: the login item itself is the state (autostart.py), read afresh here.
-        self.autostart = for_paths(self.bridge.engine.paths if self.bridge is not None else None)
+        self.autostart = for_paths(self.bridge.paths if self.bridge is not None else None)
         self.start_with_system = QCheckBox("Start with the system (in the tray)")
         self.start_with_system.setChecked(self.autostart.is_enabled())
         self.start_with_system.setToolTip(f"At login DLE Desktop starts in the tray, without its window.\n"

@@ -44,7 +44,7 @@ def when_text(stamp: float | None, now: float | None = None) -> str:
 
 class _NumberItem(QTableWidgetItem):
     def __lt__(self, other) -> bool:  # sort by the number, not its text
-        return (self.data(Qt.UserRole) or 0) < (other.data(Qt.UserRole) or 0)
+        return (self.data(Qt.ItemDataRole.UserRole) or 0) < (other.data(Qt.ItemDataRole.UserRole) or 0)
 
 
 class ChatsPanel(QGroupBox):
@@ -55,22 +55,22 @@ class ChatsPanel(QGroupBox):
         self._read: asyncio.Future | None = None
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.ExtendedSelection)
-        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().hide()
         self.table.setWordWrap(False)
         self.table.setSortingEnabled(True)
-        self.table.sortByColumn(2, Qt.DescendingOrder)  # the newest first
+        self.table.sortByColumn(2, Qt.SortOrder.DescendingOrder)  # the newest first
         header = self.table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.Stretch)
-        header.setSectionResizeMode(1, QHeaderView.ResizeToContents)
-        header.setSectionResizeMode(2, QHeaderView.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
         CutTextTips(self.table)
         self.table.itemSelectionChanged.connect(lambda: self.forget_button.setEnabled(bool(self.selected_ids())))
         self.table.setMinimumHeight(100)
         # The table takes what the column leaves (its own size hint would make the column scroll).
-        self.table.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Ignored)
+        self.table.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)
         self.refresh_button = QPushButton("Refresh")
         self.forget_button = QPushButton("Forget…")
         self.forget_button.setToolTip("Delete what DLE Desktop keeps for the selected chats (cooldowns, warmup, pins, "
@@ -85,8 +85,8 @@ class ChatsPanel(QGroupBox):
         self.message = note()
         buttons = QHBoxLayout()
         buttons.addWidget(self.message, 1)
-        buttons.addWidget(self.refresh_button, 0, Qt.AlignTop)
-        buttons.addWidget(self.forget_button, 0, Qt.AlignTop)
+        buttons.addWidget(self.refresh_button, 0, Qt.AlignmentFlag.AlignTop)
+        buttons.addWidget(self.forget_button, 0, Qt.AlignmentFlag.AlignTop)
         layout = QVBoxLayout(self)
         layout.addWidget(self.table, 1)
         layout.addLayout(buttons)
@@ -118,11 +118,9 @@ class ChatsPanel(QGroupBox):
         await asyncio.shield(self._read)
 
     async def _do_refresh(self) -> None:
-        read = self.view.bridge.engine.retrieval.list_chats(LIMIT)
         try:
-            chats = await self.view.bridge.call(read)
+            chats = await self.view.bridge.list_chats(LIMIT)
         except Exception:  # noqa: BLE001 - the engine may be between restarts, or stopped
-            read.close()  # never started when the engine thread was gone
             log.debug("reading the chat list failed", exc_info=True)
             return
         if chats != self.chats:
@@ -137,18 +135,18 @@ class ChatsPanel(QGroupBox):
         for r, chat in enumerate(self.chats):
             chat_id = str(chat.get("chat_id", ""))
             first = QTableWidgetItem(chat_id)
-            first.setData(Qt.UserRole + 1, chat_id)
+            first.setData(Qt.ItemDataRole.UserRole + 1, chat_id)
             count = chat.get("generation_count")
             gens = _NumberItem("?" if count is None else f"{int(count):,}")
-            gens.setData(Qt.UserRole, int(count or 0))
-            gens.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+            gens.setData(Qt.ItemDataRole.UserRole, int(count or 0))
+            gens.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             updated = _NumberItem(when_text(chat.get("updated_at"), now))
-            updated.setData(Qt.UserRole, float(chat.get("updated_at") or 0))
+            updated.setData(Qt.ItemDataRole.UserRole, float(chat.get("updated_at") or 0))
             for c, item in enumerate((first, gens, updated)):
                 self.table.setItem(r, c, item)
         self.table.setSortingEnabled(True)
         for r in range(self.table.rowCount()):
-            if self.table.item(r, 0).data(Qt.UserRole + 1) in keep:
+            if self.table.item(r, 0).data(Qt.ItemDataRole.UserRole + 1) in keep:
                 self.table.selectRow(r)
         if not self.chats and not self.message.text():
             self.say(EMPTY, MUTED_STYLE)
@@ -157,12 +155,12 @@ class ChatsPanel(QGroupBox):
         self.forget_button.setEnabled(bool(self.selected_ids()))
 
     def selected_ids(self) -> list[str]:
-        return [self.table.item(i.row(), 0).data(Qt.UserRole + 1) for i in self.table.selectionModel().selectedRows()
+        return [self.table.item(i.row(), 0).data(Qt.ItemDataRole.UserRole + 1) for i in self.table.selectionModel().selectedRows()
                 if self.table.item(i.row(), 0) is not None]
 
     def select_chat(self, chat_id: str) -> bool:
         for r in range(self.table.rowCount()):
-            if self.table.item(r, 0).data(Qt.UserRole + 1) == chat_id:
+            if self.table.item(r, 0).data(Qt.ItemDataRole.UserRole + 1) == chat_id:
                 self.table.selectRow(r)
                 return True
         return False
@@ -180,7 +178,7 @@ class ChatsPanel(QGroupBox):
         done = 0
         try:
             for chat_id in ids:
-                if await self.view.bridge.call(self.view.bridge.engine.retrieval.reset(chat_id)):
+                if await self.view.bridge.reset_chat(chat_id):
                     done += 1
         except Exception as exc:  # noqa: BLE001
             log.exception("forgetting a chat failed")

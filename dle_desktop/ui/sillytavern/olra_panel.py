@@ -28,12 +28,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from dle_desktop.olra import cert_path, olra_key
 from dle_desktop.ui.channels.profile_editor import ERROR_STYLE, MUTED_STYLE, OK_STYLE, WARN_STYLE, note
 from dle_desktop.ui.sillytavern.common import age_text, plural
 from dle_desktop.ui.sillytavern.olra_key import KeyPanel
 from dle_desktop.ui.sillytavern.olra_steps import StepsPanel
-from dle_desktop.vault.sources import FolderSource
 
 
 MERGED = "All enabled folder vaults (merged)"
@@ -71,9 +69,9 @@ class OlraPanel(QWidget):
         self.vault.setToolTip("The folder vault DLE sees; merged: every enabled folder vault as one (a write goes "
                               "to the vault that has the file, else the primary one)")
         self.vault.setMinimumContentsLength(24)
-        self.vault.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.vault.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.status = note()
-        self.status.setTextFormat(Qt.RichText)
+        self.status.setTextFormat(Qt.TextFormat.RichText)
         self.stats = note("", MUTED_STYLE)
         self.retry_button = QPushButton("Retry")
         self.retry_button.setToolTip("Start the emulation again (after closing the program that held the port)")
@@ -131,7 +129,7 @@ class OlraPanel(QWidget):
         return getattr(self.runtime, "olra", None)
 
     def key(self) -> str:
-        return olra_key(self.runtime.ctx.secrets)
+        return self.runtime.olra_key()
 
     def connection(self) -> dict:
         """What DLE must be given: the runner's own values, or the saved ones while it is off."""
@@ -144,10 +142,7 @@ class OlraPanel(QWidget):
 
     def vault_choices(self) -> list[tuple[str, str]]:
         """(label, olra_vault) for the combo: merged first, then the folder vaults open or configured."""
-        names: list[str] = []
-        for source in getattr(self.runtime.engine.indexer, "sources", ()):
-            if isinstance(source, FolderSource) and source.name not in names:
-                names.append(source.name)
+        names = self.view.bridge.folder_vault_names()
         for cfg in self.view.current_settings().vaults:
             if cfg.kind == "folder" and cfg.name not in names:
                 names.append(cfg.name)
@@ -275,7 +270,7 @@ class OlraPanel(QWidget):
 
     # -- certificate ----------------------------------------------------------------------------
     def export_certificate(self, target: str | None = None) -> Path | None:
-        source = cert_path(self.runtime.ctx.paths)
+        source = self.runtime.olra_cert_path()
         if source is None:
             self.say("There is no certificate yet: tick “Also serve HTTPS”; it is made when the HTTPS port starts.",
                      WARN_STYLE)

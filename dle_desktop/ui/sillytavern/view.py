@@ -22,7 +22,7 @@ from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from dle_desktop.errors import DleError
-from dle_desktop.server.security import is_loopback_bind, server_token
+from dle_desktop.core.hosts import is_loopback_bind
 from dle_desktop.state.settings import Settings
 from dle_desktop.ui.widgets.async_util import soon
 from dle_desktop.ui.sillytavern.access_panel import AccessPanel
@@ -47,8 +47,8 @@ def _column(*panels) -> QScrollArea:
         layout.addWidget(panel, stretch)
     scroll = QScrollArea()
     scroll.setWidgetResizable(True)
-    scroll.setFrameShape(QFrame.NoFrame)
-    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+    scroll.setFrameShape(QFrame.Shape.NoFrame)
+    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
     scroll.setWidget(inner)
     return scroll
 
@@ -72,7 +72,7 @@ class SillyTavernView(QWidget):
         self.routing_panel = VectorRoutingPanel(self)
         self.sources_panel = VectorSourcesPanel(self)
         self.chats_panel = ChatsPanel(self)
-        self.split = QSplitter(Qt.Horizontal)
+        self.split = QSplitter(Qt.Orientation.Horizontal)
         self.split.setChildrenCollapsible(False)
         self.split.addWidget(_column((self.installs_panel, 1), (self.connection_panel, 0), (self.access_panel, 0)))
         self.split.addWidget(_column((self.routing_panel, 0), (self.sources_panel, 0), (self.chats_panel, 1)))
@@ -133,7 +133,7 @@ class SillyTavernView(QWidget):
         return f"http://{host}:{self.server_port()}"
 
     def token(self) -> str:
-        return server_token(self.bridge.runtime.ctx.secrets)
+        return self.bridge.runtime.server_token()
 
     def rotate_token(self) -> str:
         """A new server token, in use by the running server at once (blocking: call it in a thread)."""

@@ -149,10 +149,10 @@ class EngineWriteAccess:
         self.bridge = bridge
 
     async def history(self, vault: str, path: str):
-        return await self.bridge.run(lambda: self.bridge.engine.writer.history_for(vault, path, 20))
+        return await self.bridge.write_history(vault, path, 20)
 
     async def undo(self, record_id: int):
-        return await self.bridge.call(self.bridge.engine.writer.undo(record_id, feature="undo"))
+        return await self.bridge.undo_write(record_id)
 
 
 class ConflictDialog(QDialog):
@@ -180,7 +180,7 @@ class ConflictDialog(QDialog):
             self.panes[key] = view
             box.addWidget(view)
             panes.addLayout(box)
-        buttons = QDialogButtonBox(QDialogButtonBox.Close)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addWidget(message)
