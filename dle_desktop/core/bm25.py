@@ -59,11 +59,13 @@ class _BaseArrays:
 class Bm25Index:
     __slots__ = ("_base", "_dead", "_extra", "_doc_terms", "_doc_len", "_total_len", "_arrays", "_dead_mask")
 
-    def __init__(self, base, dead, extra, doc_terms, doc_len, total_len, arrays: _BaseArrays | None = None) -> None:
+    def __init__(self, base: dict[str, dict[str, int]], dead: frozenset[str], extra: dict[str, dict[str, int]],
+                 doc_terms: dict[str, Counter[str]], doc_len: dict[str, int], total_len: int,
+                 arrays: _BaseArrays | None = None) -> None:
         self._base: dict[str, dict[str, int]] = base
         self._dead: frozenset[str] = dead
         self._extra: dict[str, dict[str, int]] = extra
-        self._doc_terms: dict[str, Counter] = doc_terms
+        self._doc_terms: dict[str, Counter[str]] = doc_terms
         self._doc_len: dict[str, int] = doc_len
         self._total_len: int = total_len
         self._arrays = arrays if arrays is not None else _BaseArrays(list(doc_len), doc_len)
@@ -74,7 +76,7 @@ class Bm25Index:
         return cls.from_terms({doc_id: Counter(tokenize(text)) for doc_id, text in documents.items()})
 
     @classmethod
-    def from_terms(cls, doc_terms: dict[str, Counter]) -> Bm25Index:
+    def from_terms(cls, doc_terms: dict[str, Counter[str]]) -> Bm25Index:
         postings: dict[str, dict[str, int]] = {}
         doc_len: dict[str, int] = {}
         total = 0
@@ -167,7 +169,7 @@ class Bm25Index:
             if df == 0:
                 continue
             idf = math.log((n_docs - df + 0.5) / (df + 0.5) + 1)
-            if idx is not None:
+            if idx is not None and tf is not None:
                 norm = tf + K1 * (1 - B + B * arrays.doc_len[idx] / avg_len)
                 scores[idx] += idf * tf * (K1 + 1) / norm
             for doc_id, f in (extra or {}).items():

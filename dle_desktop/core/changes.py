@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from dle_desktop.core.index import IndexSnapshot
 
@@ -27,7 +28,7 @@ class ChangeSet:
                 parts.append(f"{len(items)} {label}")
         return ", ".join(parts) if parts else "no changes"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "added": list(self.added), "removed": list(self.removed), "modified": list(self.modified),
             "keys_changed": list(self.keys_changed), "has_changes": self.has_changes,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class ParseWarning:
     code: str  # W_ALIAS_USED, W_COMMA_SPLIT, W_COERCED_NUM, W_NOT_IMPLEMENTED, W_BAD_VALUE, W_TRUNCATED
     message: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message}
 
 
@@ -41,7 +42,7 @@ class Skip:
     reason: str
     line: int | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "vault": self.vault, "code": self.code, "reason": self.reason, "line": self.line}
 
 
@@ -82,7 +83,7 @@ class Entry:
     summary: str = ""
     links: tuple[str, ...] = ()
     resolved_links: tuple[str, ...] = ()
-    custom_fields: dict = field(default_factory=dict)
+    custom_fields: dict[str, Any] = field(default_factory=dict)
     warnings: tuple[ParseWarning, ...] = ()
 
     @cached_property
@@ -99,7 +100,7 @@ class Entry:
     def folder(self) -> str | None:
         return self.path.rsplit("/", 1)[0] if "/" in self.path else None
 
-    def to_json(self, with_content: bool = True) -> dict:
+    def to_json(self, with_content: bool = True) -> dict[str, Any]:
         out = {
             "path": self.path,
             "vault": self.vault,

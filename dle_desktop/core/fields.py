@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import yaml
 
@@ -36,7 +37,7 @@ class FieldDefinition:
     values: tuple[str, ...] = ()
     context_key: str = ""
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name, "label": self.label, "type": self.type, "multi": self.multi,
             "context_key": self.context_key or self.name,
@@ -74,7 +75,7 @@ class FieldDefinitions:
 DEFAULT_DEFINITIONS = FieldDefinitions()
 
 
-def _as_bool(value, default: bool) -> bool:
+def _as_bool(value: object, default: bool) -> bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
@@ -82,7 +83,7 @@ def _as_bool(value, default: bool) -> bool:
     return default
 
 
-def _one_definition(raw, index: int, problems: list[str]) -> FieldDefinition | None:
+def _one_definition(raw: object, index: int, problems: list[str]) -> FieldDefinition | None:
     where = f"field #{index + 1}"
     if not isinstance(raw, dict):
         problems.append(f"{where}: expected a mapping with at least `name`, found {type(raw).__name__}")
@@ -100,7 +101,8 @@ def _one_definition(raw, index: int, problems: list[str]) -> FieldDefinition | N
     if ftype not in TYPES:
         problems.append(f"{where}: unknown type {raw.get('type')!r}, using string")
         ftype = "string"
-    gating = raw.get("gating") if isinstance(raw.get("gating"), dict) else {}
+    gating_raw = raw.get("gating")
+    gating: dict[str, Any] = gating_raw if isinstance(gating_raw, dict) else {}
     operator = str(gating.get("operator", "match_any")).strip().lower()
     if operator not in OPERATORS:
         problems.append(f"{where}: unknown operator {gating.get('operator')!r}, using match_any")
@@ -161,7 +163,7 @@ def parse_field_definitions(text: str, source: str = "field-definitions.yaml") -
     return FieldDefinitions(fields=tuple(fields), problems=tuple(problems), source=source)
 
 
-def extract_custom_value(definition: FieldDefinition, value):
+def extract_custom_value(definition: FieldDefinition, value: Any) -> str | int | float | bool | list[str] | None:
     """Coerce one frontmatter value as DLE does; None means 'no value'."""
     if value is None:
         return None

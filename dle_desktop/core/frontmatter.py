@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
 
@@ -46,7 +47,7 @@ class FrontmatterError:
 
 @dataclass(frozen=True)
 class SplitNote:
-    data: dict | None  # None when the note has no frontmatter block
+    data: dict[str, Any] | None  # None when the note has no frontmatter block
     body: str
     error: FrontmatterError | None = None
     #: 1-based file line where the body starts (for messages).

@@ -5,6 +5,7 @@ Pure: it reads a snapshot and plain facts about the configuration, and returns f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from dle_desktop.core.entry import Entry
 from dle_desktop.core.index import IndexSnapshot
@@ -50,7 +51,7 @@ class HealthFinding:
     vault: str | None = None
     path: str | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"entry": self.entry, "code": self.code, "message": self.message, "vault": self.vault, "path": self.path}
 
 
@@ -67,7 +68,7 @@ class HealthReport:
                     path=entry.path if entry else None)
         {"error": self.errors, "warning": self.warnings, "info": self.info}[severity].append(f)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {k: [f.to_json() for f in getattr(self, k)] for k in ("errors", "warnings", "info")}
 
     @property
@@ -124,7 +125,8 @@ def _entry_checks(snapshot: IndexSnapshot, ctx: HealthContext, r: HealthReport) 
             others = titles.get(t.lower(), ())
             for other in others:
                 if e.title.lower() in {x.lower() for x in other.original_requires} and other is not e:
-                    pair = tuple(sorted((e.title.lower(), other.title.lower())))
+                    low, high = sorted((e.title.lower(), other.title.lower()))
+                    pair = (low, high)
                     if pair not in seen_pairs:
                         seen_pairs.add(pair)
                         r.add("error", "circular_requires",

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from dle_desktop.core.bm25 import Bm25Index, document_text
 from dle_desktop.core.body import estimate_tokens
@@ -34,10 +35,10 @@ class VaultSlice:
 def _merge_copies(copies: Sequence[Entry]) -> Entry:
     first = copies[0]
 
-    def union(attr: str) -> tuple:
+    def union(attr: str) -> tuple[Any, ...]:
         return tuple(dict.fromkeys(x for e in copies for x in getattr(e, attr)))
 
-    custom: dict = {}
+    custom: dict[str, Any] = {}
     for e in copies:
         for k, v in e.custom_fields.items():
             current = custom.get(k)
@@ -219,7 +220,7 @@ class IndexSnapshot:
             counts[e.vault] = counts.get(e.vault, 0) + 1
         return counts
 
-    def to_json(self, with_content: bool = True) -> dict:
+    def to_json(self, with_content: bool = True) -> dict[str, Any]:
         return {
             "entries": [e.to_json(with_content) for e in self.entries],
             "skipped": [s.to_json() for s in self.skipped],
@@ -302,7 +303,7 @@ def _bm25_delta(previous: IndexSnapshot, entries: Sequence[Entry]) -> Bm25Index:
 _ENTRY_FIELDS = tuple(f.name for f in dataclasses.fields(Entry))
 
 
-def entry_values(e: Entry) -> tuple:
+def entry_values(e: Entry) -> tuple[Any, ...]:
     """Every field of an entry, for comparing two parses of a note by value (Entry compares by
     identity so that snapshots can tell their own objects apart)."""
     return tuple(getattr(e, name) for name in _ENTRY_FIELDS)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import reprlib
+from typing import Any
 
 from dle_desktop.core.body import clean_content, estimate_tokens, extract_title, extract_wikilinks
 from dle_desktop.core.entry import Entry, ParseWarning, Skip, TagConfig
@@ -30,16 +31,16 @@ _SHORT = reprlib.Repr()
 _SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxdict = 2, 80, 80, 4, 4
 
 
-def _short(value) -> str:
+def _short(value: object) -> str:
     """A bounded repr for messages: YAML aliases can nest a value into gigabytes of text."""
     return _SHORT.repr(value)
 ROLES = ("system", "user", "assistant")
 
 
-def _normalise_aliases(data: dict, lenient: bool, warnings: list[ParseWarning]) -> dict:
+def _normalise_aliases(data: dict[str, Any], lenient: bool, warnings: list[ParseWarning]) -> dict[str, Any]:
     if not lenient:
         return data
-    out: dict = {}
+    out: dict[str, Any] = {}
     aliased: list[tuple[str, str]] = []
     for key, value in data.items():
         canon = CANONICAL_FIELDS.get(key.lower().replace("_", "").replace("-", ""))
@@ -55,7 +56,7 @@ def _normalise_aliases(data: dict, lenient: bool, warnings: list[ParseWarning]) 
     return out
 
 
-def _string_list(name: str, value, warnings: list[ParseWarning], split_commas: bool = False) -> list[str]:
+def _string_list(name: str, value: object, warnings: list[ParseWarning], split_commas: bool = False) -> list[str]:
     if value is None:
         return []
     if isinstance(value, list):
@@ -88,7 +89,7 @@ def _string_list(name: str, value, warnings: list[ParseWarning], split_commas: b
     return out
 
 
-def _number(name: str, value, warnings: list[ParseWarning]) -> float | None:
+def _number(name: str, value: object, warnings: list[ParseWarning]) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool):
@@ -116,14 +117,14 @@ def _int_or_float(num: float) -> float | int:
     return int(num) if num.is_integer() else num
 
 
-def _bool(name: str, value, warnings: list[ParseWarning]) -> bool | None:
+def _bool(name: str, value: object, warnings: list[ParseWarning]) -> bool | None:
     if value is None or isinstance(value, bool):
         return value
     warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: expected true or false, found {_short(value)}; ignored"))
     return None
 
 
-def _choice(name: str, value, choices: tuple[str, ...], warnings: list[ParseWarning]) -> str | None:
+def _choice(name: str, value: object, choices: tuple[str, ...], warnings: list[ParseWarning]) -> str | None:
     if value is None:
         return None
     if not isinstance(value, (str, int, float)):
@@ -212,7 +213,7 @@ def parse_note(
     outlet = data.get("outlet")
     outlet = str(outlet).strip() or None if outlet is not None and not isinstance(outlet, (dict, list)) else None
 
-    custom: dict = {}
+    custom: dict[str, Any] = {}
     defs = field_definitions.by_name()
     for name, definition in defs.items():
         if name in data:

@@ -290,7 +290,8 @@ def _same(a: Any, b: Any) -> bool:
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return a == b
+    equal: bool = a == b
+    return equal
 
 
 def _read_back_problems(old_text: str, new_text: str, targets: Mapping[str, Any]) -> list[str]:

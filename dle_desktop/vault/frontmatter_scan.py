@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -102,7 +103,7 @@ class _Node:
         self.child_col: int | None = None
 
 
-def _read_node(events: list, i: int) -> tuple[int, _Node]:
+def _read_node(events: list[Any], i: int) -> tuple[int, _Node]:
     """Consume one node starting at events[i]; the node's end is the furthest exact end of what
     it holds (block collections' end events point at the next key, so they are not used)."""
     ev = events[i]

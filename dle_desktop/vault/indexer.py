@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from dle_desktop.core.changes import ChangeSet, diff_snapshots
 from dle_desktop.core.entry import Entry, Skip, TagConfig
@@ -74,7 +75,7 @@ class VaultIndexer:
         self._problems: dict[str, tuple[str, ...]] = {}
         self._errors: dict[str, str] = {}
         #: per vault: (records dict the order was computed for, sorted paths)
-        self._order: dict[str, tuple[dict, list[str]]] = {}
+        self._order: dict[str, tuple[dict[str, Any], list[str]]] = {}
         self._lock = asyncio.Lock()
         self.cache_dirty = False
 
@@ -130,7 +131,9 @@ class VaultIndexer:
         held = snapshot._finalized
         for records in self._records.values():
             for path, rec in records.items():
-                prev = held.get(rec.result.uid) if isinstance(rec.result, Entry) else None
+                if not isinstance(rec.result, Entry):
+                    continue
+                prev = held.get(rec.result.uid)
                 if prev is not None and prev[0] is not rec.result and entry_values(prev[0]) == entry_values(rec.result):
                     records[path] = FileRecord(rec.stamp, rec.content_hash, prev[0])
 
@@ -205,7 +208,7 @@ class VaultIndexer:
         snap = self.snapshot
         for s in self.sources:
             if s.name in self._records and s.name not in self._errors:
-                meta = {"field_definitions": self.field_definitions} if s is self.primary else {}
+                meta: dict[str, Any] = {"field_definitions": self.field_definitions} if s is self.primary else {}
                 if snap is not None and snap._titles is not None:
                     # Finalized entries that differ from their parsed form: a warm start then
                     # publishes without resolving 70k links again.
@@ -243,6 +246,7 @@ class VaultIndexer:
         def one(path: str, text: str | None, error: str | None) -> FileRecord:
             if error is not None:
                 return FileRecord(stamps.get(path), "", Skip(source.name, path, "SKIP_READ_ERROR", error))
+            assert text is not None  # a file is either read or has an error
             digest = simple_hash(text)
             old = prior.get(path)
             if old is not None and not force and old.content_hash == digest:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from pathlib import Path
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
@@ -77,7 +77,7 @@ class FolderWatcher:
         self._started = False
         self.paused = False
 
-    def watch(self, vault: str, root: Path, special: set[str] = frozenset()) -> None:
+    def watch(self, vault: str, root: Path, special: Set[str] = frozenset()) -> None:
         handler = _VaultHandler(self, vault, Path(root), set(special))
         self._observer.schedule(handler, str(root), recursive=True)
 

@@ -105,7 +105,8 @@ class WriteHistory:
                     "after_hash, undoes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (time.time() if at is None else at, vault, path, feature, action, before_text, after_text,
                      before_hash, after_hash, undoes))
-                record_id = int(cur.lastrowid)
+                record_id = cur.lastrowid
+                assert record_id is not None  # sqlite3 sets it after an INSERT
                 if undoes is not None:
                     db.execute("UPDATE writes SET undone_by = ? WHERE id = ?", (record_id, undoes))
                 db.execute(

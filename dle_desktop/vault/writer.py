@@ -140,7 +140,7 @@ class NoteWriter:
         names = ", ".join(repr(s.name) for s in sources) or "none"
         raise WriteRefused(f"no vault is named {vault!r} (open vaults: {names}); nothing written")
 
-    def _backend(self, vault: str, for_write: bool = True):
+    def _backend(self, vault: str, for_write: bool = True) -> _FolderBackend | _SourceBackend:
         source = self._source(vault)
         if for_write and vault in self.read_only:
             raise WriteRefused(self.read_only[vault])

@@ -12,6 +12,7 @@ import random
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import igraph as ig
 import numpy as np
@@ -27,14 +28,14 @@ class GraphFinding:
     entries: tuple[str, ...]  # uids
     message: str
     titles: tuple[str, ...] = ()
-    data: dict = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "entries": list(self.entries), "titles": list(self.titles),
                 "message": self.message, "data": self.data}
 
 
-def _finding(graph: LoreGraph, kind: str, nodes: Iterable[int], message: str, **data) -> GraphFinding:
+def _finding(graph: LoreGraph, kind: str, nodes: Iterable[int], message: str, **data: Any) -> GraphFinding:
     nodes = list(nodes)
     return GraphFinding(kind, tuple(graph.uids[i] for i in nodes), message,
                    tuple(graph.entries[i].title for i in nodes), data)
@@ -58,7 +59,7 @@ class Communities:
     method: str
     seed: int
 
-    def to_json(self, graph: LoreGraph | None = None) -> dict:
+    def to_json(self, graph: LoreGraph | None = None) -> dict[str, Any]:
         groups = [list(g) if graph is None else [graph.uids[i] for i in g] for g in self.groups]
         return {"groups": groups, "modularity": self.modularity, "method": self.method, "seed": self.seed}
 
@@ -108,7 +109,7 @@ class Backbone:
     significance: np.ndarray  # per kept edge: the smaller of its two endpoints' alpha values
     total: int  # edges before filtering
 
-    def to_json(self, graph: LoreGraph | None = None) -> dict:
+    def to_json(self, graph: LoreGraph | None = None) -> dict[str, Any]:
         ids = (lambda i: graph.uids[i]) if graph is not None else int
         return {"alpha": self.alpha, "total": self.total, "kept": len(self.pairs),
                 "edges": [[ids(a), ids(b), float(w), float(s)] for (a, b), w, s in
@@ -128,7 +129,7 @@ def backbone(graph: LoreGraph, alpha: float = 0.05, kinds: Iterable[str] | None 
     s = np.bincount(a, weights=w, minlength=graph.n) + np.bincount(b, weights=w, minlength=graph.n)
 
     def side(i: np.ndarray) -> np.ndarray:
-        out = np.power(np.clip(1.0 - w / s[i], 0.0, 1.0), k[i] - 1.0)
+        out: np.ndarray = np.power(np.clip(1.0 - w / s[i], 0.0, 1.0), k[i] - 1.0)
         out[k[i] <= 1] = 0.0
         return out
 
@@ -286,7 +287,7 @@ def gap_analysis(graph: LoreGraph, comms: Communities | None = None, *, seed: in
     return out
 
 
-def _values(v) -> list:
+def _values(v: object) -> list[Any]:
     items = v if isinstance(v, (tuple, list, set, frozenset)) else (v,)
     out = []
     for x in items:
@@ -350,12 +351,12 @@ class Analysis:
     def findings(self) -> tuple[GraphFinding, ...]:
         return self.cycles + self.gaps
 
-    def to_json(self, graph: LoreGraph | None = None) -> dict:
+    def to_json(self, graph: LoreGraph | None = None) -> dict[str, Any]:
         return {"communities": self.communities.to_json(graph), "backbone": self.backbone.to_json(graph),
                 "findings": [f.to_json() for f in self.findings]}
 
 
-def analyse(graph: LoreGraph, seed: int = 0, alpha: float = 0.05, method: str = "leiden", **gap_options) -> Analysis:
+def analyse(graph: LoreGraph, seed: int = 0, alpha: float = 0.05, method: str = "leiden", **gap_options: Any) -> Analysis:
     comms = communities(graph, seed=seed, method=method)
     return Analysis(comms, backbone(graph, alpha), tuple(requires_cycles(graph)),
                     tuple(gap_analysis(graph, comms, **gap_options)))

@@ -36,6 +36,7 @@ import math
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -72,7 +73,7 @@ class LayoutParams:
     #: share of their weight): weak communities then stay visible as regions.
     inter_community_weight: float = 0.3
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["kinds"] = list(self.kinds) if self.kinds is not None else None
         return d
@@ -105,7 +106,7 @@ class Layout:
     def as_dict(self) -> dict[str, tuple[float, float]]:
         return {u: (float(x), float(y)) for u, (x, y) in zip(self.uids, self.positions.tolist())}
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"positions": {u: [x, y] for u, (x, y) in self.as_dict().items()}, "iterations": self.iterations,
                 "total": self.total, "cancelled": self.cancelled, "seed": self.seed, "params": self.params.to_json()}
 
@@ -259,7 +260,8 @@ def _tidy_islands(pos: np.ndarray, label: np.ndarray, margin: float = 1.1,
         movable[np.unique(label[keep])] = False
     shift = np.where((dist > target) & movable, target / np.maximum(dist, 1e-12), 1.0)
     moved = centre + off * shift[:, None]  # new centroid per component
-    return pos + (moved - cen)[label]
+    placed: np.ndarray = pos + (moved - cen)[label]
+    return placed
 
 
 def _grid_size(n: int) -> int:
@@ -464,6 +466,6 @@ def layout(
     return Layout(graph.uids, pos, done, total, cancelled, seed, p)
 
 
-def with_params(name: str, **changes) -> LayoutParams:
+def with_params(name: str, **changes: Any) -> LayoutParams:
     """A preset with some parameters changed."""
     return replace(PRESETS[name], **changes)

@@ -13,10 +13,14 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from dle_desktop.core.entry import Entry
+
+if TYPE_CHECKING:
+    from dle_desktop.core.index import IndexSnapshot
 
 EDGE_KINDS = ("link", "requires", "excludes", "cascade")
 NODE_TYPES = ("constant", "seed", "bootstrap", "regular")
@@ -42,7 +46,7 @@ class Edge:
     kind: str
     weight: float
 
-    def to_json(self, graph: LoreGraph | None = None) -> dict:
+    def to_json(self, graph: LoreGraph | None = None) -> dict[str, Any]:
         out = {"a": self.a, "b": self.b, "kind": self.kind, "weight": self.weight}
         if graph is not None:
             out["a"], out["b"] = graph.uids[self.a], graph.uids[self.b]
@@ -90,7 +94,8 @@ class LoreGraph:
             arr = np.array(pairs, dtype=np.int64).reshape(-1, 2)
             w = np.array([acc[p] for p in pairs], dtype=np.float64)
             cache[key] = (arr, w)
-        return cache[key]
+        arrays: tuple[np.ndarray, np.ndarray] = cache[key]
+        return arrays
 
     @cached_property
     def degree(self) -> np.ndarray:
@@ -106,7 +111,7 @@ class LoreGraph:
             out[b].append(a)
         return out
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "nodes": [{"uid": e.uid, "title": e.title, "vault": e.vault, "type": t}
                       for e, t in zip(self.entries, self.types)],
@@ -120,7 +125,7 @@ class _Mentions:
     def __init__(self, entries: Sequence[Entry]) -> None:
         self._entries = entries
         self._lower: dict[int, str] = {}
-        self._names: dict[int, tuple[tuple[str, re.Pattern | None], ...]] = {}
+        self._names: dict[int, tuple[tuple[str, re.Pattern[str] | None], ...]] = {}
 
     def _text(self, i: int) -> str:
         t = self._lower.get(i)
@@ -128,7 +133,7 @@ class _Mentions:
             t = self._lower[i] = self._entries[i].content.lower()
         return t
 
-    def _name_list(self, i: int) -> tuple[tuple[str, re.Pattern | None], ...]:
+    def _name_list(self, i: int) -> tuple[tuple[str, re.Pattern[str] | None], ...]:
         got = self._names.get(i)
         if got is None:
             e = self._entries[i]
@@ -145,7 +150,7 @@ class _Mentions:
         return total
 
 
-def build_graph(source, mention_weights: bool = True, previous: LoreGraph | None = None) -> LoreGraph:
+def build_graph(source: IndexSnapshot | Sequence[Entry], mention_weights: bool = True, previous: LoreGraph | None = None) -> LoreGraph:
     """The graph of an `IndexSnapshot` (or a sequence of entries). Entries with `graph: false`
     are left out, and so are edges to them. Titles resolve case-insensitively; where several
     entries share a title (conflict mode `all`), a reference goes to the copies in the same
@@ -154,7 +159,7 @@ def build_graph(source, mention_weights: bool = True, previous: LoreGraph | None
     Counting mentions is most of the cost (about 2 s at 10,000 entries and 70,000 edges). With
     `previous` (the graph of an earlier snapshot), a pair whose two entries are the very same
     objects there (a sync re-uses every unchanged `Entry`) keeps its weight without a recount."""
-    all_entries: Sequence[Entry] = getattr(source, "entries", source)
+    all_entries = cast("Sequence[Entry]", getattr(source, "entries", source))
     entries = tuple(e for e in all_entries if e.graph)
     index = {e.uid: i for i, e in enumerate(entries)}
     by_title: dict[str, list[int]] = {}
@@ -184,9 +189,9 @@ def build_graph(source, mention_weights: bool = True, previous: LoreGraph | None
     known: dict[tuple[str, str], tuple[Entry, Entry, float]] = {}
     if previous is not None and mention_weights:
         pe = previous.entries
-        for e in previous.edges:
-            ea, eb = pe[e.a], pe[e.b]
-            known[(ea.uid, eb.uid) if ea.uid < eb.uid else (eb.uid, ea.uid)] = (ea, eb, e.weight)
+        for edge in previous.edges:
+            ea, eb = pe[edge.a], pe[edge.b]
+            known[(ea.uid, eb.uid) if ea.uid < eb.uid else (eb.uid, ea.uid)] = (ea, eb, edge.weight)
     pair_weight: dict[tuple[int, int], float] = {}
     edges = []
     order = {k: n for n, k in enumerate(EDGE_KINDS)}

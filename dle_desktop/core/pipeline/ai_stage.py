@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from dle_desktop.core.entry import Entry
+from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.core.pipeline.stages import Active, StageContext, sort_by_priority
 
 STAGE = "ai search"
@@ -45,10 +47,10 @@ class AiOutcome:
     message: str = ""
     cache_tier: str | None = None
     notes: tuple[str, ...] = ()
-    timings_ms: dict = field(default_factory=dict)
+    timings_ms: dict[str, Any] = field(default_factory=dict)
 
 
-def ai_mode(cfg) -> str:
+def ai_mode(cfg: MatchConfig) -> str:
     if not getattr(cfg, "ai_search_enabled", False):
         return "keywords"
     return cfg.ai_search_mode

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -13,7 +14,7 @@ class ChatMessage:
     is_user: bool = False
     is_system: bool = False
     swipe_id: int | None = None
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     #: Stepped-Thinking thought messages carry a top-level `is_thoughts` flag (dle-behaviour §3.2).
     is_thoughts: bool = False
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from dle_desktop.core.pipeline.chat_input import ChatDocument, ChatInputError, parse_chat_document
 
@@ -12,7 +13,7 @@ _LINE_RE = re.compile(r"^\s*([^:\n]{1,80}):\s?(.*)$")
 
 
 def _from_jsonl(lines: list[str]) -> ChatDocument:
-    header: dict = {}
+    header: dict[str, Any] = {}
     messages = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
@@ -34,7 +35,7 @@ def _from_jsonl(lines: list[str]) -> ChatDocument:
 
 
 def _from_lines(text: str) -> ChatDocument:
-    messages: list[dict] = []
+    messages: list[dict[str, Any]] = []
     user_name = None
     for line in text.splitlines():
         if not line.strip():

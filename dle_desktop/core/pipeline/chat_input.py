@@ -20,7 +20,7 @@ DOC_FIELDS = {"messages", "context", "pins", "blocks", "folder_filter", "charact
               "swipe", "dry_run", "seed", "settings"}
 
 
-def has_lone_surrogate(value) -> bool:
+def has_lone_surrogate(value: object) -> bool:
     """True when decoded JSON holds a \\ud800-\\udfff escape without its pair: valid JSON
     grammar, but not text (it can be neither stored as UTF-8 nor printed)."""
     stack = [value]
@@ -56,7 +56,7 @@ class ChatDocument:
     swipe: bool | None = None
     dry_run: bool = False
     seed: int | None = None
-    settings: dict | None = None
+    settings: dict[str, Any] | None = None
     present: frozenset[str] = field(default_factory=frozenset)
 
 
@@ -163,7 +163,7 @@ def parse_chat_document(raw: Any, allowed: set[str] | None = None) -> ChatDocume
     if both:
         # One of the two would be dropped silently; which one the caller meant is unknowable.
         raise ChatInputError("; ".join(f"give {ALIASES[a]} or {a}, not both" for a in both))
-    doc = {ALIASES.get(k, k): v for k, v in raw.items()}
+    doc: dict[str, Any] = {ALIASES[k] if k in ALIASES else k: v for k, v in raw.items()}
     allowed = allowed or DOC_FIELDS
     unknown = sorted(k for k in doc if k not in allowed)
     if unknown:

@@ -59,7 +59,7 @@ class MatchConfig:
     fix_semantic_budget: bool = True  # with semantic search on, the chat's own matches are kept before constants
 
     @classmethod
-    def from_object(cls, obj) -> MatchConfig:
+    def from_object(cls, obj: object) -> MatchConfig:
         """Take every field that `obj` (e.g. the app's Settings) has under the same name."""
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{n: getattr(obj, n) for n in names if hasattr(obj, n)})

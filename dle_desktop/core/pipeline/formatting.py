@@ -8,6 +8,7 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import Any
 
 from dle_desktop.core.entry import Entry
 from dle_desktop.core.pipeline.config import POSITION_IDS, POSITION_NAMES, ROLE_IDS, ROLE_NAMES, MatchConfig
@@ -41,7 +42,7 @@ class Group:
     #: SillyTavern's allowWIScan flag for this prompt (setting allow_wi_scan)
     scan: bool = False
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"key": self.key, "position": self.position, "position_name": POSITION_NAMES.get(self.position, str(self.position)),
                 "depth": self.depth, "role": self.role, "role_name": ROLE_NAMES.get(self.role, str(self.role)),
                 "outlet": self.outlet, "text": self.text, "entries": list(self.titles), "scan": self.scan}

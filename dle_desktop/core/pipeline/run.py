@@ -10,10 +10,10 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from dle_desktop.core.entry import Entry
 from dle_desktop.core.index import IndexSnapshot
-from dle_desktop.core.pipeline.chat import ChatMessage, scan_text, should_skip_generation
 from dle_desktop.core.pipeline.ai_stage import (
     AiOutcome,
     ai_mode,
@@ -24,11 +24,11 @@ from dle_desktop.core.pipeline.ai_stage import (
     selectable,
     whole_vault,
 )
+from dle_desktop.core.pipeline.chat import ChatMessage, scan_text, should_skip_generation
 from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.core.pipeline.formatting import Group, Injected, apply_budget, group, placement
 from dle_desktop.core.pipeline.matcher import KeywordIndex
 from dle_desktop.core.pipeline.semantic_query import SemanticQuery, build_semantic_query
-from dle_desktop.core.pipeline.state import SWIPE_SLOTS, ChatState
 from dle_desktop.core.pipeline.stages import (
     Active,
     StageContext,
@@ -42,6 +42,7 @@ from dle_desktop.core.pipeline.stages import (
     sort_by_priority,
     strip_dedup,
 )
+from dle_desktop.core.pipeline.state import SWIPE_SLOTS, ChatState
 from dle_desktop.core.pipeline.trace import Trace, Verdict
 
 _index_lock = threading.Lock()
@@ -53,14 +54,14 @@ class GenerationResult:
     groups: tuple[Group, ...] = ()
     total_tokens: int = 0
     verdicts: tuple[Verdict, ...] = ()
-    timings_ms: dict = field(default_factory=dict)
+    timings_ms: dict[str, Any] = field(default_factory=dict)
     skipped_reason: str | None = None
     notes: tuple[str, ...] = ()
     swipe_rollback: bool = False
     #: what the semantic stage searched with, as the decision record shows it (None when off)
     semantic_query: str | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "injected": [
                 {"title": i.entry.title, "vault": i.entry.vault, "tokens": i.entry.token_estimate,
@@ -94,7 +95,7 @@ _SAME_FOR_MATCHING = ("vault", "path", "title", "keys", "refine_keys", "constant
                       "scan_depth")
 
 
-def _patched_parts(snapshot: IndexSnapshot, key) -> tuple | None:
+def _patched_parts(snapshot: IndexSnapshot, key: bool) -> tuple[Any, ...] | None:
     """Parts for a snapshot patched from one whose parts exist, when no edited entry changed
     anything the automaton or the per-snapshot lists depend on (an edit of body text)."""
     link = getattr(snapshot, "_patched_from", None)
@@ -189,7 +190,7 @@ class Pending:
     ctx: StageContext
     parts: _SnapshotParts
     state: ChatState  # after a swipe rollback
-    before: dict
+    before: dict[str, Any]
     slot: str
     rolled: bool
     t0: float
@@ -352,7 +353,7 @@ def run_generation(
     return finish_generation(pending, ai_outcome)
 
 
-def _track(state: ChatState, before: dict, matched, injected: list[Injected], cfg: MatchConfig, slot: str) -> ChatState:
+def _track(state: ChatState, before: dict[str, Any], matched: list[Active], injected: list[Injected], cfg: MatchConfig, slot: str) -> ChatState:
     gen = state.generation_count
     cooldowns = dict(state.cooldowns)
     history = dict(state.injection_history)

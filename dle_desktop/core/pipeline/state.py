@@ -52,7 +52,7 @@ class ChatState:
     #: tracker key → generation count recorded at injection (+1), for the re-injection cooldown
     injection_history: dict[str, int] = field(default_factory=dict)
     #: last generations' injections: [{"gen": n, "entries": [{title,pos,depth,role,hash}]}]
-    injection_log: tuple[dict, ...] = ()
+    injection_log: tuple[dict[str, Any], ...] = ()
     pins: tuple[EntryRef, ...] = ()
     blocks: tuple[EntryRef, ...] = ()
     #: gating context: context key → value or list of values
@@ -64,18 +64,18 @@ class ChatState:
     #: "msgIndex|swipeId" → tracker keys injected for that slot
     swipe_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: tracker key → {"matched": n, "injected": n, "last_triggered": generation}
-    analytics: dict[str, dict] = field(default_factory=dict)
+    analytics: dict[str, dict[str, Any]] = field(default_factory=dict)
     last_swipe_key: str | None = None
     #: the generation-tracking part of the state before the last generation, for swipe rollback
-    before_last: dict | None = None
+    before_last: dict[str, Any] | None = None
 
     TRACKING = ("generation_count", "cooldowns", "injection_history", "injection_log", "counts",
                 "swipe_keys", "analytics")
 
-    def replace(self, **changes) -> ChatState:
+    def replace(self, **changes: Any) -> ChatState:
         return dataclasses.replace(self, **changes)
 
-    def tracking_snapshot(self) -> dict:
+    def tracking_snapshot(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.TRACKING}
 
     def rolled_back(self) -> ChatState:
@@ -85,8 +85,8 @@ class ChatState:
         return dataclasses.replace(self, **self.before_last, before_last=None)
 
     # -- JSON ------------------------------------------------------------------------------
-    def to_json(self) -> dict:
-        def enc(v: ChatState) -> dict:
+    def to_json(self) -> dict[str, Any]:
+        def enc(v: ChatState) -> dict[str, Any]:
             return {
                 "generation_count": v.generation_count,
                 "cooldowns": dict(v.cooldowns),
@@ -110,8 +110,8 @@ class ChatState:
         return out
 
     @classmethod
-    def from_json(cls, raw: dict) -> ChatState:
-        def tracking(d: dict) -> dict:
+    def from_json(cls, raw: dict[str, Any]) -> ChatState:
+        def tracking(d: dict[str, Any]) -> dict[str, Any]:
             return {
                 "generation_count": int(d.get("generation_count", 0)),
                 "cooldowns": {str(k): int(v) for k, v in (d.get("cooldowns") or {}).items()},

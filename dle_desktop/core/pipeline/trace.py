@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from dle_desktop.core.entry import Entry
 
@@ -17,7 +19,7 @@ class Verdict:
     outcome: str  # matched | skipped | removed | injected | truncated | cut | info
     reason: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"title": self.title, "vault": self.vault, "stage": self.stage, "outcome": self.outcome, "reason": self.reason}
 
 
@@ -31,7 +33,7 @@ class Trace:
         self.verdicts.append(Verdict(entry.title, entry.vault, stage, outcome, reason))
 
     @contextmanager
-    def timed(self, stage: str):
+    def timed(self, stage: str) -> Iterator[None]:
         t0 = time.perf_counter()
         try:
             yield
