@@ -13,7 +13,7 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from dle_desktop.private_files import private_opener
+from dle_desktop.fileio import private_opener
 
 _secrets: set[str] = set()
 _secrets_lock = threading.Lock()

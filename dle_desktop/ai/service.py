@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from dle_desktop.ai.client import AiClient
 from dle_desktop.ai.errors import AiError
 from dle_desktop.ai.types import ChatRequest, ChatResponse, ConnectionProfile
 from dle_desktop.errors import DleError
-from dle_desktop.private_files import private_opener
+from dle_desktop.fileio import write_private_atomic
 from dle_desktop.state.secrets import SecretStore
 from dle_desktop.state.settings import CHANNELS, ProfileConfig, Settings
 
@@ -123,11 +122,8 @@ class AiService:
         if self.usage_path is None:
             return
         data = json.dumps({"since": self.usage_since, "channels": {c: u.to_json() for c, u in self.usage.items()}})
-        tmp = self.usage_path.with_name(self.usage_path.name + ".tmp")
         try:
-            with open(tmp, "w", encoding="utf-8", opener=private_opener) as fh:
-                fh.write(data)
-            os.replace(tmp, self.usage_path)
+            write_private_atomic(self.usage_path, data)
         except OSError as exc:
             log.warning("AI usage counts could not be saved: %s", exc)
 

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from dle_desktop.errors import ConfigError
+from dle_desktop.fileio import write_atomic
 
 APP_ID = "dle-desktop"
 LAUNCH_AGENT_LABEL = "dle-desktop.tray"
@@ -110,9 +111,7 @@ def read_entry(path: Path) -> dict[str, str]:
 
 def write_file(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    write_atomic(path, data)
 
 
 class Autostart:

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from dle_desktop import __version__
 from dle_desktop.desktop.redact import Redactor, environment_secrets
+from dle_desktop.fileio import atomic_file
 from dle_desktop.logging_setup import log_files
-from dle_desktop.private_files import private_opener
 
 log = logging.getLogger(__name__)
 
@@ -259,11 +259,9 @@ def write_zip(report: Report, out: Path) -> Path:
     """The report as a zip at `out`, readable only by the user (it names their notes and chats)."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    with open(tmp, "wb", opener=private_opener) as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as zf:
+    with atomic_file(out, private=True) as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, text in report.members().items():
             zf.writestr(f"dle-desktop-diagnostics/{name}", text)
-    tmp.replace(out)
     return out
 
 

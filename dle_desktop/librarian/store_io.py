@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from dle_desktop.private_files import write_private_atomic
+from dle_desktop.fileio import write_private_atomic
 
 log = logging.getLogger(__name__)
 

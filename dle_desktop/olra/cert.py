@@ -12,10 +12,9 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import logging
-import os
 from pathlib import Path
 
-from dle_desktop.private_files import make_private_dir, private_opener
+from dle_desktop.fileio import make_private_dir, write_private_atomic
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +45,7 @@ def _still_good(cert_file: Path, key_file: Path) -> bool:
         serialization.load_pem_private_key(key_file.read_bytes(), password=None)
     except (OSError, ValueError, TypeError):
         return False
-    left = cert.not_valid_after_utc - datetime.datetime.now(datetime.timezone.utc)
+    left = cert.not_valid_after_utc - datetime.datetime.now(datetime.UTC)
     return left > datetime.timedelta(days=RENEW_DAYS)
 
 
@@ -64,12 +63,7 @@ def ensure_certificate(paths) -> tuple[Path, Path]:
 
 
 def _write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb", opener=private_opener) as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_private_atomic(path, data)
 
 
 def generate_certificate(now: datetime.datetime | None = None) -> tuple[bytes, bytes]:
@@ -79,7 +73,7 @@ def generate_certificate(now: datetime.datetime | None = None) -> tuple[bytes, b
     from cryptography.hazmat.primitives.asymmetric import rsa
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-    now = now or datetime.datetime.now(datetime.timezone.utc)
+    now = now or datetime.datetime.now(datetime.UTC)
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, COMMON_NAME),
                       x509.NameAttribute(NameOID.ORGANIZATION_NAME, "DLE Desktop")])

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets as secrets_module
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from dle_desktop.olra.paths import PathRefused, VaultPath, confine, real_root
+from dle_desktop.vault.note_files import replace_note
 from dle_desktop.vault.sources import FolderSource
-
-_POSIX = os.name == "posix"
 
 
 class VaultUnavailable(Exception):
@@ -174,8 +171,8 @@ class PutRefused(Exception):
 
 
 def write_file(served: ServedVaults, path: VaultPath, data: bytes) -> tuple[ServedVault, set[str]]:
-    """Write `data` as the whole file, atomically (a hidden temporary file in the same folder,
-    fsync, rename over the target, fsync the folder); missing parent folders are made. Returns
+    """Write `data` as the whole file, atomically (through the writer's `note_files.replace_note`,
+    the one way notes are written); missing parent folders are made. Returns
     the vault written to and the vault-relative paths that changed (the requested one, and the
     real one when a symlink inside the vault pointed elsewhere in it)."""
     served.check()
@@ -211,45 +208,12 @@ def write_file(served: ServedVaults, path: VaultPath, data: bytes) -> tuple[Serv
     # The parent may itself be a symlink made between the check and now: check again.
     if not _inside(os.path.realpath(parent), target_vault.real):
         raise PutRefused(403, "the path leads outside the vault folder (through a symbolic link); nothing written")
-    mode = None
     try:
-        mode = stat.S_IMODE(os.stat(real).st_mode)
-    except FileNotFoundError:
-        pass
-    except OSError:
-        mode = None
-    tmp = os.path.join(parent, f".{os.path.basename(real)}.{secrets_module.token_hex(4)}.olra-tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0),
-                     0o666)
-        try:
-            if mode is not None and _POSIX:
-                os.fchmod(fd, mode)  # an edited note keeps its permissions
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, real)
+        replace_note(real, data)
     except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         if exc.errno in (errno.ENOSPC, errno.EDQUOT if hasattr(errno, "EDQUOT") else errno.ENOSPC):
             raise PutRefused(507, f"the disk is full; {path.rel} was not written") from None
         raise PutRefused(500, f"{path.rel} could not be written: {exc.strerror or exc}") from None
-    if _POSIX:
-        try:
-            dir_fd = os.open(parent, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
-        except OSError:
-            pass
     changed = {path.rel}
     real_rel = os.path.relpath(real, target_vault.real).replace(os.sep, "/")
     changed.add(real_rel)

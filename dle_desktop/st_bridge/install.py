@@ -33,6 +33,7 @@ import yaml
 
 from dle_desktop import __version__
 from dle_desktop.errors import DleError
+from dle_desktop.fileio import write_private_atomic
 from dle_desktop.state.paths import resources_dir
 
 log = logging.getLogger(__name__)
@@ -364,25 +365,6 @@ def _still_st(st: StInstall) -> None:
 
 # -- writing --------------------------------------------------------------------------------------
 
-def _write_private(path: Path, data: str) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        if os.name == "posix":
-            os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise
-
-
 def write_config(target_dir: Path, *, server_url: str, token: str) -> None:
     """Write `dle-config.json` (the server address and token the extension uses) into `target_dir`,
     atomically and readable by the user only."""
@@ -394,7 +376,7 @@ def write_config(target_dir: Path, *, server_url: str, token: str) -> None:
     data = json.dumps({"server_url": url, "token": token, "written_by": f"DLE Desktop {__version__}",
                        "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=2)
     try:
-        _write_private(target_dir / CONFIG_FILE, data + "\n")
+        write_private_atomic(target_dir / CONFIG_FILE, data + "\n")
     except OSError as exc:
         raise StInstallError(f"cannot write {target_dir / CONFIG_FILE}: {exc.strerror or type(exc).__name__}; "
                              "check that you may write to that folder") from None

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from dle_desktop.core.chat_id import is_forbidden_char, is_valid_chat_id
 from dle_desktop.core.pipeline.state import ChatState
-from dle_desktop.private_files import make_private_file
+from dle_desktop.fileio import make_private_file
 
 log = logging.getLogger(__name__)
 

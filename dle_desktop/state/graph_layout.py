@@ -11,12 +11,11 @@ import hashlib
 import json
 import logging
 import math
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dle_desktop.private_files import make_private_dir, write_private_atomic
+from dle_desktop.fileio import make_private_dir, write_private_atomic
 
 log = logging.getLogger(__name__)
 

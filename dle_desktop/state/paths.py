@@ -9,7 +9,7 @@ from pathlib import Path
 
 import platformdirs
 
-from dle_desktop.private_files import make_private_dir, tighten
+from dle_desktop.fileio import make_private_dir, tighten
 
 APP_NAME = "dle-desktop"
 

@@ -24,8 +24,8 @@ import keyring
 import keyring.errors
 
 from dle_desktop.errors import ConfigError
+from dle_desktop.fileio import write_private_atomic
 from dle_desktop.logging_setup import register_secret
-from dle_desktop.private_files import private_opener
 
 log = logging.getLogger(__name__)
 
@@ -113,12 +113,7 @@ class _SecretFile:
 
     def _write(self, keys: dict[str, str]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8", opener=private_opener) as fh:
-            json.dump({"version": 1, "keys": keys}, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
+        write_private_atomic(self.path, json.dumps({"version": 1, "keys": keys}))
 
     def get(self, name: str) -> str | None:
         with self._lock:

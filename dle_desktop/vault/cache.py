@@ -11,13 +11,12 @@ from __future__ import annotations
 import gc
 import hashlib
 import logging
-import os
 import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
 from dle_desktop.core.entry import Entry, Skip
-from dle_desktop.private_files import private_opener
+from dle_desktop.fileio import atomic_file
 
 log = logging.getLogger(__name__)
 
@@ -70,12 +69,8 @@ class IndexCache:
     def save(self, key: str, records: dict[str, FileRecord], meta: dict | None = None) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self._file(key)
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "wb", opener=private_opener) as fh:
+        with atomic_file(path, private=True) as fh:
             pickle.dump({"format": CACHE_FORMAT, "key": key, "records": records, "meta": meta or {}}, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
 
     def clear(self) -> int:
         removed = 0

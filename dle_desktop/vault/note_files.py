@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
-import stat
 import threading
 import time
 from collections.abc import Callable
@@ -21,8 +19,8 @@ from pathlib import Path
 
 from dle_desktop.core.hashing import simple_hash
 from dle_desktop.errors import WriteError, WriteRefused
+from dle_desktop.fileio import NameTaken, fsync_dir, move_into_place, temp_path, write_atomic
 
-_POSIX = os.name == "posix"
 TEMP_SUFFIX = ".dle-tmp"
 #: A temporary file of ours this old is left over from a crash (a live write takes milliseconds).
 STALE_TEMP_S = 600.0
@@ -73,56 +71,6 @@ def matches(current: str | None, expected: str) -> bool:
     return current is not None and simple_hash(current) == expected
 
 
-def _fsync_dir(folder: str) -> None:
-    if not _POSIX:
-        return  # Windows cannot open a folder for fsync; NTFS journals the rename itself
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _temp_path(real: str) -> str:
-    return os.path.join(os.path.dirname(real), f".{os.path.basename(real)}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
-
-
-def _write_temp(real: str, data: bytes) -> str:
-    tmp = _temp_path(real)
-    mode = None
-    try:
-        mode = stat.S_IMODE(os.stat(real).st_mode)
-    except OSError:
-        pass
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(tmp, flags, 0o666)  # a new note gets the user's umask, like any file they make
-    try:
-        if mode is not None and _POSIX:
-            os.fchmod(fd, mode)  # an edited note keeps its permissions
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        _unlink_quietly(tmp)
-        raise
-    os.close(fd)
-    return tmp
-
-
-def _unlink_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
 def _sweep_stale_temps(real: str) -> None:
     folder, prefix = os.path.dirname(real), f".{os.path.basename(real)}."
     cutoff = time.time() - STALE_TEMP_S
@@ -162,50 +110,38 @@ def commit(real: str, expected: str, new_text: str | None, make_folders: Callabl
         parent = os.path.dirname(real)
         if make_folders is not None:
             make_folders(parent)
+
+        def unchanged() -> None:
+            # The last look before the rename: an editor's save in the meantime wins.
+            now = read_note(real)
+            if not matches(now, expected):
+                raise Changed(now)
+
+        create = expected == ABSENT
         try:
-            tmp = _write_temp(real, new_text.encode("utf-8"))
+            write_atomic(real, new_text, suffix=TEMP_SUFFIX, check=None if create else unchanged, exclusive=create)
+        except NameTaken:
+            raise Changed(read_note(real)) from None
         except OSError as exc:
             raise _os_error(exc, name) from None
-        try:
-            if expected == ABSENT:
-                _link_new(tmp, real)
-            else:
-                # The last look before the rename: an editor's save in the meantime wins.
-                now = read_note(real)
-                if not matches(now, expected):
-                    raise Changed(now)
-                os.replace(tmp, real)
-        except OSError as exc:
-            raise _os_error(exc, name) from None
-        finally:
-            _unlink_quietly(tmp)  # after a link or a failure; after a rename it is gone already
-        _fsync_dir(parent)
         _sweep_stale_temps(real)
         return current
 
 
-def _link_new(tmp: str, real: str) -> None:
-    """Give the finished temporary file the note's name only if that name is still free: a hard
-    link fails if anything took the name, where a rename would silently replace it."""
-    try:
-        os.link(tmp, real)
-    except FileExistsError:
-        raise Changed(read_note(real)) from None
-    except OSError as exc:
-        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK, errno.ENOSYS):
-            raise
-        # A file system without hard links (FAT, some network shares): check, then rename.
-        if os.path.lexists(real):
-            raise Changed(read_note(real)) from None
-        os.replace(tmp, real)
+def replace_note(real: str, data: bytes) -> None:
+    """Make the file at `real` hold `data`, whatever it holds now (the Obsidian REST API's PUT of
+    a whole file), by the same atomic write as `commit`. OSError when it cannot be written."""
+    with _lock_for(real):
+        write_atomic(real, data, suffix=TEMP_SUFFIX)
+        _sweep_stale_temps(real)
 
 
 def _delete(real: str, expected: str) -> None:
     """Delete the note only if it is still the expected version: it is first renamed aside (atomic),
     so an edit that lands between the check and the delete is never the thing deleted."""
-    aside = _temp_path(real)
+    aside = temp_path(real, TEMP_SUFFIX)
     try:
-        os.rename(real, aside)
+        move_into_place(real, aside)
     except FileNotFoundError:
         raise Changed(None) from None
     except OSError as exc:
@@ -213,13 +149,13 @@ def _delete(real: str, expected: str) -> None:
     moved = read_note(aside)
     if matches(moved, expected):
         os.unlink(aside)
-        _fsync_dir(os.path.dirname(real))
+        fsync_dir(os.path.dirname(real))
         return
     try:
         os.link(aside, real)
         os.unlink(aside)
     except OSError:
-        os.replace(aside, real)
+        move_into_place(aside, real)
     raise Changed(moved)
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from dle_desktop.errors import VaultError, VaultPathError
+from dle_desktop.fileio import write_atomic
 
 #: DLE lists at most this many folder levels (Obsidian REST listing recursion cap).
 MAX_FOLDER_DEPTH = 20
@@ -175,12 +176,7 @@ class FolderSource(VaultSource):
     def write_sync(self, path: str, text: str) -> None:
         target = self._abs(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.dle-tmp")
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
+        write_atomic(target, text, suffix=".dle-tmp")
 
     async def write_text(self, path: str, text: str) -> None:
         await asyncio.to_thread(self.write_sync, path, text)

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dle_desktop.private_files import make_private_file, tighten
+from dle_desktop.fileio import make_private_file, tighten
 
 FILE_NAME = "write-history.sqlite"
 #: Older writes of one note beyond this many are forgotten (a note edited every minute for a

@@ -22,7 +22,6 @@ be chosen instead.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import logging
@@ -38,6 +37,7 @@ from pathlib import Path
 import httpx
 
 from dle_desktop.errors import DleError
+from dle_desktop.fileio import fsync_dir, move_into_place, write_atomic
 from dle_desktop.vectors.embedder import GGUF_MAGIC, GgufFormatError, read_gguf_info
 
 log = logging.getLogger(__name__)
@@ -109,17 +109,6 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
         while block := f.read(chunk):
             h.update(block)
     return h.hexdigest()
-
-
-def _fsync_dir(path: Path) -> None:
-    if os.name != "posix":
-        return
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 class _Interrupted(Exception):
@@ -409,12 +398,10 @@ class ModelManager:
                 raise ModelError(f"the server sent something that is not a GGUF model for {spec.filename}")
         final = self.path_for(spec)
         sidecar = final.with_name(final.name + ".sha256")
-        tmp = sidecar.with_name(sidecar.name + ".tmp")
         source = "pinned" if spec.sha256 else ("server" if expected else "computed")
-        tmp.write_text(f"{actual}  {spec.filename}  ({source})\n", encoding="ascii")
-        os.replace(tmp, sidecar)
-        os.replace(part, final)
+        write_atomic(sidecar, f"{actual}  {spec.filename}  ({source})\n".encode("ascii"))
+        move_into_place(part, final)
         part.with_suffix(".part.json").unlink(missing_ok=True)
-        _fsync_dir(self.models_dir)
+        fsync_dir(self.models_dir)
         log.info("model %s ready (%d bytes, sha256 %s, %s)", spec.filename, size, actual, source)
         return final

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dle_desktop.private_files import make_private_file, private_opener
+from dle_desktop.fileio import make_private_file, move_into_place, private_opener
 from dle_desktop.vectors.contracts import Hit, StoredItem, VectorConflict
 from dle_desktop.vectors.store_ann import (CALIBRATION_QUERIES, HOLDOUT_MAX, HOLDOUT_MIN_QUERIES, HOLDOUT_SHARE, MIX,
                                           TARGET_RECALL_HELDOUT, TARGET_RECALL_MIX, AnnIndex, calibrate)
@@ -148,8 +148,7 @@ def create(path: Path, names: tuple[str, str, str], items: list[StoredItem], vec
         finally:
             db.close()
         fsync_dir(tmp)
-        tmp.rename(path)
-        fsync_dir(parent)
+        move_into_place(tmp, path)
     except BaseException:
         _rmtree_quiet(tmp)
         raise

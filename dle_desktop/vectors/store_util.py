@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dle_desktop.private_files import private_opener
+from dle_desktop.fileio import private_opener
 from dle_desktop.vectors.contracts import StoredItem
 
 INT64_MIN = -(2**63)

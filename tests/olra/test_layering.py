@@ -1,12 +1,12 @@
 """The emulation's layering (docs/architecture.md): it may use core, vault, state, errors and
-logging_setup (and the leaf private_files), never the lore server, the UI, the engine or the app."""
+logging_setup (and fileio, the file reader and writer), never the lore server, the UI, the engine or the app."""
 
 from __future__ import annotations
 
 from tests.test_architecture import PKG, _imports
 
 ALLOWED = ("dle_desktop.core", "dle_desktop.vault", "dle_desktop.state", "dle_desktop.errors",
-           "dle_desktop.logging_setup", "dle_desktop.private_files", "dle_desktop.http_limits", "dle_desktop.olra")
+           "dle_desktop.logging_setup", "dle_desktop.fileio", "dle_desktop.http_limits", "dle_desktop.olra")
 
 
 def test_olra_imports_only_the_layers_below():

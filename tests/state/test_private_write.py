@@ -1,4 +1,4 @@
-"""`private_files.write_private_atomic`: the one atomic private write the data folder's small
+"""`fileio.write_private_atomic`: the one atomic private write the data folder's small
 files share (graph layouts, the Librarian's sessions and gaps)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from dle_desktop.private_files import write_private_atomic
+from dle_desktop.fileio import write_private_atomic
 
 
 def test_writes_text_and_bytes_private_and_replaces(tmp_path):
