@@ -13,7 +13,9 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Match
 
+from dle_desktop.core.hosts import is_loopback_bind
 from dle_desktop.errors import ConfigError, DleError
+from dle_desktop.http_limits import ServerLimits, protocol_class
 from dle_desktop.server import (
     openapi,
     routes_ai,
@@ -24,8 +26,8 @@ from dle_desktop.server import (
     routes_lore,
     routes_vector,
 )
-from dle_desktop.http_limits import ServerLimits, protocol_class
-from dle_desktop.server.security import AccessMiddleware, AccessPolicy, BodyLimitMiddleware, TokenHolder, is_loopback_bind
+from dle_desktop.server.security import AccessMiddleware, AccessPolicy, BodyLimitMiddleware, TokenHolder
+from dle_desktop.server.services import BridgeEvents, LoreEngine, ServerServices, services_of
 from dle_desktop.st_bridge.monitor import BridgeMonitor
 
 log = logging.getLogger(__name__)
@@ -63,7 +65,7 @@ async def _method_not_allowed(request: Request, exc) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=405, headers={"Allow": allow} if allow else None)
 
 
-def build_app(engine, bridge_monitor: BridgeMonitor | None = None) -> Starlette:
+def build_app(engine: LoreEngine, bridge_monitor: BridgeEvents | None = None) -> Starlette:
     """`bridge_monitor`: what the SillyTavern bridge's calls are recorded in (the Runtime's, so
     that it outlives this app and its engine); a fresh one when not given."""
     # routes_vector: SillyTavern's /api/vector/*; routes_embeddings: the embedding-backend endpoints
@@ -74,8 +76,7 @@ def build_app(engine, bridge_monitor: BridgeMonitor | None = None) -> Starlette:
                     middleware=[Middleware(routes_bridge.BridgeObserver)],
                     exception_handlers={DleError: _dle_error, ClientDisconnect: _client_gone, 404: _not_found,
                                         405: _method_not_allowed, Exception: _unexpected})
-    app.state.engine = engine
-    app.state.bridge_monitor = bridge_monitor if bridge_monitor is not None else BridgeMonitor()
+    app.state.services = ServerServices(engine, bridge_monitor if bridge_monitor is not None else BridgeMonitor())
     return app
 
 
@@ -85,7 +86,7 @@ def wrap_security(app, policy: AccessPolicy, limits: ServerLimits = ServerLimits
     return AccessMiddleware(BodyLimitMiddleware(app, limits.max_body_bytes, limits.body_stall_timeout), policy)
 
 
-def access_policy(engine, bound_host: str, token: TokenHolder | None = None) -> AccessPolicy:
+def access_policy(engine: LoreEngine, bound_host: str, token: TokenHolder | None = None) -> AccessPolicy:
     """The access rules from the engine's settings; the token is created only when first needed,
     and read through `token`, which `security.rotate_server_token` updates in place."""
     settings = engine.settings
@@ -97,13 +98,13 @@ class ServerRunner:
     """Binds the socket ourselves (so a busy port is a clear error, not uvicorn's sys.exit),
     then serves with uvicorn on the current loop."""
 
-    def __init__(self, engine, host: str = "127.0.0.1", port: int = 8765, limits: ServerLimits = ServerLimits(),
-                 bridge_monitor: BridgeMonitor | None = None) -> None:
+    def __init__(self, engine: LoreEngine, host: str = "127.0.0.1", port: int = 8765, limits: ServerLimits = ServerLimits(),
+                 bridge_monitor: BridgeEvents | None = None) -> None:
         self.engine = engine
         self.host = host
         self.port = port
         self.limits = limits
-        self.bridge_monitor = bridge_monitor if bridge_monitor is not None else BridgeMonitor()
+        self.bridge_monitor: BridgeEvents = bridge_monitor if bridge_monitor is not None else BridgeMonitor()
         self._token: TokenHolder | None = None
         self._access: AccessMiddleware | None = None
         self._server: uvicorn.Server | None = None
@@ -171,12 +172,12 @@ class ServerRunner:
                     "" if self.engine.settings.server_allowed_hosts or self.host not in ("0.0.0.0", "::")
                     else " (list the name or address LAN clients use in server_allowed_hosts)")
 
-    def set_engine(self, engine) -> None:
+    def set_engine(self, engine: LoreEngine) -> None:
         """Serve another engine from now on (after the vault configuration changed)."""
         self.engine = engine
         self._tell_port(engine)
         if self._app is not None:
-            self._app.state.engine = engine
+            services_of(self._app).engine = engine
         if self._access is not None:
             self._access.policy = access_policy(engine, self.host, self._token_holder(engine))
 
@@ -186,13 +187,13 @@ class ServerRunner:
         if self._access is not None:
             self._access.policy = access_policy(self.engine, self.host, self._token_holder(self.engine))
 
-    def _token_holder(self, engine) -> TokenHolder:
+    def _token_holder(self, engine: LoreEngine) -> TokenHolder:
         """One holder while the secret store stays the same, so a looked-up token is kept."""
         if self._token is None or self._token.secrets is not engine.secrets:
             self._token = TokenHolder(engine.secrets)
         return self._token
 
-    def _tell_port(self, engine) -> None:
+    def _tell_port(self, engine: LoreEngine) -> None:
         """The engine names a vector source pointed at this port as our own server."""
         if self._sock is not None and hasattr(engine, "server_port"):
             engine.server_port = self.port
@@ -203,7 +204,7 @@ class ServerRunner:
         if self._task is not None:
             try:
                 await asyncio.wait_for(self._task, 10)
-            except (asyncio.TimeoutError, asyncio.CancelledError):
+            except (TimeoutError, asyncio.CancelledError):
                 self._task.cancel()
         if self._sock is not None:
             self._sock.close()

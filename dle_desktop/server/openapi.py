@@ -18,9 +18,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from dle_desktop import __version__
-from dle_desktop.core.chat_id import CHAT_ID_PATTERN, MAX_CHAT_ID_CHARS
-from dle_desktop.core.pipeline.chat_input import ALIASES
-from dle_desktop.server import openapi_vectors
+from dle_desktop.server import openapi_vectors, schemas
 
 API = "/api/dle/v1"
 
@@ -74,11 +72,6 @@ ROLES = "0 system, 1 user, 2 assistant"
 
 _SCHEMAS: dict[str, dict] = {
     "Error": _obj({"error": {"type": "string", "description": "what went wrong, fit for a user"}}),
-    "ChatId": {"type": "string", "minLength": 1, "maxLength": MAX_CHAT_ID_CHARS, "pattern": CHAT_ID_PATTERN,
-               "description": "SillyTavern's chat id, exactly (never trimmed): 1-512 characters, `/` allowed "
-                              "(group chats), no control characters (newlines, tabs, NUL, ...) and no whitespace "
-                              "at either end"},
-    # -- lore -----------------------------------------------------------------------------------
     "VaultStatus": _obj({
         "name": STR, "kind": {"type": "string", "enum": ["folder", "obsidian-rest"]},
         "location": STR, "enabled": BOOL, "entries": INT, "error": _nullable(STR),
@@ -160,55 +153,7 @@ _SCHEMAS: dict[str, dict] = {
                     description="Changed entries as `vault:path`."),
     "SyncResult": _obj({"changes": _ref("Changes"), "seconds": NUM, "entries": INT}),
     # -- chats ----------------------------------------------------------------------------------
-    "EntryRef": {
-        "description": "A pin or block: a bare title (any vault) or {title, vault}. Titles match case-insensitively.",
-        "oneOf": [
-            {"type": "string", "pattern": r"\S", "description": "a title (not blank; surrounding spaces are dropped)"},
-            _obj({"title": {"type": "string", "pattern": r"\S"}, "vault": _nullable(STR),
-                  "vaultSource": _nullable({"type": "string", "description": "DLE's name for `vault` (input only; "
-                                                                            "not beside `vault`)"})},
-                 required=["title"]) | {"not": {"required": ["vault", "vaultSource"]}},
-        ],
-    },
-    "Context": _map({"anyOf": [STR, NUM, BOOL, _arr({"anyOf": [STR, NUM]}), {"type": "null"}]},
-                    description="Gating context: field (or its contextKey) → value or list of values. Numbers and "
-                                "booleans are stored as text, null values are dropped."),
     "StoredContext": _map({"anyOf": [STR, STRS]}, description="Gating context as stored: text or lists of text."),
-    "FolderFilter": {"type": ["array", "string", "null"], "items": STR,
-                     "description": "Folder paths (a single string is one folder); null or [] turns the filter off."},
-    "ChatMessage": _obj({
-        "name": _nullable({"type": "string", "maxLength": 1000}),
-        "mes": {"type": "string", "maxLength": 1_000_000, "description": "the message text (at most 1,000,000 characters)"},
-        "is_user": _nullable(BOOL), "is_system": _nullable(BOOL),
-        "is_thoughts": _nullable({"type": "boolean", "description": "a reasoning message: not scanned"}),
-        "swipe_id": _nullable({"type": "integer", "minimum": 0}),
-        "extra": _nullable({"type": "object", "description": "SillyTavern's extra: is_thoughts, tool_invocations, "
-                                                             "type: narrator, isSmallSys mark messages that are not scanned"}),
-    }, required=["mes"], description="A SillyTavern chat message; other fields are ignored."),
-    "RetrieveRequest": _obj({
-        "chat_id": _ref("ChatId") | {"description": "whose state to use and update (also `chatId`)"},
-        "messages": _arr(_ref("ChatMessage"), "the chat so far, oldest first (at most 20,000)") | {"maxItems": 20000},
-        "character_name": _nullable({"type": "string", "description": "the active character (also `characterName`)"}),
-        "context": _nullable(_ref("Context")) | {"description": "replaces the chat's gating context; null clears it"},
-        "swipe": {"type": ["boolean", "null"],
-                  "description": "true: this regenerates the last generation, so roll its state back first; false: "
-                                 "never roll back; absent or null: roll back when the same message slot is generated "
-                                 "again"},
-        "dry_run": {"type": "boolean", "default": False,
-                    "description": "compute without changing the chat's state (also `dryRun`)"},
-        "seed": {"type": ["integer", "null"], "description": "seed for the probability rolls (reproducible results)"},
-        "pins": {"type": ["array", "null"], "items": _ref("EntryRef"), "description": "replaces the chat's pins; "
-                                                                                       "null clears them"},
-        "blocks": {"type": ["array", "null"], "items": _ref("EntryRef"), "description": "replaces the chat's blocks; "
-                                                                                         "null clears them"},
-        "folder_filter": _ref("FolderFilter") | {"description": "replaces the chat's folder filter (also `folderFilter`)"},
-        "notebook": {"type": ["string", "null"],
-                     "description": "replaces the chat's notebook (at most 64 KiB as UTF-8); null keeps it"},
-        "chatId": _ref("ChatId"), "characterName": _nullable(STR), "dryRun": BOOL, "folderFilter": _ref("FolderFilter"),
-    }, required=["messages"], additional=False,
-        description="Unknown fields are refused, and so is a field given in both spellings (`chat_id` and "
-                    "`chatId`, ...). Fields given here (pins, blocks, context, folder_filter, notebook) replace the "
-                    "chat's and are saved with it, unless `dry_run`."),
     "Injected": _obj({
         "title": STR, "vault": STR,
         "tokens": {"type": "integer", "description": "estimated tokens as injected (after truncation)"},
@@ -269,35 +214,18 @@ _SCHEMAS: dict[str, dict] = {
     "ChatContext": _obj({"context": _ref("StoredContext")}),
     "ChatFolderFilter": _obj({"folder_filter": _nullable(STRS)}),
     "Notebook": _obj({"notebook": STR}),
-    "PinsUpdate": _obj({"pins": _nullable(_arr(_ref("EntryRef")))}, description="null clears"),
-    "BlocksUpdate": _obj({"blocks": _nullable(_arr(_ref("EntryRef")))}, description="null clears"),
-    "ContextUpdate": _obj({"context": _nullable(_ref("Context"))}, description="replaces the whole context; null clears"),
-    "FolderFilterUpdate": _obj({"folder_filter": _ref("FolderFilter")}),
-    "NotebookUpdate": _obj({"notebook": {"type": "string", "description": "at most 64 KiB as UTF-8"}}),
     "ChatSummary": _obj({
         "chat_id": STR, "generation_count": INT,
         "updated_at": {"type": "number", "description": "when the chat's state was last saved (Unix time, seconds)"},
         "records": {"type": "integer", "description": "decision records kept for the chat (at most 50)"},
     }),
-    "ForkRequest": _obj({"from": {**_ref("ChatId"), "description": "the chat it was branched from"}}, additional=False),
     "ForkResult": _obj({"chat_id": STR, "from": STR,
                         "copied": {"type": "boolean", "description": "false when the chat had state already, the source had none, or both are one chat"},
                         "reason": {"type": ["string", "null"], "description": "why nothing was copied"}}),
     "ChatList": _obj({"chats": _arr(_ref("ChatSummary"), "chats with stored state, most recently saved first")}),
-    "PrefetchRequest": _obj({"messages": {
-        "type": "array", "minItems": 1, "maxItems": 4, "items": {"type": "string", "maxLength": 50_000},
-        "description": "chat message texts (a reply that just arrived, the message being typed)"}}, additional=False),
     "PrefetchResult": _obj({"queued": {**INT, "description": "messages handed to the embedder"},
                             "reason": {**STR, "description": "why nothing was queued"}}, required=["queued"]),
     # -- lore API for tool-calling models, and gap records ----------------------------------------
-    "LoreSearchRequest": _obj({
-        "queries": {"type": "array", "minItems": 1, "maxItems": 4,
-                    "items": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": "\\S"},
-                    "description": "1-4 things to look for (BM25 each); none may be blank"},
-        "reason": {"type": "string", "maxLength": 4000, "description": "why the model is looking (kept on a gap)"},
-        "exclude_titles": {"type": "array", "maxItems": 2000, "items": {"type": "string", "maxLength": 500},
-                           "description": "titles never to return (the lore already injected), case-insensitive"},
-    }, required=["queries"], additional=False),
     "LoreSearchResult": _obj({
         "best": _nullable(_obj({"title": STR, "vault": STR, "path": STR,
                                 "content": {"type": "string", "description": "`### Title` then the full content"}},
@@ -308,15 +236,6 @@ _SCHEMAS: dict[str, dict] = {
         "misses": _arr(STR, "the queries that found nothing; each became or merged into a gap record"),
         "gap_ids": _arr(STR, "the gap records the misses went to, in order"),
     }),
-    "LoreFlagRequest": _obj({
-        "title": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": "\\S",
-                  "description": "the missing topic, or the entry that needs an update"},
-        "reason": {"type": "string", "maxLength": 4000, "description": "what is missing or out of date"},
-        "urgency": {"type": "string", "enum": ["low", "medium", "high"], "default": "medium"},
-        "flag_type": {"type": "string", "enum": ["gap", "update"], "default": "gap"},
-        "entry_title": {"type": "string", "maxLength": 500,
-                        "description": "the existing entry an update is about (default: title)"},
-    }, required=["title", "reason"], additional=False),
     "GapRecord": _obj({
         "id": STR, "type": {"type": "string", "enum": ["search", "flag"]},
         "query": {"type": "string", "description": "the search query or flagged title"},
@@ -331,15 +250,6 @@ _SCHEMAS: dict[str, dict] = {
     }, description="What the story asked for and the vault lacked; the Librarian view's Gaps panel"),
     "GapList": _obj({"gaps": _arr(_ref("GapRecord"), "pending first, then by urgency, frequency and recency")}),
     # -- SillyTavern bridge ---------------------------------------------------------------------
-    "BridgeHello": _obj({
-        name: {"type": ["string", "null"], "maxLength": 1000, "description": what}
-        for name, what in (("extension_version", "the bridge extension's version"),
-                           ("st_version", "SillyTavern's version"), ("chat_id", "the open chat's id"),
-                           ("character", "the active character (or group)"),
-                           ("last_error", "the extension's last error, null when none"))
-    }, required=[], additional=False,
-        description="Every field is optional; each replaces what the last hello said (null or absent: unknown). "
-                    "Unknown fields are refused."),
     "BridgeInfo": _obj({
         "server_version": STR,
         "bundled_extension_version": _nullable({"type": "string", "description": "the version of the extension "
@@ -367,10 +277,29 @@ _SCHEMAS: dict[str, dict] = {
 }
 
 
-# chat_id is required in one spelling, and no field may come in both.
-_SCHEMAS["RetrieveRequest"]["anyOf"] = [{"required": ["chat_id"]}, {"required": ["chatId"]}]
-_SCHEMAS["RetrieveRequest"]["allOf"] = [{"not": {"required": [snake, camel]}} for camel, snake in ALIASES.items()]
+#: Request bodies, by component name: generated from the models the routes validate with.
+REQUEST_BODIES: dict[str, type[schemas.RequestModel]] = {
+    "RetrieveRequest": schemas.RetrieveRequest, "ForkRequest": schemas.ForkRequest,
+    **{model.__name__: model for model, _ in schemas.FIELD_UPDATES.values()},
+    "PrefetchRequest": schemas.PrefetchRequest, "LoreSearchRequest": schemas.LoreSearchRequest,
+    "LoreFlagRequest": schemas.LoreFlagRequest, "BridgeHello": schemas.BridgeHello,
+}
+_SCHEMAS.update(schemas.SHARED_SCHEMAS)
+_SCHEMAS.update({name: schemas.request_schema(model) for name, model in REQUEST_BODIES.items()})
 _SCHEMAS.update(openapi_vectors.SCHEMAS)
+
+
+def _query(model: type[schemas.QueryModel]) -> list[dict[str, Any]]:
+    """The query parameters of `model` (all optional: each has a default)."""
+    out = []
+    for name, prop in schemas.request_schema(model)["properties"].items():
+        prop = dict(prop)
+        description = prop.pop("description", None)
+        # A query parameter is absent or text: its null alternative means "absent".
+        prop = next((s for s in prop.pop("anyOf") if s != {"type": "null"}), {}) | prop if "anyOf" in prop else prop
+        param: dict[str, Any] = {"name": name, "in": "query", "required": False, "schema": prop}
+        out.append(param | ({"description": description} if description else {}))
+    return out
 
 
 # -- operations --------------------------------------------------------------------------------
@@ -431,10 +360,7 @@ def build_document() -> dict:
         f"{API}/status": {"get": _op("getStatus", "Engine and vault status", _json(_ref("Status"), "status"), tag="lore")},
         f"{API}/entries": {"get": _op(
             "listEntries", "List entries (without content)", _json(_ref("EntryList"), "entries"), tag="lore",
-            params=[{"name": "q", "in": "query", "required": False, "schema": STR,
-                     "description": "case-insensitive filter on title and keys"},
-                    {"name": "vault", "in": "query", "required": False, "schema": STR,
-                     "description": "only entries of this vault"}])},
+            params=_query(schemas.EntriesQuery))},
         f"{API}/entries/{{vault}}/{{path}}": {"get": _op(
             "getEntry", "One entry in full", _json(_ref("Entry"), "the entry"), tag="lore",
             params=[{"name": "vault", "in": "path", "required": True, "schema": STR},
@@ -446,8 +372,7 @@ def build_document() -> dict:
                                       _json(_ref("Skipped"), "skipped notes"), tag="lore")},
         f"{API}/sync": {"post": _op(
             "syncNow", "Sync the vaults now", _json(_ref("SyncResult"), "what changed"), tag="lore",
-            params=[{"name": "force", "in": "query", "required": False, "schema": {"type": "string", "enum": ["0", "1"]},
-                     "description": "1: re-read every note, ignoring the cache; 0 (the default): only changed notes"}],
+            params=_query(schemas.SyncQuery),
             errors={"400": _err("force is not 0 or 1"), "502": _err("the sync failed (vault unreachable, ...)")})},
         f"{API}/retrieve": {"post": _op(
             "retrieve", "Run the retrieval pipeline for one generation of a chat",
@@ -458,9 +383,7 @@ def build_document() -> dict:
         f"{API}/chats": {"get": _op(
             "listChats", "Chats with stored state", _json(_ref("ChatList"), "the chats, most recently saved first"),
             tag="chats",
-            params=[{"name": "limit", "in": "query", "required": False,
-                     "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 500},
-                     "description": "how many at most, 1-500"}],
+            params=_query(schemas.ChatsQuery),
             errors={"400": _err("limit is not a whole number from 1 to 500")})},
         f"{API}/lore/search": {"post": _op(
             "searchLore", "Search the vault for a tool-calling model (DLE's librarian `search`)",
@@ -477,11 +400,7 @@ def build_document() -> dict:
                         "higher urgency, the reason appended.")},
         f"{API}/gaps": {"get": _op(
             "listGaps", "The gap records", _json(_ref("GapList"), "the records"), tag="gaps",
-            params=[{"name": "status", "in": "query", "required": False,
-                     "schema": {"type": "string", "enum": ["pending", "written"]}, "description": "only these"},
-                    {"name": "include_hidden", "in": "query", "required": False,
-                     "schema": {"type": "string", "enum": ["0", "1"]},
-                     "description": "1: hidden and dismissed records too"}],
+            params=_query(schemas.GapsQuery),
             errors={"400": _err("status or include_hidden is not one of its values")})},
         f"{API}/bridge/hello": {"post": _op(
             "bridgeHello", "The SillyTavern bridge extension says who it is; the answer is what it needs to know",
@@ -513,9 +432,7 @@ def build_document() -> dict:
         f"{API}/chats/{{chat_id}}/records": {"get": _op(
             "getChatRecords", "A chat's recent decision records", _json(_ref("Records"), "records, newest first"),
             tag="chats",
-            params=[_CHAT_ID, {"name": "limit", "in": "query", "required": False,
-                               "schema": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
-                               "description": "how many, 1-50 (50 are kept)"}],
+            params=[_CHAT_ID, *_query(schemas.RecordsQuery)],
             errors={"400": _err("bad chat id, or limit is not a whole number from 1 to 50")})},
         **_field_paths(),
         f"{API}/ai": {"get": _op("getAi", "AI channels, usage counts and the circuit breaker",
@@ -524,8 +441,7 @@ def build_document() -> dict:
                                                 _json(_obj({"breaker": _ref("Breaker")}), "the breaker"), tag="ai")},
         f"{API}/ai/cache/clear": {"post": _op(
             "clearAiCache", "Forget cached AI-search answers", _json(_obj({"cleared": STR}), "which chat, or all"),
-            tag="ai", params=[{"name": "chat_id", "in": "query", "required": False, "schema": _ref("ChatId"),
-                               "description": "only this chat's answers (absent: every chat's)"}],
+            tag="ai", params=_query(schemas.CacheClearQuery),
             errors={"400": _err("bad chat id")})},
         f"{API}/ai/channels/{{channel}}/test": {"post": _op(
             "testChannel", "DLE's connection test (\"Reply OK.\" / \"ping\") on a channel's connection",

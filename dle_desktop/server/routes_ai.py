@@ -7,12 +7,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from dle_desktop.server.routes_chat import checked_chat_id
+from dle_desktop.server.schemas import CacheClearQuery, parse_query
+from dle_desktop.server.services import AiControls, engine
 from dle_desktop.state.settings import CHANNELS
 
 
-def _ai(request: Request):
-    return request.app.state.engine.ai
+def _ai(request: Request) -> AiControls:
+    return engine(request).ai
 
 
 async def ai_state(request: Request) -> JSONResponse:
@@ -26,9 +27,7 @@ async def reset_breaker(request: Request) -> JSONResponse:
 
 
 async def clear_cache(request: Request) -> JSONResponse:
-    chat_id = request.query_params.get("chat_id")
-    if chat_id is not None:
-        checked_chat_id(chat_id)
+    chat_id = parse_query(CacheClearQuery, request.query_params).chat_id
     _ai(request).clear_cache(chat_id)
     return JSONResponse({"cleared": chat_id or "all"})
 

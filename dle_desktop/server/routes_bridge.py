@@ -2,7 +2,7 @@
 the retrieval and chat routes: its hello, the monitor's view of it, and the list of chats with
 stored state. `BridgeObserver` records the bridge's generations in the monitor.
 
-The monitor (`st_bridge.monitor.BridgeMonitor`) lives on `app.state.bridge_monitor`, handed in by
+The monitor (`st_bridge.monitor.BridgeMonitor`) is the app's `services(request).bridge`, handed in by
 the Runtime, so it outlives engine replacements and server restarts."""
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from dle_desktop import __version__
-from dle_desktop.errors import InputError
 from dle_desktop.engine.retrieval import observe_generations
 from dle_desktop.server.routes_chat import read_json
+from dle_desktop.server.schemas import BridgeHello, ChatsQuery, PrefetchRequest, parse_body, parse_query
+from dle_desktop.server.services import LoreEngine, engine, services, services_of
 from dle_desktop.state.paths import resources_dir
 
 log = logging.getLogger(__name__)
@@ -27,13 +28,6 @@ API = "/api/dle/v1"
 #: Requests carrying this header come from the bridge extension (`X-DLE-Client: st-bridge`).
 CLIENT_HEADER = b"x-dle-client"
 CLIENT_NAME = "st-bridge"
-HELLO_FIELDS = ("extension_version", "st_version", "chat_id", "character", "last_error")
-MAX_HELLO_CHARS = 1000
-MAX_CHATS = 500
-#: A prefetch names at most this many messages, each at most this long (a reply, the message
-#: being typed; the semantic query keeps the last 1,200 characters of a message anyway).
-MAX_PREFETCH_MESSAGES = 4
-MAX_PREFETCH_CHARS = 50_000
 
 
 def bundled_extension_version() -> str | None:
@@ -46,7 +40,7 @@ def bundled_extension_version() -> str | None:
     return version if isinstance(version, str) else None
 
 
-def bridge_info(engine) -> dict:
+def bridge_info(engine: LoreEngine) -> dict:
     """What the extension needs to know about us (the hello's answer)."""
     settings = engine.settings
     snap = engine.snapshot
@@ -64,64 +58,31 @@ def bridge_info(engine) -> dict:
     }
 
 
-def _hello_fields(raw) -> dict[str, str | None]:
-    if not isinstance(raw, dict):
-        raise InputError(f"send an object: {{{', '.join(f'{n}?' for n in HELLO_FIELDS)}}}")
-    unknown = sorted(k for k in raw if k not in HELLO_FIELDS)
-    if unknown:
-        raise InputError(f"unknown field(s): {', '.join(u[:100] for u in unknown[:20])}")
-    out: dict[str, str | None] = {}
-    for name in HELLO_FIELDS:
-        value = raw.get(name)
-        if value is not None and not isinstance(value, str):
-            raise InputError(f"{name} must be text (or null)")
-        if value is not None and len(value) > MAX_HELLO_CHARS:
-            raise InputError(f"{name} is {len(value)} characters; the limit is {MAX_HELLO_CHARS}")
-        out[name] = value
-    return out
-
-
 async def hello(request: Request) -> JSONResponse:
-    fields = _hello_fields(await read_json(request))
-    request.app.state.bridge_monitor.hello(origin=request.headers.get("origin"), **fields)
-    return JSONResponse(bridge_info(request.app.state.engine))
+    fields = parse_body(BridgeHello, await read_json(request)).model_dump()
+    served = services(request)
+    served.bridge.hello(origin=request.headers.get("origin"), **fields)
+    return JSONResponse(bridge_info(served.engine))
 
 
 async def bridge_state(request: Request) -> JSONResponse:
-    return JSONResponse(request.app.state.bridge_monitor.snapshot())
+    return JSONResponse(services(request).bridge.snapshot())
 
 
 async def list_chats(request: Request) -> JSONResponse:
-    raw = request.query_params.get("limit", str(MAX_CHATS))
-    limit = int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 10 else 0
-    if not 1 <= limit <= MAX_CHATS:
-        raise InputError(f"limit must be a whole number from 1 to {MAX_CHATS}, not {raw[:40]!r}")
-    return JSONResponse({"chats": await request.app.state.engine.retrieval.list_chats(limit)})
-
-
-def _prefetch_messages(raw) -> list[str]:
-    if not isinstance(raw, dict) or set(raw) - {"messages"}:
-        raise InputError('send an object: {"messages": ["message text", ...]}')
-    messages = raw.get("messages")
-    if not isinstance(messages, list) or not 1 <= len(messages) <= MAX_PREFETCH_MESSAGES:
-        raise InputError(f"messages must be a list of 1 to {MAX_PREFETCH_MESSAGES} texts")
-    for i, m in enumerate(messages):
-        if not isinstance(m, str):
-            raise InputError(f"messages[{i}] must be text")
-        if len(m) > MAX_PREFETCH_CHARS:
-            raise InputError(f"messages[{i}] is {len(m)} characters; the limit is {MAX_PREFETCH_CHARS}")
-    return messages
+    limit = parse_query(ChatsQuery, request.query_params).limit
+    return JSONResponse({"chats": await engine(request).retrieval.list_chats(limit)})
 
 
 async def semantic_prefetch(request: Request) -> JSONResponse:
     """Embed chat messages for the semantic query before the generation that needs them: the
     bridge sends the character's reply when it arrives and the user's message while it is typed,
     so on a CPU the query embedding is done by the time the user presses Enter."""
-    messages = _prefetch_messages(await read_json(request))
-    engine = request.app.state.engine
-    if not engine.semantic_enabled:
+    messages = parse_body(PrefetchRequest, await read_json(request)).messages
+    lore = engine(request)
+    if not lore.semantic_enabled:
         return JSONResponse({"queued": 0, "reason": "semantic search is off"})
-    task = engine.semantic.prefetch(messages)
+    task = lore.semantic.prefetch(messages)
     if task is None:
         return JSONResponse({"queued": 0, "reason": "nothing to embed, or no embedding model is available"})
     return JSONResponse({"queued": len(messages)})
@@ -164,7 +125,7 @@ class BridgeObserver:
             return
         origin = next((v.decode("latin-1") for n, v in scope.get("headers", ()) if n == b"origin"), None)
         try:
-            monitor = scope["app"].state.bridge_monitor
+            monitor = services_of(scope["app"]).bridge
             real = [(doc, result) for doc, result in seen if not doc.dry_run]
             if real:
                 doc, result = real[-1]

@@ -4,62 +4,43 @@ the Author's Notebook."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from dle_desktop.core.chat_id import ChatIdError, check_chat_id
-from dle_desktop.core.pipeline.chat_input import (
-    ChatInputError,
-    parse_chat_document,
-    parse_context,
-    parse_folder_filter,
-    parse_refs,
-)
 from dle_desktop.errors import InputError
 from dle_desktop.fileio import parse_json_bytes_async
 from dle_desktop.server.chat_routing import ChatRoute
-from dle_desktop.state.chat_store import KEEP_RECORDS
+from dle_desktop.server.schemas import (
+    FIELD_UPDATES,
+    ForkRequest,
+    RecordsQuery,
+    RetrieveRequest,
+    checked_chat_id,
+    parse_body,
+    parse_query,
+)
+from dle_desktop.server.services import ChatRetrieval, engine
 
-RETRIEVE_FIELDS = {"chat_id", "messages", "character_name", "context", "swipe", "dry_run", "seed", "pins", "blocks",
-                   "folder_filter", "notebook"}
 
-
-async def read_json(request: Request):
+async def read_json(request: Request) -> Any:
     body = await request.body()
     if not body:
         raise InputError("the request body is empty; send JSON")
     return await parse_json_bytes_async(body, "the request body")
 
 
-MAX_NOTEBOOK_BYTES = 64 * 1024
-
-
-def check_notebook(value) -> str:
-    if not isinstance(value, str):
-        raise ChatInputError("notebook must be text")
-    size = len(value.encode("utf-8", "surrogatepass"))
-    if size > MAX_NOTEBOOK_BYTES:
-        raise ChatInputError(f"notebook is {size} bytes; the limit is 64 KiB ({MAX_NOTEBOOK_BYTES} bytes)")
-    return value
-
-
-def _service(request: Request):
-    return request.app.state.engine.retrieval
+def _service(request: Request) -> ChatRetrieval:
+    return engine(request).retrieval
 
 
 def _chat_id(request: Request) -> str:
     return checked_chat_id(request.path_params["chat_id"])
 
 
-def checked_chat_id(value) -> str:
-    try:
-        return check_chat_id(value)
-    except ChatIdError as exc:
-        raise InputError(str(exc)) from None
-
-
-def state_json(chat_id: str, state) -> dict:
+def state_json(chat_id: str, state: Any) -> dict:
     return {
         "chat_id": chat_id,
         "generation_count": state.generation_count,
@@ -75,15 +56,7 @@ def state_json(chat_id: str, state) -> dict:
 
 
 async def retrieve(request: Request) -> JSONResponse:
-    raw = await read_json(request)
-    try:
-        doc = parse_chat_document(raw, allowed=RETRIEVE_FIELDS) if isinstance(raw, dict) else None
-        if doc is not None and doc.notebook is not None:
-            check_notebook(doc.notebook)  # the same limit as PUT .../notebook
-    except ChatInputError as exc:
-        raise InputError(str(exc)) from None
-    if doc is None:
-        raise InputError("send an object: {chat_id, messages, ...}")
+    doc = parse_body(RetrieveRequest, await read_json(request)).document
     result = await _service(request).retrieve(doc)
     return JSONResponse(result.to_json())
 
@@ -101,39 +74,24 @@ async def delete_chat(request: Request) -> JSONResponse:
 
 async def fork_chat(request: Request) -> JSONResponse:
     chat_id = _chat_id(request)
-    raw = await read_json(request)
-    if not isinstance(raw, dict) or set(raw) != {"from"}:
-        raise InputError('send {"from": "<the chat id it was branched from>"}')
-    source = checked_chat_id(raw["from"])
+    source = parse_body(ForkRequest, await read_json(request)).source
     reason = await _service(request).fork(source, chat_id)
     return JSONResponse({"chat_id": chat_id, "from": source, "copied": reason is None, "reason": reason})
 
 
 async def chat_records(request: Request) -> JSONResponse:
     chat_id = _chat_id(request)
-    raw = request.query_params.get("limit", "10")
-    limit = int(raw) if raw.isascii() and raw.isdigit() else 0
-    if not 1 <= limit <= KEEP_RECORDS:
-        raise InputError(f"limit must be a whole number from 1 to {KEEP_RECORDS}, not {raw[:40]!r}")
+    limit = parse_query(RecordsQuery, request.query_params).limit
     return JSONResponse({"chat_id": chat_id, "records": await _service(request).records(chat_id, limit)})
 
 
-_PARSERS = {
-    "pins": lambda v: parse_refs(v, "pins"),
-    "blocks": lambda v: parse_refs(v, "blocks"),
-    "context": parse_context,
-    "folder-filter": parse_folder_filter,
-    "notebook": None,
-}
-_FIELD = {"pins": "pins", "blocks": "blocks", "context": "context", "folder-filter": "folder_filter", "notebook": "notebook"}
-
 CHATS = "/api/dle/v1/chats"
 #: Path segments after a chat id that name a part of the chat, not more of its id.
-SUB_RESOURCES = ("records", "fork", *_FIELD)
+SUB_RESOURCES = ("records", "fork", *FIELD_UPDATES)
 
 
-def _make_field_routes(name: str):
-    attr = _FIELD[name]
+def _make_field_routes(name: str) -> list[ChatRoute]:
+    model, attr = FIELD_UPDATES[name]
 
     async def get(request: Request) -> JSONResponse:
         chat_id = _chat_id(request)
@@ -141,17 +99,7 @@ def _make_field_routes(name: str):
 
     async def put(request: Request) -> JSONResponse:
         chat_id = _chat_id(request)
-        raw = await read_json(request)
-        if not isinstance(raw, dict) or attr not in raw:
-            raise InputError(f'send {{"{attr}": ...}}')
-        value = raw[attr]
-        try:
-            if name == "notebook":
-                parsed = check_notebook(value)
-            else:
-                parsed = _PARSERS[name](value)
-        except ChatInputError as exc:
-            raise InputError(str(exc)) from None
+        parsed = getattr(parse_body(model, await read_json(request)), attr)
         state = await _service(request).update(chat_id, **{attr: parsed})
         return JSONResponse({attr: state_json(chat_id, state)[attr]})
 
@@ -164,7 +112,7 @@ routes = [
     # The sub-resource routes first: `/chats/a/b/records` is chat "a/b"'s records.
     ChatRoute(f"{CHATS}/{{chat_id:path}}/records", chat_records, methods=["GET"]),
     ChatRoute(f"{CHATS}/{{chat_id:path}}/fork", fork_chat, methods=["POST"]),
-    *[r for name in _FIELD for r in _make_field_routes(name)],
+    *[r for name in FIELD_UPDATES for r in _make_field_routes(name)],
     ChatRoute(f"{CHATS}/{{chat_id:path}}", get_chat, methods=["GET"], sub_resources=SUB_RESOURCES),
     ChatRoute(f"{CHATS}/{{chat_id:path}}", delete_chat, methods=["DELETE"], sub_resources=SUB_RESOURCES),
 ]

@@ -44,6 +44,7 @@ from dle_desktop.server.routes_vector import (
     parse_json_bytes,
     read_body_limited,
 )
+from dle_desktop.server.services import engine
 from dle_desktop.vectors.contracts import EmbeddingError
 from dle_desktop.vectors.service import MAX_INSERT_ITEMS
 
@@ -115,9 +116,8 @@ def _is_query(body: dict) -> bool:
 
 
 def _vector_service(request: Request):
-    engine = request.app.state.engine
     try:
-        service = engine.vectors
+        service = engine(request).vectors
     except Exception as exc:  # noqa: BLE001
         log.exception("the vector service could not be started")
         raise EndpointError(503, f"the local embedder could not be started: {exc}") from None

@@ -7,10 +7,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from dle_desktop.errors import DleError
-
-
-def _engine(request: Request):
-    return request.app.state.engine
+from dle_desktop.server.schemas import EntriesQuery, SyncQuery, parse_query
+from dle_desktop.server.services import engine as _engine
 
 
 async def status(request: Request) -> JSONResponse:
@@ -21,8 +19,8 @@ async def list_entries(request: Request) -> JSONResponse:
     snap = _engine(request).snapshot
     if snap is None:
         return JSONResponse({"entries": [], "ready": False})
-    q = request.query_params.get("q", "").strip().lower()
-    vault = request.query_params.get("vault")
+    query = parse_query(EntriesQuery, request.query_params)
+    q, vault = query.q.strip().lower(), query.vault
     entries = [
         e.to_json(with_content=False) for e in snap.entries
         if (not vault or e.vault == vault)
@@ -52,9 +50,7 @@ async def skipped(request: Request) -> JSONResponse:
 
 async def sync(request: Request) -> JSONResponse:
     engine = _engine(request)
-    force = request.query_params.get("force", "0")
-    if force not in ("0", "1"):
-        return JSONResponse({"error": f"force must be 0 or 1, not {force[:40]!r}"}, status_code=400)
+    force = parse_query(SyncQuery, request.query_params).force
     try:
         result = await engine.sync_now(force=force == "1")
     except DleError as exc:

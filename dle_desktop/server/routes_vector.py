@@ -36,6 +36,7 @@ from starlette.routing import Route
 
 from dle_desktop.errors import InputError
 from dle_desktop.fileio import parse_json_bytes_async
+from dle_desktop.server.services import engine
 from dle_desktop.vectors.service import (
     MAX_INSERT_ITEMS,
     VectorApiError,
@@ -130,9 +131,8 @@ def error(request: Request, exc: VectorApiError) -> Response:
 
 
 def _service(request: Request):
-    engine = request.app.state.engine
     try:
-        service = engine.vectors
+        service = engine(request).vectors
     except VectorApiError:
         raise
     except Exception as exc:  # noqa: BLE001 - the vector backend failing to start fails this request only
@@ -291,7 +291,7 @@ async def _kobold_embed(service, body: dict, request: Request):
 
 def _kobold_key(request: Request) -> str | None:
     """The KoboldCpp API key ST keeps as `api_key_koboldcpp`, from our secret store if it has one."""
-    secrets = getattr(request.app.state.engine, "secrets", None)
+    secrets = getattr(engine(request), "secrets", None)
     if secrets is None:
         return None
     try:

@@ -25,10 +25,10 @@ import asyncio
 import hmac
 import json
 import secrets as secrets_module
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-from dle_desktop.core.hosts import LOOPBACK_NAMES, is_loopback_address, is_loopback_bind, parse_host, parse_origin
+from dle_desktop.core.hosts import LOOPBACK_NAMES, is_loopback_address, parse_host, parse_origin
 from dle_desktop.logging_setup import register_secret
 from dle_desktop.state.secret_holder import SecretHolder, rotate
 from dle_desktop.vectors.source_settings import HEADER_FALLBACKS
@@ -299,7 +299,7 @@ class BodyLimitMiddleware:
                     message = await receive()
                 else:
                     message = await asyncio.wait_for(receive(), self.stall_timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 refusal = (408, f"the request body stalled for {self.stall_timeout:g} s")
                 return {"type": "http.disconnect"}
             if message["type"] == "http.request":

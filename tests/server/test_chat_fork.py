@@ -19,7 +19,7 @@ def live(tmp_path_factory):
     server.close()
 
 
-def fork(live, target: str, body) -> "httpx.Response":  # noqa: F821
+def fork(live, target: str, body) -> httpx.Response:  # noqa: F821
     return live.client.post(f"{API}/chats/{quote(target, safe='')}/fork", json=body)
 
 

@@ -15,8 +15,8 @@ import pytest
 
 from dle_desktop.engine.engine import Engine
 from dle_desktop.engine.thread import EngineThread
-from dle_desktop.server.app import ServerRunner
 from dle_desktop.http_limits import ServerLimits
+from dle_desktop.server.app import ServerRunner
 from dle_desktop.state.paths import AppPaths
 from dle_desktop.state.secrets import SecretStore
 from dle_desktop.state.settings import Settings

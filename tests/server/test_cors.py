@@ -11,8 +11,8 @@ import socket
 
 import pytest
 
-from dle_desktop.server.security import CORS_REQUEST_HEADERS, rotate_server_token, server_token, with_cors
 from dle_desktop.engine.settings_apply import plan
+from dle_desktop.server.security import CORS_REQUEST_HEADERS, rotate_server_token, server_token, with_cors
 from dle_desktop.state.settings import Settings
 from tests.retrieval._support import API, LiveServer, messages, write_world
 
@@ -242,14 +242,14 @@ def test_rotation_holds_across_an_engine_replacement(fresh):
 
 
 def test_the_runtime_rotates_on_the_engine_thread(tmp_path):
+    import httpx
+
     from dle_desktop.app.runtime import AppContext, Runtime
     from dle_desktop.engine.engine import Engine
     from dle_desktop.state.paths import AppPaths
     from dle_desktop.state.secrets import SecretStore
     from dle_desktop.state.settings import SettingsStore
     from dle_desktop.vault.sources import FolderSource
-
-    import httpx
 
     paths = AppPaths(tmp_path / "data", tmp_path / "data").ensure()
     settings = Settings().replace(server_port=0)

@@ -13,8 +13,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from dle_desktop.engine.thread import EngineThread
 from dle_desktop.core.hosts import LOOPBACK_NAMES
+from dle_desktop.engine.thread import EngineThread
 from dle_desktop.server.app import MAX_BODY_BYTES, wrap_security
 from dle_desktop.server.security import AccessMiddleware, AccessPolicy, BodyLimitMiddleware
 

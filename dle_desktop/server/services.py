@@ -1,0 +1,117 @@
+"""What the server may ask of the engine, as the server needs it: the routes see these protocols,
+never the engine class, so the composition root (app/runtime.py) may hand in anything that
+satisfies them and mypy checks that it does.
+
+Routes reach them through `services(request)`; `ServerRunner.set_engine` swaps the engine behind
+it, so a route always reads the one being served now."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from starlette.requests import Request
+
+if TYPE_CHECKING:
+    from dle_desktop.core.health import HealthReport
+    from dle_desktop.core.index import IndexSnapshot
+    from dle_desktop.core.pipeline.chat_input import ChatDocument
+    from dle_desktop.core.pipeline.run import GenerationResult
+    from dle_desktop.core.pipeline.state import ChatState
+    from dle_desktop.librarian.gaps import GapStore
+    from dle_desktop.state.secrets import SecretStore
+    from dle_desktop.state.settings import Settings
+    from dle_desktop.vault.indexer import SyncResult
+    from dle_desktop.vectors.service import VectorService
+
+
+class ChatRetrieval(Protocol):
+    """Retrieval and per-chat state (routes_chat, routes_bridge)."""
+
+    async def retrieve(self, doc: ChatDocument) -> GenerationResult: ...
+    async def state(self, chat_id: str) -> ChatState: ...
+    async def update(self, chat_id: str, **changes: Any) -> ChatState: ...
+    async def fork(self, source: str, target: str) -> str | None: ...
+    async def reset(self, chat_id: str) -> bool: ...
+    async def records(self, chat_id: str, limit: int = 10) -> list[dict]: ...
+    async def list_chats(self, limit: int = 500) -> list[dict]: ...
+
+
+class BreakerView(Protocol):
+    def snapshot(self) -> dict: ...
+
+
+class AiControls(Protocol):
+    """The AI side (routes_ai)."""
+
+    @property
+    def breaker(self) -> BreakerView: ...
+    def snapshot(self) -> dict[str, Any]: ...
+    def reset_breaker(self) -> None: ...
+    def clear_cache(self, chat_id: str | None = None) -> None: ...
+    async def test_channel(self, channel: str) -> tuple[bool, str, int]: ...
+
+
+class SemanticPrefetch(Protocol):
+    def prefetch(self, messages: Sequence[str]) -> asyncio.Task | None: ...
+
+
+class LoreEngine(Protocol):
+    """Everything the routes ask of the engine. `vectors` may raise while the engine stops."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def secrets(self) -> SecretStore: ...
+    @property
+    def snapshot(self) -> IndexSnapshot | None: ...
+    @property
+    def last_error(self) -> str | None: ...
+    @property
+    def semantic_enabled(self) -> bool: ...
+    @property
+    def retrieval(self) -> ChatRetrieval: ...
+    @property
+    def ai(self) -> AiControls: ...
+    @property
+    def semantic(self) -> SemanticPrefetch: ...
+    @property
+    def gaps(self) -> GapStore: ...
+    @property
+    def vectors(self) -> VectorService | None: ...
+    def status(self) -> dict: ...
+    def health(self) -> HealthReport: ...
+    async def sync_now(self, force: bool = False) -> SyncResult | None: ...
+
+
+class BridgeEvents(Protocol):
+    """What the SillyTavern bridge's calls are recorded in (st_bridge.monitor.BridgeMonitor)."""
+
+    def hello(self, *, origin: str | None, extension_version: str | None, st_version: str | None,
+              chat_id: str | None, character: str | None, last_error: str | None) -> None: ...
+    def generation(self, *, origin: str | None, chat_id: str | None, character: str | None, injected: list[str],
+                   total_tokens: int, ms: float) -> None: ...
+    def touch(self, *, origin: str | None = None) -> None: ...
+    def snapshot(self, now: float | None = None) -> dict: ...
+
+
+@dataclass
+class ServerServices:
+    engine: LoreEngine
+    bridge: BridgeEvents
+
+
+def services(request: Request) -> ServerServices:
+    return services_of(request.app)
+
+
+def services_of(app: Any) -> ServerServices:
+    found = app.state.services
+    assert isinstance(found, ServerServices)
+    return found
+
+
+def engine(request: Request) -> LoreEngine:
+    return services(request).engine
