@@ -47,7 +47,8 @@ import numpy as np
 
 from dle_desktop.logging_setup import register_secret, scrub
 from dle_desktop.vectors.contracts import EmbeddingError, EmbeddingProfile
-from dle_desktop.vectors.embedder import QWEN3_QUERY_INSTRUCTION, normalise_vectors
+from dle_desktop.vectors.normalise import normalise_vectors
+from dle_desktop.vectors.query_head import QWEN3_QUERY_INSTRUCTION
 
 log = logging.getLogger(__name__)
 
