@@ -10,6 +10,8 @@ import json
 import sys
 from typing import Any
 
+from dle_desktop.cli.errors import fail, run_command
+from dle_desktop.errors import DleError
 from dle_desktop.vectors.contracts import EmbeddingError
 
 
@@ -22,34 +24,24 @@ def add_embed_arguments(p: Any) -> None:
 
 
 def run_embed(args: Any) -> int:
+    return run_command(lambda: _embed(args), errors=(DleError, EmbeddingError))
+
+
+def _embed(args: Any) -> int:
     from dle_desktop.vectors.embedder import LocalEmbedder
-    from dle_desktop.vectors.model_manager import ModelError, ModelManager
+    from dle_desktop.vectors.model_manager import ModelManager
 
     text = sys.stdin.read() if args.text == "-" else args.text
-    try:
-        path = ModelManager(".").local_model(args.embedding_model)
-    except ModelError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    path = ModelManager(".").local_model(args.embedding_model)
     if args.threads is not None and args.threads < 1:
-        print("error: --threads must be at least 1", file=sys.stderr)
-        return 2
+        return fail("--threads must be at least 1", 2)
     embedder = LocalEmbedder(path, n_threads=args.threads)
     try:
         vector = embedder.embed_sync([text], query=args.query)[0]
         profile = embedder.profile
-    except EmbeddingError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
     finally:
         embedder.close()
-    values = [float(x) for x in vector]
-    try:
-        _print(values, profile, args)
-    except BrokenPipeError:  # `dle-desktop embed ... | head`
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    _print([float(x) for x in vector], profile, args)
     return 0
 
 

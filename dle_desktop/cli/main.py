@@ -8,7 +8,7 @@ import sys
 
 from dle_desktop import __version__
 from dle_desktop.cli.args import embedding_model_arg, port_arg
-from dle_desktop.errors import DleError
+from dle_desktop.cli.errors import run_command
 
 
 def _common(p: argparse.ArgumentParser, sub: bool = False) -> None:
@@ -148,46 +148,39 @@ def main(argv: list[str] | None = None) -> int:
         from dle_desktop.cli.desktop import run_desktop_entry
 
         return run_desktop_entry(args.install_desktop_entry)
-    try:
-        from dle_desktop.app.runtime import index_once, make_context, make_engine, run_headless
+    return run_command(lambda: _run(args))
 
-        if args.command in ("index", "health"):
-            ctx = make_context(args.data_dir)
-            engine = make_engine(ctx, args.vault)
-            result = index_once(engine, force=getattr(args, "force", False))
-            if args.command == "index":
-                _print_index(result, args.json, not args.no_content)
-            else:
-                _print_health(engine.health(), args.json)
-            return 0
-        if args.command == "match":
-            from dle_desktop.cli.matching import run_match
 
-            return run_match(args)
-        if args.command in ("server-token", "olra-key"):
-            from dle_desktop.olra import olra_key
-            from dle_desktop.server.security import server_token
+def _run(args: argparse.Namespace) -> int:
+    from dle_desktop.app.runtime import index_once, make_context, make_engine, run_headless
 
-            ctx = make_context(args.data_dir)
-            print((server_token if args.command == "server-token" else olra_key)(ctx.secrets))
-            if not ctx.secrets.persistent:
-                print(f"warning: {ctx.secrets.problem}", file=sys.stderr)
-            return 0
-        if args.command == "serve":
-            ctx = make_context(args.data_dir, keys_file=args.keys_file)
-            if args.embedding_model:
-                ctx.settings = ctx.settings.replace(embedding_model_path=embedding_model_arg(args.embedding_model))
-            return run_headless(ctx, make_engine(ctx, args.vault), args.host, args.port)
-        from dle_desktop.app.gui import run_gui
-
-        return run_gui(args)
-    except DleError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:  # `dle-desktop index --json | head`
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if args.command in ("index", "health"):
+        ctx = make_context(args.data_dir)
+        engine = make_engine(ctx, args.vault)
+        result = index_once(engine, force=getattr(args, "force", False))
+        if args.command == "index":
+            _print_index(result, args.json, not args.no_content)
+        else:
+            _print_health(engine.health(), args.json)
         return 0
+    if args.command == "match":
+        from dle_desktop.cli.matching import run_match
+
+        return run_match(args)
+    if args.command in ("server-token", "olra-key"):
+        from dle_desktop.olra import olra_key
+        from dle_desktop.server.security import server_token
+
+        ctx = make_context(args.data_dir)
+        print((server_token if args.command == "server-token" else olra_key)(ctx.secrets))
+        if not ctx.secrets.persistent:
+            print(f"warning: {ctx.secrets.problem}", file=sys.stderr)
+        return 0
+    if args.command == "serve":
+        ctx = make_context(args.data_dir, keys_file=args.keys_file)
+        if args.embedding_model:
+            ctx.settings = ctx.settings.replace(embedding_model_path=embedding_model_arg(args.embedding_model))
+        return run_headless(ctx, make_engine(ctx, args.vault), args.host, args.port)
+    from dle_desktop.app.gui import run_gui
+
+    return run_gui(args)

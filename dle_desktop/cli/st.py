@@ -12,6 +12,7 @@ import json
 import sys
 from typing import Any
 
+from dle_desktop.cli.errors import fail, run_command
 from dle_desktop.errors import DleError
 
 
@@ -55,9 +56,12 @@ def add_st_arguments(p: argparse.ArgumentParser) -> None:
 
 # -- helpers -------------------------------------------------------------------------------------
 
+#: The status every error of `dle-desktop st` exits with.
+ERROR_STATUS = 1
+
+
 def _err(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return 1
+    return fail(message, ERROR_STATUS)
 
 
 def _bundled() -> str | None:
@@ -193,7 +197,7 @@ def _install(args) -> int:
 
     from dle_desktop.app.runtime import make_context
     from dle_desktop.server.security import server_token
-    from dle_desktop.st_bridge.install import install, inspect
+    from dle_desktop.st_bridge.install import inspect, install
 
     st = inspect(Path(args.st_dir))
     ctx = make_context(args.data_dir, log_to_stderr=False)
@@ -260,18 +264,5 @@ def _remove(args) -> int:
 
 def run_st(args: Any) -> int:
     commands = {"find": _find, "status": _status, "install": _install, "remove": _remove}
-    try:
-        return commands[args.st_command](args)
-    except DleError as exc:
-        return _err(str(exc))
-    except BrokenPipeError:  # `dle-desktop st find | head`
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    except OSError as exc:
-        return _err(f"{exc.strerror or exc}" + (f": {exc.filename}" if getattr(exc, "filename", None) else ""))
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # noqa: BLE001 - a command line never shows a traceback
-        return _err(f"unexpected {type(exc).__name__}: {exc}")
+    return run_command(lambda: commands[args.st_command](args), status=ERROR_STATUS, os_error_status=ERROR_STATUS,
+                       unexpected=True)  # a command line never shows a traceback
