@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dle_desktop.core.pipeline.config import MatchConfig
-from dle_desktop.core.pipeline.stages import evaluate_operator
+from dle_desktop.core.pipeline.gating import evaluate_operator
 from dle_desktop.core.pipeline.state import ChatState, EntryRef
 
 from .conftest import chat, fields_yaml, note, run, snapshot, titles, verdicts

@@ -656,6 +656,6 @@ LOCALE_COMPARE_ORDER = [
 
 
 def test_title_order_matches_locale_compare_on_a_mixed_list():
-    from dle_desktop.core.pipeline.stages import title_order_key
+    from dle_desktop.core.pipeline.priority_order import title_order_key
     shuffled = sorted(LOCALE_COMPARE_ORDER, key=lambda t: (len(t), t[::-1]))
     assert sorted(shuffled, key=title_order_key) == LOCALE_COMPARE_ORDER

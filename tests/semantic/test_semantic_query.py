@@ -156,7 +156,7 @@ def test_verdict_quotes_the_matching_passage():
 
 # -- threshold and budget (issue 12, steps 4 and 5) --------------------------------------------
 
-from dle_desktop.core.pipeline.stages import RELATIVE_MIN_HITS, semantic_threshold  # noqa: E402
+from dle_desktop.core.pipeline.semantic_stage import RELATIVE_MIN_HITS, semantic_threshold  # noqa: E402
 
 
 def test_relative_threshold_is_scale_free_and_keeps_the_floor():

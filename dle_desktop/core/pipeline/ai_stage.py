@@ -14,7 +14,8 @@ from typing import Any
 
 from dle_desktop.core.entry import Entry
 from dle_desktop.core.pipeline.config import MatchConfig
-from dle_desktop.core.pipeline.stages import Active, StageContext, sort_by_priority
+from dle_desktop.core.pipeline.priority_order import sort_by_priority
+from dle_desktop.core.pipeline.stage_context import Active, StageContext
 
 STAGE = "ai search"
 TIER_RANK = {"high": 0, "medium": 1, "low": 2}

@@ -44,7 +44,7 @@ class MatchConfig:
     semantic_top_k: int = 5
     semantic_min_score: float = 0.2  # an absolute cosine floor (was 0.35 before the relative threshold)
     semantic_rrf_k: int = 60
-    semantic_relative_margin: float = 0.3  # 0: the absolute floor alone (see stages.semantic_threshold)
+    semantic_relative_margin: float = 0.3  # 0: the absolute floor alone (see semantic_stage.semantic_threshold)
     semantic_last_weight: float = 0.5  # the newest message's share of the query (the window's mean the rest)
     # AI search (the call itself happens outside core; see ai_stage.py)
     ai_search_enabled: bool = False

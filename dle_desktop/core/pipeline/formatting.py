@@ -12,7 +12,7 @@ from typing import Any
 
 from dle_desktop.core.entry import Entry
 from dle_desktop.core.pipeline.config import POSITION_IDS, POSITION_NAMES, ROLE_IDS, ROLE_NAMES, MatchConfig
-from dle_desktop.core.pipeline.stages import Active
+from dle_desktop.core.pipeline.stage_context import Active
 from dle_desktop.core.pipeline.trace import Trace
 
 MIN_TRUNCATION_TOKENS = 50

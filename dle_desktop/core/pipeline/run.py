@@ -27,21 +27,19 @@ from dle_desktop.core.pipeline.ai_stage import (
 from dle_desktop.core.pipeline.chat import ChatMessage, scan_text, should_skip_generation
 from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.core.pipeline.formatting import Group, Injected, apply_budget, group, placement
+from dle_desktop.core.pipeline.gating import contextual_gating, folder_filter
+from dle_desktop.core.pipeline.match_stages import match_entries
 from dle_desktop.core.pipeline.matcher import KeywordIndex
-from dle_desktop.core.pipeline.semantic_query import SemanticQuery, build_semantic_query
-from dle_desktop.core.pipeline.stages import (
-    Active,
-    StageContext,
+from dle_desktop.core.pipeline.post_stages import (
     apply_pins_and_blocks,
-    contextual_gating,
-    folder_filter,
     forced_keys,
-    match_entries,
     reinjection_cooldown,
     requires_excludes,
-    sort_by_priority,
     strip_dedup,
 )
+from dle_desktop.core.pipeline.priority_order import sort_by_priority
+from dle_desktop.core.pipeline.semantic_query import SemanticQuery, build_semantic_query
+from dle_desktop.core.pipeline.stage_context import Active, StageContext
 from dle_desktop.core.pipeline.state import SWIPE_SLOTS, ChatState
 from dle_desktop.core.pipeline.trace import Trace, Verdict
 
