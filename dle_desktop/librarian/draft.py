@@ -47,7 +47,7 @@ class Draft:
 
     def merged(self, partial: Mapping[str, Any]) -> Draft:
         """This draft with the fields of a (validated) partial draft from the AI; absent fields stay."""
-        changes = {k: (tuple(v) if isinstance(v, list) else v) for k, v in partial.items() if k in _DRAFT_FIELDS}
+        changes: dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v) for k, v in partial.items() if k in _DRAFT_FIELDS}
         return replace(self, **changes)
 
     @property

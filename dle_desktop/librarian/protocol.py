@@ -124,6 +124,7 @@ def validate(obj: Any) -> tuple[SessionResponse | None, list[str]]:
         errors.append("action 'tool_call' needs a non-empty 'tool_calls' list")
     if errors:
         return None, errors
+    assert isinstance(message, str)  # checked above
     return SessionResponse(message.strip(), draft or None, action, tuple(queue), tuple(options), tuple(calls)), []
 
 

@@ -132,7 +132,7 @@ class Librarian:
         fm = draft.frontmatter(self.tags)
         was = {"priority": entry.priority, "tags": list(entry.tags), "keys": list(entry.keys),
                "summary": entry.summary} if entry else {}
-        changed = {k: fm[k] for k in ("priority", "tags", "keys", "summary")
+        changed: dict[str, Any] = {k: fm[k] for k in ("priority", "tags", "keys", "summary")
                    if k in fm and (not entry or _differs(was.get(k), fm[k]))}
         if entry and draft.summary.strip() == "" and entry.summary:
             changed.pop("summary", None)

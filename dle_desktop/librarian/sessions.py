@@ -36,8 +36,9 @@ class Message:
         if not isinstance(raw, dict) or not isinstance(raw.get("role"), str) or not isinstance(raw.get("text"), str):
             return None
         at = raw.get("at")
+        answer = raw.get("raw")
         return cls(raw["role"], raw["text"], at if isinstance(at, (int, float)) else time.time(),
-                   raw.get("raw") if isinstance(raw.get("raw"), str) else "")
+                   answer if isinstance(answer, str) else "")
 
 
 @dataclass
@@ -74,16 +75,18 @@ class Session:
         if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or not _ID.match(raw["id"]):
             return None
         messages = [m for m in (Message.from_json(r) for r in raw.get("messages") or []) if m is not None]
-        kind = raw.get("kind") if raw.get("kind") in KINDS else "new"
+        kind: str = raw["kind"] if raw.get("kind") in KINDS else "new"
 
         def text(key: str) -> str:
-            return raw.get(key) if isinstance(raw.get(key), str) else ""
+            value = raw.get(key)
+            return value if isinstance(value, str) else ""
 
         def num(key: str) -> float:
             v = raw.get(key)
             return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else time.time()
 
-        queue = raw.get("queue") if isinstance(raw.get("queue"), list) else []
+        queued = raw.get("queue")
+        queue = queued if isinstance(queued, list) else []
         return cls(id=raw["id"], kind=kind, title=text("title") or KINDS[kind], created=num("created"),
                    updated=num("updated"), messages=messages, draft=Draft.from_json(raw.get("draft")),
                    gap_id=text("gap_id"), chat_text=text("chat_text"), queue=[q for q in queue if isinstance(q, dict)])

@@ -33,15 +33,16 @@ class HelpActions:
         self.window = window
         self.bridge = bridge
         self.last_box: QMessageBox | None = None
-        self.diagnostics_action = QAction("Copy diagnostics…", window,
-                                          statusTip="Write a zip for a bug report: versions, settings without "
-                                                    "secrets, the last log lines, index stats, recent errors",
-                                          triggered=lambda *_: asyncio.ensure_future(self.write_diagnostics()))
-        self.guide_action = QAction("Getting started…", window,
-                                    statusTip="The first-run guide: your vault, the embedding model, SillyTavern",
-                                    triggered=lambda *_: window.guideRequested.emit())
-        self.log_folder_action = QAction("Open log folder", window, statusTip="Show the log files in the file manager",
-                                         triggered=lambda *_: self.open_log_folder())
+        self.diagnostics_action = QAction("Copy diagnostics…", window)
+        self.diagnostics_action.setStatusTip("Write a zip for a bug report: versions, settings without "
+                                             "secrets, the last log lines, index stats, recent errors")
+        self.diagnostics_action.triggered.connect(lambda *_: asyncio.ensure_future(self.write_diagnostics()))
+        self.guide_action = QAction("Getting started…", window)
+        self.guide_action.setStatusTip("The first-run guide: your vault, the embedding model, SillyTavern")
+        self.guide_action.triggered.connect(lambda *_: window.guideRequested.emit())
+        self.log_folder_action = QAction("Open log folder", window)
+        self.log_folder_action.setStatusTip("Show the log files in the file manager")
+        self.log_folder_action.triggered.connect(lambda *_: self.open_log_folder())
 
     def add_to(self, menu) -> None:
         menu.addAction(self.diagnostics_action)

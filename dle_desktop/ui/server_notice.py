@@ -18,7 +18,7 @@ class ServerNotice(QFrame):
                            "#server-notice QLabel { color: #5c3800; }")
         self.label = QLabel()
         self.label.setWordWrap(True)
-        self.label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.retry_button = QPushButton("Retry")
         self.retry_button.setToolTip("Try to start the server again, e.g. after closing the program that held the port")
         self.retry_button.clicked.connect(self.retryRequested.emit)

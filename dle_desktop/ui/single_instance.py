@@ -29,7 +29,7 @@ def hand_over(name: str, message: str, timeout_ms: int = 3000) -> str | None:
     sock.waitForBytesWritten(timeout_ms)
     answer = b""
     while not answer.endswith(b"\n") and sock.waitForReadyRead(timeout_ms):
-        answer += bytes(sock.readAll())
+        answer += sock.readAll().data()
     sock.disconnectFromServer()
     return answer.decode("utf-8", "replace").strip()
 
@@ -54,7 +54,7 @@ class InstanceServer(QObject):
         super().__init__(parent)
         self.server = QLocalServer(self)
         # Only this user may talk to us: a message can open a vault.
-        self.server.setSocketOptions(QLocalServer.UserAccessOption)
+        self.server.setSocketOptions(QLocalServer.SocketOption.UserAccessOption)
         self.server.newConnection.connect(self._accept)
         if not self.server.listen(name):
             # A crashed instance can leave its socket behind; nobody answered it, so take over.
@@ -68,7 +68,7 @@ class InstanceServer(QObject):
 
     def _read(self, conn: QLocalSocket) -> None:
         while conn.canReadLine():
-            message = bytes(conn.readLine()).decode("utf-8", "replace").strip()
+            message = bytes(conn.readLine().data()).decode("utf-8", "replace").strip()
             conn.write(f"{ACK}\n".encode())  # taken: the second launch can say so instead of guessing
             conn.flush()
             self.messageReceived.emit(message)

@@ -62,10 +62,15 @@ class TrayController(QObject):
         super().__init__(parent)
         self.available = QSystemTrayIcon.isSystemTrayAvailable() if available is None else available
         self.menu = QMenu()
-        self.open_action = QAction("Open DLE Desktop", self.menu, triggered=lambda *_: self.openRequested.emit())
-        self.sync_action = QAction("Sync now", self.menu, triggered=lambda *_: self.syncRequested.emit())
-        self.pause_action = QAction("Pause sync", self.menu, checkable=True, toggled=self.pauseToggled.emit)
-        self.quit_action = QAction("Quit", self.menu, triggered=lambda *_: self.quitRequested.emit())
+        self.open_action = QAction("Open DLE Desktop", self.menu)
+        self.open_action.triggered.connect(lambda *_: self.openRequested.emit())
+        self.sync_action = QAction("Sync now", self.menu)
+        self.sync_action.triggered.connect(lambda *_: self.syncRequested.emit())
+        self.pause_action = QAction("Pause sync", self.menu)
+        self.pause_action.setCheckable(True)
+        self.pause_action.toggled.connect(self.pauseToggled.emit)
+        self.quit_action = QAction("Quit", self.menu)
+        self.quit_action.triggered.connect(lambda *_: self.quitRequested.emit())
         for a in (self.open_action, self.sync_action, self.pause_action):
             self.menu.addAction(a)
         self.menu.addSeparator()
@@ -79,7 +84,7 @@ class TrayController(QObject):
             self.icon.show()
 
     def _activated(self, reason) -> None:
-        if reason in (QSystemTrayIcon.Trigger, QSystemTrayIcon.DoubleClick):
+        if reason in (QSystemTrayIcon.ActivationReason.Trigger, QSystemTrayIcon.ActivationReason.DoubleClick):
             self.openRequested.emit()
 
     def set_paused(self, paused: bool) -> None:
@@ -94,7 +99,7 @@ class TrayController(QObject):
     def show_message(self, title: str, message: str) -> bool:
         if self.icon is None:
             return False
-        self.icon.showMessage(title, message, QSystemTrayIcon.Information, 4000)
+        self.icon.showMessage(title, message, QSystemTrayIcon.MessageIcon.Information, 4000)
         return True
 
     def hide(self) -> None:

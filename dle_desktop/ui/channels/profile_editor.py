@@ -96,9 +96,9 @@ def scrub_key(message: str, key: str | None) -> str:
 def note(text: str = "", style: str = "") -> QLabel:
     label = QLabel(text)
     label.setWordWrap(True)
-    label.setAlignment(Qt.AlignLeft | Qt.AlignTop)
+    label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
     label.setStyleSheet(style)
-    label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     return label
 
 
@@ -158,7 +158,7 @@ class TestStrip(QWidget):
         self._set_busy(False)
 
     def cancel(self) -> None:
-        if self.running:
+        if self.task is not None and self.running:
             self.task.cancel()
 
     def show_text(self, text: str, style: str = "") -> None:
@@ -210,15 +210,15 @@ class ProfileEditor(QDialog):
         self.base_url = QLineEdit(p.base_url or default_base_url(p.provider, p.flavor))
         self.model = QLineEdit(p.model)
         self.key = QLineEdit()
-        self.key.setEchoMode(QLineEdit.Password)
-        self.key.setAttribute(Qt.WA_InputMethodEnabled, False)
+        self.key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.key.setAttribute(Qt.WidgetAttribute.WA_InputMethodEnabled, False)
         self.clear_key_button = QPushButton("Clear key")
         self.clear_key_button.setToolTip("Remove the stored key when you apply")
         self.key_note = note()
         self.key_note.setMinimumWidth(400)  # so the form does not reserve lines for a narrow wrap
         self.timeout = QDoubleSpinBox(minimum=1.0, maximum=1000.0, decimals=1, suffix=" s")
         self.timeout.setValue(p.timeout_s)
-        self.timeout.setSizePolicy(QSizePolicy.Fixed, QSizePolicy.Fixed)
+        self.timeout.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         self.timeout.setToolTip("How long Test connection waits; each channel has its own timeout for its calls")
         self.thinking = QCheckBox("Extended thinking (Anthropic and Gemini)")
         self.thinking.setChecked(p.thinking)
@@ -227,11 +227,11 @@ class ProfileEditor(QDialog):
         self.api_version.setPlaceholderText(AZURE_DEFAULT_API_VERSION)
         self.headers = QTableWidget(0, 2)
         self.headers.setHorizontalHeaderLabels(["Header", "Value"])
-        self.headers.horizontalHeader().setSectionResizeMode(0, QHeaderView.Interactive)
-        self.headers.horizontalHeader().setSectionResizeMode(1, QHeaderView.Stretch)
+        self.headers.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
+        self.headers.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         self.headers.setColumnWidth(0, 160)
         self.headers.verticalHeader().hide()
-        self.headers.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.headers.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.headers.setFixedHeight(96)
         for k, v in p.extra_headers:
             self._add_header_row(k, v)
@@ -241,7 +241,7 @@ class ProfileEditor(QDialog):
         remove_header.clicked.connect(lambda *_: self._remove_header_row())
 
         form = QFormLayout()
-        form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         form.addRow("&Name", self.name)
         form.addRow("&Provider", self.provider)
         form.addRow("&Server kind", self.flavor)
@@ -273,10 +273,10 @@ class ProfileEditor(QDialog):
         self.test = TestStrip()
         self.test.button.setToolTip("Send a tiny request (8 tokens) with these settings and the key typed here")
         self.test.button.clicked.connect(lambda *_: self.run_test())
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Save | QDialogButtonBox.Cancel)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
         self.buttons.accepted.connect(self._accept)
         self.buttons.rejected.connect(self.reject)
-        self.save_button = self.buttons.button(QDialogButtonBox.Save)
+        self.save_button = self.buttons.button(QDialogButtonBox.StandardButton.Save)
 
         layout = QVBoxLayout(self)
         layout.addLayout(form)
@@ -313,8 +313,8 @@ class ProfileEditor(QDialog):
     def _headers(self) -> dict[str, str]:
         out = {}
         for r in range(self.headers.rowCount()):
-            k = (self.headers.item(r, 0).text() if self.headers.item(r, 0) else "").strip()
-            v = (self.headers.item(r, 1).text() if self.headers.item(r, 1) else "").strip()
+            k = (key.text() if (key := self.headers.item(r, 0)) else "").strip()
+            v = (value.text() if (value := self.headers.item(r, 1)) else "").strip()
             if k:
                 out[k] = v
         return out
@@ -390,7 +390,9 @@ class ProfileEditor(QDialog):
         self.headers.blockSignals(False)
         if edit:
             self.headers.setCurrentCell(r, 0)
-            self.headers.editItem(self.headers.item(r, 0))
+            item = self.headers.item(r, 0)
+            assert item is not None  # set just above
+            self.headers.editItem(item)
 
     def _remove_header_row(self) -> None:
         r = self.headers.currentRow()

@@ -8,7 +8,16 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import QGroupBox, QHBoxLayout, QListWidget, QListWidgetItem, QMessageBox, QPushButton, QVBoxLayout
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QGroupBox,
+    QHBoxLayout,
+    QListWidget,
+    QListWidgetItem,
+    QMessageBox,
+    QPushButton,
+    QVBoxLayout,
+)
 
 from dle_desktop.ai.channels import LABELS, resolve_channel
 from dle_desktop.state.settings import CHANNELS, ProfileConfig
@@ -37,8 +46,9 @@ class ProfilesPanel(QGroupBox):
         self.edit_button.clicked.connect(lambda *_: self.edit_profile())
         self.duplicate_button.clicked.connect(lambda *_: self.duplicate_profile())
         self.delete_button.clicked.connect(lambda *_: self.delete_profile())
-        QShortcut(QKeySequence.StandardKey.Delete, self.profile_list, activated=lambda: self.delete_profile(),
-                  context=Qt.ShortcutContext.WidgetShortcut)
+        delete_key = QShortcut(QKeySequence.StandardKey.Delete, self.profile_list)
+        delete_key.setContext(Qt.ShortcutContext.WidgetShortcut)
+        delete_key.activated.connect(lambda: self.delete_profile())
         row = QHBoxLayout()
         for b in (self.add_button, self.edit_button, self.duplicate_button, self.delete_button):
             row.addWidget(b)
@@ -186,9 +196,10 @@ class ProfilesPanel(QGroupBox):
     def delete_profile(self, pid: str | None = None) -> QMessageBox | None:
         pid = pid or self.selected_profile_id()
         profile = self.view.profile(pid) if pid else None
-        if profile is None:
+        if not pid or profile is None:
             return None
-        users = self._users_of(pid)
+        chosen = pid
+        users = self._users_of(chosen)
         if users:
             text = (f"'{profile.name}' is used by {', '.join(users)}. Delete it anyway? Those channels have no "
                     "connection until you choose another profile.")
@@ -199,7 +210,11 @@ class ProfilesPanel(QGroupBox):
         box.setInformativeText("Its API key is removed from the keyring when you apply.")
         box.setDefaultButton(QMessageBox.StandardButton.No)
         box.button(QMessageBox.StandardButton.Yes).setText("Delete")
-        box.buttonClicked.connect(lambda b: box.standardButton(b) == QMessageBox.StandardButton.Yes and self._delete(pid))
+        def answered(button: QAbstractButton) -> None:
+            if box.standardButton(button) == QMessageBox.StandardButton.Yes:
+                self._delete(chosen)
+
+        box.buttonClicked.connect(answered)
         box.finished.connect(lambda *_: box.deleteLater())
         self.question = box
         box.open()

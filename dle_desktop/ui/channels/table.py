@@ -177,7 +177,7 @@ class ChannelsPanel(QGroupBox):
         """Connection and Model as wide as their text, but never taking the room Status needs;
         set again only when the names change or the table is resized, so a width the user
         dragged stays while the counts tick."""
-        names = tuple(self.table.item(r, c).text() for r in range(self.table.rowCount()) for c in (1, 2, 3))
+        names = tuple(self._item(r, c).text() for r in range(self.table.rowCount()) for c in (1, 2, 3))
         if names == self._names and not force:
             return
         self._names = names
@@ -185,7 +185,7 @@ class ChannelsPanel(QGroupBox):
         others = sum(header.sectionSize(c) for c in (0, 4, 5, 6))
         spare = table.viewport().width() - others - table.sizeHintForColumn(1)
         wants = {c: max(table.sizeHintForColumn(c), header.sectionSizeHint(c)) for c in (2, 3)}
-        narrow, wide = sorted(wants, key=wants.get)
+        narrow, wide = sorted(wants, key=lambda c: wants[c])
         for col, room in ((narrow, spare // 2), (wide, None)):
             room = spare if room is None else room  # the wider one gets what the narrower left
             width = max(header.sectionSizeHint(col), min(wants[col], NAME_COLUMN_MAX, room))
@@ -197,8 +197,13 @@ class ChannelsPanel(QGroupBox):
             self._fit_names(force=True)
         return super().eventFilter(watched, event)
 
-    def _cell(self, row: int, col: int, text: str, tip: str | None = None, color: QColor | None = None) -> None:
+    def _item(self, row: int, col: int) -> QTableWidgetItem:
         item = self.table.item(row, col)
+        assert item is not None  # every row is filled whole
+        return item
+
+    def _cell(self, row: int, col: int, text: str, tip: str | None = None, color: QColor | None = None) -> None:
+        item = self._item(row, col)
         item.setText(text)
         item.setToolTip(tip or "")
         item.setForeground(color if color is not None else self.table.palette().text())
@@ -284,6 +289,7 @@ class ChannelsPanel(QGroupBox):
         if r.problem:
             text, style = f"✗ {r.problem}", ERROR_STYLE
         else:
+            assert r.profile is not None  # None only with a problem
             via = "AI search's connection: " if r.inherited else ""
             conn = f"the proxy at {r.profile.base_url}" if r.mode == "proxy" else f"profile '{r.profile.name}'"
             text = (f"{via}{conn}, model {r.model or 'chosen by the server'}, up to {r.max_tokens} tokens, "

@@ -74,7 +74,9 @@ class ChannelsView(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(self.split, 1)
         layout.addLayout(self._apply_bar())
-        QShortcut(QKeySequence.StandardKey.Save, self, activated=lambda: self.apply(), context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        save_key = QShortcut(QKeySequence.StandardKey.Save, self)
+        save_key.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        save_key.activated.connect(lambda: self.apply())
         self._fill_all()
         self.channel_panel.table.selectRow(0)
 

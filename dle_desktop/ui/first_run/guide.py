@@ -13,6 +13,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Mapping
+from typing import cast
 
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QWizard
@@ -99,7 +100,7 @@ class FirstRunGuide(QWizard):
         page = self.currentPage()
         if step == self.VAULT and not page.isComplete():
             return False
-        if step == self.MODEL and page.problem():  # said under the file field
+        if step == self.MODEL and cast(ModelPage, page).problem():  # said under the file field
             return False
         if hasattr(page, "changes"):
             self.apply_step(step, *page.changes())

@@ -18,7 +18,7 @@ from dle_desktop.ui.settings.embeddings import EmbeddingsPage
 from dle_desktop.ui.first_run.vault_page import ERROR_STYLE, OK_STYLE, WARN_STYLE
 from dle_desktop.ui.settings.model_download import megabytes
 from dle_desktop.ui.sillytavern.common import in_thread
-from dle_desktop.ui.sillytavern.installs_table import scan
+from dle_desktop.ui.sillytavern.installs_table import InstallsFound, scan
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +54,15 @@ class ModelPage(QWizardPage):
         self.setSubTitle("With it DLE also finds entries whose meaning is close to the chat, not only their keywords.")
         download = guide.app.model_download
         self.facts = _label(model_facts(download.spec))
-        self.facts.setTextFormat(Qt.RichText)
+        self.facts.setTextFormat(Qt.TextFormat.RichText)
         self.facts.setOpenExternalLinks(True)
         # The Settings page itself, showing only its model chooser: one download UI, not two.
         self.embeddings = EmbeddingsPage(guide.base_settings, download)
         for box in self.embeddings.findChildren(QGroupBox):
             box.setVisible(box.title() == "Embedding model")
-        self.embeddings.layout().setContentsMargins(0, 0, 0, 0)
+        layout = self.embeddings.layout()
+        assert layout is not None  # EmbeddingsPage lays itself out
+        layout.setContentsMargins(0, 0, 0, 0)
         self.embeddings.use_file.toggled.connect(lambda *_: self.completeChanged.emit())
         self.embeddings.path.textChanged.connect(lambda *_: self.completeChanged.emit())
         self.note = _label("<b>Next</b> turns semantic search on with the chosen model; a download still under "
@@ -92,7 +94,7 @@ class SillyTavernPage(QWizardPage):
         #: The home folder searched for installs (None: the user's); tests point it elsewhere.
         self.home: Path | None = None
         self.scan_task: asyncio.Future | None = None
-        self.found: list[tuple[object, list]] = []
+        self.found: InstallsFound = []
         self.setTitle("Step 3 of 3: Connect SillyTavern")
         self.setSubTitle("SillyTavern asks DLE for lore through a small bridge extension.")
         steps = _label("<ol style=\"margin-left: 0px; -qt-list-indent: 1;\">"
@@ -101,7 +103,7 @@ class SillyTavernPage(QWizardPage):
                        "into SillyTavern with DLE's address and key.</li>"
                        "<li>Reload SillyTavern's page in the browser: it connects by itself.</li></ol>")
         self.found_label = _label()
-        self.found_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.found_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.find_button = QPushButton("&Find SillyTavern installs")
         self.find_button.setToolTip("Look in the usual places (and the folders chosen in the SillyTavern view)")
         self.find_button.clicked.connect(lambda *_: self.start_scan())
@@ -137,6 +139,7 @@ class SillyTavernPage(QWizardPage):
         self.found_label.setStyleSheet("")
         self.found_label.setText("Looking for SillyTavern…")
         folders = tuple(self.guide.app.runtime.ctx.settings.st_folders)
+        problem: str | None
         try:
             found = await in_thread(scan, folders, self.home)
         except Exception as exc:  # noqa: BLE001 - say it; the view can still be opened
@@ -157,7 +160,7 @@ class SillyTavernPage(QWizardPage):
         return self.found
 
 
-def found_text(found: list[tuple[object, list]]) -> str:
+def found_text(found: InstallsFound) -> str:
     if not found:
         return ("No SillyTavern install found in the usual places. If you have one, open the SillyTavern view "
                 "and choose its folder (the one holding server.js).")

@@ -101,7 +101,7 @@ class VaultPage(QWizardPage):
         self.url = QLineEdit("http://127.0.0.1:27123")
         self.url.setToolTip("The plugin's address: http on port 27123, or https on 27124")
         self.key = QLineEdit()
-        self.key.setEchoMode(QLineEdit.Password)
+        self.key.setEchoMode(QLineEdit.EchoMode.Password)
         self.key.setPlaceholderText("from Obsidian → Settings → Local REST API")
         for edit in (self.url, self.key):
             edit.textEdited.connect(lambda *_: self._rest_edited())
@@ -136,8 +136,8 @@ class VaultPage(QWizardPage):
     def browse(self) -> QFileDialog:
         start = self.folder.text().strip() or str(Path.home())
         dlg = QFileDialog(self, "Choose your vault folder", start)
-        dlg.setFileMode(QFileDialog.Directory)
-        dlg.setOption(QFileDialog.ShowDirsOnly, True)
+        dlg.setFileMode(QFileDialog.FileMode.Directory)
+        dlg.setOption(QFileDialog.Option.ShowDirsOnly, True)
         dlg.fileSelected.connect(self.set_folder)
         self.file_dialog = dlg
         dlg.open()
@@ -238,6 +238,7 @@ class VaultPage(QWizardPage):
 
         taken = {v["name"].lower() for v in base}
         if choice == FOLDER:
+            assert self._folder is not None  # the page is complete (isComplete) only with a folder
             path = str(self._folder)
             if any(v.get("path") == path for v in base):
                 return {"vaults": base}, {}

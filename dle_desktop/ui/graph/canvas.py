@@ -35,7 +35,7 @@ class GraphCanvas(QWidget):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setMouseTracking(True)
-        self.setFocusPolicy(Qt.StrongFocus)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setMinimumSize(200, 200)
         self.titles: list[str] = []
         self.xy = np.zeros((0, 2))
@@ -43,7 +43,7 @@ class GraphCanvas(QWidget):
         self.kinds_on = set(EDGE_STYLES)
         self.visible = np.zeros(0, dtype=bool)
         self.bins = np.zeros(0, dtype=np.int64)
-        self.palette: list[QColor] = [OTHER]
+        self.palette: list[QColor] = [OTHER]  # type: ignore[assignment]  # the node colours; shadows QWidget.palette(), unused here
         self.node_size = np.zeros(0)
         self.importance = np.zeros(0)
         self.pinned = np.zeros(0, dtype=bool)
@@ -61,8 +61,13 @@ class GraphCanvas(QWidget):
         self._version = 0  # bumped whenever what the static layer shows changes
         self._static: StaticRender | None = None  # the last finished image (for its key and version)
         self._job: StaticRender | None = None  # the one being painted
-        self._settle = QTimer(self, singleShot=True, interval=SETTLE_MS, timeout=self._start_render)
-        self._slicer = QTimer(self, interval=0, timeout=self._render_slice)
+        self._settle = QTimer(self)
+        self._settle.setSingleShot(True)
+        self._settle.setInterval(SETTLE_MS)
+        self._settle.timeout.connect(self._start_render)
+        self._slicer = QTimer(self)
+        self._slicer.setInterval(0)
+        self._slicer.timeout.connect(self._render_slice)
         self._press: tuple[QPointF, int] | None = None
         self._panning = False
         self._drag = -1
@@ -361,7 +366,7 @@ class GraphCanvas(QWidget):
         return self.grid.nearest(world, radius_px / self.scale)
 
     def mousePressEvent(self, ev) -> None:  # noqa: N802
-        if ev.button() == Qt.LeftButton:
+        if ev.button() == Qt.MouseButton.LeftButton:
             i = self.node_at(ev.position().x(), ev.position().y())
             self._press = (ev.position(), i)
             self._panning = i < 0
@@ -371,7 +376,7 @@ class GraphCanvas(QWidget):
 
     def mouseMoveEvent(self, ev) -> None:  # noqa: N802
         x, y = ev.position().x(), ev.position().y()
-        if self._press is not None and ev.buttons() & Qt.LeftButton:
+        if self._press is not None and ev.buttons() & Qt.MouseButton.LeftButton:
             start, i = self._press
             if self._panning:
                 d = ev.position() - start

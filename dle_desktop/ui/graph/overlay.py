@@ -17,7 +17,7 @@ MAX_LABELS = 120
 
 def paint_overlay(c, p: QPainter, w: int, h: int) -> None:
     """Over the static layer: the highlighted neighbourhood (the rest dimmed) and labels."""
-    p.setRenderHint(QPainter.Antialiasing, True)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
     hi = c.highlighted()
     if c._drag >= 0:
         hi = c.adj.around(c._drag)
@@ -63,7 +63,7 @@ def _draw_subgraph(c, p: QPainter, nodes: np.ndarray) -> None:
             x, y = c.world_to_screen(c.xy[i]).tolist()
             d = max(3.0, c.node_size[i] * scale) / 2 + 3
             p.setPen(QPen(LABEL, width))
-            p.setBrush(Qt.NoBrush)
+            p.setBrush(Qt.BrushStyle.NoBrush)
             p.drawEllipse(QPointF(x, y), d, d)
 
 def _draw_labels(c, p: QPainter, w: int, h: int, highlighted: np.ndarray) -> None:
@@ -109,4 +109,4 @@ def _draw_labels(c, p: QPainter, w: int, h: int, highlighted: np.ndarray) -> Non
         else:
             p.fillRect(rect, QColor(255, 255, 255, 170))
             p.setPen(LABEL)
-        p.drawText(rect, Qt.AlignCenter, text)
+        p.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)

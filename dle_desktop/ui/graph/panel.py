@@ -30,7 +30,7 @@ FINDING_KINDS = {
     "missing_connection": ("Missing connections", "Entries sharing a custom-field value with no edge between them"),
 }
 ALL = "All"
-FINDING_ROLE = Qt.UserRole + 1
+FINDING_ROLE = Qt.ItemDataRole.UserRole + 1
 LEGEND_ROWS = 10  # more would squeeze the findings list
 
 
@@ -57,7 +57,8 @@ class GraphPanel(QWidget):
         types = QHBoxLayout()
         types.setSpacing(4)
         for t in NODE_TYPES:
-            box = QCheckBox(t, checked=True)
+            box = QCheckBox(t)
+            box.setChecked(True)
             box.toggled.connect(lambda *_: self.filtersChanged.emit())
             self.type_boxes[t] = box
             types.addWidget(box)
@@ -68,12 +69,12 @@ class GraphPanel(QWidget):
         for label, combo in (("Tag", self.tag), ("Folder", self.folder), ("Vault", self.vault)):
             combo.addItem(ALL)
             combo.setMinimumContentsLength(12)
-            combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
             combo.currentIndexChanged.connect(lambda *_: self.filtersChanged.emit())
             form.addRow(label, combo)
         ego = QHBoxLayout()
-        self.ego = QCheckBox("Ego view of the selection,", toolTip="Only the selected entry and what lies "
-                             "within N hops of it (E toggles, Esc leaves)")
+        self.ego = QCheckBox("Ego view of the selection,")
+        self.ego.setToolTip("Only the selected entry and what lies within N hops of it (E toggles, Esc leaves)")
         self.hops = QSpinBox(minimum=1, maximum=6, value=2, suffix=" hops")
         self.ego.toggled.connect(lambda *_: self.egoChanged.emit())
         self.hops.valueChanged.connect(lambda *_: self.egoChanged.emit())
@@ -83,7 +84,7 @@ class GraphPanel(QWidget):
         form.addRow(ego)
 
         self.legend = QLabel()
-        self.legend.setTextFormat(Qt.RichText)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
         self.legend.setWordWrap(True)
         legend_box = QGroupBox("Colours")
         lv = QVBoxLayout(legend_box)
@@ -112,7 +113,7 @@ class GraphPanel(QWidget):
             name, tip = FINDING_KINDS.get(kind, (kind, ""))
             top = QTreeWidgetItem([f"{name} ({len(items)})"])
             top.setToolTip(0, tip)
-            top.setData(0, Qt.UserRole, kind)
+            top.setData(0, Qt.ItemDataRole.UserRole, kind)
             for f in items:
                 child = QTreeWidgetItem([_short(f)])
                 child.setToolTip(0, f.message)
@@ -130,7 +131,8 @@ class GraphPanel(QWidget):
         out = {}
         for i in range(self.findings.topLevelItemCount()):
             top = self.findings.topLevelItem(i)
-            out[top.data(0, Qt.UserRole)] = top.childCount()
+            assert top is not None  # i < topLevelItemCount()
+            out[top.data(0, Qt.ItemDataRole.UserRole)] = top.childCount()
         return out
 
     def _clicked(self, item: QTreeWidgetItem, _col: int = 0) -> None:

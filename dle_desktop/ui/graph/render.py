@@ -15,8 +15,9 @@ vault) everything is drawn, at once. Exports draw every edge."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt
@@ -124,7 +125,7 @@ def steps(p: QPainter, geo: Geometry, kinds_on: set[str], tf: QTransform, node_p
     """Paint into `p` (already filled with the background), yielding after each chunk. `vector`
     (SVG export): nodes are discs in screen coordinates, as SVG viewers handle neither Qt's
     cosmetic pens nor wide zero-length lines reliably."""
-    p.setRenderHint(QPainter.Antialiasing, True)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
     zoomed_out = node_px < 0.6
     scr = xy * np.array([tf.m11(), tf.m22()]) + np.array([tf.dx(), tf.dy()])
     if geo.count <= SYNC_LIMIT:
@@ -140,7 +141,7 @@ def steps(p: QPainter, geo: Geometry, kinds_on: set[str], tf: QTransform, node_p
             colour = QColor(colour)
             colour.setAlpha(70)
         pen = QPen(colour, min(width, 1.0) if zoomed_out else width)
-        pen.setStyle(Qt.SolidLine if zoomed_out else style)  # dashes cost much and are invisible there
+        pen.setStyle(Qt.PenStyle.SolidLine if zoomed_out else style)  # dashes cost much and are invisible there
         for part in _chunks(seg, w, h):
             path = QPainterPath()
             move, line = path.moveTo, path.lineTo
@@ -155,21 +156,21 @@ def steps(p: QPainter, geo: Geometry, kinds_on: set[str], tf: QTransform, node_p
     for colour, size, pts in geo.nodes:
         d = max(2.0, size * node_px)
         if vector:
-            p.setPen(Qt.NoPen)
+            p.setPen(Qt.PenStyle.NoPen)
             p.setBrush(colour)
-            for q in tf.map(pts):
+            for q in cast("Iterable[QPointF]", tf.map(pts)):  # a QPolygonF is a sequence; its stub lacks __iter__
                 p.drawEllipse(q, d / 2, d / 2)
         else:
             pen = QPen(colour, d)
             pen.setCosmetic(True)
-            pen.setCapStyle(Qt.RoundCap)
+            pen.setCapStyle(Qt.PenCapStyle.RoundCap)
             p.setPen(pen)
             p.drawPoints(pts)
         yield
     p.resetTransform()
     if len(geo.pinned):  # a ring marks what a drag pinned
         p.setPen(QPen(QColor(40, 40, 40), 1.2))
-        p.setBrush(Qt.NoBrush)
+        p.setBrush(Qt.BrushStyle.NoBrush)
         for (x, y), s in zip(scr[geo.pinned].tolist(), node_size[geo.pinned].tolist()):
             r = max(2.0, s * node_px) / 2 + 2
             p.drawEllipse(QPointF(x, y), r, r)
@@ -180,7 +181,7 @@ class StaticRender:
 
     def __init__(self, w: int, h: int, dpr: float, key, version: int, make_steps) -> None:
         self.key, self.version = key, version
-        self.img = QImage(max(1, int(w * dpr)), max(1, int(h * dpr)), QImage.Format_ARGB32_Premultiplied)
+        self.img = QImage(max(1, int(w * dpr)), max(1, int(h * dpr)), QImage.Format.Format_ARGB32_Premultiplied)
         self.img.setDevicePixelRatio(dpr)
         self.img.fill(BACKGROUND)
         self.painter = QPainter(self.img)

@@ -21,10 +21,10 @@ MUTED = QColor(178, 182, 190)
 #: kind → (label, colour, width in px, pen style). Links are the bulk: thin, light and
 #: translucent so they read as texture; the rule edges are few and must stand out.
 EDGE_STYLES: dict[str, tuple[str, QColor, float, Qt.PenStyle]] = {
-    "link": ("Wiki links", QColor(110, 120, 140, 70), 0.0, Qt.SolidLine),
-    "requires": ("Requires", QColor(40, 110, 210, 190), 1.4, Qt.SolidLine),
-    "excludes": ("Excludes", QColor(205, 45, 45, 200), 1.4, Qt.DashLine),
-    "cascade": ("Cascade links", QColor(20, 150, 90, 190), 1.4, Qt.DotLine),
+    "link": ("Wiki links", QColor(110, 120, 140, 70), 0.0, Qt.PenStyle.SolidLine),
+    "requires": ("Requires", QColor(40, 110, 210, 190), 1.4, Qt.PenStyle.SolidLine),
+    "excludes": ("Excludes", QColor(205, 45, 45, 200), 1.4, Qt.PenStyle.DashLine),
+    "cascade": ("Cascade links", QColor(20, 150, 90, 190), 1.4, Qt.PenStyle.DotLine),
 }
 
 TYPE_COLOURS = {

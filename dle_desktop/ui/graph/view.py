@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import cast
 
 import numpy as np
-from PySide6.QtCore import QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QRectF, QSize, QStringListModel, Qt, Signal
 from PySide6.QtGui import QColor, QIcon, QImage, QKeySequence, QPainter, QPen, QPixmap, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
@@ -30,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from dle_desktop.core.graph import GraphFinding, LoreGraph
+from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.state.graph_layout import LayoutStore
 from dle_desktop.ui.graph.canvas import GraphCanvas
 from dle_desktop.ui.graph.panel import GraphPanel
@@ -50,9 +52,9 @@ def edge_icon(kind: str) -> QIcon:
     """A short stroke in the edge kind's colour and dash pattern, for its toggle."""
     _label, colour, width, style = EDGE_STYLES[kind]
     pm = QPixmap(22, 12)
-    pm.fill(Qt.transparent)
+    pm.fill(Qt.GlobalColor.transparent)
     p = QPainter(pm)
-    p.setRenderHint(QPainter.Antialiasing)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
     strong = QColor(colour)
     strong.setAlpha(255)
     pen = QPen(strong, max(width, 1.0) * 1.6)
@@ -69,7 +71,7 @@ class GraphView(QWidget):
 
     def __init__(self, store: LayoutStore | None = None, db_path: Path | None = None, parent=None) -> None:
         super().__init__(parent)
-        self.snapshot = None
+        self.snapshot: IndexSnapshot | None = None
         self.graph: LoreGraph | None = None
         self.result: GraphResult | None = None
         self.pinned: set[str] = set()
@@ -96,14 +98,15 @@ class GraphView(QWidget):
         self.search.setMaximumWidth(240)
         self.search.returnPressed.connect(lambda: self.find(self.search.text()))
         self.completer = QCompleter([], self)
-        self.completer.setCaseSensitivity(Qt.CaseInsensitive)
-        self.completer.setFilterMode(Qt.MatchContains)
+        self.completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.completer.setFilterMode(Qt.MatchFlag.MatchContains)
         self.completer.activated.connect(self.find)
         self.search.setCompleter(self.completer)
         self.colour = QComboBox()
         for key, label in COLOUR_MODES.items():
             self.colour.addItem(f"Colour: {label}", key)
-        self.field = QComboBox(toolTip="The custom field to colour by")
+        self.field = QComboBox()
+        self.field.setToolTip("The custom field to colour by")
         self.field.setVisible(False)
         self.size_mode = QComboBox()
         for key, label in SIZE_MODES.items():
@@ -115,34 +118,41 @@ class GraphView(QWidget):
         kinds = QHBoxLayout()
         kinds.setSpacing(2)
         for kind, (label, colour, _w, _s) in EDGE_STYLES.items():
-            b = QToolButton(text=label, checkable=True, checked=True)
+            b = QToolButton()
+            b.setText(label)
+            b.setCheckable(True)
+            b.setChecked(True)
             b.setIcon(edge_icon(kind))
-            b.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
+            b.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
             b.setToolTip(f"Show {label.lower()}")
             b.toggled.connect(self._kinds_changed)
             self.kind_buttons[kind] = b
             kinds.addWidget(b)
-        self.preset = QComboBox(toolTip="How tight the layout is (applies on Re-layout)")
+        self.preset = QComboBox()
+        self.preset.setToolTip("How tight the layout is (applies on Re-layout)")
         for key, label in PRESET_NAMES.items():
             self.preset.addItem(label, key)
         self.preset.setCurrentIndex(1)
-        self.relayout_button = QPushButton("Re-layout", toolTip="Lay the whole graph out afresh with this preset "
-                                           "(pinned entries stay)")
+        self.relayout_button = QPushButton("Re-layout")
+        self.relayout_button.setToolTip("Lay the whole graph out afresh with this preset (pinned entries stay)")
         self.relayout_button.clicked.connect(lambda: self.relayout())
-        self.fit_button = QPushButton("Fit", toolTip="Show the whole graph")
+        self.fit_button = QPushButton("Fit")
+        self.fit_button.setToolTip("Show the whole graph")
         self.fit_button.clicked.connect(lambda: self.canvas.fit(animate=True))
         self.export_button = QPushButton("Export image")
         menu = QMenu(self.export_button)
         menu.addAction("PNG…", lambda: self._export_dialog("png"))
         menu.addAction("SVG…", lambda: self._export_dialog("svg"))
         self.export_button.setMenu(menu)
-        self.progress = QProgressBar(maximumWidth=200, textVisible=True)
+        self.progress = QProgressBar(textVisible=True)
+        self.progress.setMaximumWidth(200)
         self.progress.hide()
-        self.cancel_button = QPushButton("Cancel", toolTip="Stop the layout; what is drawn so far stays")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip("Stop the layout; what is drawn so far stays")
         self.cancel_button.clicked.connect(self.cancel)
         self.cancel_button.hide()
         self.status = QLabel()
-        self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
         bar = QHBoxLayout()
         bar.setContentsMargins(0, 0, 0, 0)
@@ -150,14 +160,14 @@ class GraphView(QWidget):
             bar.addWidget(w)
         bar.addLayout(kinds)
         bar.addStretch(1)
-        for w in (self.preset, self.relayout_button, self.fit_button, self.export_button):
-            bar.addWidget(w)
+        for button in (self.preset, self.relayout_button, self.fit_button, self.export_button):
+            bar.addWidget(button)
         foot = QHBoxLayout()
         foot.setContentsMargins(0, 0, 0, 0)
         foot.addWidget(self.status, 1)
         foot.addWidget(self.progress)
         foot.addWidget(self.cancel_button)
-        self.split = QSplitter(Qt.Horizontal)
+        self.split = QSplitter(Qt.Orientation.Horizontal)
         self.split.addWidget(self.canvas)
         self.split.addWidget(self.panel)
         self.split.setStretchFactor(0, 4)
@@ -169,9 +179,12 @@ class GraphView(QWidget):
         column.addWidget(self.split, 1)
         column.addLayout(foot)
         # on the canvas only: E and Esc type into the search box as usual
-        QShortcut(QKeySequence("E"), self.canvas, activated=lambda: self.panel.ego.toggle(),
-                  context=Qt.WidgetShortcut)
-        QShortcut(QKeySequence(Qt.Key_Escape), self.canvas, activated=self.clear_focus, context=Qt.WidgetShortcut)
+        ego_key = QShortcut(QKeySequence("E"), self.canvas)
+        ego_key.setContext(Qt.ShortcutContext.WidgetShortcut)
+        ego_key.activated.connect(lambda: self.panel.ego.toggle())
+        escape_key = QShortcut(QKeySequence(Qt.Key.Key_Escape), self.canvas)
+        escape_key.setContext(Qt.ShortcutContext.WidgetShortcut)
+        escape_key.activated.connect(self.clear_focus)
 
     @classmethod
     def for_paths(cls, paths, parent=None) -> GraphView:
@@ -192,9 +205,10 @@ class GraphView(QWidget):
             self._start()
 
     def _job_for(self, relayout: bool = False, iterations: int | None = None) -> GraphJob:
-        known = None
+        assert self.snapshot is not None  # _start() checks
+        known: dict[str, tuple[float, float]] | None = None
         if self.graph is not None and len(self.canvas.xy) == self.graph.n:
-            known = dict(zip(self.graph.uids, map(tuple, self.canvas.xy.tolist())))
+            known = {uid: (x, y) for uid, (x, y) in zip(self.graph.uids, self.canvas.xy.tolist(), strict=False)}
         return GraphJob(self.snapshot, vault_names(self.snapshot), self.preset.currentData(), 0, self.graph, known,
                         frozenset(self.pinned), relayout, iterations,
                         self.result.analysis if self.result is not None else None)
@@ -249,7 +263,7 @@ class GraphView(QWidget):
         self.canvas.set_graph([e.title for e in g.entries], res.positions, edges, rank)
         self.canvas.pinned = np.array([u in self.pinned for u in g.uids], dtype=bool)
         self.canvas.set_kinds({k for k, b in self.kind_buttons.items() if b.isChecked()})
-        self.completer.model().setStringList(sorted({e.title for e in g.entries}, key=str.lower))
+        cast(QStringListModel, self.completer.model()).setStringList(sorted({e.title for e in g.entries}, key=str.lower))
         fields = custom_fields(g)
         keep_field = self.field.currentText()
         self.field.blockSignals(True)
@@ -338,7 +352,7 @@ class GraphView(QWidget):
             self.canvas.fit(animate=self.isVisible())
 
     # -- finding, focusing, opening ---------------------------------------------------------------
-    def find(self, text: str) -> bool:
+    def find(self, text: str) -> bool:  # type: ignore[override]  # the view's search, not QWidget.find(window id)
         """Fly to the entry whose title best matches `text` (exact, then prefix, then contained)."""
         g, q = self.graph, text.strip().lower()
         if g is None or not q:
@@ -417,7 +431,7 @@ class GraphView(QWidget):
     def save_positions(self) -> None:
         if self.graph is None or self.snapshot is None:
             return
-        positions = dict(zip(self.graph.uids, map(tuple, self.canvas.xy.tolist())))
+        positions = {uid: (x, y) for uid, (x, y) in zip(self.graph.uids, self.canvas.xy.tolist(), strict=False)}
         self.worker.save(vault_names(self.snapshot), positions, self.pinned, self.preset.currentData(), 0)
 
     # -- export ------------------------------------------------------------------------------------
@@ -444,11 +458,11 @@ class GraphView(QWidget):
             self.canvas.paint(p, w, h, cached=False, vector=True)
             p.end()
         else:
-            img = QImage(w * 2, h * 2, QImage.Format_ARGB32_Premultiplied)
+            img = QImage(w * 2, h * 2, QImage.Format.Format_ARGB32_Premultiplied)
             img.setDevicePixelRatio(2.0)
             p = QPainter(img)
             self.canvas.paint(p, w, h, cached=False)
             p.end()
-            if not img.save(str(path), "PNG"):
+            if not img.save(str(path), "PNG"):  # type: ignore[call-overload]  # the stub wants bytes; PySide6 takes only str
                 raise OSError(f"could not write {path}")
         return path

@@ -11,13 +11,16 @@ import concurrent.futures
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QObject, Signal
 
+from dle_desktop.core.entry import Entry
 from dle_desktop.core.graph import EDGE_KINDS, PRESETS, Analysis, LoreGraph, analyse, build_graph, layout
+from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.state.graph_layout import LayoutStore
 from dle_desktop.state.injection_stats import injection_totals
 
@@ -26,7 +29,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class GraphJob:
-    snapshot: object
+    snapshot: IndexSnapshot | Sequence[Entry]
     vaults: tuple[str, ...]
     preset: str = "balanced"
     seed: int = 0
@@ -96,6 +99,7 @@ class GraphWorker(QObject):
 
     # -- on the worker thread -------------------------------------------------------------------
     def _save_safely(self, vaults, positions, pinned, preset, seed) -> None:
+        assert self.store is not None  # callers save only with a store
         try:
             self.store.save(vaults, positions, pinned, preset, seed)
         except OSError as exc:

@@ -43,7 +43,7 @@ class ChatPane(QWidget):
         self.status.setStyleSheet("color: palette(placeholder-text)")
         self.send_button.clicked.connect(self._send)
         self.cancel_button.clicked.connect(self.cancelRequested)
-        QShortcut(QKeySequence("Ctrl+Return"), self.input, activated=self._send)
+        QShortcut(QKeySequence("Ctrl+Return"), self.input).activated.connect(self._send)
         buttons = QHBoxLayout()
         buttons.addWidget(self.status, 1)
         buttons.addWidget(self.cancel_button)
@@ -68,14 +68,14 @@ class ChatPane(QWidget):
             return
         self.heading.setText(f"<b>{escape(session.title)}</b>")
         self.transcript.setHtml("".join(message_html(m.role, m.text) for m in session.messages))
-        self.transcript.moveCursor(QTextCursor.End)
+        self.transcript.moveCursor(QTextCursor.MoveOperation.End)
 
     def append(self, role: str, text: str) -> None:
         self.transcript.append(message_html(role, text))
-        self.transcript.moveCursor(QTextCursor.End)
+        self.transcript.moveCursor(QTextCursor.MoveOperation.End)
 
     def set_busy(self, busy: bool, status: str = "") -> None:
         self.send_button.setEnabled(not busy)
         self.cancel_button.setEnabled(busy)
         self.status.setText(status)
-        self.input.setFocus(Qt.OtherFocusReason) if not busy else None
+        self.input.setFocus(Qt.FocusReason.OtherFocusReason) if not busy else None

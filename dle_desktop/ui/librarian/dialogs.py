@@ -28,7 +28,7 @@ def diff_html(diff: str) -> str:
 
 
 def _mono(widget) -> None:
-    widget.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
+    widget.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
 
 
 class WritePreviewDialog(QDialog):
@@ -44,8 +44,8 @@ class WritePreviewDialog(QDialog):
             self.view.setHtml(diff_html(plan.diff) if plan.diff else "<p>Nothing would change.</p>")
         else:
             self.view.setPlainText(plan.text)
-        buttons = QDialogButtonBox(QDialogButtonBox.Cancel)
-        self.write_button = buttons.addButton("Write", QDialogButtonBox.AcceptRole)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
+        self.write_button = buttons.addButton("Write", QDialogButtonBox.ButtonRole.AcceptRole)
         self.write_button.setEnabled(not plan.is_update or bool(plan.diff))
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
@@ -74,8 +74,8 @@ class ProposalDialog(QDialog):
         tabs.addTab(self.diff_view, "Proposed change")
         tabs.addTab(self.editor, "Edit the note")
         buttons = QDialogButtonBox()
-        self.accept_button = buttons.addButton("Accept", QDialogButtonBox.AcceptRole)
-        buttons.addButton("Reject", QDialogButtonBox.RejectRole)
+        self.accept_button = buttons.addButton("Accept", QDialogButtonBox.ButtonRole.AcceptRole)
+        buttons.addButton("Reject", QDialogButtonBox.ButtonRole.RejectRole)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from dle_desktop.librarian.draft import TYPES, Draft, analyse
+from dle_desktop.librarian.draft import TYPES, Draft, Target, analyse
 
 
 def _split(text: str) -> tuple[str, ...]:
@@ -32,7 +32,7 @@ class DraftEditor(QWidget):
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self._target = None
+        self._target: Target | None = None
         self._loading = False
         self.snapshot = None
         self.chat_text = ""
@@ -72,11 +72,14 @@ class DraftEditor(QWidget):
         layout.addWidget(self.write_button)
 
         # The report re-parses the note; wait for a pause in typing rather than per key.
-        self._timer = QTimer(self, singleShot=True, interval=150, timeout=self.refresh_report)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(150)
+        self._timer.timeout.connect(self.refresh_report)
         for w in (self.title, self.tags, self.keys):
             w.textChanged.connect(self._edited)
-        for w in (self.summary, self.content):
-            w.textChanged.connect(self._edited)
+        for box in (self.summary, self.content):
+            box.textChanged.connect(self._edited)
         self.type.currentTextChanged.connect(self._edited)
         self.priority.valueChanged.connect(self._edited)
         self.set_draft(Draft())

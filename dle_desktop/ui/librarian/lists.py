@@ -36,14 +36,15 @@ class SessionsPanel(QTabWidget):
         menu = QMenu(self.new_button)
         for kind, label in KINDS.items():
             if kind != "gap":
-                menu.addAction(label, lambda k=kind: self.newRequested.emit(k))
+                def request(k: str = kind) -> None:
+                    self.newRequested.emit(k)
+                menu.addAction(label, request)
         self.new_button.setMenu(menu)
         self.summarize_button = QPushButton("Summarize…")
         self.summarize_button.setToolTip("Write a summary for every entry without one (each shown to accept)")
         self.summarize_button.clicked.connect(self.summarizeRequested)
         self.sessions = QListWidget()
-        self.sessions.currentItemChanged.connect(
-            lambda item, _prev: item is not None and self.sessionChosen.emit(item.data(Qt.UserRole)))
+        self.sessions.currentItemChanged.connect(self._session_chosen)
         row = QHBoxLayout()
         row.addWidget(self.new_button)
         row.addWidget(self.summarize_button)
@@ -54,7 +55,7 @@ class SessionsPanel(QTabWidget):
 
         gaps = QWidget()
         self.gaps = QListWidget()
-        self.gaps.itemDoubleClicked.connect(lambda item: self.gapOpened.emit(item.data(Qt.UserRole)))
+        self.gaps.itemDoubleClicked.connect(lambda item: self.gapOpened.emit(item.data(Qt.ItemDataRole.UserRole)))
         self.open_gap = QPushButton("Open in a session")
         self.hide_gap = QPushButton("Hide")
         self.hide_gap.setToolTip("Hidden gaps come back when the story asks again")
@@ -74,10 +75,14 @@ class SessionsPanel(QTabWidget):
         self.addTab(sessions, "Sessions")
         self.addTab(gaps, "Gaps")
 
+    def _session_chosen(self, item: QListWidgetItem | None, _previous: QListWidgetItem | None) -> None:
+        if item is not None:
+            self.sessionChosen.emit(item.data(Qt.ItemDataRole.UserRole))
+
     def _gap_action(self, signal) -> None:
         item = self.gaps.currentItem()
         if item is not None:
-            signal.emit(item.data(Qt.UserRole))
+            signal.emit(item.data(Qt.ItemDataRole.UserRole))
 
     def set_sessions(self, sessions, current: str | None) -> None:
         self.sessions.blockSignals(True)
@@ -86,7 +91,7 @@ class SessionsPanel(QTabWidget):
             when = time.strftime("%d %b %H:%M", time.localtime(s.updated))
             kind = KINDS[s.kind]
             item = QListWidgetItem(f"{s.title}\n{when}" if s.title == kind else f"{s.title}\n{kind} · {when}")
-            item.setData(Qt.UserRole, s.id)
+            item.setData(Qt.ItemDataRole.UserRole, s.id)
             self.sessions.addItem(item)
             if s.id == current:
                 self.sessions.setCurrentItem(item)
@@ -97,7 +102,7 @@ class SessionsPanel(QTabWidget):
         for g in gaps:
             label = "update" if g.subtype == "update" else g.type
             item = QListWidgetItem(f"{_URGENCY_MARK[g.urgency]} {g.query}  ×{g.frequency}\n{label}: {g.reason}")
-            item.setData(Qt.UserRole, g.id)
+            item.setData(Qt.ItemDataRole.UserRole, g.id)
             item.setToolTip(f"{g.urgency} urgency, seen {g.frequency}×")
             self.gaps.addItem(item)
         self.setTabText(1, f"Gaps ({len(gaps)})" if gaps else "Gaps")

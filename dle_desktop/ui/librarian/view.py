@@ -8,16 +8,19 @@ import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QDialog, QFileDialog, QInputDialog, QSplitter, QVBoxLayout, QWidget
 
+from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.core.pipeline.chat_formats import parse_chat_text
 from dle_desktop.errors import DleError
 from dle_desktop.librarian.changes import needs_summary
 from dle_desktop.librarian.loop import Event
 from dle_desktop.librarian.gaps import GapStore
 from dle_desktop.librarian.service import Librarian
+from dle_desktop.librarian.sessions import Session
 from dle_desktop.ui.widgets.async_util import soon
 from dle_desktop.ui.librarian.chat import ChatPane
 from dle_desktop.ui.librarian.dialogs import ProposalDialog, WritePreviewDialog
@@ -30,7 +33,7 @@ log = logging.getLogger(__name__)
 class _Relay(QObject):
     """Engine-thread callbacks re-posted onto the GUI thread (a queued signal)."""
 
-    event = Signal(object)
+    event = Signal(object)  # type: ignore[assignment]  # shadows QObject.event(); the name is the relay's interface
     gaps_changed = Signal()
 
 
@@ -49,9 +52,9 @@ class LibrarianView(QWidget):
         super().__init__(parent)
         self.bridge = bridge
         self._lib: Librarian | None = None
-        self.session = None
-        self.task: asyncio.Future | None = None
-        self.snapshot = None
+        self.session: Session | None = None
+        self.task: asyncio.Future[Any] | None = None
+        self.snapshot: IndexSnapshot | None = None
         #: how a dialog is confirmed (tests answer it without a modal loop)
         self.confirm = lambda dialog: dialog.exec() == QDialog.DialogCode.Accepted
         self.relay = _Relay(self)
@@ -194,6 +197,7 @@ class LibrarianView(QWidget):
         if self.session is None:
             self.new_session("new")
         session = self.session
+        assert session is not None  # new_session() sets it
         session.draft = self.editor.draft()  # the user's edits are what the librarian sees
         self.chat.append("user", text)
         self.chat.set_busy(True, "The librarian is working…")
@@ -233,6 +237,7 @@ class LibrarianView(QWidget):
     async def write_draft(self) -> None:
         if self.session is None:
             self.new_session("new")
+        assert self.session is not None  # new_session() sets it
         draft = self.editor.draft()
         self.session.draft = draft
         if not draft.keys:

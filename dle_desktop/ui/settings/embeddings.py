@@ -143,7 +143,7 @@ class EmbeddingsPage(QWidget):
         grid.addWidget(self.use_default, 0, 0, 1, 3)
         grid.addWidget(self.model_state, 1, 1, 1, 2)
         row = QHBoxLayout()
-        row.addWidget(self.download_button, 0, Qt.AlignLeft)  # not stretched while the bar is hidden
+        row.addWidget(self.download_button, 0, Qt.AlignmentFlag.AlignLeft)  # not stretched while the bar is hidden
         row.addWidget(self.progress, 1)
         row.addWidget(self.cancel_button)
         grid.addLayout(row, 2, 1, 1, 2)
@@ -197,7 +197,7 @@ class EmbeddingsPage(QWidget):
         start_dir = str(Path(start).expanduser().parent) if start else str(self.download.manager.models_dir)
         dlg = QFileDialog(self, "Choose a GGUF embedding model", start_dir,
                           "GGUF models (*.gguf);;All files (*)")
-        dlg.setFileMode(QFileDialog.ExistingFile)
+        dlg.setFileMode(QFileDialog.FileMode.ExistingFile)
         dlg.fileSelected.connect(self.set_model_file)
         self.file_dialog = dlg
         dlg.open()

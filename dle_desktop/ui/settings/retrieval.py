@@ -77,7 +77,7 @@ class SettingRow:
         self.info = QLabel(" · ".join(x for x in facts if x) + (f" — {meta['doc']}" if meta.get("doc") else ""))
         self.info.setWordWrap(True)
         self.info.setStyleSheet(MUTED_STYLE)
-        self.info.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.haystack = " ".join([f.name, meta.get("dle") or "", label_for(f.name), meta.get("doc", ""),
                                   meta.get("group", "")]).lower()
         self.reset = QPushButton("Reset")
@@ -99,29 +99,39 @@ class SettingRow:
 
     def _editor(self, f: dataclasses.Field, value: Any) -> QWidget:
         meta = f.metadata
-        if isinstance(f.default, bool):
-            w = QCheckBox()
-            w.toggled.connect(self._changed)
+        default: Any = f.default
+        w: QWidget
+        if isinstance(default, bool):
+            box = QCheckBox()
+            box.toggled.connect(self._changed)
+            w = box
         elif f.name in NUMBERED_CHOICES or meta.get("choices"):
-            w = QComboBox()
+            combo = QComboBox()
             options = NUMBERED_CHOICES.get(f.name) or {c: c for c in meta["choices"]}
             for data, text in options.items():
-                w.addItem(text, data)
-            w.currentIndexChanged.connect(self._changed)
-        elif isinstance(f.default, int):
-            w = QSpinBox(minimum=meta["lo"], maximum=meta["hi"], minimumWidth=120)
-            w.valueChanged.connect(self._changed)
-        elif isinstance(f.default, float):
-            w = QDoubleSpinBox(minimum=meta["lo"], maximum=meta["hi"], decimals=2, singleStep=0.05, minimumWidth=120)
-            w.valueChanged.connect(self._changed)
-        elif "\n" in f.default or f.name.endswith(("_template", "_prompt")):
-            w = QPlainTextEdit()
-            w.setTabChangesFocus(True)
-            w.setFixedHeight(w.fontMetrics().lineSpacing() * 4 + 12)
-            w.textChanged.connect(self._changed)
+                combo.addItem(text, data)
+            combo.currentIndexChanged.connect(self._changed)
+            w = combo
+        elif isinstance(default, int):
+            spin = QSpinBox(minimum=meta["lo"], maximum=meta["hi"])
+            spin.setMinimumWidth(120)
+            spin.valueChanged.connect(self._changed)
+            w = spin
+        elif isinstance(default, float):
+            fspin = QDoubleSpinBox(minimum=meta["lo"], maximum=meta["hi"], decimals=2, singleStep=0.05)
+            fspin.setMinimumWidth(120)
+            fspin.valueChanged.connect(self._changed)
+            w = fspin
+        elif "\n" in default or f.name.endswith(("_template", "_prompt")):
+            text_box = QPlainTextEdit()
+            text_box.setTabChangesFocus(True)
+            text_box.setFixedHeight(text_box.fontMetrics().lineSpacing() * 4 + 12)
+            text_box.textChanged.connect(self._changed)
+            w = text_box
         else:
-            w = QLineEdit()
-            w.textChanged.connect(self._changed)
+            line = QLineEdit()
+            line.textChanged.connect(self._changed)
+            w = line
         w.setToolTip(meta.get("doc", ""))
         self.label.setBuddy(w)
         self.editor = w
@@ -140,6 +150,7 @@ class SettingRow:
             return w.value()
         if isinstance(w, QPlainTextEdit):
             return w.toPlainText()
+        assert isinstance(w, QLineEdit)  # _editor() makes one of these five
         return w.text()
 
     def set_value(self, value: Any) -> None:
@@ -153,6 +164,7 @@ class SettingRow:
         elif isinstance(w, QPlainTextEdit):
             w.setPlainText(value)
         else:
+            assert isinstance(w, QLineEdit)  # _editor() makes one of these five
             w.setText(value)
 
     def _changed(self, *_: Any) -> None:
@@ -177,8 +189,9 @@ class RetrievalPage(QWidget):
         self.filter = QLineEdit(clearButtonEnabled=True)
         self.filter.setPlaceholderText("Filter (Ctrl+F): our name, DLE's name (scanDepth) or a word of the explanation")
         self.filter.textChanged.connect(self.apply_filter)
-        find = QShortcut(QKeySequence.Find, self, activated=self.filter.setFocus)
-        find.setContext(Qt.WidgetWithChildrenShortcut)
+        find = QShortcut(QKeySequence.StandardKey.Find, self)
+        find.activated.connect(self.filter.setFocus)
+        find.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         self.nothing = QLabel()
         self.nothing.setStyleSheet(WARN_STYLE)
         self.nothing.hide()
@@ -196,10 +209,10 @@ class RetrievalPage(QWidget):
             for f in fields:
                 row = SettingRow(f, getattr(settings, f.name))
                 r = grid.rowCount()
-                grid.addWidget(row.label, r, 0, Qt.AlignTop)
+                grid.addWidget(row.label, r, 0, Qt.AlignmentFlag.AlignTop)
                 wide = isinstance(row.control, (QLineEdit, QPlainTextEdit))
-                grid.addWidget(row.control, r, 1, Qt.Alignment() if wide else Qt.AlignLeft)
-                grid.addWidget(row.reset, r, 2, Qt.AlignTop)
+                grid.addWidget(row.control, r, 1, Qt.AlignmentFlag(0) if wide else Qt.AlignmentFlag.AlignLeft)
+                grid.addWidget(row.reset, r, 2, Qt.AlignmentFlag.AlignTop)
                 grid.addWidget(row.info, r + 1, 0, 1, 3)
                 if isinstance(row.control, QPushButton):
                     row.control.clicked.connect(lambda *_, page=f.metadata["page"]: self.pageRequested.emit(page))
@@ -213,7 +226,7 @@ class RetrievalPage(QWidget):
             grid.setColumnMinimumWidth(0, label_width)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QScrollArea.NoFrame)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         scroll.setWidget(body)
         layout = QVBoxLayout(self)
         layout.addWidget(self.filter)

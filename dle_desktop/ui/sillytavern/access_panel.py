@@ -36,7 +36,7 @@ class AccessPanel(QGroupBox):
         self.view = view
         self._shown: tuple[str, ...] | None = None
         self.origins = QListWidget()
-        self.origins.setSelectionMode(QAbstractItemView.ExtendedSelection)
+        self.origins.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.origins.setMinimumHeight(54)
         self.origins.setMaximumHeight(84)
         self.origins.setToolTip("Browser pages at these addresses may call DLE Desktop (with the token); "
@@ -56,7 +56,8 @@ class AccessPanel(QGroupBox):
         self.token_field.setReadOnly(True)
         self.token_field.setText(MASK)
         self.token_field.setToolTip("SillyTavern's bridge sends this with every request; Install writes it for you")
-        self.show_button = QPushButton("Show", checkable=True)
+        self.show_button = QPushButton("Show")
+        self.show_button.setCheckable(True)
         self.copy_button = QPushButton("Copy")
         self.copy_button.setToolTip("Copy the token (e.g. as the API key of a backend SillyTavern calls from "
                                     "another machine)")
@@ -102,7 +103,7 @@ class AccessPanel(QGroupBox):
         self.origins.addItems(list(origins))
         if not origins:
             self.origins.addItem("(none: no SillyTavern page may call DLE Desktop from the browser)")
-            self.origins.item(0).setFlags(Qt.NoItemFlags)
+            self.origins.item(0).setFlags(Qt.ItemFlag.NoItemFlags)
 
     def add_origin(self, text: str | None = None) -> bool:
         value = (self.new_origin.text() if text is None else text).strip()

@@ -72,7 +72,7 @@ class ChatsPanel(QGroupBox):
         # The table takes what the column leaves (its own size hint would make the column scroll).
         self.table.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)
         self.refresh_button = QPushButton("Refresh")
-        self.forget_button = QPushButton("Forget…")
+        self.forget_button: QPushButton = QPushButton("Forget…")
         self.forget_button.setToolTip("Delete what DLE Desktop keeps for the selected chats (cooldowns, warmup, pins, "
                                       "injection history); the chats themselves stay in SillyTavern")
         self.forget_button.setEnabled(False)
@@ -146,7 +146,7 @@ class ChatsPanel(QGroupBox):
                 self.table.setItem(r, c, item)
         self.table.setSortingEnabled(True)
         for r in range(self.table.rowCount()):
-            if self.table.item(r, 0).data(Qt.ItemDataRole.UserRole + 1) in keep:
+            if self._chat_id(r) in keep:
                 self.table.selectRow(r)
         if not self.chats and not self.message.text():
             self.say(EMPTY, MUTED_STYLE)
@@ -154,13 +154,19 @@ class ChatsPanel(QGroupBox):
             self.say("")
         self.forget_button.setEnabled(bool(self.selected_ids()))
 
+    def _chat_id(self, row: int) -> str:
+        item = self.table.item(row, 0)
+        assert item is not None  # every row is filled whole
+        chat_id: str = item.data(Qt.ItemDataRole.UserRole + 1)
+        return chat_id
+
     def selected_ids(self) -> list[str]:
-        return [self.table.item(i.row(), 0).data(Qt.ItemDataRole.UserRole + 1) for i in self.table.selectionModel().selectedRows()
-                if self.table.item(i.row(), 0) is not None]
+        return [item.data(Qt.ItemDataRole.UserRole + 1) for i in self.table.selectionModel().selectedRows()
+                if (item := self.table.item(i.row(), 0)) is not None]
 
     def select_chat(self, chat_id: str) -> bool:
         for r in range(self.table.rowCount()):
-            if self.table.item(r, 0).data(Qt.ItemDataRole.UserRole + 1) == chat_id:
+            if self._chat_id(r) == chat_id:
                 self.table.selectRow(r)
                 return True
         return False

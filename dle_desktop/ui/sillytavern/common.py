@@ -23,10 +23,10 @@ def copy_text(text: str) -> None:
 
 def confirm(parent: QWidget, title: str, text: str, yes: str) -> bool:
     """A plain question with a named Yes button (Cancel is the default)."""
-    box = QMessageBox(QMessageBox.Question, title, text, parent=parent)
-    ok = box.addButton(yes, QMessageBox.AcceptRole)
-    box.addButton(QMessageBox.Cancel)
-    box.setDefaultButton(QMessageBox.Cancel)
+    box = QMessageBox(QMessageBox.Icon.Question, title, text, parent=parent)
+    ok = box.addButton(yes, QMessageBox.ButtonRole.AcceptRole)
+    box.addButton(QMessageBox.StandardButton.Cancel)
+    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
     box.exec()
     return box.clickedButton() is ok
 

@@ -14,7 +14,15 @@ from shiboken6 import isValid
 from dle_desktop.errors import DleError
 from dle_desktop.ui.channels.profile_editor import ERROR_STYLE, OK_STYLE, WARN_STYLE, note
 from dle_desktop.ui.sillytavern.common import confirm, in_thread, st_install
-from dle_desktop.ui.sillytavern.installs_table import COLUMNS, InstallsTable, scan, status_of, where_text
+from dle_desktop.ui.sillytavern.installs_table import (
+    COLUMNS,
+    InstallRow,
+    InstallsFound,
+    InstallsTable,
+    scan,
+    status_of,
+    where_text,
+)
 
 __all__ = ["COLUMNS", "InstallsPanel", "status_of", "where_text"]
 
@@ -29,7 +37,7 @@ class InstallsPanel(QGroupBox):
         self.view = view
         #: The home folder searched for installs (None: the user's); tests point it elsewhere.
         self.home: Path | None = None
-        self.found: list[tuple[object, list]] = []
+        self.found: InstallsFound = []
         self._busy = 0
         self._scan: asyncio.Future | None = None
         self._asked = 0  # rescans asked for, and how many of them a finished scan answered
@@ -48,7 +56,9 @@ class InstallsPanel(QGroupBox):
         self.remove_button = QPushButton("Remove")
         self.rescan_button = QPushButton("Rescan")
         self.rescan_button.setToolTip("Look for SillyTavern installs and the bridge in them again")
-        self.busy = QProgressBar(maximum=0, textVisible=False, maximumWidth=90, maximumHeight=12)
+        self.busy = QProgressBar(maximum=0, textVisible=False)
+        self.busy.setMaximumWidth(90)
+        self.busy.setMaximumHeight(12)
         self.busy_label = QLabel()
         self.message = note()
         self.choose_button.clicked.connect(lambda *_: self.choose_folder())
@@ -126,7 +136,7 @@ class InstallsPanel(QGroupBox):
         self.table.show_installs(self.found, self.view.server_url())
         self._selected()
 
-    def selected(self) -> tuple[object, object] | None:
+    def selected(self) -> InstallRow | None:
         return self.table.selected()
 
     def select(self, root: Path, user: str | None = "", all_users: bool = False) -> bool:

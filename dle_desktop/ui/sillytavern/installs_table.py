@@ -4,6 +4,7 @@ install without one has a single "not installed" row), with what each copy's sta
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 
 from PySide6.QtGui import QBrush, QColor
@@ -17,6 +18,11 @@ log = logging.getLogger(__name__)
 
 COLUMNS = ("Folder", "SillyTavern", "Where", "Bridge", "Status")
 _COLORS = {"ok": "#2e7d32", "warn": "#a15c00", "error": "#b3261e"}
+
+#: Each install found, with the copies of the bridge in it.
+InstallsFound = list[tuple[st_install.StInstall, list[st_install.InstalledBridge]]]
+#: A table row: an install and the copy of the bridge on that row (None: the install has none).
+InstallRow = tuple[st_install.StInstall, st_install.InstalledBridge | None]
 
 
 def where_text(copy) -> str:
@@ -42,9 +48,9 @@ def status_of(copy, server_url: str | None) -> tuple[str, str]:
     return "up to date", "ok"
 
 
-def scan(folders, home: Path | None) -> list[tuple[object, list]]:
+def scan(folders: Iterable[Path | str], home: Path | None) -> InstallsFound:
     """Every install (the chosen folders first) with the copies of the bridge in it (worker thread)."""
-    out = []
+    out: InstallsFound = []
     for st in st_install.find_installs(tuple(folders), home=home):
         try:
             copies = st_install.installed(st)
@@ -58,28 +64,29 @@ def scan(folders, home: Path | None) -> list[tuple[object, list]]:
 class InstallsTable(QTableWidget):
     def __init__(self) -> None:
         super().__init__(0, len(COLUMNS))
-        self.rows: list[tuple[object, object]] = []  # (StInstall, InstalledBridge | None) per table row
+        self.rows: list[InstallRow] = []
         self.setHorizontalHeaderLabels(COLUMNS)
-        self.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.setSelectionMode(QAbstractItemView.SingleSelection)
-        self.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.verticalHeader().hide()
         self.setWordWrap(False)
         header = self.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.Stretch)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for c in (1, 2, 3):
-            header.setSectionResizeMode(c, QHeaderView.ResizeToContents)
-        header.setSectionResizeMode(4, QHeaderView.Interactive)
+            header.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(4, QHeaderView.ResizeMode.Interactive)
         self.setColumnWidth(4, 190)
         header.setStretchLastSection(False)
         CutTextTips(self, middle_columns=(0,))
         self.setMinimumHeight(110)
 
-    def show_installs(self, found: list[tuple[object, list]], server_url: str | None) -> None:
+    def show_installs(self, found: InstallsFound, server_url: str | None) -> None:
         """Fill the rows; the selected install (and copy) stays selected, else the first row is."""
         keep = self.selected()
         keep_key = (keep[0].root, keep[1].path if keep[1] else None) if keep else None
-        self.rows = [(st, c) for st, copies in found for c in (copies or [None])]
+        no_copy: list[st_install.InstalledBridge | None] = [None]
+        self.rows = [(st, c) for st, copies in found for c in (copies or no_copy)]
         self.setRowCount(len(self.rows))
         for r, (st, copy) in enumerate(self.rows):
             text, tone = status_of(copy, server_url)
@@ -100,7 +107,7 @@ class InstallsTable(QTableWidget):
             again = next((r for r, (st, _) in enumerate(self.rows) if st.root == keep[0].root), None)
         self.selectRow(again if again is not None else 0)
 
-    def selected(self) -> tuple[object, object] | None:
+    def selected(self) -> InstallRow | None:
         rows = self.selectionModel().selectedRows()
         if not rows or rows[0].row() >= len(self.rows):
             return None

@@ -163,9 +163,9 @@ class OlraPanel(QWidget):
             for widget, value in ((self.enabled, s.olra_enabled), (self.https, s.olra_https)):
                 if widget.isChecked() != value:
                     widget.setChecked(value)
-            for widget, value in ((self.port, s.olra_port), (self.https_port, s.olra_https_port)):
-                if widget.value() != value:
-                    widget.setValue(value)
+            for spin, number in ((self.port, s.olra_port), (self.https_port, s.olra_https_port)):
+                if spin.value() != number:
+                    spin.setValue(number)
             choices = self.vault_choices()
             if s.olra_vault and s.olra_vault not in [v for _, v in choices]:
                 choices.append((f"{s.olra_vault} (not open)", s.olra_vault))

@@ -77,8 +77,8 @@ class ChatTrialPanel(QWidget):
         self.cancel_button = QPushButton("Cancel  (Esc)")
         self.cancel_button.setEnabled(False)
         self.cancel_button.clicked.connect(lambda *_: self.cancel())
-        QShortcut(QKeySequence("Ctrl+Return"), self, activated=self.run)
-        QShortcut(QKeySequence("Escape"), self, activated=self.cancel)
+        QShortcut(QKeySequence("Ctrl+Return"), self).activated.connect(self.run)
+        QShortcut(QKeySequence("Escape"), self).activated.connect(self.cancel)
         self.status = QLabel()
         self.status.setWordWrap(True)
 
@@ -100,7 +100,7 @@ class ChatTrialPanel(QWidget):
         self.summary = QLabel()
         self.notes = QLabel()
         self.notes.setWordWrap(True)
-        self.notes.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.notes.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.notes.setVisible(False)
         self.verdict_filter = QLineEdit(placeholderText="Filter verdicts (e.g. an entry title or 'cooldown')")
         self.verdict_filter.setClearButtonEnabled(True)
@@ -109,23 +109,23 @@ class ChatTrialPanel(QWidget):
         self.proxy = QSortFilterProxyModel(self)
         self.proxy.setSourceModel(self.model)
         self.proxy.setFilterKeyColumn(-1)
-        self.proxy.setFilterCaseSensitivity(Qt.CaseInsensitive)
+        self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         self.verdict_filter.textChanged.connect(self.proxy.setFilterFixedString)
         self.no_matches = QLabel()
-        self.no_matches.setTextFormat(Qt.PlainText)
+        self.no_matches.setTextFormat(Qt.TextFormat.PlainText)
         self.no_matches.setStyleSheet("color: palette(placeholder-text); padding: 4px")
         self.no_matches.hide()
         self.verdict_filter.textChanged.connect(lambda *_: self._say_no_matches())
         self.verdicts = QTableView()
         self.verdicts.setModel(self.proxy)
         self.verdicts.setSortingEnabled(True)
-        self.verdicts.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)
+        self.verdicts.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         self.proxy.sort(-1)  # keep the panel's own order (injected first) until a header is clicked
         self.verdicts.verticalHeader().setDefaultSectionSize(22)
-        self.verdicts.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.verdicts.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.verdicts.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.verdicts.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.verdicts.verticalHeader().hide()
-        self.verdicts.horizontalHeader().setSectionResizeMode(3, QHeaderView.Stretch)
+        self.verdicts.horizontalHeader().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
         self.verdicts.setColumnWidth(0, 170)
         self.verdicts.setColumnWidth(1, 120)
         self.verdicts.setColumnWidth(2, 75)
@@ -163,7 +163,7 @@ class ChatTrialPanel(QWidget):
         il.addWidget(self.input, 1)
         il.addWidget(self.status)
 
-        split = QSplitter(Qt.Vertical)
+        split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(inp)
         split.addWidget(out)
         split.setStretchFactor(0, 1)
@@ -263,7 +263,7 @@ class ChatTrialPanel(QWidget):
         self.model.removeRows(0, self.model.rowCount())
         for v in sorted(g["verdicts"], key=lambda v: (OUTCOME_ORDER.get(v["outcome"], 9), v["title"].casefold())):
             row = [QStandardItem(v["title"]), QStandardItem(v["stage"]), QStandardItem(v["outcome"]), QStandardItem(v["reason"])]
-            row[0].setData(v.get("vault"), Qt.UserRole)
+            row[0].setData(v.get("vault"), Qt.ItemDataRole.UserRole)
             row[3].setToolTip(v["reason"])
             self.model.appendRow(row)
         parts = []
@@ -280,9 +280,12 @@ class ChatTrialPanel(QWidget):
         self.no_matches.setVisible(bool(text) and self.model.rowCount() > 0 and self.proxy.rowCount() == 0)
 
     def verdict_rows(self) -> list[tuple[str, str, str, str]]:
-        return [tuple(self.model.item(r, c).text() for c in range(4)) for r in range(self.model.rowCount())]
+        def cell(r: int, c: int) -> str:
+            return self.model.item(r, c).text()
+
+        return [(cell(r, 0), cell(r, 1), cell(r, 2), cell(r, 3)) for r in range(self.model.rowCount())]
 
     def _verdict_activated(self, index) -> None:
         src = self.proxy.mapToSource(index)
         item = self.model.item(src.row(), 0)
-        self.entryRequested.emit(item.data(Qt.UserRole) or "", item.text())
+        self.entryRequested.emit(item.data(Qt.ItemDataRole.UserRole) or "", item.text())

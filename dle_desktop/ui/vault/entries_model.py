@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
 
 from dle_desktop.core.entry import Entry
 
 COLUMNS = ("Title", "Folder", "Keys", "Priority", "Tokens", "Flags", "Vault")
-UID_ROLE = Qt.UserRole + 1
-SORT_ROLE = Qt.UserRole + 2
+UID_ROLE = Qt.ItemDataRole.UserRole + 1
+SORT_ROLE = Qt.ItemDataRole.UserRole + 2
 
 
 def entry_flags(e: Entry) -> str:
@@ -59,19 +61,19 @@ class EntriesModel(QAbstractTableModel):
     def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
         return 0 if parent.isValid() else len(COLUMNS)
 
-    def headerData(self, section, orientation, role=Qt.DisplayRole):  # noqa: N802
-        if orientation == Qt.Horizontal and role == Qt.DisplayRole:
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return COLUMNS[section]
         return None
 
-    def data(self, index, role=Qt.DisplayRole):
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         e = self.entry(index.row())
         if e is None:
             return None
         col = index.column()
         if role == UID_ROLE:
             return e.uid
-        if role in (Qt.DisplayRole, SORT_ROLE):
+        if role in (Qt.ItemDataRole.DisplayRole, SORT_ROLE):
             if col == 0:
                 return e.title
             if col == 1:
@@ -86,10 +88,10 @@ class EntriesModel(QAbstractTableModel):
                 return entry_flags(e)
             if col == 6:
                 return e.vault
-        if role == Qt.ToolTipRole and col == 2 and e.keys:
+        if role == Qt.ItemDataRole.ToolTipRole and col == 2 and e.keys:
             return "\n".join(e.keys)
-        if role == Qt.TextAlignmentRole and col in (3, 4):
-            return int(Qt.AlignRight | Qt.AlignVCenter)
+        if role == Qt.ItemDataRole.TextAlignmentRole and col in (3, 4):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
 
@@ -112,5 +114,5 @@ class EntriesFilter(QSortFilterProxyModel):
     def filterAcceptsRow(self, source_row, source_parent) -> bool:  # noqa: N802
         if not self._words:
             return True
-        hay = self.sourceModel().search_text(source_row)
+        hay = cast(EntriesModel, self.sourceModel()).search_text(source_row)
         return all(w in hay for w in self._words)

@@ -223,6 +223,7 @@ class EntryHistory(QObject):
 
     async def _load(self, note: tuple[str, str]) -> None:
         try:
+            assert self.access is not None  # set_note() loads only with an access
             records = await self.access.history(*note)
         except Exception as exc:  # noqa: BLE001 - a history that cannot be read must not break the view
             records, self.message = [], f"The write history could not be read: {exc}"
@@ -254,5 +255,5 @@ class EntryHistory(QObject):
             self.conflict_dialog.open()
         except DleError as exc:
             self.message = f"Nothing was undone: {exc}"
-        if note == self.note:
+        if note is not None and note == self.note:
             await self._load(note)

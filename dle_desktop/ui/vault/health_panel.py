@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem
 from dle_desktop.core.health import HealthReport
 from dle_desktop.ui.widgets.cut_text import CutTextTips
 
-ENTRY_ROLE = Qt.UserRole + 1
+ENTRY_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
 class HealthPanel(QTreeWidget):
@@ -24,7 +24,7 @@ class HealthPanel(QTreeWidget):
         # The problem takes the room there is; the cut part is in its tooltip
         header = self.header()
         header.setStretchLastSection(False)
-        header.setSectionResizeMode(1, QHeaderView.Stretch)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         self.itemActivated.connect(self._activated)
         # Cut in the middle, the Entry column keeps a note's "(line N)" in view
         self.tips = CutTextTips(self, middle_columns={0})
@@ -33,13 +33,14 @@ class HealthPanel(QTreeWidget):
     def show_report(self, report: HealthReport, skipped=()) -> None:
         for i in range(self.topLevelItemCount()):
             item = self.topLevelItem(i)
-            self._expanded[item.data(0, Qt.UserRole)] = item.isExpanded()
+            assert item is not None  # i < topLevelItemCount()
+            self._expanded[item.data(0, Qt.ItemDataRole.UserRole)] = item.isExpanded()
         self.clear()
         groups = (("Errors", report.errors), ("Warnings", report.warnings), ("Info", report.info))
         for name, findings in groups:
             top = QTreeWidgetItem([f"{name} ({len(findings)})", "", ""])
             top.setFirstColumnSpanned(False)
-            top.setData(0, Qt.UserRole, name)
+            top.setData(0, Qt.ItemDataRole.UserRole, name)
             font = top.font(0)
             font.setBold(True)
             top.setFont(0, font)
@@ -53,7 +54,7 @@ class HealthPanel(QTreeWidget):
             top.setExpanded(self._expanded.get(name, False))
         not_indexed = [s for s in skipped]
         top = QTreeWidgetItem([f"Not indexed ({len(not_indexed)})", "", ""])
-        top.setData(0, Qt.UserRole, "Not indexed")
+        top.setData(0, Qt.ItemDataRole.UserRole, "Not indexed")
         for s in not_indexed:
             where = s.path + (f" (line {s.line})" if s.line else "")
             child = QTreeWidgetItem([where, s.reason, s.code.lower()])

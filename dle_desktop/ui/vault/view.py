@@ -60,24 +60,24 @@ class VaultView(QWidget):
         self.count_label = QLabel()
         self.no_matches = QLabel()
         self.no_matches.setWordWrap(True)
-        self.no_matches.setTextFormat(Qt.PlainText)  # the filter is typed text, never markup
+        self.no_matches.setTextFormat(Qt.TextFormat.PlainText)  # the filter is typed text, never markup
         self.no_matches.setStyleSheet("color: palette(placeholder-text); padding: 4px")
         self.no_matches.hide()
 
         self.table = QTableView()
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
-        self.table.sortByColumn(0, Qt.AscendingOrder)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setAlternatingRowColors(True)
         self.table.verticalHeader().hide()
         self.table.verticalHeader().setDefaultSectionSize(22)
         self.table.horizontalHeader().setStretchLastSection(False)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         for col, width in enumerate((190, 110, 200, 58, 58, 80, 100)):
             self.table.setColumnWidth(col, width)
-        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.Stretch)
+        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         self.table.selectionModel().currentRowChanged.connect(self._current_changed)
         self.tips = CutTextTips(self.table)
 
@@ -111,22 +111,27 @@ class VaultView(QWidget):
         corner_row = QHBoxLayout(corner)
         corner_row.setContentsMargins(0, 0, 0, 0)
         for label, action in (("Optimize keys", "optimize-keys"), ("Summarize", "summarize")):
-            button = QPushButton(label, toolTip=f"{label}: the Librarian proposes a change to this entry as a diff")
-            button.clicked.connect(lambda _=False, a=action: self.current_uid() and
-                                   self.entryActionRequested.emit(a, self.current_uid()))
+            button = QPushButton(label)
+            button.setToolTip(f"{label}: the Librarian proposes a change to this entry as a diff")
+
+            def request(_: bool = False, a: str = action) -> None:
+                if self.current_uid():
+                    self.entryActionRequested.emit(a, self.current_uid())
+
+            button.clicked.connect(request)
             corner_row.addWidget(button)
         corner_row.addWidget(self.undo_button)
-        self.right_tabs.setCornerWidget(corner, Qt.TopRightCorner)
+        self.right_tabs.setCornerWidget(corner, Qt.Corner.TopRightCorner)
         self.entry_history = EntryHistory(self.undo_button, self)
         self.entry_history.changed.connect(self._render_current)
-        self.right_split = QSplitter(Qt.Vertical)
+        self.right_split = QSplitter(Qt.Orientation.Vertical)
         self.right_split.addWidget(self.right_tabs)
         self.right_split.addWidget(self.health)
         self.right_split.setStretchFactor(0, 3)
         self.right_split.setStretchFactor(1, 2)
         self.right_split.setSizes([470, 190])
 
-        self.main_split = QSplitter(Qt.Horizontal)
+        self.main_split = QSplitter(Qt.Orientation.Horizontal)
         self.main_split.addWidget(left)
         self.main_split.addWidget(self.right_split)
         self.main_split.setStretchFactor(0, 3)
@@ -139,7 +144,8 @@ class VaultView(QWidget):
 
         # Ctrl+F belongs to the main window's Find action: a second binding here made Qt call the
         # key ambiguous and drop it.
-        QShortcut(QKeySequence(Qt.Key_Escape), self.filter, activated=lambda: self.filter.clear())
+        clear_key = QShortcut(QKeySequence(Qt.Key.Key_Escape), self.filter)
+        clear_key.activated.connect(lambda: self.filter.clear())
 
     # -- data -------------------------------------------------------------------------------
     def set_snapshot(self, snapshot: IndexSnapshot) -> None:
@@ -180,7 +186,7 @@ class VaultView(QWidget):
             self.filter.clear()
             proxy_index = self.proxy.mapFromSource(self.model.index(row, 0))
         self.table.selectionModel().setCurrentIndex(
-            proxy_index, QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
+            proxy_index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
         self.table.scrollTo(proxy_index)
         self._show(uid)
         return True
@@ -214,7 +220,7 @@ class VaultView(QWidget):
     def _render_current(self) -> None:
         uid = self.current_uid()
         entry = self.snapshot.by_uid.get(uid) if self.snapshot is not None and uid else None
-        if entry is not None and self.entry_history.note == (entry.vault, entry.path):
+        if entry is not None and self.snapshot is not None and self.entry_history.note == (entry.vault, entry.path):
             self.detail.setHtml(render_entry(entry, self.snapshot, self.entry_history.html()))
 
     def set_write_access(self, access) -> None:

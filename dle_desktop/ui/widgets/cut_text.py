@@ -18,7 +18,7 @@ class CutTextTips(QStyledItemDelegate):
     def initStyleOption(self, option, index) -> None:  # noqa: N802 - Qt API
         super().initStyleOption(option, index)
         if index.column() in self.middle_columns:
-            option.textElideMode = Qt.ElideMiddle
+            option.textElideMode = Qt.TextElideMode.ElideMiddle
 
     def shown_text(self, view: QAbstractItemView, index) -> str:
         """The cell's text as the view draws it now (cut to its column's room)."""
@@ -27,19 +27,19 @@ class CutTextTips(QStyledItemDelegate):
         option.rect = view.visualRect(index)
         self.initStyleOption(option, index)
         style = view.style()
-        room = style.subElementRect(QStyle.SE_ItemViewItemText, option, view).width()
-        room -= 2 * (style.pixelMetric(QStyle.PM_FocusFrameHMargin, None, view) + 1)  # the item's text margins
+        room = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, option, view).width()
+        room -= 2 * (style.pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view) + 1)  # the item's text margins
         return option.fontMetrics.elidedText(option.text, option.textElideMode, max(room, 0))
 
     def cut_text(self, view: QAbstractItemView, index) -> str | None:
         """The cell's whole text when the view shows it cut, else None."""
-        text = index.data(Qt.DisplayRole)
+        text = index.data(Qt.ItemDataRole.DisplayRole)
         if text is None or str(text) == "":
             return None
         return None if self.shown_text(view, index) == str(text) else str(text)
 
     def helpEvent(self, event, view, option, index) -> bool:  # noqa: N802 - Qt API
-        if event is not None and event.type() == QEvent.ToolTip and not index.data(Qt.ToolTipRole):
+        if event is not None and event.type() == QEvent.Type.ToolTip and not index.data(Qt.ItemDataRole.ToolTipRole):
             text = self.cut_text(view, index)
             if text:
                 QToolTip.showText(event.globalPos(), text, view)

@@ -15,7 +15,7 @@ def _draw(size: int, badge: QColor | None = None) -> QPixmap:
         return _drawn(size, badge)
     if badge is not None:
         p = QPainter(pm)
-        p.setRenderHint(QPainter.Antialiasing)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
         _badge(p, size, badge)
         p.end()
     return pm
@@ -23,15 +23,15 @@ def _draw(size: int, badge: QColor | None = None) -> QPixmap:
 
 def _badge(p: QPainter, size: int, badge: QColor) -> None:
     p.setBrush(badge)
-    p.setPen(Qt.NoPen)
+    p.setPen(Qt.PenStyle.NoPen)
     p.drawEllipse(QRectF(size * 0.62, size * 0.62, size * 0.34, size * 0.34))
 
 
 def _drawn(size: int, badge: QColor | None = None) -> QPixmap:
     pm = QPixmap(size, size)
-    pm.fill(Qt.transparent)
+    pm.fill(Qt.GlobalColor.transparent)
     p = QPainter(pm)
-    p.setRenderHint(QPainter.Antialiasing)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
     r = QRectF(size * 0.08, size * 0.08, size * 0.84, size * 0.84)
     path = QPainterPath()
     path.addRoundedRect(r, size * 0.18, size * 0.18)
@@ -44,7 +44,7 @@ def _drawn(size: int, badge: QColor | None = None) -> QPixmap:
     font.setPixelSize(int(size * 0.46))
     p.setFont(font)
     p.setPen(QColor("#ffffff"))
-    p.drawText(QRectF(size * 0.30, size * 0.12, size * 0.6, size * 0.76), Qt.AlignCenter, "L")
+    p.drawText(QRectF(size * 0.30, size * 0.12, size * 0.6, size * 0.76), Qt.AlignmentFlag.AlignCenter, "L")
     if badge is not None:
         _badge(p, size, badge)
     p.end()

@@ -26,7 +26,7 @@ class StatusLabel(QLabel):
     def __init__(self) -> None:
         super().__init__()
         self.full_text = ""
-        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
 
     def show_text(self, text: str, wrap: bool = False, tooltip: str | None = None) -> None:
         self.full_text = text
@@ -38,7 +38,7 @@ class StatusLabel(QLabel):
         if self.wordWrap():
             self.setText(self.full_text)
         else:
-            self.setText(self.fontMetrics().elidedText(self.full_text, Qt.ElideRight, max(self.width(), 40)))
+            self.setText(self.fontMetrics().elidedText(self.full_text, Qt.TextElideMode.ElideRight, max(self.width(), 40)))
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
@@ -62,7 +62,7 @@ class SemanticStrip(QFrame):
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self.setFrameShape(QFrame.StyledPanel)
+        self.setFrameShape(QFrame.Shape.StyledPanel)
         self.semantic_enabled = False
         self.paused = False
         self.status: dict = {"state": "waiting"}
