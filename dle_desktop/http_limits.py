@@ -70,7 +70,7 @@ class GuardedH11Protocol(H11Protocol):
     guard: ConnectionGuard
     header_timeout: float
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # a stream server hands a Transport, not any BaseTransport
         super().connection_made(transport)
         self._header_timer: asyncio.TimerHandle | None = None
         if not self.guard.admit(self):

@@ -143,7 +143,8 @@ def parse_response(profile: ConnectionProfile, status: int, json_body: Any, *,
     text = "".join(texts)
     if stop == "refusal" and structured is None:
         raise refused(provider, label, text or "stop_reason refusal")
-    usage = json_body.get("usage") if isinstance(json_body.get("usage"), dict) else {}
+    raw_usage = json_body.get("usage")
+    usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
     model = json_body.get("model")
     return ChatResponse(
         text=text,

@@ -94,7 +94,8 @@ class CircuitBreaker:
         with self._lock:
             now = self._now()
             state = self._state(now)
-            retry_in = max(0.0, self.open_seconds - (now - self._opened_at)) if state == OPEN else 0.0
+            opened_at = self._opened_at
+            retry_in = max(0.0, self.open_seconds - (now - opened_at)) if state == OPEN and opened_at is not None else 0.0
             return {"state": state, "failures": self._failures, "opened_at": self._opened_at,
                     "retry_in_seconds": round(retry_in, 3), "probe_in_flight": self._probe_since is not None}
 

@@ -241,7 +241,8 @@ def _read_js_string(text: str, i: int) -> tuple[str, int] | None:
     """A JS string literal starting at `i` (any quote), unescaped; None if there is none."""
     if i >= len(text) or text[i] not in "'\"`":
         return None
-    quote, out, i = text[i], [], i + 1
+    out: list[str] = []
+    quote, i = text[i], i + 1
     while i < len(text):
         ch = text[i]
         if ch == quote:

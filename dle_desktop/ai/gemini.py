@@ -154,7 +154,8 @@ def parse_response(profile: ConnectionProfile, status: int, json_body: Any, *,
                            args=tool_args(p["functionCall"].get("args")))
                   for i, p in enumerate(parts) if isinstance(p, dict) and isinstance(p.get("functionCall"), dict)
                   and isinstance(p["functionCall"].get("name"), str))
-    usage = json_body.get("usageMetadata") if isinstance(json_body.get("usageMetadata"), dict) else {}
+    raw_usage = json_body.get("usageMetadata")
+    usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
     model = json_body.get("modelVersion")
     return ChatResponse(
         text=text,

@@ -163,8 +163,10 @@ def parse_response(profile: ConnectionProfile, status: int, json_body: Any, *,
         raise refused(provider, label, "the provider's content filter blocked the answer")
     if not text and isinstance(message.get("refusal"), str) and message["refusal"].strip():
         raise refused(provider, label, message["refusal"])
-    usage = json_body.get("usage") if isinstance(json_body.get("usage"), dict) else {}
-    details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
+    raw_usage = json_body.get("usage")
+    usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
+    raw_details = usage.get("prompt_tokens_details")
+    details: dict[str, Any] = raw_details if isinstance(raw_details, dict) else {}
     model = json_body.get("model")
     return ChatResponse(
         text=text,

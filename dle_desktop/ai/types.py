@@ -90,7 +90,7 @@ class ConnectionProfile:
     api_version: str = ""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "extra_headers", _pairs(self.extra_headers))  # type: ignore[arg-type]
+        object.__setattr__(self, "extra_headers", _pairs(self.extra_headers))
         if not self.flavor:
             object.__setattr__(self, "flavor", self.provider)
         _validate(self)

@@ -24,7 +24,7 @@ _FM_RE = re.compile(r"^---\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)([\s\S]*)$")
 _EMPTY_FM_RE = re.compile(r"^---\r?\n---[ \t]*(?:\r?\n|$)([\s\S]*)$")
 
 
-class _LoreLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+class _LoreLoader(_BaseLoader):  # type: ignore[misc, valid-type]  # PyYAML ships no types: its loader is Any
     pass
 
 

@@ -47,10 +47,10 @@ def entry_path(environ=None, home: Path | None = None) -> Path:
     return data_home(environ, home) / "applications" / ENTRY_FILE
 
 
-def targets(environ=None, home: Path | None = None) -> list[tuple[Path | None, Path]]:
+def targets(environ=None, home: Path | None = None) -> list[tuple[Path, Path]]:
     """(packaged file, where it goes) for every icon; the entry itself is written, not copied."""
     root = icons_root(environ, home)
-    out: list[tuple[Path | None, Path]] = [(icon_png(s), root / f"{s}x{s}" / "apps" / f"{APP_ID}.png") for s in ICON_SIZES]
+    out: list[tuple[Path, Path]] = [(icon_png(s), root / f"{s}x{s}" / "apps" / f"{APP_ID}.png") for s in ICON_SIZES]
     out.append((icon_svg(), root / "scalable" / "apps" / f"{APP_ID}.svg"))
     return out
 

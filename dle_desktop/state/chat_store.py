@@ -237,6 +237,7 @@ class ChatStore:
         own (never overwritten) or the source has none."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
+            reason: str | None
             try:
                 if self._db.execute("SELECT 1 FROM chats WHERE chat_id = ?", (target,)).fetchone():
                     reason = "the chat already has state of its own"

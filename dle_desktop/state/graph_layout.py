@@ -51,8 +51,9 @@ class SavedLayout:
                     and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in xy)):
                 positions[uid] = (float(xy[0]), float(xy[1]))
         pinned = {u for u in raw.get("pinned") or () if isinstance(u, str) and u in positions}
-        preset = raw.get("preset") if isinstance(raw.get("preset"), str) else "balanced"
-        seed = raw.get("seed") if isinstance(raw.get("seed"), int) and not isinstance(raw.get("seed"), bool) else 0
+        raw_preset, raw_seed = raw.get("preset"), raw.get("seed")
+        preset = raw_preset if isinstance(raw_preset, str) else "balanced"
+        seed = raw_seed if isinstance(raw_seed, int) and not isinstance(raw_seed, bool) else 0
         vaults = tuple(v for v in raw.get("vaults") or () if isinstance(v, str))
         return cls(positions, pinned, preset, seed, vaults)
 

@@ -209,7 +209,7 @@ def write_rows(path: Path, offset: int, data: np.ndarray) -> None:
     """Write `data` (C-contiguous float32) at byte `offset`, cut anything after it, fsync."""
     with open(path, "r+b" if path.exists() else "w+b", opener=private_opener) as f:
         f.seek(offset)
-        f.write(memoryview(np.ascontiguousarray(data, dtype=np.float32)).cast("B"))
+        f.write(np.ascontiguousarray(data, dtype=np.float32).data.cast("B"))
         f.truncate()
         f.flush()
         os.fsync(f.fileno())
