@@ -136,7 +136,7 @@ def _parts(snapshot: IndexSnapshot, cfg: MatchConfig) -> tuple[_SnapshotParts, K
         if parts is None or parts[0] != key:
             parts = _patched_parts(snapshot, key)
             if parts is not None:
-                snapshot._pipeline_parts = parts  # type: ignore[attr-defined]
+                snapshot._pipeline_parts = parts  # type: ignore[attr-defined]  # a cache riding on the immutable snapshot
         if parts is None or parts[0] != key:
             # Guide entries are never writer-visible (DLE's getWriterVisibleEntries); with
             # fix_guide_leak off they still reach the prompt through BM25, as in DLE (§3.12).
@@ -151,7 +151,7 @@ def _parts(snapshot: IndexSnapshot, cfg: MatchConfig) -> tuple[_SnapshotParts, K
                 exempt_keys=frozenset(e.tracker_key for e in visible if e.constant or e.seed or e.bootstrap),
                 entry_depths=frozenset(e.scan_depth for e in visible if e.scan_depth),
             ))
-            snapshot._pipeline_parts = parts  # type: ignore[attr-defined]
+            snapshot._pipeline_parts = parts  # type: ignore[attr-defined]  # a cache riding on the immutable snapshot
         p = parts[1]
         index = p.indexes.get(cfg.case_sensitive)
         if index is None:
@@ -351,7 +351,8 @@ def run_generation(
     return finish_generation(pending, ai_outcome)
 
 
-def _track(state: ChatState, before: dict[str, Any], matched: list[Active], injected: list[Injected], cfg: MatchConfig, slot: str) -> ChatState:
+def _track(state: ChatState, before: dict[str, Any], matched: list[Active], injected: list[Injected], cfg: MatchConfig,
+           slot: str) -> ChatState:
     gen = state.generation_count
     cooldowns = dict(state.cooldowns)
     history = dict(state.injection_history)
