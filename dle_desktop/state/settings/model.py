@@ -153,5 +153,7 @@ def settings_from_mapping(raw: dict, base: Settings | None = None) -> Settings:
         raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
     values = {} if base is None else {f: getattr(base, f) for f in FIELDS}
     for key, value in raw.items():
-        values[normalise_name(key)] = _coerce(normalise_name(key), value)
+        name = normalise_name(key)
+        assert name is not None  # unknown names were refused above
+        values[name] = _coerce(name, value)
     return Settings(**values)
