@@ -48,3 +48,38 @@ def test_lower_layers_do_not_import_server_or_ui():
         for p in _modules(layer):
             bad = [n for n in _imports(p) if n.startswith(("dle_desktop.server", "dle_desktop.ui", "dle_desktop.engine.engine", "dle_desktop.app.runtime"))]
             assert bad == [], f"{p.relative_to(PKG)} imports {bad}"
+
+
+def test_the_import_contracts_hold():
+    """Every row of the layer table in docs/architecture.md, as import-linter contracts
+    (.importlinter): layers, core and the shared modules, the UI's one door to the engine, Qt only
+    in the UI, no import circles."""
+    import subprocess
+    import sys
+
+    linter = Path(sys.executable).with_name("lint-imports")
+    done = subprocess.run([str(linter), "--no-cache"], cwd=PKG.parent, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "0 broken" in done.stdout
+
+
+def _engine_reach_ins(path: Path) -> list[int]:
+    """Lines where a module reaches past the bridge into its engine (`<anything>.bridge.engine`,
+    `bridge.engine`) or into the runtime's engine (`runtime.engine`)."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr == "engine":
+            owner = node.value
+            name = owner.attr if isinstance(owner, ast.Attribute) else owner.id if isinstance(owner, ast.Name) else ""
+            if name in ("bridge", "runtime"):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_views_reach_the_engine_only_through_the_bridges_methods():
+    offenders = {
+        str(p.relative_to(PKG)): _engine_reach_ins(p)
+        for p in _modules("ui")
+        if p.name != "bridge.py"
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
