@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dle_desktop.server.schemas import WHITESPACE
 from dle_desktop.vectors.service import (
     DEFAULT_TOP_K,
     MAX_COLLECTION_ID_CHARS,
@@ -18,7 +19,7 @@ from dle_desktop.vectors.service import (
     MAX_INSERT_ITEMS,
     MAX_TOP_K,
 )
-from dle_desktop.vectors.source_settings import KNOWN_SOURCES, MAX_SETTING_CHARS
+from dle_desktop.vectors.source_settings import KNOWN_SOURCES, MAX_SETTING_CHARS, PRECOMPUTED_SOURCES
 
 STR = {"type": "string"}
 INT = {"type": "integer"}
@@ -31,7 +32,12 @@ def _ref(name: str) -> dict:
 
 
 #: Text with something other than whitespace in it, and no NUL.
-_NON_BLANK = r"^[^\x00]*[^\s\x00][^\x00]*$"
+_NON_BLANK = rf"^[^\x00]*[^{WHITESPACE}\x00][^\x00]*$"
+#: Text that JavaScript's `Number()` reads as a whole number from 0 to 1000, or as 0 (blank), as
+#: ST sends topK; and as a number from -1 to 1, as it sends threshold.
+_WS = f"[{WHITESPACE}]*"
+_TOP_K_TEXT = rf"^{_WS}(\+?0*([0-9]{{1,3}}|1000)(\.0*)?)?{_WS}$"
+_THRESHOLD_TEXT = rf"^{_WS}([+-]?(0*1(\.0*)?|0*\.[0-9]+|0+(\.[0-9]*)?))?{_WS}$"
 _SETTING = {"type": "string", "maxLength": MAX_SETTING_CHARS}
 
 SCHEMAS: dict[str, dict] = {
@@ -70,9 +76,14 @@ SCHEMAS: dict[str, dict] = {
             "source": {"type": "string", "enum": ["", *KNOWN_SOURCES],
                        "description": "absent, null or empty means transformers"},
             "apiUrl": _SETTING, "model": _SETTING, "keep": BOOL, "extrasUrl": _SETTING, "extrasKey": _SETTING,
-            "embeddings": {"type": "object", "additionalProperties": {"type": "array", "items": NUM, "minItems": 1},
-                           "description": "koboldcpp / webllm: text → its vector"},
+            "embeddings": {"type": ["object", "null"],
+                           "description": "koboldcpp / webllm: text → its vector (an array of numbers). Read only by "
+                                          "the routes that embed (insert, query) for these sources; a text they need "
+                                          "without a vector of the collection's length is a 400"},
         },
+        # The precomputed sources name the model that made their vectors (their scope).
+        "if": {"required": ["source"], "properties": {"source": {"enum": sorted(PRECOMPUTED_SOURCES)}}},
+        "then": {"required": ["model"], "properties": {"model": {"type": "string", "pattern": r"\S"}}},
     },
     "VectorQueryResult": {"type": "object", "required": ["metadata", "hashes"], "additionalProperties": False,
                           "properties": {"metadata": {"type": "array", "items": _ref("VectorMetadata")},
@@ -117,11 +128,14 @@ _VECTOR_ERRORS = {
 }
 _COLLECTION = _ref("CollectionId")
 _SEARCH = {"type": "string", "pattern": _NON_BLANK, "description": "the text to search for (not blank)"}
-_TOP_K = {"anyOf": [{"type": "integer", "minimum": 0, "maximum": MAX_TOP_K}, {"type": "null"}],
+_TOP_K = {"anyOf": [{"type": "integer", "minimum": 0, "maximum": MAX_TOP_K}, {"type": "null"},
+                    {"type": "string", "pattern": _TOP_K_TEXT}],
           "description": f"how many hits (1-{MAX_TOP_K}); 0 or none means {DEFAULT_TOP_K}. As in ST, a numeric "
                          "string is read as its number"}
-_THRESHOLD = {"anyOf": [{"type": "number", "minimum": -1, "maximum": 1}, {"type": "null"}],
-              "description": "the least similarity a hit needs (-1 to 1; none means 0)"}
+_THRESHOLD = {"anyOf": [{"type": "number", "minimum": -1, "maximum": 1}, {"type": "null"},
+                        {"type": "string", "pattern": _THRESHOLD_TEXT}],
+              "description": "the least similarity a hit needs (-1 to 1; none means 0). As in ST, a numeric string "
+                             "is read as its number"}
 
 
 def _vector_op(name: str, summary: str, ok: dict, body: dict, *, body_required: bool = True,
@@ -162,8 +176,10 @@ VECTOR_PATHS: dict[str, dict] = {
               "hits per collection id (collections without hits are left out)"),
         _body({"collectionIds": {"type": "array", "items": _COLLECTION, "maxItems": MAX_COLLECTIONS},
                "searchText": _SEARCH, "topK": _TOP_K, "threshold": _THRESHOLD}, ["collectionIds", "searchText"])),
-    "/api/vector/purge": _vector_op("purge", "Delete a collection (every source and model)", _OK_TEXT,
-                                    _body({"collectionId": _COLLECTION}, ["collectionId"])),
+    "/api/vector/purge": _vector_op("purge", "Delete a collection (every source and model; the source fields are "
+                                             "ignored, as in SillyTavern)", _OK_TEXT,
+                                    {"type": "object", "properties": {"collectionId": _COLLECTION},
+                                     "required": ["collectionId"]}),
     "/api/vector/purge-all": _vector_op("purge-all", "Delete every collection", _OK_TEXT,
                                         {"type": "object"}, body_required=False),
     "/api/vector/scopes-enabled": {"get": {
@@ -220,13 +236,17 @@ _QUERY_FLAGS = {"input_type": {"description": "`query` (or search_query, retriev
                                            "false is ignored"},
                 "is_query": {"description": "the same as isQuery"}}
 
+_NULLABLE_STR = {"type": ["string", "null"]}
+_NO_INPUT = {"anyOf": [_ref("EmbeddingInput"), {"type": "null"}], "description": "absent or null: no texts"}
+
 EMBEDDING_PATHS: dict[str, dict] = {
     "/v1/embeddings": _embed_op(
         "openaiEmbeddings", "llama.cpp / vLLM / OpenAI format", _json(_ref("OpenAiEmbeddings"), "the vectors"),
         {"type": "object", "required": ["input"],
-         "properties": {"input": _ref("EmbeddingInput"), "model": {"type": "string", "description": "not used to "
-                                                                                                     "pick a model"},
-                        "encoding_format": {"type": "string", "enum": ["float", "base64"]}, **_QUERY_FLAGS}},
+         "properties": {"input": _ref("EmbeddingInput"),
+                        "model": {"type": ["string", "null"], "description": "not used to pick a model"},
+                        "encoding_format": {"enum": ["float", "base64", None], "description": "null means float"},
+                        **_QUERY_FLAGS}},
         "OpenAiError"),
     "/v1/models": {"get": {"operationId": "listModels", "summary": "OpenAI's model list: the local embedding model "
                                                                    "(empty without one)", "tags": ["embeddings"],
@@ -241,16 +261,18 @@ EMBEDDING_PATHS: dict[str, dict] = {
                                                  "properties": {"model": STR, "embeddings": _VECTORS,
                                                                 "total_duration": INT, "load_duration": INT,
                                                                 "prompt_eval_count": INT}}, "the vectors"),
-        {"type": "object", "properties": {"input": _ref("EmbeddingInput"), "model": STR, **_QUERY_FLAGS}},
+        {"type": "object", "properties": {"input": _NO_INPUT, "model": _NULLABLE_STR, **_QUERY_FLAGS}},
         "PlainError"),
     "/api/embeddings": _embed_op(
         "ollamaEmbeddings", "Ollama, one prompt (SillyTavern 1.12)",
         _json({"type": "object", "required": ["embedding"], "properties": {"embedding": {"type": "array", "items": NUM}}},
               "the vector (empty for an empty prompt)"),
-        {"type": "object", "properties": {"prompt": STR, "model": STR, **_QUERY_FLAGS}}, "PlainError"),
+        {"type": "object", "properties": {"prompt": {"type": ["string", "null"], "description": "null or empty: no "
+                                                                                               "vector"},
+                                          "model": _NULLABLE_STR, **_QUERY_FLAGS}}, "PlainError"),
     "/api/extra/embeddings": _embed_op(
         "koboldEmbeddings", "KoboldCpp format (any Content-Type)", _json(_ref("OpenAiEmbeddings"), "the vectors"),
-        {"type": "object", "properties": {"input": _ref("EmbeddingInput"), **_QUERY_FLAGS}}, "PlainError"),
+        {"type": "object", "properties": {"input": _NO_INPUT, **_QUERY_FLAGS}}, "PlainError"),
     "/api/embeddings/compute": _embed_op(
         "extrasCompute", "SillyTavern-Extras format",
         _json({"type": "object", "required": ["embedding"],

@@ -59,8 +59,11 @@ MAX_PREFETCH_CHARS = 50_000
 MAX_NOTEBOOK_BYTES = 64 * 1024
 RETRIEVE_FIELDS = {"chat_id", "messages", "character_name", "context", "swipe", "dry_run", "seed", "pins", "blocks",
                    "folder_filter", "notebook"}
+#: Python's whitespace (`str.isspace`, what `strip` drops), spelled out: regex engines disagree on
+#: `\s` (ECMAScript's has U+FEFF and lacks U+001C-U+001F), and the document's readers must agree with us.
+WHITESPACE = r"\t\n\x0b\x0c\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 #: the same test the document states (`pattern`), so both agree on what "blank" is
-NOT_BLANK = r"\S"
+NOT_BLANK = rf"[^{WHITESPACE}]"
 _NOT_BLANK = re.compile(NOT_BLANK)
 
 Model = TypeVar("Model", bound="RequestModel")
