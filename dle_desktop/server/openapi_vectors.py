@@ -10,16 +10,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from dle_desktop.server.schemas import WHITESPACE
-from dle_desktop.vectors.service import (
-    DEFAULT_TOP_K,
-    MAX_COLLECTION_ID_CHARS,
-    MAX_COLLECTIONS,
-    MAX_HASHES,
-    MAX_INSERT_ITEMS,
-    MAX_TOP_K,
+from dle_desktop.server.schemas import WHITESPACE, request_schema
+from dle_desktop.server.schemas_vectors import (
+    ExtrasComputeBody,
+    KoboldEmbed,
+    KoboldEmbeddingsBody,
+    OllamaEmbedBody,
+    OllamaEmbeddingsBody,
+    OpenAiEmbeddingsBody,
+    StBody,
+    VectorDelete,
+    VectorInsert,
+    VectorList,
+    VectorPurge,
+    VectorPurgeAll,
+    VectorQuery,
+    VectorQueryMulti,
 )
-from dle_desktop.vectors.source_settings import KNOWN_SOURCES, MAX_SETTING_CHARS, PRECOMPUTED_SOURCES
+from dle_desktop.vectors.service import (
+    MAX_COLLECTION_ID_CHARS,
+    MAX_INSERT_ITEMS,
+)
+from dle_desktop.vectors.source_settings import MAX_SETTING_CHARS
 
 STR = {"type": "string"}
 INT = {"type": "integer"}
@@ -33,11 +45,6 @@ def _ref(name: str) -> dict:
 
 #: Text with something other than whitespace in it, and no NUL.
 _NON_BLANK = rf"^[^\x00]*[^{WHITESPACE}\x00][^\x00]*$"
-#: Text that JavaScript's `Number()` reads as a whole number from 0 to 1000, or as 0 (blank), as
-#: ST sends topK; and as a number from -1 to 1, as it sends threshold.
-_WS = f"[{WHITESPACE}]*"
-_TOP_K_TEXT = rf"^{_WS}(\+?0*([0-9]{{1,3}}|1000)(\.0*)?)?{_WS}$"
-_THRESHOLD_TEXT = rf"^{_WS}([+-]?(0*1(\.0*)?|0*\.[0-9]+|0+(\.[0-9]*)?))?{_WS}$"
 _SETTING = {"type": "string", "maxLength": MAX_SETTING_CHARS}
 
 SCHEMAS: dict[str, dict] = {
@@ -65,26 +72,6 @@ SCHEMAS: dict[str, dict] = {
                                   "index": {"type": "integer", "minimum": -2 ** 63, "maximum": 2 ** 63 - 1}}},
     "VectorMetadata": {"type": "object", "required": ["hash", "text", "index"], "additionalProperties": False,
                        "properties": {"hash": INT, "text": STR, "index": INT}},
-    "VectorSource": {
-        "type": "object",
-        "description": "The embedding source and its settings, in the body (ST 1.13+) or, for ST 1.12, in the "
-                       "X-LlamaCpp-URL, X-Vllm-URL, X-Vllm-Model, X-Ollama-URL, X-Ollama-Model, X-Ollama-Keep, "
-                       "X-Extras-Url, X-Extras-Key, X-OpenAI-Model, X-Togetherai-Model, X-Cohere-Model headers. "
-                       "`transformers` is DLE Desktop's local model; `koboldcpp` and `webllm` send their vectors "
-                       "in `embeddings`; the others call the server or cloud the settings name.",
-        "properties": {
-            "source": {"type": "string", "enum": ["", *KNOWN_SOURCES],
-                       "description": "absent, null or empty means transformers"},
-            "apiUrl": _SETTING, "model": _SETTING, "keep": BOOL, "extrasUrl": _SETTING, "extrasKey": _SETTING,
-            "embeddings": {"type": ["object", "null"],
-                           "description": "koboldcpp / webllm: text → its vector (an array of numbers). Read only by "
-                                          "the routes that embed (insert, query) for these sources; a text they need "
-                                          "without a vector of the collection's length is a 400"},
-        },
-        # The precomputed sources name the model that made their vectors (their scope).
-        "if": {"required": ["source"], "properties": {"source": {"enum": sorted(PRECOMPUTED_SOURCES)}}},
-        "then": {"required": ["model"], "properties": {"model": {"type": "string", "pattern": r"\S"}}},
-    },
     "VectorQueryResult": {"type": "object", "required": ["metadata", "hashes"], "additionalProperties": False,
                           "properties": {"metadata": {"type": "array", "items": _ref("VectorMetadata")},
                                          "hashes": {"type": "array", "items": INT}}},
@@ -107,8 +94,9 @@ SCHEMAS: dict[str, dict] = {
 _VECTORS = {"type": "array", "items": {"type": "array", "items": NUM}}
 
 
-def _body(fields: dict[str, Any], required: list[str]) -> dict:
-    return {"allOf": [_ref("VectorSource"), {"type": "object", "properties": fields, "required": required}]}
+def _st(model: type[StBody]) -> dict[str, Any]:
+    """The document's schema of a request body, from the model the route validates with."""
+    return request_schema(model)
 
 
 def _json(schema: dict, description: str) -> dict:
@@ -126,18 +114,6 @@ _VECTOR_ERRORS = {
     "500": _json(_ref("VectorError"), "the embedding source or the vector store failed (SillyTavern's own status "
                                       "for these; the message says why)"),
 }
-_COLLECTION = _ref("CollectionId")
-_SEARCH = {"type": "string", "pattern": _NON_BLANK, "description": "the text to search for (not blank)"}
-_TOP_K = {"anyOf": [{"type": "integer", "minimum": 0, "maximum": MAX_TOP_K}, {"type": "null"},
-                    {"type": "string", "pattern": _TOP_K_TEXT}],
-          "description": f"how many hits (1-{MAX_TOP_K}); 0 or none means {DEFAULT_TOP_K}. As in ST, a numeric "
-                         "string is read as its number"}
-_THRESHOLD = {"anyOf": [{"type": "number", "minimum": -1, "maximum": 1}, {"type": "null"},
-                        {"type": "string", "pattern": _THRESHOLD_TEXT}],
-              "description": "the least similarity a hit needs (-1 to 1; none means 0). As in ST, a numeric string "
-                             "is read as its number"}
-
-
 def _vector_op(name: str, summary: str, ok: dict, body: dict, *, body_required: bool = True,
                extra_errors: dict | None = None) -> dict:
     op_id = "vector" + "".join(p.capitalize() for p in name.split("-"))
@@ -154,34 +130,26 @@ _CONFLICT = {"409": _json(_ref("VectorError"), "the collection holds vectors of 
 VECTOR_PATHS: dict[str, dict] = {
     "/api/vector/list": _vector_op("list", "The hashes stored in a collection (for this source and model)",
                                    _json({"type": "array", "items": INT}, "the hashes"),
-                                   _body({"collectionId": _COLLECTION}, ["collectionId"])),
+                                   _st(VectorList)),
     "/api/vector/insert": _vector_op(
         "insert", "Embed and store items (a batch is embedded and checked whole, then written at once)", _OK_TEXT,
-        _body({"collectionId": _COLLECTION,
-               "items": {"type": "array", "items": _ref("VectorItem"), "maxItems": MAX_INSERT_ITEMS}},
-              ["collectionId", "items"]), extra_errors=_CONFLICT),
+        _st(VectorInsert), extra_errors=_CONFLICT),
     "/api/vector/delete": _vector_op(
         "delete", "Delete items by hash", _OK_TEXT,
-        _body({"collectionId": _COLLECTION, "hashes": {"type": "array", "items": _ref("VectorHash"),
-                                                       "maxItems": MAX_HASHES,
-                                                       "description": "numeric strings are read as numbers"}},
-              ["collectionId", "hashes"])),
+        _st(VectorDelete)),
     "/api/vector/query": _vector_op(
         "query", "The items closest to a text", _json(_ref("VectorQueryResult"), "hits, best first"),
-        _body({"collectionId": _COLLECTION, "searchText": _SEARCH, "topK": _TOP_K, "threshold": _THRESHOLD},
-              ["collectionId", "searchText"])),
+        _st(VectorQuery)),
     "/api/vector/query-multi": _vector_op(
         "query-multi", "The items closest to a text across collections (pooled, then cut to topK)",
         _json({"type": "object", "additionalProperties": _ref("VectorQueryResult")},
               "hits per collection id (collections without hits are left out)"),
-        _body({"collectionIds": {"type": "array", "items": _COLLECTION, "maxItems": MAX_COLLECTIONS},
-               "searchText": _SEARCH, "topK": _TOP_K, "threshold": _THRESHOLD}, ["collectionIds", "searchText"])),
+        _st(VectorQueryMulti)),
     "/api/vector/purge": _vector_op("purge", "Delete a collection (every source and model; the source fields are "
                                              "ignored, as in SillyTavern)", _OK_TEXT,
-                                    {"type": "object", "properties": {"collectionId": _COLLECTION},
-                                     "required": ["collectionId"]}),
+                                    _st(VectorPurge)),
     "/api/vector/purge-all": _vector_op("purge-all", "Delete every collection", _OK_TEXT,
-                                        {"type": "object"}, body_required=False),
+                                        _st(VectorPurgeAll), body_required=False),
     "/api/vector/scopes-enabled": {"get": {
         "operationId": "vectorScopesEnabled", "summary": "SillyTavern 1.12.6 asks this; vectors are always kept "
                                                          "per model", "tags": ["vectors"],
@@ -191,11 +159,7 @@ VECTOR_PATHS: dict[str, dict] = {
         "operationId": "koboldEmbed", "tags": ["vectors"],
         "summary": "SillyTavern's hop to KoboldCpp for the koboldcpp source: embed `items` on the KoboldCpp at "
                    "`server`",
-        "requestBody": {"required": True, "content": {"application/json": {"schema": {
-            "type": "object", "required": ["server", "items"],
-            "properties": {"server": {"type": "string", "format": "uri", "description": "the KoboldCpp URL "
-                                                                                         "(also `apiUrl`)"},
-                           "items": {"type": "array", "items": STR, "maxItems": MAX_INSERT_ITEMS}}}}}},
+        "requestBody": {"required": True, "content": {"application/json": {"schema": _st(KoboldEmbed)}}},
         "responses": {"200": _json({"type": "object", "required": ["model", "embeddings"],
                                     "properties": {"model": STR, "embeddings": _VECTORS}}, "the vectors"),
                       **{k: v for k, v in _VECTOR_ERRORS.items() if k != "500"},
@@ -230,24 +194,10 @@ def _embed_op(op_id: str, summary: str, ok: dict, body: dict, error: str) -> dic
                      "responses": {"200": ok, **{k: _json(_ref(error), v) for k, v in errors.items()}}}}
 
 
-_QUERY_FLAGS = {"input_type": {"description": "`query` (or search_query, retrieval.query) embeds with the query "
-                                               "instruction; any other value does not"},
-                "isQuery": {"description": "true embeds with the query instruction; a value other than true or "
-                                           "false is ignored"},
-                "is_query": {"description": "the same as isQuery"}}
-
-_NULLABLE_STR = {"type": ["string", "null"]}
-_NO_INPUT = {"anyOf": [_ref("EmbeddingInput"), {"type": "null"}], "description": "absent or null: no texts"}
-
 EMBEDDING_PATHS: dict[str, dict] = {
     "/v1/embeddings": _embed_op(
         "openaiEmbeddings", "llama.cpp / vLLM / OpenAI format", _json(_ref("OpenAiEmbeddings"), "the vectors"),
-        {"type": "object", "required": ["input"],
-         "properties": {"input": _ref("EmbeddingInput"),
-                        "model": {"type": ["string", "null"], "description": "not used to pick a model"},
-                        "encoding_format": {"enum": ["float", "base64", None], "description": "null means float"},
-                        **_QUERY_FLAGS}},
-        "OpenAiError"),
+        _st(OpenAiEmbeddingsBody), "OpenAiError"),
     "/v1/models": {"get": {"operationId": "listModels", "summary": "OpenAI's model list: the local embedding model "
                                                                    "(empty without one)", "tags": ["embeddings"],
                            "responses": {"200": _json({"type": "object", "required": ["object", "data"], "properties": {
@@ -261,25 +211,21 @@ EMBEDDING_PATHS: dict[str, dict] = {
                                                  "properties": {"model": STR, "embeddings": _VECTORS,
                                                                 "total_duration": INT, "load_duration": INT,
                                                                 "prompt_eval_count": INT}}, "the vectors"),
-        {"type": "object", "properties": {"input": _NO_INPUT, "model": _NULLABLE_STR, **_QUERY_FLAGS}},
-        "PlainError"),
+        _st(OllamaEmbedBody), "PlainError"),
     "/api/embeddings": _embed_op(
         "ollamaEmbeddings", "Ollama, one prompt (SillyTavern 1.12)",
         _json({"type": "object", "required": ["embedding"], "properties": {"embedding": {"type": "array", "items": NUM}}},
               "the vector (empty for an empty prompt)"),
-        {"type": "object", "properties": {"prompt": {"type": ["string", "null"], "description": "null or empty: no "
-                                                                                               "vector"},
-                                          "model": _NULLABLE_STR, **_QUERY_FLAGS}}, "PlainError"),
+        _st(OllamaEmbeddingsBody), "PlainError"),
     "/api/extra/embeddings": _embed_op(
         "koboldEmbeddings", "KoboldCpp format (any Content-Type)", _json(_ref("OpenAiEmbeddings"), "the vectors"),
-        {"type": "object", "properties": {"input": _NO_INPUT, **_QUERY_FLAGS}}, "PlainError"),
+        _st(KoboldEmbeddingsBody), "PlainError"),
     "/api/embeddings/compute": _embed_op(
         "extrasCompute", "SillyTavern-Extras format",
         _json({"type": "object", "required": ["embedding"],
                "properties": {"embedding": {"anyOf": [{"type": "array", "items": NUM}, _VECTORS]}}},
               "one vector for a text, a list of vectors for a list"),
-        {"type": "object", "required": ["text"], "properties": {"text": _ref("EmbeddingInput"), **_QUERY_FLAGS}},
-        "PlainError"),
+        _st(ExtrasComputeBody), "PlainError"),
     "/api/modules": {
         "get": {"operationId": "extrasModules", "summary": "SillyTavern-Extras' module list (CORS allowed: the browser "
                                                            "asks it)", "tags": ["embeddings"],

@@ -29,6 +29,7 @@ from __future__ import annotations
 import base64
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
@@ -44,22 +45,22 @@ from dle_desktop.server.routes_vector import (
     parse_json_bytes,
     read_body_limited,
 )
+from dle_desktop.server.schemas_vectors import (
+    EmbedBody,
+    EndpointError,
+    ExtrasComputeBody,
+    KoboldEmbeddingsBody,
+    OllamaEmbedBody,
+    OllamaEmbeddingsBody,
+    OpenAiEmbeddingsBody,
+    parse_st_body,
+)
 from dle_desktop.server.services import engine
 from dle_desktop.vectors.contracts import EmbeddingError
-from dle_desktop.vectors.service import MAX_INSERT_ITEMS
 
 log = logging.getLogger(__name__)
 
-MAX_INPUTS = MAX_INSERT_ITEMS
 EMBED_MAX_BODY_BYTES = VECTOR_MAX_BODY_BYTES
-_QUERY_TYPES = {"query", "search_query", "retrieval.query"}
-
-
-class EndpointError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 def _openai_error(exc: EndpointError) -> dict:
@@ -85,34 +86,6 @@ async def _read_object(request: Request) -> dict:
     if not isinstance(body, dict):
         raise EndpointError(400, "send a JSON object")
     return body
-
-
-def _texts(value: Any, name: str, *, missing_ok: bool = False) -> tuple[list[str], bool]:
-    """(texts, was_a_list) from a string or an array of strings."""
-    if value is None:
-        if missing_ok:
-            return [], True
-        raise EndpointError(400, f"{name} is required: a string or an array of strings")
-    if isinstance(value, str):
-        return [value], False
-    if isinstance(value, list):
-        if len(value) > MAX_INPUTS:
-            raise EndpointError(400, f"{name} has {len(value)} texts; the limit is {MAX_INPUTS} per request")
-        for i, t in enumerate(value):
-            if not isinstance(t, str):
-                what = "token ids are not supported; send text" if isinstance(t, (int, list)) and not isinstance(t, bool) \
-                    else "must be a string"
-                raise EndpointError(400, f"{name}[{i}] {what}")
-        return list(value), True
-    raise EndpointError(400, f"{name} must be a string or an array of strings")
-
-
-def _is_query(body: dict) -> bool:
-    flag = body.get("isQuery", body.get("is_query"))
-    if isinstance(flag, bool):
-        return flag
-    kind = body.get("input_type")
-    return isinstance(kind, str) and kind.strip().lower() in _QUERY_TYPES
 
 
 def _vector_service(request: Request):
@@ -158,10 +131,11 @@ def _json(request: Request, payload: Any, status: int = 200, headers: dict | Non
     return JSONResponse(payload, status_code=status, headers={**connection_headers(request), **(headers or {})} or None)
 
 
-def _endpoint(handler, error_shape):
+def _endpoint(handler: Callable[[Request, Any], Awaitable[Response]], model: type[EmbedBody],
+              error_shape: Callable[[EndpointError], dict]) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         try:
-            body = await _read_object(request)
+            body = parse_st_body(model, await _read_object(request))
             return await handler(request, body)
         except EndpointError as exc:
             headers = {"Connection": "close"} if exc.status == 413 else None
@@ -178,15 +152,10 @@ def _endpoint(handler, error_shape):
 # -- llama.cpp / vLLM / OpenAI ---------------------------------------------------------------------
 
 
-async def _openai_embeddings(request: Request, body: dict) -> Response:
-    texts, _ = _texts(body.get("input"), "input")
-    model = body.get("model")
-    if model is not None and not isinstance(model, str):
-        raise EndpointError(400, "model must be a string")
-    fmt = body.get("encoding_format", "float")
-    if fmt not in ("float", "base64", None):
-        raise EndpointError(400, "encoding_format must be float or base64")
-    vectors, model_id, tokens = await _embed(request, texts, _is_query(body))
+async def _openai_embeddings(request: Request, body: OpenAiEmbeddingsBody) -> Response:
+    texts, _ = body.input
+    fmt = body.encoding_format
+    vectors, model_id, tokens = await _embed(request, texts, body.query)
     data = []
     for i, vec in enumerate(vectors):
         if fmt == "base64":
@@ -210,16 +179,9 @@ async def models(request: Request) -> Response:
 # -- Ollama --------------------------------------------------------------------------------------
 
 
-def _ollama_model(body: dict) -> str | None:
-    model = body.get("model")
-    if model is not None and not isinstance(model, str):
-        raise EndpointError(400, "model must be a string")
-    return model
-
-
-async def _ollama_embed(request: Request, body: dict) -> Response:
-    model = _ollama_model(body)
-    texts, was_list = _texts(body.get("input"), "input", missing_ok=True)
+async def _ollama_embed(request: Request, body: OllamaEmbedBody) -> Response:
+    model = body.model
+    texts, was_list = body.input
     if texts == [""] and not was_list:
         # Ollama: `"input": ""` is no input, but every element of an array is embedded, an empty
         # one too; answering `[""]` with no embedding fails a caller's whole batch.
@@ -227,28 +189,25 @@ async def _ollama_embed(request: Request, body: dict) -> Response:
     started = time.perf_counter_ns()
     if not texts:
         return _json(request, {"model": model or "", "embeddings": []})
-    vectors, model_id, tokens = await _embed(request, texts, _is_query(body))
+    vectors, model_id, tokens = await _embed(request, texts, body.query)
     return _json(request, {"model": model or model_id, "embeddings": [_row(v) for v in vectors],
                            "total_duration": time.perf_counter_ns() - started, "load_duration": 0,
                            "prompt_eval_count": tokens})
 
 
-async def _ollama_embeddings(request: Request, body: dict) -> Response:
-    _ollama_model(body)
-    prompt = body.get("prompt")
-    if prompt is None or prompt == "":
+async def _ollama_embeddings(request: Request, body: OllamaEmbeddingsBody) -> Response:
+    prompt = body.prompt
+    if prompt == "":
         return _json(request, {"embedding": []})
-    if not isinstance(prompt, str):
-        raise EndpointError(400, "prompt must be a string")
-    vectors, _, _ = await _embed(request, [prompt], _is_query(body))
+    vectors, _, _ = await _embed(request, [prompt], body.query)
     return _json(request, {"embedding": _row(vectors[0])})
 
 
 # -- KoboldCpp -----------------------------------------------------------------------------------
 
 
-async def _kobold_embeddings(request: Request, body: dict) -> Response:
-    texts, _ = _texts(body.get("input"), "input", missing_ok=True)
+async def _kobold_embeddings(request: Request, body: KoboldEmbeddingsBody) -> Response:
+    texts, _ = body.input
     if not texts:
         service = _vector_service(request)
         try:
@@ -257,7 +216,7 @@ async def _kobold_embeddings(request: Request, body: dict) -> Response:
             raise EndpointError(503, str(exc)) from None
         return _json(request, {"object": "list", "data": [], "model": model_id or "dle-desktop",
                                "usage": {"prompt_tokens": 0, "total_tokens": 0}})
-    vectors, model_id, tokens = await _embed(request, texts, _is_query(body))
+    vectors, model_id, tokens = await _embed(request, texts, body.query)
     data = [{"object": "embedding", "index": i, "embedding": _row(v)} for i, v in enumerate(vectors)]
     return _json(request, {"object": "list", "data": data, "model": model_id or "dle-desktop",
                            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
@@ -266,11 +225,11 @@ async def _kobold_embeddings(request: Request, body: dict) -> Response:
 # -- SillyTavern-Extras --------------------------------------------------------------------------
 
 
-async def _extras_compute(request: Request, body: dict) -> Response:
-    texts, as_list = _texts(body.get("text"), "text")
+async def _extras_compute(request: Request, body: ExtrasComputeBody) -> Response:
+    texts, as_list = body.text
     if not texts:
         return _json(request, {"embedding": []})
-    vectors, _, _ = await _embed(request, texts, _is_query(body))
+    vectors, _, _ = await _embed(request, texts, body.query)
     rows = [_row(v) for v in vectors]
     return _json(request, {"embedding": rows if as_list else rows[0]})
 
@@ -296,11 +255,11 @@ async def extras_modules(request: Request) -> Response:
 
 
 routes = [
-    Route("/v1/embeddings", _endpoint(_openai_embeddings, _openai_error), methods=["POST"]),
+    Route("/v1/embeddings", _endpoint(_openai_embeddings, OpenAiEmbeddingsBody, _openai_error), methods=["POST"]),
     Route("/v1/models", models, methods=["GET"]),
-    Route("/api/embed", _endpoint(_ollama_embed, _plain_error), methods=["POST"]),
-    Route("/api/embeddings", _endpoint(_ollama_embeddings, _plain_error), methods=["POST"]),
-    Route("/api/extra/embeddings", _endpoint(_kobold_embeddings, _plain_error), methods=["POST"]),
-    Route("/api/embeddings/compute", _endpoint(_extras_compute, _plain_error), methods=["POST"]),
+    Route("/api/embed", _endpoint(_ollama_embed, OllamaEmbedBody, _plain_error), methods=["POST"]),
+    Route("/api/embeddings", _endpoint(_ollama_embeddings, OllamaEmbeddingsBody, _plain_error), methods=["POST"]),
+    Route("/api/extra/embeddings", _endpoint(_kobold_embeddings, KoboldEmbeddingsBody, _plain_error), methods=["POST"]),
+    Route("/api/embeddings/compute", _endpoint(_extras_compute, ExtrasComputeBody, _plain_error), methods=["POST"]),
     Route("/api/modules", extras_modules, methods=["GET", "OPTIONS"]),
 ]

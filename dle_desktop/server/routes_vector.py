@@ -36,20 +36,20 @@ from starlette.routing import Route
 
 from dle_desktop.errors import InputError
 from dle_desktop.fileio import parse_json_bytes_async
-from dle_desktop.server.services import engine
-from dle_desktop.vectors.service import (
-    MAX_INSERT_ITEMS,
-    VectorApiError,
-    bad_request,
-    parse_collection_id,
-    parse_collection_ids,
-    parse_hashes,
-    parse_items,
-    parse_search_text,
-    parse_settings,
-    parse_threshold,
-    parse_top_k,
+from dle_desktop.server.schemas_vectors import (
+    KoboldEmbed,
+    StBody,
+    VectorDelete,
+    VectorInsert,
+    VectorList,
+    VectorPurge,
+    VectorPurgeAll,
+    VectorQuery,
+    VectorQueryMulti,
+    parse_st_body,
 )
+from dle_desktop.server.services import engine
+from dle_desktop.vectors.service import VectorApiError, VectorService, bad_request
 
 log = logging.getLogger(__name__)
 
@@ -143,10 +143,10 @@ def _service(request: Request):
     return service
 
 
-Handler = Callable[[Any, dict, Request], Awaitable[Any]]
+Handler = Callable[[Any, Any, Request], Awaitable[Any]]
 
 
-def _route(name: str, handler: Handler, path: str | None = None) -> Route:
+def _route(name: str, model: type[StBody], handler: Handler, path: str | None = None) -> Route:
     async def endpoint(request: Request) -> Response:
         try:
             try:
@@ -162,7 +162,8 @@ def _route(name: str, handler: Handler, path: str | None = None) -> Route:
                     raise bad_request(str(exc)) from None
             if not isinstance(body, dict):
                 raise bad_request("send a JSON object")
-            result = await handler(_service(request), body, request)
+            service = _service(request)
+            result = await handler(service, parse_st_body(model, body, request.headers), request)
         except VectorApiError as exc:
             if exc.status >= 500:
                 log.warning("/api/vector/%s failed: %s", name, exc.message)
@@ -180,77 +181,41 @@ def _route(name: str, handler: Handler, path: str | None = None) -> Route:
 # -- the seven routes -----------------------------------------------------------------------------
 
 
-async def _list(service, body: dict, request: Request):
-    collection = parse_collection_id(body.get("collectionId"))
-    settings = parse_settings(body, request.headers)
-    return await service.list(collection, settings)
+async def _list(service: VectorService, body: VectorList, request: Request) -> list[int]:
+    return await service.list(body.collectionId, body.settings)
 
 
-async def _insert(service, body: dict, request: Request):
-    collection = parse_collection_id(body.get("collectionId"))
-    items = parse_items(body.get("items"))
-    settings = parse_settings(body, request.headers)
-    await service.insert(collection, settings, items)
-    return None
+async def _insert(service: VectorService, body: VectorInsert, request: Request) -> None:
+    await service.insert(body.collectionId, body.settings, body.items)
 
 
-async def _delete(service, body: dict, request: Request):
-    collection = parse_collection_id(body.get("collectionId"))
-    hashes = parse_hashes(body.get("hashes"))
-    settings = parse_settings(body, request.headers)
-    await service.delete(collection, settings, hashes)
-    return None
+async def _delete(service: VectorService, body: VectorDelete, request: Request) -> None:
+    await service.delete(body.collectionId, body.settings, body.hashes)
 
 
-async def _query(service, body: dict, request: Request):
-    collection = parse_collection_id(body.get("collectionId"))
-    search_text = parse_search_text(body.get("searchText"))
-    top_k = parse_top_k(body.get("topK"))
-    threshold = parse_threshold(body.get("threshold"))
-    settings = parse_settings(body, request.headers)
-    return await service.query(collection, settings, search_text, top_k, threshold)
+async def _query(service: VectorService, body: VectorQuery, request: Request) -> Any:
+    return await service.query(body.collectionId, body.settings, body.searchText, body.topK, body.threshold)
 
 
-async def _query_multi(service, body: dict, request: Request):
-    collections = parse_collection_ids(body.get("collectionIds"))
-    search_text = parse_search_text(body.get("searchText"))
-    top_k = parse_top_k(body.get("topK"))
-    threshold = parse_threshold(body.get("threshold"))
-    settings = parse_settings(body, request.headers)
-    return await service.query_multi(collections, settings, search_text, top_k, threshold)
+async def _query_multi(service: VectorService, body: VectorQueryMulti, request: Request) -> Any:
+    return await service.query_multi(body.collectionIds, body.settings, body.searchText, body.topK, body.threshold)
 
 
-async def _purge(service, body: dict, request: Request):
-    collection = parse_collection_id(body.get("collectionId"))  # the source is ignored, as in ST
-    await service.purge(collection)
-    return None
+async def _purge(service: VectorService, body: VectorPurge, request: Request) -> None:
+    await service.purge(body.collectionId)  # the source is ignored, as in ST
 
 
-async def _purge_all(service, body: dict, request: Request):
+async def _purge_all(service: VectorService, body: VectorPurgeAll, request: Request) -> None:
     await service.purge_all()
-    return None
 
 
-async def _kobold_embed(service, body: dict, request: Request):
+async def _kobold_embed(service: VectorService, body: KoboldEmbed, request: Request) -> dict[str, Any]:
     """ST's `POST /api/backends/kobold/embed {server, items}` (the browser's first hop of the
     `koboldcpp` source): POST `{"input": items}` to `<server origin>/api/extra/embeddings`, answer
     `{"model": <reported model or "unknown">, "embeddings": [[...]]}`. Also with `items: []`, which
     the browser sends before list and delete to learn the model name."""
-    server = body.get("server", body.get("apiUrl"))
-    if not isinstance(server, str) or not server.strip():
-        raise bad_request("server is required: the KoboldCpp URL")
-    try:
-        url = httpx.URL(server.strip())
-    except (httpx.InvalidURL, ValueError):
-        raise bad_request(f"server {server[:100]!r} is not a valid URL") from None
-    if url.scheme not in ("http", "https") or not url.host:
-        raise bad_request(f"server {server[:100]!r} is not a valid http(s) URL")
-    items = body.get("items")
-    if not isinstance(items, list) or not all(isinstance(t, str) for t in items):
-        raise bad_request("items is required and must be an array of texts")
-    if len(items) > MAX_INSERT_ITEMS:
-        raise bad_request(f"items has {len(items)} texts; the limit is {MAX_INSERT_ITEMS}")
-    target = url.copy_with(path="/api/extra/embeddings", query=None, fragment=None)
+    items = body.items
+    target = body.server.copy_with(path="/api/extra/embeddings", query=None, fragment=None)
     headers = {"Content-Type": "application/json"}
     key = _kobold_key(request)
     if key:
@@ -318,14 +283,14 @@ async def unsupported(request: Request) -> Response:
 
 
 routes = [
-    _route("list", _list),
-    _route("insert", _insert),
-    _route("delete", _delete),
-    _route("query", _query),
-    _route("query-multi", _query_multi),
-    _route("purge", _purge),
-    _route("purge-all", _purge_all),
+    _route("list", VectorList, _list),
+    _route("insert", VectorInsert, _insert),
+    _route("delete", VectorDelete, _delete),
+    _route("query", VectorQuery, _query),
+    _route("query-multi", VectorQueryMulti, _query_multi),
+    _route("purge", VectorPurge, _purge),
+    _route("purge-all", VectorPurgeAll, _purge_all),
     Route("/api/vector/scopes-enabled", scopes_enabled, methods=["GET"]),
-    _route("kobold/embed", _kobold_embed, path="/api/backends/kobold/embed"),
+    _route("kobold/embed", KoboldEmbed, _kobold_embed, path="/api/backends/kobold/embed"),
     Route("/api/vector/{name:path}", unsupported, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]),
 ]
