@@ -36,6 +36,9 @@ from dle_desktop.vault.watcher import FolderWatcher
 
 if TYPE_CHECKING:
     from dle_desktop.librarian.service import Librarian
+    from dle_desktop.vault.writer import NoteWriter
+    from dle_desktop.vectors.embedder import LocalEmbedder
+    from dle_desktop.vectors.service import VectorService
 
 log = logging.getLogger(__name__)
 
@@ -127,10 +130,10 @@ class Engine:
             snapshot_getter=lambda: self.indexer.snapshot,
             config=MatchConfig.from_object(settings),
         )
-        self._vectors = None  # the SillyTavern Vector API service, made on first use (see `vectors`)
+        self._vectors: VectorService | None = None  # the SillyTavern Vector API service, made on first use (see `vectors`)
         #: The port our HTTP server listens on (set by ServerRunner); vector scopes name it.
         self.server_port: int | None = None
-        self._local_embedder = None
+        self._local_embedder: LocalEmbedder | None = None
         self._stopping = False
         from dle_desktop.engine.semantic import SemanticSearch
 
@@ -146,7 +149,7 @@ class Engine:
         self.ai = AiService(settings, self.secrets, offline=ai_offline, usage_path=paths.ai_usage_file,
                             on_breaker=lambda snap: self._emit("ai_breaker", **snap))
         self.retrieval.ai_select = AiSearch(self.ai).select
-        self._writer = None  # the note writer, made on first use (see `writer`)
+        self._writer: NoteWriter | None = None  # the note writer, made on first use (see `writer`)
         self._librarian: Librarian | None = None  # made on first use (see `librarian`)
         # Made here, not on first use: the GUI thread and the server's routes both reach for it,
         # and two stores over one file would each overwrite the other's records.
@@ -191,6 +194,11 @@ class Engine:
         """The gap records of this data folder (librarian/gaps.json): one store, so that what the
         lore API records (search misses, flags) is what the Librarian view lists and merges into."""
         return self._gaps
+
+    @property
+    def tag_config(self) -> TagConfig:
+        """Which tags mark lore, constants, seeds... as this engine's vaults are parsed."""
+        return self.indexer.options.tags
 
     @property
     def librarian(self) -> Librarian:

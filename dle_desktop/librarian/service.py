@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dle_desktop.ai.prompts import load_prompt
 from dle_desktop.ai.types import ChatRequest, ChatResponse
@@ -23,7 +23,14 @@ from dle_desktop.librarian.sessions import Session, SessionStore
 from dle_desktop.librarian.tools import ToolContext
 from dle_desktop.vault.filenames import note_path_for_title
 from dle_desktop.vault.frontmatter_edit import edit_fields, replace_body
-from dle_desktop.vault.writer import NoteVersion, WriteResult
+from dle_desktop.vault.writer import NoteVersion, NoteWriter, WriteResult
+
+if TYPE_CHECKING:
+    from dle_desktop.ai.service import AiService
+    from dle_desktop.core.index import IndexSnapshot
+    from dle_desktop.state.paths import AppPaths
+    from dle_desktop.state.settings import Settings
+    from dle_desktop.vault.sources import VaultSource
 
 SYSTEM_PROMPT = "librarian_system"
 OPTIMIZE_KEYS_PROMPT = "librarian_optimize_keys"
@@ -46,20 +53,38 @@ class WritePlan:
         return self.base is not None
 
 
+class LibrarianHost(Protocol):
+    """What the Librarian asks of the engine it works over (`engine.Engine` satisfies it)."""
+
+    @property
+    def paths(self) -> AppPaths: ...
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def snapshot(self) -> IndexSnapshot | None: ...
+    @property
+    def sources(self) -> list[VaultSource]: ...
+    @property
+    def gaps(self) -> GapStore: ...
+    @property
+    def writer(self) -> NoteWriter: ...
+    @property
+    def ai(self) -> AiService: ...
+    @property
+    def tag_config(self) -> TagConfig: ...
+
+
 class Librarian:
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: LibrarianHost) -> None:
         self.engine = engine
-        root = engine.paths.data_dir / "librarian"
-        # The engine's store when it has one, so the lore API's gaps and ours are one list.
-        shared = getattr(engine, "gaps", None)
-        self.gaps: GapStore = shared if isinstance(shared, GapStore) else GapStore(root / "gaps.json")
-        self.sessions = SessionStore(root / "sessions")
+        # The engine's store, so the lore API's gaps and ours are one list.
+        self.gaps: GapStore = engine.gaps
+        self.sessions = SessionStore(engine.paths.data_dir / "librarian" / "sessions")
 
     # -- context ---------------------------------------------------------------------------------
     @property
     def tags(self) -> TagConfig:
-        indexer = getattr(self.engine, "indexer", None)
-        return indexer.options.tags if indexer is not None else TagConfig()
+        return self.engine.tag_config
 
     def tool_context(self, session: Session) -> ToolContext:
         return ToolContext(snapshot=lambda: self.engine.snapshot, gaps=self.gaps,
