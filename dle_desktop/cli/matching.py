@@ -6,6 +6,7 @@ import asyncio
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dle_desktop.core.pipeline.chat_input import (
     ChatDocument,
@@ -17,6 +18,9 @@ from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.errors import ConfigError, InputError
 from dle_desktop.fileio import read_json_file
 from dle_desktop.state.settings import settings_from_mapping
+
+if TYPE_CHECKING:
+    from dle_desktop.engine.engine import Engine, EngineEvent
 
 
 def load_chat(path: str) -> ChatDocument:
@@ -68,7 +72,7 @@ def _embedding_progress(status) -> None:
             print(file=sys.stderr, flush=True)
 
 
-def _run(engine, doc: ChatDocument, cfg: MatchConfig, replay: bool, seed: int | None, quiet: bool) -> list[dict]:
+def _run(engine: Engine, doc: ChatDocument, cfg: MatchConfig, replay: bool, seed: int | None, quiet: bool) -> list[dict]:
     """Index once; with the semantic stage on, embed new or changed entries first (they persist
     in the data folder, so the next run embeds only what changed) and look up each generation."""
 
@@ -78,7 +82,12 @@ def _run(engine, doc: ChatDocument, cfg: MatchConfig, replay: bool, seed: int | 
             result = await engine.indexer.sync_all()
             if cfg.semantic_enabled:
                 if not quiet:
-                    engine.subscribe(lambda ev: ev.kind == "semantic" and _embedding_progress(engine.semantic.status))
+
+                    def on_event(event: EngineEvent) -> None:
+                        if event.kind == "semantic":
+                            _embedding_progress(engine.semantic.status)
+
+                    engine.subscribe(on_event)
                 engine.semantic.pause(False)  # a pause set in the app would stall this run forever
                 await engine.semantic.schedule(result.snapshot)
                 status = engine.semantic.status
