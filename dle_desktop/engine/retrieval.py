@@ -26,6 +26,7 @@ from dle_desktop.core.pipeline.run import (
     semantic_query,
 )
 from dle_desktop.core.pipeline.semantic_query import SemanticQuery
+from dle_desktop.core.pipeline.stage_context import SemanticHit
 from dle_desktop.core.pipeline.state import ChatState
 from dle_desktop.errors import DleError, InputError
 from dle_desktop.state.chat_store import ChatStore
@@ -37,9 +38,9 @@ class NotReady(DleError):
     http_status = 503
 
 
-#: (query, top_k) -> ((entry uid, similarity) best first, a note when partial or missing). The
-#: query is a `SemanticQuery` (its `text` is the whole query as one text).
-AsyncSemanticLookup = Callable[[SemanticQuery, int], Awaitable[tuple[Sequence[tuple[str, float]], "str | None"]]]
+#: (query, top_k) -> (hits best first, a note when partial or missing). The query is a
+#: `SemanticQuery` (its `text` is the whole query as one text).
+AsyncSemanticLookup = Callable[[SemanticQuery, int], Awaitable[tuple[Sequence[SemanticHit], "str | None"]]]
 #: (pending generation, chat id or None for a dry run) -> what the AI chose (never raises).
 AiSelect = Callable[[Pending, "str | None"], Awaitable[AiOutcome]]
 
@@ -142,7 +143,7 @@ class RetrievalService:
             observer(doc, result)
         return result
 
-    async def _semantic(self, messages, cfg: MatchConfig) -> tuple[Sequence[tuple[str, float]] | None, str | None]:
+    async def _semantic(self, messages, cfg: MatchConfig) -> tuple[Sequence[SemanticHit] | None, str | None]:
         query = semantic_query(messages, cfg)
         if query is None:
             return None, None

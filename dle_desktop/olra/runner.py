@@ -12,6 +12,7 @@ import socket
 import ssl
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import uvicorn
 
@@ -68,7 +69,7 @@ class OlraRunner:
         self._tasks: list[asyncio.Task] = []
         self._served: tuple[object, ServedVaults] | None = None
         self._cert_pem: bytes | None = None
-        self.cert_file = None
+        self.cert_file: Path | None = None
         self.app: OlraApp | None = None
 
     @classmethod
@@ -171,7 +172,7 @@ class OlraRunner:
             return False
         self.app = OlraApp(self.served, self.key, hosts=frozenset(self._host_names()),
                            certificate=lambda: self._cert_pem, on_written=self._on_written)
-        ready = concurrent.futures.Future()
+        ready: concurrent.futures.Future[bool] = concurrent.futures.Future()
         self._thread = threading.Thread(target=self._run, args=(socks, ready), name="dle-olra", daemon=True)
         self._thread.start()
         try:
@@ -211,6 +212,7 @@ class OlraRunner:
                 loop.close()
 
     async def _serve(self, socks, ready: concurrent.futures.Future) -> None:
+        assert self.app is not None  # start() makes it before the thread
         limits = self.limits
         # One guard for the HTTP and the HTTPS socket: the cap is on the process's sockets.
         protocol = protocol_class(ServerLimits(max_connections=limits.max_connections,
@@ -227,7 +229,7 @@ class OlraRunner:
                 config.load()
                 config.ssl = context  # our own context (the certificate made above)
             server = uvicorn.Server(config)
-            server.install_signal_handlers = lambda: None  # not the main thread (older uvicorn)
+            server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]  # not the main thread (older uvicorn)
             self._servers.append(server)
             self._tasks.append(asyncio.get_running_loop().create_task(server.serve(sockets=[sock])))
         while not all(s.started for s in self._servers):
@@ -254,6 +256,7 @@ class OlraRunner:
                 pass  # the loop closed meanwhile
         thread.join(timeout)
         if thread.is_alive():
+            assert loop is not None  # the thread sets it first thing
             def force() -> None:
                 for server in self._servers:
                     server.force_exit = True

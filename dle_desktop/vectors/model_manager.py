@@ -299,7 +299,7 @@ class ModelManager:
         status = resp.status_code
         if status == 416 and have:
             # Nothing left to send: the .part is probably complete already.
-            total = meta.get("total")
+            total: int | None = meta.get("total")
             if total == have:
                 return self._finish(spec, part, total, meta.get("expected_sha256"), None)
             self._clear_part(spec)
@@ -320,7 +320,7 @@ class ModelManager:
         expected = expected or _sha_from_etag(resp.headers.get("etag"))
 
         start = 0
-        total: int | None = None
+        total = None
         if status == 206:
             m = re.match(r"bytes (\d+)-(\d+)/(\d+|\*)", resp.headers.get("content-range", ""))
             if not m or int(m.group(1)) != have:

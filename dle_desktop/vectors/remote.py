@@ -262,7 +262,7 @@ class RemoteEmbedder:
         if kind == "koboldcpp":
             return {"input": texts}
         if kind == "ollama":
-            body = {"model": self.model, "input": texts, "truncate": True}
+            body: dict[str, Any] = {"model": self.model, "input": texts, "truncate": True}
             if self.source.keep_alive:
                 body["keep_alive"] = -1
             return body
@@ -277,7 +277,7 @@ class RemoteEmbedder:
             return {"requests": [{"model": name, "content": {"parts": [{"text": t}]}, "taskType": task} for t in texts]}
         if kind == "nomic":
             return {"model": self.model, "texts": texts, "task_type": "search_query" if query else "search_document"}
-        body: dict[str, Any] = {"input": texts}
+        body = {"input": texts}
         if self.model:
             body["model"] = self.model
         if kind == "openai":

@@ -21,6 +21,7 @@ turn that into `{"error": true, "message": ..., "cause": ...}`.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import dataclasses
 import logging
 import math
@@ -423,21 +424,21 @@ class VectorService:
             if not value:
                 raise bad_request(f"{name} is required for source {source} "
                                   f"(in the body, or in the ST 1.12 header for it)")
-        embedder = None
+        remote_embedder: Embedder | None = None
         if self._remote_factory is not None:
             try:
-                embedder = self._remote_factory(settings)
+                remote_embedder = self._remote_factory(settings)
             except EmbeddingError as exc:
                 raise from_embedding_error(exc) from None
             except (ValueError, TypeError) as exc:
                 raise bad_request(f"source {source}: {exc}") from None
-        if embedder is None:
+        if remote_embedder is None:
             raise bad_request(f"source {source} is not available in DLE Desktop; use transformers (our local model), "
                               "llamacpp/vllm/ollama/koboldcpp pointed at a server, or precomputed embeddings")
-        profile = embedder.profile
+        profile = remote_embedder.profile
         if profile.endpoint:
             profile = dataclasses.replace(profile, endpoint=scope_endpoint(source, profile.endpoint, self._own_port()))
-        return Resolved(source, profile, embedder, remote=True)
+        return Resolved(source, profile, remote_embedder, remote=True)
 
     async def _scope_key(self, collection_id: str, resolved: Resolved) -> str:
         """The profile key a request's scope is stored under: the canonical one, or the key of a
@@ -496,7 +497,7 @@ class VectorService:
                                         await self._scope_key(collection_id, resolved))
         return [int(h) for h in hashes]
 
-    async def insert(self, collection_id: str, settings: SourceSettings, items: list[StoredItem]) -> int:
+    async def insert(self, collection_id: str, settings: SourceSettings, items: builtins.list[StoredItem]) -> int:
         """Embeds every text (unique ones once), validates the whole batch, then one commit."""
         if not items:
             return 0
@@ -508,7 +509,7 @@ class VectorService:
         return await self._store_call("insert", collection_id, resolved.source, await self._scope_key(collection_id, resolved),
                                       list(items), matrix)
 
-    async def delete(self, collection_id: str, settings: SourceSettings, hashes: list[int]) -> int:
+    async def delete(self, collection_id: str, settings: SourceSettings, hashes: builtins.list[int]) -> int:
         resolved = self._resolve(settings)
         if not hashes:
             return 0
@@ -524,7 +525,7 @@ class VectorService:
         kept = [h for h in hits[:top_k] if h.score >= threshold]  # TT: hashes and metadata filtered together
         return {"metadata": [_metadata(h) for h in kept], "hashes": [int(h.item.hash) for h in kept]}
 
-    async def query_multi(self, collection_ids: list[str], settings: SourceSettings, search_text: str, top_k: int,
+    async def query_multi(self, collection_ids: builtins.list[str], settings: SourceSettings, search_text: str, top_k: int,
                           threshold: float) -> dict:
         """One query vector; each collection's top-K pooled, sorted globally, thresholded, cut to top-K."""
         if not collection_ids:

@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import shutil
+import sys
 import threading
 import time
 import uuid
@@ -514,7 +515,7 @@ class _Builder:
 def _lock_folder(root: Path) -> IO[bytes]:
     f = open(root / ".lock", "a+b")
     try:
-        if os.name == "nt":
+        if sys.platform == "win32":  # os.name == "nt", spelled so that type checkers follow it
             import msvcrt
             f.seek(0)
             msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)
@@ -532,7 +533,7 @@ def _lock_folder(root: Path) -> IO[bytes]:
 
 def _unlock_folder(f: IO[bytes]) -> None:
     try:
-        if os.name == "nt":
+        if sys.platform == "win32":
             import msvcrt
             f.seek(0)
             msvcrt.locking(f.fileno(), msvcrt.LK_UNLCK, 1)

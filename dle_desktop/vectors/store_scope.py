@@ -258,6 +258,7 @@ class Scope:
                      or name.endswith(".tmp"))
             if stale and entry.is_file():
                 entry.unlink()
+        assert self._db is not None  # __init__ recovers right after connecting
         with self._db_lock:
             live_rows = np.fromiter((r for (r,) in self._db.execute("SELECT row FROM items")), np.int64)
             top = self._db.execute("SELECT MAX(label) FROM items").fetchone()[0]
@@ -417,7 +418,7 @@ class Scope:
             for chunk in _chunks(labels_rows, SCAN_CHUNK):
                 assert mm is not None
                 rows = np.fromiter((r for _, r in chunk), np.int64, len(chunk))
-                f.write(memoryview(np.ascontiguousarray(mm[rows])).cast("B"))
+                f.write(np.ascontiguousarray(mm[rows]).data.cast("B"))
             f.flush()
             os.fsync(f.fileno())
         fsync_dir(self.path)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dle_desktop.core.pipeline.stage_context import Active, StageContext
 
 
-def _as_list(value) -> list[str]:
+def _as_list(value: object) -> list[str]:
     if value is None:
         return []
     if isinstance(value, (list, tuple)):
@@ -15,7 +15,7 @@ def _as_list(value) -> list[str]:
     return [text] if text != "" else []
 
 
-def evaluate_operator(op: str, entry_value, active_value) -> bool:
+def evaluate_operator(op: str, entry_value: object, active_value: object) -> bool:
     ev = [v.lower() for v in _as_list(entry_value)]
     av = [v.lower() for v in _as_list(active_value)]
     if op == "match_any":

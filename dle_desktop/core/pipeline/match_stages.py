@@ -35,6 +35,7 @@ def match_entries(ctx: StageContext) -> list[Active]:
     cfg, trace = ctx.config, ctx.trace
     active: dict[str, Active] = {}
 
+    assert ctx.constants is not None and ctx.bootstraps is not None  # StageContext.__post_init__ fills them
     with trace.timed("constants"):
         for e in ctx.constants:
             active[e.uid] = Active(e, "(constant)", forced=True)
@@ -50,6 +51,7 @@ def match_entries(ctx: StageContext) -> list[Active]:
         if cfg.scan_depth > 0:
             ctx.prepare_windows()
             widest = ctx._full
+            assert widest is not None  # prepare_windows() sets it
             for idx in ctx.index.candidates(widest):
                 e = ctx.index.entries[idx]
                 if e.constant or e.uid in active:
@@ -138,30 +140,31 @@ def match_entries(ctx: StageContext) -> list[Active]:
             # DLE queries the global scan window, whatever the widest per-entry window is.
             query = scan_text(ctx.messages, cfg.scan_depth)
             visible = ctx.index.position
+            assert ctx._full is not None  # prepare_windows() ran: scan_depth > 0
             fuzzy_hits = ctx.bm25_search(query, 20, cfg.fuzzy_search_min_score)
             ctx._fuzzy_ranked = [uid for uid, _ in fuzzy_hits]
             for uid, score in fuzzy_hits:
-                idx = visible.get(uid)
+                row = visible.get(uid)
                 kindex = ctx.index
-                if idx is None:
+                if row is None:
                     # Not writer-visible. Only with fix_guide_leak off does a guide entry get
                     # through here, as in DLE (its BM25 index covers the whole vault, §3.12).
-                    e = ctx.hidden.get(uid)
-                    if e is None:
+                    hidden = ctx.hidden.get(uid)
+                    if hidden is None:
                         continue
-                    kindex, idx = KeywordIndex([e], ctx.index.case_sensitive), 0
-                e = kindex.entries[idx]
+                    kindex, row = KeywordIndex([hidden], ctx.index.case_sensitive), 0
+                e = kindex.entries[row]
                 if e.uid in active or e.constant:
                     continue
                 depth = ctx.entry_depth(e) or cfg.scan_depth
                 hit = ctx.window(depth) if kindex is ctx.index else kindex.scan(ctx._full.text).after(ctx._offsets.get(depth, 0))
-                if cfg.fix_refine_keys_in_fuzzy and kindex.refine[idx]:
-                    if first_matching_key(hit, kindex.refine[idx], cfg.match_whole_words) is None:
+                if cfg.fix_refine_keys_in_fuzzy and kindex.refine[row]:
+                    if first_matching_key(hit, kindex.refine[row], cfg.match_whole_words) is None:
                         trace.add(e, "fuzzy", "skipped", f"BM25 score {score:.2f} but none of its refine keys matched")
                         continue
                 if on_cooldown(ctx, e, "fuzzy"):
                     continue
-                if not warm_enough(ctx, e, hit, idx, "fuzzy", kindex) or not passes_probability(ctx, e, "fuzzy"):
+                if not warm_enough(ctx, e, hit, row, "fuzzy", kindex) or not passes_probability(ctx, e, "fuzzy"):
                     continue
                 active[e.uid] = Active(e, f"(fuzzy, score: {score:.1f})")
                 trace.add(e, "fuzzy", "matched", f"BM25 score {score:.2f} ≥ {cfg.fuzzy_search_min_score:g}")

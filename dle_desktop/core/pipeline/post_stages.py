@@ -4,7 +4,7 @@ requires/excludes, and stripping text injected in recent generations."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from dle_desktop.core.entry import Entry
 from dle_desktop.core.pipeline.priority_order import sort_by_priority, title_order_key
@@ -13,6 +13,7 @@ from dle_desktop.core.pipeline.stage_context import Active, StageContext
 
 def forced_keys(ctx: StageContext, all_entries: Sequence[Entry]) -> set[str]:
     """DLE's exemption policy: constants, seeds and bootstraps (even inactive), and pinned entries."""
+    assert ctx.exempt_keys is not None  # StageContext.__post_init__ fills it
     keys = set(ctx.exempt_keys)
     for pin in ctx.state.pins:
         keys.update(e.tracker_key for e in ctx.by_title.get(pin.title.lower(), ()) if pin.matches(e.title, e.vault))
@@ -87,7 +88,8 @@ def dedup_key(title: str, pos: int, depth: int, role: int, content_hash: str) ->
     return f"{title}|{pos}|{depth}|{role}|{content_hash}"
 
 
-def strip_dedup(ctx: StageContext, items: list[Active], forced: set[str], placement) -> list[Active]:
+def strip_dedup(ctx: StageContext, items: list[Active], forced: set[str],
+                placement: Callable[[Entry], tuple[int, int, int]]) -> list[Active]:
     cfg = ctx.config
     if not cfg.strip_duplicate_injections or not ctx.state.injection_log:
         return items

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import unicodedata
+from typing import Any
 
 from dle_desktop.core.pipeline.stage_context import Active
 
@@ -42,12 +43,12 @@ _MARK_ORDER = {chr(c): i for i, c in enumerate(
 
 
 @functools.lru_cache(maxsize=65536)
-def title_order_key(title: str) -> tuple:
+def title_order_key(title: str) -> tuple[Any, ...]:
     """An approximation of JavaScript's `localeCompare` (ICU root collation), which DLE uses to
     order titles: accents and case only break ties (é sorts with e, 'apple' before 'Apple'), and
     spaces, punctuation and symbols sort before digits, digits before letters."""
-    primary: list[tuple] = []
-    marks: list[tuple] = []
+    primary: list[tuple[Any, ...]] = []
+    marks: list[tuple[tuple[int, str], ...]] = []
     tertiary: list[int] = []
     for ch in unicodedata.normalize("NFKD", title):
         if unicodedata.combining(ch) and primary:

@@ -39,7 +39,7 @@ from dle_desktop.core.pipeline.post_stages import (
 )
 from dle_desktop.core.pipeline.priority_order import sort_by_priority
 from dle_desktop.core.pipeline.semantic_query import SemanticQuery, build_semantic_query
-from dle_desktop.core.pipeline.stage_context import Active, StageContext
+from dle_desktop.core.pipeline.stage_context import Active, SemanticHit, StageContext
 from dle_desktop.core.pipeline.state import SWIPE_SLOTS, ChatState
 from dle_desktop.core.pipeline.trace import Trace, Verdict
 
@@ -219,7 +219,7 @@ def begin_generation(
     character_name: str | None = None,
     rng: random.Random | None = None,
     swipe: bool | None = None,
-    semantic_hits: Sequence[tuple[str, float]] | None = None,
+    semantic_hits: Sequence[SemanticHit] | None = None,
     semantic_note: str | None = None,
 ) -> Pending | GenerationResult:
     """Everything up to AI search: a `GenerationResult` when the generation is skipped, else a
@@ -338,7 +338,7 @@ def run_generation(
     character_name: str | None = None,
     rng: random.Random | None = None,
     swipe: bool | None = None,
-    semantic_hits: Sequence[tuple[str, float]] | None = None,
+    semantic_hits: Sequence[SemanticHit] | None = None,
     semantic_note: str | None = None,
     ai_outcome: AiOutcome | None = None,
 ) -> tuple[GenerationResult, ChatState]:

@@ -8,14 +8,14 @@ from collections.abc import Sequence
 from dle_desktop.core.pipeline.admission import on_cooldown, passes_probability
 from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.core.pipeline.passages import passage_excerpt
-from dle_desktop.core.pipeline.stage_context import Active, StageContext
+from dle_desktop.core.pipeline.stage_context import Active, SemanticHit, StageContext
 
 #: The relative threshold needs this many hits to read a distribution from; with fewer, only
 #: the absolute floor applies.
 RELATIVE_MIN_HITS = 8
 
 
-def semantic_threshold(hits: Sequence[tuple], cfg: MatchConfig) -> float:
+def semantic_threshold(hits: Sequence[SemanticHit], cfg: MatchConfig) -> float:
     """The similarity a semantic hit needs. Always `semantic_min_score` (an absolute cosine);
     with `semantic_relative_margin` > 0 also median + margin × (best − median) of this query's
     hits (the entries the lookup fetched, best passage each): a share of the way from the
@@ -42,8 +42,10 @@ def semantic_stage(ctx: StageContext, active: dict[str, Active]) -> None:
     visible = ctx.index.position
     passage: dict[str, int] = {}
     semantic = []
-    floor = semantic_threshold(ctx.semantic_hits, cfg)
-    for hit in ctx.semantic_hits:
+    hits = ctx.semantic_hits
+    assert hits is not None  # match_entries runs this stage only with hits
+    floor = semantic_threshold(hits, cfg)
+    for hit in hits:
         uid, score = hit[0], hit[1]
         if score >= floor and uid in visible and uid not in passage:
             semantic.append((uid, score))

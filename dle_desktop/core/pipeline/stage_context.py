@@ -4,7 +4,7 @@ the working set's members (`Active`)."""
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from dle_desktop.core.entry import Entry
@@ -25,6 +25,12 @@ class Active:
     forced: bool = False  # constant, bootstrap or pinned: exempt from gating stages
 
 
+#: (entry uid, similarity), or with the index of the passage that matched as a third item.
+SemanticHit = tuple[str, float] | tuple[str, float, int]
+#: BM25 over the vault: (query, top_k, min_score) -> [(uid, score)], best first.
+Bm25Search = Callable[[str, int, float], list[tuple[str, float]]]
+
+
 @dataclass
 class StageContext:
     entries: Sequence[Entry]  # writer-visible entries, in vault order
@@ -36,12 +42,12 @@ class StageContext:
     trace: Trace
     field_definitions: FieldDefinitions
     character_name: str | None = None
-    bm25_search: object = None  # callable(query, top_k, min_score) -> [(uid, score)] or None
+    bm25_search: Bm25Search | None = None
     #: uid → entries BM25 can reach that are not writer-visible (guides, with fix_guide_leak off)
     hidden: dict[str, Entry] = field(default_factory=dict)
     #: (uid, cosine similarity) of the vault's entries to the scan text, best first; computed
     #: by the caller (it needs the embedder) when semantic retrieval is on.
-    semantic_hits: Sequence[tuple[str, float]] | None = None
+    semantic_hits: Sequence[SemanticHit] | None = None
     _fuzzy_ranked: list[str] = field(default_factory=list)
     by_title: dict[str, list[Entry]] = field(default_factory=dict)
     #: Per-snapshot facts (run.py caches them); computed from `entries` when not given.
@@ -69,6 +75,7 @@ class StageContext:
 
     def prepare_windows(self) -> None:
         """Scan the widest window once; narrower windows are suffixes of it."""
+        assert self.entry_depths is not None  # __post_init__ fills it
         depths = {self.config.scan_depth}
         depths.update(self.entry_depths)
         widest = max(depths) if depths else 0
@@ -92,6 +99,7 @@ class StageContext:
 
     def window(self, depth: int) -> KeyHit:
         if depth not in self._windows:
+            assert self._full is not None  # prepare_windows() runs first
             self._windows[depth] = self._full.after(self._offsets.get(depth, 0))
         return self._windows[depth]
 
