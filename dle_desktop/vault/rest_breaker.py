@@ -18,7 +18,8 @@ BREAKER_MAX_MS = 15000
 
 def breaker_backoff_ms(failures: int) -> int:
     """How long the circuit stays open after `failures` consecutive failures (>= 3)."""
-    return min(BREAKER_BASE_MS * 2 ** min(failures - BREAKER_THRESHOLD, 3), BREAKER_MAX_MS)
+    backoff: int = min(BREAKER_BASE_MS * 2 ** min(failures - BREAKER_THRESHOLD, 3), BREAKER_MAX_MS)  # int ** int is Any to mypy
+    return backoff
 
 
 class RestHostBreaker:
