@@ -24,7 +24,7 @@ from dle_desktop.core.pipeline.ai_stage import (
     selectable,
     whole_vault,
 )
-from dle_desktop.core.pipeline.chat import ChatMessage, scan_text, should_skip_generation
+from dle_desktop.core.pipeline.chat import ChatMessage, should_skip_generation
 from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.core.pipeline.formatting import Group, Injected, apply_budget, group, placement
 from dle_desktop.core.pipeline.gating import contextual_gating, folder_filter
