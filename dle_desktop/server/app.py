@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
@@ -71,11 +72,12 @@ def build_app(engine: LoreEngine, bridge_monitor: BridgeEvents | None = None) ->
     # routes_vector: SillyTavern's /api/vector/*; routes_embeddings: the embedding-backend endpoints
     # (llama.cpp, Ollama, KoboldCpp, Extras formats) a stock ST can point its sources at.
     # routes_bridge's middleware sees the bridge's generations (requests with X-DLE-Client: st-bridge).
+    handlers: dict[Any, Any] = {DleError: _dle_error, ClientDisconnect: _client_gone, 404: _not_found,
+                                405: _method_not_allowed, Exception: _unexpected}
     app = Starlette(routes=[*routes_lore.routes, *routes_gaps.routes, *routes_bridge.routes, *routes_chat.routes, *routes_ai.routes,
                             *openapi.routes, *routes_vector.routes, *routes_embeddings.routes],
                     middleware=[Middleware(routes_bridge.BridgeObserver)],
-                    exception_handlers={DleError: _dle_error, ClientDisconnect: _client_gone, 404: _not_found,
-                                        405: _method_not_allowed, Exception: _unexpected})
+                    exception_handlers=handlers)
     app.state.services = ServerServices(engine, bridge_monitor if bridge_monitor is not None else BridgeMonitor())
     return app
 

@@ -1,10 +1,12 @@
 """The OpenAPI 3.1 document of the embedded server's whole HTTP API (ours under /api/dle/v1, and
 the routes SillyTavern calls), built in code and served at GET /api/dle/v1/openapi.json.
 
-Keep it in step with the routes: tests/retrieval/test_openapi.py checks that every route of the
-server is documented (and nothing else is) and validates real answers against the schemas below,
-and tests/server/test_openapi_fuzz.py fuzzes the live server with schemathesis against it. The
-routes SillyTavern calls (vectors, embeddings) are described in openapi_vectors.py.
+The schemas are generated from models: request bodies and query strings from the ones the routes
+validate with (schemas.py, schemas_vectors.py), answers from answers.py. This module adds the
+operations: paths, statuses and what each means. tests/retrieval/test_openapi.py checks that
+every route of the server is documented (and nothing else is) and validates real answers against
+the document, and tests/server/test_openapi_fuzz.py fuzzes the live server with schemathesis
+against it. The routes SillyTavern calls (vectors, embeddings) are described in openapi_vectors.py.
 
 Not described yet: authentication. When the server asks for a token, add a `securitySchemes`
 entry (and `security` on the operations) here."""
@@ -13,268 +15,33 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from dle_desktop import __version__
-from dle_desktop.server import openapi_vectors, schemas
+from dle_desktop.server import answers, openapi_vectors, schemas
 
 API = "/api/dle/v1"
 
-# -- schema helpers ----------------------------------------------------------------------------
+STR = {"type": "string"}
 
 
 def _ref(name: str) -> dict:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _obj(props: dict[str, Any], required: list[str] | None = None, description: str | None = None,
-         additional: Any = None) -> dict:
-    out: dict[str, Any] = {"type": "object", "properties": props}
-    out["required"] = list(props) if required is None else required
-    if additional is not None:
-        out["additionalProperties"] = additional
-    if description:
-        out["description"] = description
-    return out
-
-
-def _arr(items: dict, description: str | None = None) -> dict:
-    out: dict[str, Any] = {"type": "array", "items": items}
-    if description:
-        out["description"] = description
-    return out
-
-
-def _map(values: dict, description: str | None = None) -> dict:
-    out: dict[str, Any] = {"type": "object", "additionalProperties": values}
-    if description:
-        out["description"] = description
-    return out
-
-
-def _nullable(schema: dict) -> dict:
-    t = schema.get("type")
-    if isinstance(t, str):
-        return {**schema, "type": [t, "null"]}
-    return {"anyOf": [schema, {"type": "null"}]}
-
-
-STR = {"type": "string"}
-INT = {"type": "integer"}
-NUM = {"type": "number"}
-BOOL = {"type": "boolean"}
-STRS = _arr(STR)
-
-POSITIONS = "0 after the prompt (IN_PROMPT), 1 in chat at `depth`, 2 before the prompt, -1 an outlet"
-ROLES = "0 system, 1 user, 2 assistant"
-
-_SCHEMAS: dict[str, dict] = {
-    "Error": _obj({"error": {"type": "string", "description": "what went wrong, fit for a user"}}),
-    "VaultStatus": _obj({
-        "name": STR, "kind": {"type": "string", "enum": ["folder", "obsidian-rest"]},
-        "location": STR, "enabled": BOOL, "entries": INT, "error": _nullable(STR),
-    }),
-    "SemanticStatus": _obj({
-        "enabled": {"type": "boolean", "description": "the semantic stage is on (setting semantic_enabled)"},
-        "state": {"type": "string", "enum": ["off", "waiting", "embedding", "paused", "ready", "error"]},
-        "done": {"type": "integer", "description": "entries embedded in the current pass"},
-        "total": {"type": "integer", "description": "entries the current pass embeds (new or changed ones)"},
-        "embedded": {"type": "integer", "description": "entries with a vector for the current model"},
-        "entries": {"type": "integer", "description": "entries that should have one"},
-        "error": _nullable(STR), "model": _nullable(STR), "paused": BOOL,
-        "prefetched": {"type": "integer", "description": "messages embedded ahead of their generation "
-                                                         "(POST /semantic/prefetch) since the engine started"},
-        "query_cache_hits": {"type": "integer", "description": "query texts a lookup found embedded already"},
-        "query_cache_misses": {"type": "integer", "description": "query texts a lookup had to embed itself"},
-    }),
-    "Breaker": _obj({
-        "state": {"type": "string", "enum": ["closed", "open", "half-open"]},
-        "failures": {"type": "integer", "description": "breaker-tripping failures in a row"},
-        "opened_at": _nullable(NUM), "retry_in_seconds": NUM, "probe_in_flight": BOOL,
-    }, description="DLE's AI circuit breaker: 2 failures in a row open it for 30 s, then one probe"),
-    "ChannelUsage": _obj({
-        "calls": INT, "failures": INT, "input_tokens": INT, "output_tokens": INT, "cache_read_tokens": INT,
-        "cache_write_tokens": INT, "cache_hits": {"type": "integer", "description": "AI-search answers replayed from the cache"},
-        "last_error": _nullable(STR), "last_latency_ms": _nullable(INT), "last_call_at": _nullable(NUM),
-    }, description="counts since usage_since (kept in the data folder across restarts)"),
-    "Channel": _obj({
-        "label": STR, "mode": {"type": "string", "enum": ["profile", "proxy"]},
-        "inherited": {"type": "boolean", "description": "uses AI search's connection"},
-        "profile": _nullable(STR), "model": STR, "max_tokens": INT, "timeout_s": NUM,
-        "problem": _nullable({"type": "string", "description": "why the channel cannot call (what to set)"}),
-        "note": _nullable(STR), "usage": _ref("ChannelUsage"),
-    }),
-    "AiState": _obj({
-        "offline": BOOL, "breaker": _ref("Breaker"),
-        "usage_since": {"type": "number", "description": "when the usage counts started (Unix time); they survive restarts"},
-        "channels": _obj({c: _ref("Channel") for c in ("ai_search", "scribe", "auto_suggest", "ai_notepad",
-                                                         "librarian", "optimize_keys")}),
-    }),
-    "ConnectionTest": _obj({"ok": BOOL, "message": STR, "latency_ms": INT}),
-    "Status": _obj({
-        "version": STR, "vaults": _arr(_ref("VaultStatus")), "entries": INT, "skipped": INT,
-        "index_version": _nullable(INT), "index_built_at": _nullable(NUM), "syncing": BOOL,
-        "sync_paused": BOOL, "sample_vault": BOOL, "last_error": _nullable(STR),
-        "semantic": _ref("SemanticStatus"),
-        "ai": _obj({"enabled": BOOL, "mode": {"type": "string", "enum": ["two-stage", "ai-only"]},
-                    "breaker": {"type": "string", "enum": ["closed", "open", "half-open"]}, "offline": BOOL}),
-    }),
-    "ParseWarning": _obj({"code": STR, "message": STR}),
-    "EntrySummary": _obj({
-        "path": {"type": "string", "description": "vault-relative, '/'-separated"},
-        "vault": STR, "title": STR, "keys": STRS, "refine_keys": STRS,
-        "priority": {"type": "number", "description": "lower runs first; default 100"},
-        "constant": BOOL, "seed": BOOL, "bootstrap": BOOL, "guide": BOOL,
-        "requires": STRS, "excludes": STRS, "cascade_links": STRS,
-        "scan_depth": _nullable(INT), "exclude_recursion": BOOL, "warmup": _nullable(INT),
-        "cooldown": _nullable(INT), "probability": _nullable(NUM),
-        "position": _nullable({"type": "string", "description": "before | after | in_chat"}),
-        "depth": _nullable(INT), "role": _nullable({"type": "string", "description": "system | user | assistant"}),
-        "outlet": _nullable(STR), "graph": BOOL, "tags": STRS, "summary": STR, "links": STRS,
-        "resolved_links": STRS, "folder": _nullable(STR),
-        "custom_fields": {"type": "object", "description": "custom gating fields from the note's frontmatter"},
-        "token_estimate": INT, "content_hash": STR, "original_requires": STRS, "original_excludes": STRS,
-        "original_cascade_links": STRS, "warnings": _arr(_ref("ParseWarning")),
-    }, description="An entry without its content (the entries list)."),
-    "Entry": {"allOf": [_ref("EntrySummary"), _obj({"content": STR})],
-              "description": "An entry in full, with the text that is injected."},
-    "EntryList": _obj({"entries": _arr(_ref("EntrySummary")), "ready": BOOL, "index_version": INT},
-                      required=["entries", "ready"],
-                      description="`ready` is false (and `entries` empty, no `index_version`) before the first index."),
-    "Finding": _obj({"entry": _nullable(STR), "code": STR, "message": STR, "vault": _nullable(STR),
-                     "path": _nullable(STR)}),
-    "HealthReport": _obj({"errors": _arr(_ref("Finding")), "warnings": _arr(_ref("Finding")),
-                          "info": _arr(_ref("Finding"))}),
-    "SkippedNote": _obj({"path": STR, "vault": STR, "code": STR, "reason": STR, "line": _nullable(INT)}),
-    "Skipped": _obj({"skipped": _arr(_ref("SkippedNote")), "warnings": STRS}),
-    "Changes": _obj({"added": STRS, "removed": STRS, "modified": STRS, "keys_changed": STRS, "has_changes": BOOL},
-                    description="Changed entries as `vault:path`."),
-    "SyncResult": _obj({"changes": _ref("Changes"), "seconds": NUM, "entries": INT}),
-    # -- chats ----------------------------------------------------------------------------------
-    "StoredContext": _map({"anyOf": [STR, STRS]}, description="Gating context as stored: text or lists of text."),
-    "Injected": _obj({
-        "title": STR, "vault": STR,
-        "tokens": {"type": "integer", "description": "estimated tokens as injected (after truncation)"},
-        "truncated": BOOL,
-        "original_tokens": _nullable({"type": "integer", "description": "before truncation; null if not truncated"}),
-        "matched_by": {"type": "string", "description": "the key, or (constant), (pinned), (bootstrap), "
-                                                        "(cascade from: X), (fuzzy, score: n), ..."},
-        "position": {"type": "integer", "description": POSITIONS}, "depth": INT,
-        "role": {"type": "integer", "description": ROLES}, "priority": NUM,
-    }),
-    "Group": _obj({
-        "key": {"type": "string", "description": "e.g. deeplore_p1_d4_r0, deeplore_notebook"},
-        "position": {"type": "integer", "description": POSITIONS},
-        "position_name": STR, "depth": INT, "role": {"type": "integer", "description": ROLES}, "role_name": STR,
-        "outlet": _nullable(STR), "text": {"type": "string", "description": "the text to inject"},
-        "entries": _arr(STR, "titles in this group"),
-        "scan": {"type": "boolean", "description": "SillyTavern's allowWIScan for this prompt (setting allow_wi_scan)"},
-    }),
-    "Verdict": _obj({
-        "title": STR, "vault": STR,
-        "stage": {"type": "string", "description": "constants, bootstrap, keywords, character, cascade, recursion N, "
-                                                   "fuzzy, contextual gating, folder filter, pins, blocks, reinjection "
-                                                   "cooldown, requires/excludes, strip duplicates, budget, ..."},
-        "outcome": {"type": "string", "enum": ["matched", "skipped", "removed", "injected", "truncated", "cut", "info"]},
-        "reason": STR,
-    }),
-    "Generation": _obj({
-        "injected": _arr(_ref("Injected")), "groups": _arr(_ref("Group")), "total_tokens": INT,
-        "verdicts": _arr(_ref("Verdict"), "the decision record: every stage's verdict on every entry it touched"),
-        "timings_ms": _map(NUM, "milliseconds per stage, and `total`"),
-        "skipped_reason": _nullable({"type": "string", "description": "set when DLE would not run at all (the last "
-                                                                      "message is a system message or a tool call); "
-                                                                      "nothing is saved then"}),
-        "notes": STRS,
-        "swipe_rollback": {"type": "boolean", "description": "the previous generation's state was rolled back first"},
-        "semantic_query": _nullable({"type": "string", "description": "what the semantic stage searched with (the "
-                                                                      "newest message and the window before it); "
-                                                                      "null when semantic search is off"}),
-    }),
-    "Analytics": _obj({"matched": INT, "injected": INT, "last_triggered": INT}),
-    "ChatState": _obj({
-        "chat_id": STR, "generation_count": INT, "pins": _arr(_ref("EntryRef")), "blocks": _arr(_ref("EntryRef")),
-        "context": _ref("StoredContext"), "folder_filter": _nullable(STRS), "notebook": STR,
-        "cooldowns": _map(INT, "vault:title → generations of cooldown left"),
-        "counts": _map(INT, "vault:title → times injected in this chat"),
-        "analytics": _map(_ref("Analytics"), "vault:title → match and injection counts"),
-    }, description="A chat's state; an unknown chat reads as a fresh one."),
-    "ChatDeleted": _obj({"chat_id": STR, "deleted": {"type": "boolean", "description": "false if there was no state"}}),
-    "DecisionRecord": _obj({"gen": {"type": "integer", "description": "generation count after this generation"},
-                            "created_at": {"type": "number", "description": "Unix time"},
-                            "injected": STRS, "verdicts": _arr(_ref("Verdict")), "total_tokens": INT,
-                            "semantic_query": {"type": "string", "description": "what the semantic stage searched "
-                                                                               "with (only when it was on)"}},
-                           required=["gen", "created_at", "injected", "verdicts", "total_tokens"]),
-    "Records": _obj({"chat_id": STR, "records": _arr(_ref("DecisionRecord"), "newest first")}),
-    "Pins": _obj({"pins": _arr(_ref("EntryRef"))}),
-    "Blocks": _obj({"blocks": _arr(_ref("EntryRef"))}),
-    "ChatContext": _obj({"context": _ref("StoredContext")}),
-    "ChatFolderFilter": _obj({"folder_filter": _nullable(STRS)}),
-    "Notebook": _obj({"notebook": STR}),
-    "ChatSummary": _obj({
-        "chat_id": STR, "generation_count": INT,
-        "updated_at": {"type": "number", "description": "when the chat's state was last saved (Unix time, seconds)"},
-        "records": {"type": "integer", "description": "decision records kept for the chat (at most 50)"},
-    }),
-    "ForkResult": _obj({"chat_id": STR, "from": STR,
-                        "copied": {"type": "boolean", "description": "false when the chat had state already, the source had none, or both are one chat"},
-                        "reason": {"type": ["string", "null"], "description": "why nothing was copied"}}),
-    "ChatList": _obj({"chats": _arr(_ref("ChatSummary"), "chats with stored state, most recently saved first")}),
-    "PrefetchResult": _obj({"queued": {**INT, "description": "messages handed to the embedder"},
-                            "reason": {**STR, "description": "why nothing was queued"}}, required=["queued"]),
-    # -- lore API for tool-calling models, and gap records ----------------------------------------
-    "LoreSearchResult": _obj({
-        "best": _nullable(_obj({"title": STR, "vault": STR, "path": STR,
-                                "content": {"type": "string", "description": "`### Title` then the full content"}},
-                               description="the single best hit across all queries")),
-        "linked": _arr(_obj({"title": STR, "vault": STR, "summary": STR,
-                             "manifest": {"type": "string", "description": "the entry as AI search's manifest shows it"}}),
-                       "up to 3 entries the best hit links to"),
-        "misses": _arr(STR, "the queries that found nothing; each became or merged into a gap record"),
-        "gap_ids": _arr(STR, "the gap records the misses went to, in order"),
-    }),
-    "GapRecord": _obj({
-        "id": STR, "type": {"type": "string", "enum": ["search", "flag"]},
-        "query": {"type": "string", "description": "the search query or flagged title"},
-        "reason": {"type": "string", "description": "every distinct reason given, joined with `; `"},
-        "subtype": {"type": "string", "enum": ["gap", "update"]}, "entry_title": STR,
-        "urgency": {"type": "string", "enum": ["low", "medium", "high"]},
-        "frequency": {"type": "integer", "description": "how often it was asked for (similar records merge)"},
-        "status": {"type": "string", "enum": ["pending", "written"]},
-        "hidden": {"type": "boolean", "description": "hidden by the user; flagged again, it comes back"},
-        "dismissed": {"type": "boolean", "description": "dismissed by the user; it stays buried"},
-        "had_results": BOOL, "created": NUM, "updated": NUM,
-    }, description="What the story asked for and the vault lacked; the Librarian view's Gaps panel"),
-    "GapList": _obj({"gaps": _arr(_ref("GapRecord"), "pending first, then by urgency, frequency and recency")}),
-    # -- SillyTavern bridge ---------------------------------------------------------------------
-    "BridgeInfo": _obj({
-        "server_version": STR,
-        "bundled_extension_version": _nullable({"type": "string", "description": "the version of the extension "
-                                                                                 "this DLE Desktop ships"}),
-        "entries": INT, "index_ready": BOOL, "index_version": _nullable(INT),
-        "vector_routing": {"type": "boolean", "description": "setting st_vector_routing: route SillyTavern's "
-                                                             "Vector Storage here"},
-        "forget_deleted_chats": {"type": "boolean", "description": "setting st_forget_deleted_chats"},
-        "ai_search": _obj({"enabled": BOOL, "mode": {"type": "string", "enum": ["two-stage", "ai-only"]},
-                           "timeout_ms": {"type": "integer", "description": "AI search's timeout (a retrieve "
-                                                                            "may take this long and more)"}}),
-        "semantic_enabled": BOOL,
-    }),
-    "BridgeState": _obj({
-        "connected": {"type": "boolean", "description": "the extension was heard from in the last 90 s"},
-        "last_contact": _nullable({"type": "number", "description": "Unix time"}),
-        "last_contact_age_s": _nullable(NUM),
-        "origin": _nullable(STR), "extension_version": _nullable(STR), "st_version": _nullable(STR),
-        "chat_id": _nullable(STR), "character": _nullable(STR),
-        "generations": {"type": "integer", "description": "retrieves the extension ran since DLE Desktop started"},
-        "last_injected": _arr(STR, "titles the last one injected"),
-        "last_total_tokens": _nullable(INT), "last_ms": _nullable(NUM), "last_error": _nullable(STR),
-    }, description="What the bridge extension last told the server (its hellos, and requests sent with "
-                   "X-DLE-Client: st-bridge)."),
-}
+#: Every answer model the document names (and, through them, the models they use).
+ANSWERS: list[type[BaseModel]] = [
+    answers.Error, answers.Status, answers.EntryList, answers.Entry, answers.HealthReport, answers.Skipped,
+    answers.SyncResult, answers.Generation, answers.ChatList, answers.LoreSearchResult, answers.GapRecord,
+    answers.GapList, answers.BridgeInfo, answers.PrefetchResult, answers.BridgeState, answers.ChatState,
+    answers.ChatDeleted, answers.ForkResult, answers.Records, answers.Pins, answers.Blocks, answers.ChatContext,
+    answers.ChatFolderFilter, answers.Notebook, answers.AiState, answers.BreakerReset, answers.CacheCleared,
+    answers.ConnectionTest, *openapi_vectors.ANSWERS,
+]
+_SCHEMAS: dict[str, dict] = schemas.components(ANSWERS)
 
 
 #: Request bodies, by component name: generated from the models the routes validate with.
@@ -438,9 +205,9 @@ def build_document() -> dict:
         f"{API}/ai": {"get": _op("getAi", "AI channels, usage counts and the circuit breaker",
                                  _json(_ref("AiState"), "the AI side"), tag="ai")},
         f"{API}/ai/breaker/reset": {"post": _op("resetBreaker", "Close the AI circuit breaker now",
-                                                _json(_obj({"breaker": _ref("Breaker")}), "the breaker"), tag="ai")},
+                                                _json(_ref("BreakerReset"), "the breaker"), tag="ai")},
         f"{API}/ai/cache/clear": {"post": _op(
-            "clearAiCache", "Forget cached AI-search answers", _json(_obj({"cleared": STR}), "which chat, or all"),
+            "clearAiCache", "Forget cached AI-search answers", _json(_ref("CacheCleared"), "which chat, or all"),
             tag="ai", params=_query(schemas.CacheClearQuery),
             errors={"400": _err("bad chat id")})},
         f"{API}/ai/channels/{{channel}}/test": {"post": _op(

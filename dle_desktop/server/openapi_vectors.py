@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+
+from dle_desktop.server import answers
 from dle_desktop.server.schemas import WHITESPACE, request_schema
 from dle_desktop.server.schemas_vectors import (
     ExtrasComputeBody,
@@ -34,9 +37,6 @@ from dle_desktop.vectors.service import (
 from dle_desktop.vectors.source_settings import MAX_SETTING_CHARS
 
 STR = {"type": "string"}
-INT = {"type": "integer"}
-NUM = {"type": "number"}
-BOOL = {"type": "boolean"}
 
 
 def _ref(name: str) -> dict:
@@ -47,18 +47,14 @@ def _ref(name: str) -> dict:
 _NON_BLANK = rf"^[^\x00]*[^{WHITESPACE}\x00][^\x00]*$"
 _SETTING = {"type": "string", "maxLength": MAX_SETTING_CHARS}
 
+#: The answers of these routes, as models (their components are generated from them).
+ANSWERS: list[type[BaseModel]] = [
+    answers.VectorError, answers.VectorQueryResult, answers.ScopesEnabled, answers.KoboldEmbedResult,
+    answers.PlainError, answers.OpenAiError, answers.OpenAiEmbeddings, answers.ModelList, answers.OllamaEmbedResult,
+    answers.OllamaEmbedding, answers.ExtrasEmbedding, answers.ExtrasModules,
+]
+#: What the requests refer to by name.
 SCHEMAS: dict[str, dict] = {
-    "VectorError": {
-        "type": "object", "required": ["error", "message", "cause"],
-        "properties": {
-            "error": {"const": True}, "message": {"type": "string", "description": "what went wrong"},
-            "cause": {"type": "string", "enum": ["invalid_request", "embedding_auth_failed", "forbidden_origin",
-                                                 "vector_endpoint_unavailable", "vector_index_conflict",
-                                                 "request_too_large", "embedding_rate_limited",
-                                                 "embedding_unavailable", "vector_store_unavailable"]},
-        },
-        "description": "TauriTavern's error shape, which SillyTavern 1.18 reads.",
-    },
     "CollectionId": {
         "description": "ST's `String(collectionId)`: a chat id, `world_<hash>`, `file_<hash>`, ... (a number is "
                        "read as its text)",
@@ -70,28 +66,10 @@ SCHEMAS: dict[str, dict] = {
     "VectorItem": {"type": "object", "required": ["hash", "text", "index"],
                    "properties": {"hash": _ref("VectorHash"), "text": STR,
                                   "index": {"type": "integer", "minimum": -2 ** 63, "maximum": 2 ** 63 - 1}}},
-    "VectorMetadata": {"type": "object", "required": ["hash", "text", "index"], "additionalProperties": False,
-                       "properties": {"hash": INT, "text": STR, "index": INT}},
-    "VectorQueryResult": {"type": "object", "required": ["metadata", "hashes"], "additionalProperties": False,
-                          "properties": {"metadata": {"type": "array", "items": _ref("VectorMetadata")},
-                                         "hashes": {"type": "array", "items": INT}}},
     "EmbeddingInput": {"description": "one text or a list of texts",
                        "anyOf": [STR, {"type": "array", "items": STR, "maxItems": MAX_INSERT_ITEMS}]},
-    "PlainError": {"type": "object", "required": ["error"], "properties": {"error": STR}},
-    "OpenAiError": {"type": "object", "required": ["error"], "properties": {"error": {
-        "type": "object", "required": ["message", "type", "code"],
-        "properties": {"message": STR, "type": STR, "code": INT}}}},
-    "OpenAiEmbeddings": {"type": "object", "required": ["object", "data", "model", "usage"], "properties": {
-        "object": {"const": "list"},
-        "data": {"type": "array", "items": {"type": "object", "required": ["object", "index", "embedding"], "properties": {
-            "object": {"const": "embedding"}, "index": INT,
-            "embedding": {"anyOf": [{"type": "array", "items": NUM}, {"type": "string", "description": "base64"}]}}}},
-        "model": STR,
-        "usage": {"type": "object", "required": ["prompt_tokens", "total_tokens"],
-                  "properties": {"prompt_tokens": INT, "total_tokens": INT}}}},
 }
 
-_VECTORS = {"type": "array", "items": {"type": "array", "items": NUM}}
 
 
 def _st(model: type[StBody]) -> dict[str, Any]:
@@ -129,7 +107,7 @@ _CONFLICT = {"409": _json(_ref("VectorError"), "the collection holds vectors of 
 
 VECTOR_PATHS: dict[str, dict] = {
     "/api/vector/list": _vector_op("list", "The hashes stored in a collection (for this source and model)",
-                                   _json({"type": "array", "items": INT}, "the hashes"),
+                                   _json({"type": "array", "items": {"type": "integer"}}, "the hashes"),
                                    _st(VectorList)),
     "/api/vector/insert": _vector_op(
         "insert", "Embed and store items (a batch is embedded and checked whole, then written at once)", _OK_TEXT,
@@ -153,15 +131,13 @@ VECTOR_PATHS: dict[str, dict] = {
     "/api/vector/scopes-enabled": {"get": {
         "operationId": "vectorScopesEnabled", "summary": "SillyTavern 1.12.6 asks this; vectors are always kept "
                                                          "per model", "tags": ["vectors"],
-        "responses": {"200": _json({"type": "object", "required": ["enabled"], "properties": {"enabled": {"const": True}}},
-                                   "always enabled")}}},
+        "responses": {"200": _json(_ref("ScopesEnabled"), "always enabled")}}},
     "/api/backends/kobold/embed": {"post": {
         "operationId": "koboldEmbed", "tags": ["vectors"],
         "summary": "SillyTavern's hop to KoboldCpp for the koboldcpp source: embed `items` on the KoboldCpp at "
                    "`server`",
         "requestBody": {"required": True, "content": {"application/json": {"schema": _st(KoboldEmbed)}}},
-        "responses": {"200": _json({"type": "object", "required": ["model", "embeddings"],
-                                    "properties": {"model": STR, "embeddings": _VECTORS}}, "the vectors"),
+        "responses": {"200": _json(_ref("KoboldEmbedResult"), "the vectors"),
                       **{k: v for k, v in _VECTOR_ERRORS.items() if k != "500"},
                       "500": _json(_ref("VectorError"), "KoboldCpp could not be reached or gave no usable vectors")}}},
 }
@@ -200,37 +176,25 @@ EMBEDDING_PATHS: dict[str, dict] = {
         _st(OpenAiEmbeddingsBody), "OpenAiError"),
     "/v1/models": {"get": {"operationId": "listModels", "summary": "OpenAI's model list: the local embedding model "
                                                                    "(empty without one)", "tags": ["embeddings"],
-                           "responses": {"200": _json({"type": "object", "required": ["object", "data"], "properties": {
-                               "object": {"const": "list"},
-                               "data": {"type": "array", "items": {"type": "object", "required": ["id", "object"],
-                                                                   "properties": {"id": STR, "object": STR,
-                                                                                  "created": INT, "owned_by": STR}}}}},
-                               "models")}}},
+                           "responses": {"200": _json(_ref("ModelList"), "models")}}},
     "/api/embed": _embed_op(
-        "ollamaEmbed", "Ollama, a batch", _json({"type": "object", "required": ["model", "embeddings"],
-                                                 "properties": {"model": STR, "embeddings": _VECTORS,
-                                                                "total_duration": INT, "load_duration": INT,
-                                                                "prompt_eval_count": INT}}, "the vectors"),
+        "ollamaEmbed", "Ollama, a batch", _json(_ref("OllamaEmbedResult"), "the vectors"),
         _st(OllamaEmbedBody), "PlainError"),
     "/api/embeddings": _embed_op(
         "ollamaEmbeddings", "Ollama, one prompt (SillyTavern 1.12)",
-        _json({"type": "object", "required": ["embedding"], "properties": {"embedding": {"type": "array", "items": NUM}}},
-              "the vector (empty for an empty prompt)"),
+        _json(_ref("OllamaEmbedding"), "the vector (empty for an empty prompt)"),
         _st(OllamaEmbeddingsBody), "PlainError"),
     "/api/extra/embeddings": _embed_op(
         "koboldEmbeddings", "KoboldCpp format (any Content-Type)", _json(_ref("OpenAiEmbeddings"), "the vectors"),
         _st(KoboldEmbeddingsBody), "PlainError"),
     "/api/embeddings/compute": _embed_op(
         "extrasCompute", "SillyTavern-Extras format",
-        _json({"type": "object", "required": ["embedding"],
-               "properties": {"embedding": {"anyOf": [{"type": "array", "items": NUM}, _VECTORS]}}},
-              "one vector for a text, a list of vectors for a list"),
+        _json(_ref("ExtrasEmbedding"), "one vector for a text, a list of vectors for a list"),
         _st(ExtrasComputeBody), "PlainError"),
     "/api/modules": {
         "get": {"operationId": "extrasModules", "summary": "SillyTavern-Extras' module list (CORS allowed: the browser "
                                                            "asks it)", "tags": ["embeddings"],
-                "responses": {"200": _json({"type": "object", "required": ["modules"],
-                                            "properties": {"modules": {"type": "array", "items": STR}}}, "modules")}},
+                "responses": {"200": _json(_ref("ExtrasModules"), "modules")}},
         "options": {"operationId": "extrasModulesPreflight", "summary": "CORS preflight", "tags": ["embeddings"],
                     "responses": {"204": {"description": "allowed"}}},
     },

@@ -24,8 +24,14 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import models_json_schema
 
-from dle_desktop.core.chat_id import CHAT_ID_PATTERN, MAX_CHAT_ID_CHARS, ChatIdError, check_chat_id
+from dle_desktop.core.chat_id import (
+    CHAT_ID_PATTERN,
+    MAX_CHAT_ID_CHARS,
+    ChatIdError,
+    check_chat_id,
+)
 from dle_desktop.core.pipeline.chat_input import (
     ALIASES,
     MAX_MESSAGE_CHARS,
@@ -78,10 +84,16 @@ def ref(name: str) -> dict[str, str]:
 _REF = "x-component"
 
 
-def request_schema(model: type[RequestModel]) -> dict[str, Any]:
+def request_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The document's schema of `model`: components referenced by name, no generated titles and
     no null defaults (fields left out mean "not given")."""
     return _finish(model.model_json_schema(ref_template="#/components/schemas/{model}"))
+
+
+def components(models: list[type[BaseModel]]) -> dict[str, dict[str, Any]]:
+    """The document's components for `models` and every model they use, by class name."""
+    _, found = models_json_schema([(m, "validation") for m in models], ref_template="#/components/schemas/{model}")
+    return {name: _finish(schema) for name, schema in found.get("$defs", {}).items()}
 
 
 def _finish(node: Any, in_properties: bool = False) -> Any:
@@ -454,6 +466,7 @@ class RetrieveRequest(RequestModel):
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=_retrieve_schema)
     shape: ClassVar[str] = "send an object: {chat_id, messages, ...}"
+    unknown_ok: ClassVar[bool] = True  # the core's parser names them, in its own words
 
     chat_id: Annotated[Any, _described("whose state to use and update (also `chatId`)", ref("ChatId"))] = None
     messages: Annotated[Any, _described("the chat so far, oldest first (at most 20,000)",
