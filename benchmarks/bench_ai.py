@@ -36,26 +36,26 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-import httpx  # noqa: E402
+import httpx  # noqa: E402 - kept with the imports after the sys.path setup
 
-from dle_desktop.ai.cache import manifest_key  # noqa: E402
-from dle_desktop.ai.client import AiClient  # noqa: E402
-from dle_desktop.ai.extract import extract_selection, match_titles, order_and_threshold  # noqa: E402
-from dle_desktop.ai.manifest import build_chat_context, build_manifest, build_user_message, system_prompt  # noqa: E402
-from dle_desktop.ai.search import AiSearch  # noqa: E402
-from dle_desktop.ai.service import AiService  # noqa: E402
-from dle_desktop.core.index import VaultSlice, build_snapshot  # noqa: E402
-from dle_desktop.core.note_parser import parse_note  # noqa: E402
-from dle_desktop.core.pipeline.chat import ChatMessage  # noqa: E402
-from dle_desktop.core.pipeline.config import MatchConfig  # noqa: E402
-from dle_desktop.core.pipeline.run import Pending, begin_generation  # noqa: E402
-from dle_desktop.core.pipeline.state import ChatState  # noqa: E402
-from dle_desktop.state.secrets import SecretStore  # noqa: E402
-from dle_desktop.state.settings import settings_from_mapping  # noqa: E402
+from dle_desktop.ai.cache import manifest_key  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.ai.client import AiClient  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.ai.extract import extract_selection, match_titles, order_and_threshold  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.ai.manifest import build_chat_context, build_manifest, build_user_message, system_prompt  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.ai.search import AiSearch  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.ai.service import AiService  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.index import VaultSlice, build_snapshot  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.note_parser import parse_note  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.pipeline.chat import ChatMessage  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.pipeline.config import MatchConfig  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.pipeline.run import Pending, begin_generation  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.pipeline.state import ChatState  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.state.secrets import SecretStore  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.state.settings import settings_from_mapping  # noqa: E402 - needs the sys.path setup above
 
 SEED = 20261129
 TARGET_MS = 10.0
-WORDS = ("river lantern quay tide salt ledger harbor guild market storm bell fog reed delta ferry moon oath "
+WORDS = ("river lantern quay tide salt ledger harbor guild market storm bell fog reed delta ferry moon oath "  # noqa: SIM905 - a word list reads as prose
          "smuggler archive copper gull beacon rope tavern island canal bridge song ash ember winter").split()
 
 

@@ -45,8 +45,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from dle_desktop.vectors.embedder import LocalEmbedder, default_threads, plan_batches  # noqa: E402
-from tests.support.tiny_gguf import QWEN3_0_6B, make_qwen3_0_6b_shaped_gguf  # noqa: E402
+from dle_desktop.vectors.embedder import LocalEmbedder, default_threads, plan_batches  # noqa: E402 - needs the sys.path setup above
+from tests.support.tiny_gguf import QWEN3_0_6B, make_qwen3_0_6b_shaped_gguf  # noqa: E402 - needs the sys.path setup above
 
 WORK = REPO / "benchmarks" / "_work" / "embedder"
 MODEL = WORK / "qwen3-0.6b-shaped-Q8_0.gguf"
@@ -74,7 +74,7 @@ How to read this (method in the docstring of benchmarks/bench_embedder.py):
   llama.cpp's AMX Q8_0 kernel dies with SIGILL here (also with the real all-MiniLM Q8_0 model).
   LocalEmbedder turns them off by default on CPUs that advertise AMX.
 """
-WORDS = ("the dragon sleeps in northern mountains village below keeps fires low bread cheese traded at market "
+WORDS = ("the dragon sleeps in northern mountains village below keeps fires low bread cheese traded at market "  # noqa: SIM905 - a word list reads as prose
          "river town every morning knight rode through forest toward castle where queen was waiting magic comes "
          "from moon mage must pay price for power harbour guild lantern makers closed doors old king broken crown "
          "promise made stone bridge merchants salt war east thieves meet ship tavern name who owns").split()
@@ -283,7 +283,7 @@ def main() -> int:
                         for who in (("raw", "ours") if (r + ci + k) % 2 == 0 else ("ours", "raw")):
                             if who == "raw":  # on the embedder's worker thread: same thread, same OpenMP team
                                 got["raw_s"], got["raw_vec"] = emb.run_on_worker(
-                                    lambda: raw.run(cseqs, emb.batch_tokens, emb.pack_text_tokens)).result()
+                                    lambda raw=raw, cseqs=cseqs, emb=emb: raw.run(cseqs, emb.batch_tokens, emb.pack_text_tokens)).result()
                             else:
                                 before = emb.tokens_processed
                                 t0 = time.perf_counter()

@@ -30,14 +30,21 @@ for p in (REPO, REPO / "benchmarks"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from bench_index import cpu_counters, fmt_s, generate_vault, load_average, machine_info  # noqa: E402
+from bench_index import cpu_counters, fmt_s, generate_vault, load_average, machine_info  # noqa: E402 - needs the sys.path setup above
 
-from dle_desktop.core.entry import Entry  # noqa: E402
-from dle_desktop.core.graph import (  # noqa: E402
-    LoreGraph, analyse, backbone, build_graph, communities, gap_analysis, layout, requires_cycles,
+from dle_desktop.core.entry import Entry  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.graph import (  # noqa: E402 - needs the sys.path setup above
+    LoreGraph,
+    analyse,
+    backbone,
+    build_graph,
+    communities,
+    gap_analysis,
+    layout,
+    requires_cycles,
 )
-from dle_desktop.core.index import IndexSnapshot, VaultSlice, build_snapshot  # noqa: E402
-from dle_desktop.core.note_parser import parse_note  # noqa: E402
+from dle_desktop.core.index import IndexSnapshot, VaultSlice, build_snapshot  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.note_parser import parse_note  # noqa: E402 - needs the sys.path setup above
 
 SEED = 20240602
 TARGET_PAIRS = 30_000
@@ -107,7 +114,7 @@ def run(args, log) -> dict:
         log(f"generating and parsing {n} notes ...")
         generate_vault(work / name, n)
         snap = snapshot_of(work / name)
-        samples, g = timed(lambda: build_graph(snap), 1 if name == "large" else args.runs)
+        samples, g = timed(lambda snap=snap: build_graph(snap), 1 if name == "large" else args.runs)
         row(f"build_{name}", f"build graph from snapshot ({g.n} entries)", samples,
             note="mention weights: DLE's title/key counts per edge, both directions")
         graphs = {"vault": g}
@@ -117,7 +124,7 @@ def run(args, log) -> dict:
             path = work / name / raw[k].path
             raw[k] = parse_note("bench", raw[k].path, path.read_text(encoding="utf-8") + "\nEdited.\n")
             snap2 = build_snapshot([VaultSlice("bench", tuple(raw))], previous=snap)
-            rs, _ = timed(lambda: build_graph(snap2, previous=g), args.runs)
+            rs, _ = timed(lambda snap2=snap2, g=g: build_graph(snap2, previous=g), args.runs)
             row("rebuild_large", f"rebuild graph after one edited note ({g.n} entries)", rs,
                 note="build_graph(new snapshot, previous=graph): only the edited entry's pairs recounted")
         if name == "large":
@@ -128,26 +135,26 @@ def run(args, log) -> dict:
             info[f"{name}_{variant}"] = {"entries": gr.n, "pairs": len(pairs),
                                          "edges_by_kind": dict(Counter(e.kind for e in gr.edges))}
             target = TARGET_LAYOUT_LARGE_S if name == "large" else TARGET_LAYOUT_SMALL_S
-            ls, lay = timed(lambda: layout(gr, "balanced", seed=1), args.runs)
+            ls, lay = timed(lambda gr=gr: layout(gr, "balanced", seed=1), args.runs)
             row(f"layout_{name}_{variant}", f"layout, Balanced, {tag}", ls, target,
                 note=f"{lay.iterations} iterations; edge/random distance {edge_ratio(gr, lay.positions):.2f}")
             if name == "large":
                 prev = lay.as_dict()
                 drop = set(random.Random(SEED).sample(list(prev), 20))
                 prev = {u: p for u, p in prev.items() if u not in drop}
-                inc, _ = timed(lambda: layout(gr, "balanced", seed=1, previous=prev), args.runs)
+                inc, _ = timed(lambda gr=gr, prev=prev: layout(gr, "balanced", seed=1, previous=prev), args.runs)
                 row(f"layout_incremental_{name}_{variant}", f"incremental layout, 20 new, {tag}", inc,
                     note="previous positions for all but 20 entries")
             atarget = TARGET_ANALYSIS_S if name == "large" else None
-            a_s, an = timed(lambda: analyse(gr, seed=1), args.runs)
+            a_s, an = timed(lambda gr=gr: analyse(gr, seed=1), args.runs)
             row(f"analysis_{name}_{variant}", f"analysis (communities + backbone + cycles + gaps), {tag}", a_s, atarget)
-            cs, comm = timed(lambda: communities(gr, seed=1), args.runs)
+            cs, comm = timed(lambda gr=gr: communities(gr, seed=1), args.runs)
             row(f"communities_{name}_{variant}", "  of which: Leiden communities", cs)
-            bs, bb = timed(lambda: backbone(gr), args.runs)
+            bs, bb = timed(lambda gr=gr: backbone(gr), args.runs)
             row(f"backbone_{name}_{variant}", "  of which: disparity backbone (alpha 0.05)", bs)
-            ys, _ = timed(lambda: requires_cycles(gr), args.runs)
+            ys, _ = timed(lambda gr=gr: requires_cycles(gr), args.runs)
             row(f"cycles_{name}_{variant}", "  of which: circular requires", ys)
-            gs, _ = timed(lambda: gap_analysis(gr, comm), args.runs)
+            gs, _ = timed(lambda gr=gr, comm=comm: gap_analysis(gr, comm), args.runs)
             row(f"gaps_{name}_{variant}", "  of which: gap analysis", gs)
             info[f"{name}_{variant}"].update({
                 "communities": len(comm.groups), "modularity": round(comm.modularity, 3),
@@ -163,7 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", default=str(DEFAULT_WORKDIR))
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
     machine = machine_info()
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     load_start, cpu_start, t0 = load_average(), cpu_counters(), time.perf_counter()

@@ -17,9 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -29,16 +27,16 @@ for p in (REPO, REPO / "benchmarks"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-import numpy as np  # noqa: E402
-from bench_graph import TARGET_PAIRS, snapshot_of, thinned  # noqa: E402
-from bench_index import generate_vault, load_average, machine_info  # noqa: E402
-from PySide6.QtCore import QElapsedTimer, QEventLoop, QPoint, QPointF, Qt, QTimer  # noqa: E402
-from PySide6.QtGui import QMouseEvent  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
+import numpy as np  # noqa: E402 - kept with the imports after the sys.path setup
+from bench_graph import TARGET_PAIRS, snapshot_of, thinned  # noqa: E402 - needs the sys.path setup above
+from bench_index import generate_vault, load_average, machine_info  # noqa: E402 - needs the sys.path setup above
+from PySide6.QtCore import QElapsedTimer, QEventLoop, QPointF, Qt, QTimer  # noqa: E402 - after QT_QPA_PLATFORM is set above
+from PySide6.QtGui import QMouseEvent  # noqa: E402 - after QT_QPA_PLATFORM is set above
+from PySide6.QtWidgets import QApplication  # noqa: E402 - after QT_QPA_PLATFORM is set above
 
-from dle_desktop.core.graph import analyse, layout  # noqa: E402
-from dle_desktop.ui.graph.view import GraphView  # noqa: E402
-from dle_desktop.ui.graph.worker import GraphResult  # noqa: E402
+from dle_desktop.core.graph import analyse, layout  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.ui.graph.view import GraphView  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.ui.graph.worker import GraphResult  # noqa: E402 - needs the sys.path setup above
 
 FRAME_TARGET_MS = 33.0
 BLOCK_TARGET_MS = 50.0
@@ -62,17 +60,17 @@ def frames(view: GraphView, n: int) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"pan": [], "zoom": [], "pan_zoomed_in": []}
     for k in range(n):
         dx = 9 if (k // 20) % 2 == 0 else -9
-        out["pan"].append(timed_ms(lambda: (c.pan_by(dx, 4 if k % 2 else -4), c.repaint())))
+        out["pan"].append(timed_ms(lambda dx=dx, k=k: (c.pan_by(dx, 4 if k % 2 else -4), c.repaint())))
     w, h = c.width(), c.height()
     for k in range(n):
         f = 1.06 if (k // 30) % 2 == 0 else 1 / 1.06
-        out["zoom"].append(timed_ms(lambda: (c.zoom_at(f, w * 0.4, h * 0.6), c.repaint())))
+        out["zoom"].append(timed_ms(lambda f=f: (c.zoom_at(f, w * 0.4, h * 0.6), c.repaint())))
     c.fit()
     c.zoom_at(6.0, w / 2, h / 2)  # labels on, the level of detail a reader works at
     c.repaint()
     for k in range(n):
         dx = 9 if (k // 20) % 2 == 0 else -9
-        out["pan_zoomed_in"].append(timed_ms(lambda: (c.pan_by(dx, 3), c.repaint())))
+        out["pan_zoomed_in"].append(timed_ms(lambda dx=dx: (c.pan_by(dx, 3), c.repaint())))
     c.fit()
     c.repaint()
     return out
@@ -95,15 +93,15 @@ def interaction(view: GraphView, rng: random.Random, n: int) -> dict[str, list[f
         i = rng.choice(nodes)
         x, y = scr[i]
         # a node under the mouse, then empty space next to it: both picks and repaints
-        out["hover"].append(timed_ms(lambda: (c.mouseMoveEvent(move_event(x, y)), c.repaint())))
-        out["hover"].append(timed_ms(lambda: (c.mouseMoveEvent(move_event(x + 0.5, y + 0.5)), c.repaint())))
+        out["hover"].append(timed_ms(lambda x=x, y=y: (c.mouseMoveEvent(move_event(x, y)), c.repaint())))
+        out["hover"].append(timed_ms(lambda x=x, y=y: (c.mouseMoveEvent(move_event(x + 0.5, y + 0.5)), c.repaint())))
     c.set_hovered(-1)
     for _ in range(n):
         i = rng.choice(nodes)
-        out["select"].append(timed_ms(lambda: (c.set_selected(i), c.repaint())))
+        out["select"].append(timed_ms(lambda i=i: (c.set_selected(i), c.repaint())))
     findings = list(view.result.analysis.findings) if view.result.analysis else []
     for f in findings[:n]:
-        def focus():
+        def focus(f=f):
             view.focus_finding(f)
             if c._anim is not None:
                 c._anim.setCurrentTime(10_000)
@@ -112,7 +110,7 @@ def interaction(view: GraphView, rng: random.Random, n: int) -> dict[str, list[f
     titles = [e.title for e in view.graph.entries]
     for _ in range(min(n, 40)):
         t = rng.choice(titles)
-        out["search"].append(timed_ms(lambda: (view.find(t[: max(3, len(t) // 2)]), c.repaint())))
+        out["search"].append(timed_ms(lambda t=t: (view.find(t[: max(3, len(t) // 2)]), c.repaint())))
     view.clear_focus()
     return out
 
@@ -160,7 +158,9 @@ def main(argv=None) -> int:
     ap.add_argument("--screenshot", default="")
     ap.add_argument("--shot-only", action="store_true", help="only lay out the 30,000-edge variant and take the picture")
     args = ap.parse_args(argv)
-    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    def log(m: str) -> None:
+        print(m, file=sys.stderr, flush=True)
+
     app = QApplication.instance() or QApplication([])
     machine = machine_info()
     load0 = load_average()
@@ -224,7 +224,7 @@ def main(argv=None) -> int:
     for name, graph, pos, analysis in variants:
         r = GraphResult(view.worker._job_id, graph, pos, frozenset(), analysis, {}, 0, "full")
         tag = f"{graph.n} entries, {len(graph.simple_edges()[0])} edges ({name})"
-        shown_ms = timed_ms(lambda: view.show_result(r))
+        shown_ms = timed_ms(lambda r=r: view.show_result(r))
         table.append(row(f"GUI block: a worker's result put on screen, {tag}", [shown_ms], None))
         app.processEvents()
         log(f"frames: {tag}")

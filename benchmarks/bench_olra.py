@@ -34,9 +34,9 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-import httpx  # noqa: E402
+import httpx  # noqa: E402 - kept with the imports after the sys.path setup
 
-from dle_desktop.vault.obsidian_rest import encode_vault_path  # noqa: E402
+from dle_desktop.vault.obsidian_rest import encode_vault_path  # noqa: E402 - needs the sys.path setup above
 
 DEFAULT_WORKDIR = REPO / "benchmarks" / "_work" / "olra"
 #: DLE's numbers (src/vault/obsidian-api.js).
@@ -244,7 +244,7 @@ def start_server(vault: Path, data: Path) -> tuple[subprocess.Popen, str, str]:
 
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -306,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(figures, indent=2))
         return 0
     verdict = "PASS" if failures == 0 and figures["fetch_s"]["median"] <= TARGET_FETCH_S else "MISS"
-    print(f"# bench_olra: DLE's index fetch from the Obsidian REST emulation")
+    print("# bench_olra: DLE's index fetch from the Obsidian REST emulation")
     print(f"# {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.platform()}")
     print(f"# vault: {args.entries} generated notes ({md_files} .md files, {vault.bytes / 1e6:.1f} MB); "
           f"{args.runs} runs, each a fresh {args.client} client (new connections, up to 50)")

@@ -36,14 +36,14 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from dle_desktop.core.body import estimate_tokens  # noqa: E402
-from dle_desktop.core.entry import Entry  # noqa: E402
-from dle_desktop.core.hashing import simple_hash  # noqa: E402
-from dle_desktop.core.index import IndexSnapshot, VaultSlice, build_snapshot  # noqa: E402
-from dle_desktop.core.pipeline.chat import ChatMessage, scan_text  # noqa: E402
-from dle_desktop.core.pipeline.config import MatchConfig  # noqa: E402
-from dle_desktop.core.pipeline.run import prepare, run_generation  # noqa: E402
-from dle_desktop.core.pipeline.state import ChatState  # noqa: E402
+from dle_desktop.core.body import estimate_tokens  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.entry import Entry  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.hashing import simple_hash  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.index import IndexSnapshot, VaultSlice, build_snapshot  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.pipeline.chat import ChatMessage, scan_text  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.pipeline.config import MatchConfig  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.pipeline.run import prepare, run_generation  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.pipeline.state import ChatState  # noqa: E402 - needs the sys.path setup above
 
 VAULT = "bench"
 SEED = 20240603
@@ -113,18 +113,18 @@ quiet loud slow quick narrow wide deep shallow high low early late young cold wa
 knew thought seemed became remained returned arrived left found kept gave took brought carried
 paid owed sold bought built burned sank rose fell ruled served fought won failed hid watched waited
 listened remembered forgot believed doubted
-""".split()
+""".split()  # noqa: SIM905 - a word list reads as prose
 COMMON = list(dict.fromkeys(COMMON))
 _COMMON_TEXT = " ".join(COMMON)
 _CUM = list(accumulate(1.0 / (r + 1) ** 0.9 for r in range(len(COMMON))))
 LORE_NOUNS = """harbour lantern guild tide storm archive ledger smuggler temple ferry council oath
-plague festival crypt forge canal marsh tower prison""".split()
+plague festival crypt forge canal marsh tower prison""".split()  # noqa: SIM905 - a word list reads as prose
 
 # Invented names are built from onset + vowel + coda syllables (about 1,500 of them), so that
 # names rarely contain one another: with DLE's default substring matching, a short key that
 # occurs inside many longer names would make every chat match far more than it names.
-SYLLABLES = sorted({o + v + c for o in "b c d f g h k l m n p r s t v w z br dr gr kr tr th sh".split() + [""]
-                    for v in "a e i o u ae ei ou".split() for c in ("", "n", "r", "l", "s", "th", "nd", "rn")})
+SYLLABLES = sorted({o + v + c for o in "b c d f g h k l m n p r s t v w z br dr gr kr tr th sh".split() + [""]  # noqa: SIM905 - onsets and vowels read as one line of letters
+                    for v in "a e i o u ae ei ou".split() for c in ("", "n", "r", "l", "s", "th", "nd", "rn")})  # noqa: SIM905 - onsets and vowels read as one line of letters
 #: Open syllables and plain consonants are likelier, so names read like names ("Toral", "Vesharn").
 _SYL_CUM = list(accumulate(
     (1 if len(s) > 3 else 3) * (4 if s[-1] in "aeiou" else 1) * (1 if s[0] in "aeiou" else 2) for s in SYLLABLES))
@@ -267,7 +267,9 @@ def generate_entries(n: int, seed: int = SEED) -> Generated:
         counts["words"] += n_words
         content = _prose(rng, n_words, mentions)
 
-        earlier = lambda: entries[rng.randrange(max(0, i - 500), i)].title if entries else None  # noqa: E731
+        def earlier(rng: random.Random = rng, i: int = i) -> str | None:
+            return entries[rng.randrange(max(0, i - 500), i)].title if entries else None
+
         refine = tuple(rng.sample(LORE_NOUNS, rng.randint(1, 2))) if rng.random() < 0.10 else ()
         constant = rng.random() < 0.005
         cooldown = rng.randint(2, 5) if rng.random() < 0.02 else None
@@ -484,17 +486,17 @@ def run_benchmark(sizes: list[int], generations: int, series_seconds: float, log
     scan_size = min(sizes, key=lambda s: (abs(s - TARGET_SIZE), s))
     for size in sizes:
         entries = gen.entries[:size]
-        snap, build_s = timed(lambda: build_snapshot([VaultSlice(VAULT, tuple(entries))]))
-        _, prep_s = timed(lambda: prepare(snap, MatchConfig()))
+        snap, build_s = timed(lambda entries=entries: build_snapshot([VaultSlice(VAULT, tuple(entries))]))
+        _, prep_s = timed(lambda snap=snap: prepare(snap, MatchConfig()))
         try:  # private structures, for the key count only; the benchmark runs without them
-            parts = snap._pipeline_parts[1]  # type: ignore[attr-defined]
+            parts = snap._pipeline_parts[1]  # type: ignore[attr-defined]  # prepare()'s cache, set on the snapshot at run time
             n_keys, visible = len(parts.indexes[False].automaton), len(parts.visible)
         except (AttributeError, IndexError, KeyError, TypeError):
             n_keys = visible = None
-        _, bm25_s = timed(lambda: snap.bm25)
+        _, bm25_s = timed(lambda snap=snap: snap.bm25)
         # The first generation after prepare (cold per snapshot: the per-snapshot parts exist).
-        _, first_s = timed(lambda: run_generation(snap, chat.messages[:CHAT_START], ChatState(), MatchConfig(),
-                                                  character_name=chat.character, rng=random.Random(SEED)))
+        _, first_s = timed(lambda snap=snap: run_generation(snap, chat.messages[:CHAT_START], ChatState(), MatchConfig(),
+                                                           character_name=chat.character, rng=random.Random(SEED)))
         row = {"entries": size, "writer_visible": visible, "distinct_keys": n_keys,
                "prep_seconds": {"build_snapshot": build_s, "prepare (KeywordIndex)": prep_s,
                                 "BM25 build": bm25_s, "first generation": first_s},
@@ -761,7 +763,7 @@ def main(argv: list[str] | None = None) -> int:
         chat = generate_chat(gen.entries, CHAT_START + args.generations)
         snap = build_snapshot([VaultSlice(VAULT, tuple(gen.entries))])
         prepare(snap, MatchConfig())
-        snap.bm25  # noqa: B018  (build outside the profile)
+        snap.bm25  # noqa: B018 - reading the property builds the index, outside the profile
         print(profile_size(snap, chat, args.generations))
         return 0
 

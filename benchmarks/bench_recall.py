@@ -56,18 +56,18 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from dle_desktop.core.index import VaultSlice, build_snapshot  # noqa: E402
-from dle_desktop.core.pipeline.chat import ChatMessage  # noqa: E402
-from dle_desktop.core.pipeline.chat_input import parse_chat_document  # noqa: E402
-from dle_desktop.core.pipeline.config import MatchConfig  # noqa: E402
-from dle_desktop.core.pipeline.run import run_generation  # noqa: E402
-from dle_desktop.core.pipeline.state import ChatState  # noqa: E402
-from dle_desktop.engine.retrieval import RetrievalService  # noqa: E402
-from dle_desktop.engine.semantic import SemanticSearch  # noqa: E402
-from dle_desktop.vault.indexer import VaultIndexer  # noqa: E402
-from dle_desktop.vault.sources import FolderSource  # noqa: E402
-from dle_desktop.vectors.contracts import EmbeddingProfile  # noqa: E402
-from dle_desktop.vectors.store import VectorStore  # noqa: E402
+from dle_desktop.core.index import VaultSlice, build_snapshot  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.pipeline.chat import ChatMessage  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.pipeline.chat_input import parse_chat_document  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.pipeline.config import MatchConfig  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.pipeline.run import run_generation  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.pipeline.state import ChatState  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.engine.retrieval import RetrievalService  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.engine.semantic import SemanticSearch  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.vault.indexer import VaultIndexer  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.vault.sources import FolderSource  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.vectors.contracts import EmbeddingProfile  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.vectors.store import VectorStore  # noqa: E402 - needs the sys.path setup above
 
 SET = REPO / "benchmarks" / "recall_set.json"
 MINILM = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-Q8_0.gguf"
@@ -241,7 +241,7 @@ class FixedEmbedder:
 
 def lookup_speed(size: int, queries: int = 200) -> dict:
     sys.path.insert(0, str(REPO / "benchmarks"))
-    from bench_pipeline import generate_chat, generate_entries  # noqa: PLC0415
+    from bench_pipeline import generate_chat, generate_entries
 
     gen = generate_entries(size)
     snap = build_snapshot([VaultSlice("bench", tuple(gen.entries))])
@@ -382,7 +382,7 @@ def real_qwen_model() -> Path | None:
 
     try:
         p = resolve_paths().models_dir / DEFAULT_MODEL.filename
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - no usable data folder means no real model to compare; the run goes on without it
         return None
     return p if p.is_file() else None
 

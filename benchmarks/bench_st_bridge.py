@@ -39,9 +39,9 @@ for p in (REPO, REPO / "benchmarks"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-import yaml  # noqa: E402
-from bench_index import cpu_counters, load_average, machine_info  # noqa: E402
-from bench_pipeline import generate_chat, generate_entries  # noqa: E402
+import yaml  # noqa: E402 - kept with the imports after the sys.path setup
+from bench_index import cpu_counters, load_average, machine_info  # noqa: E402 - needs the sys.path setup above
+from bench_pipeline import generate_chat, generate_entries  # noqa: E402 - needs the sys.path setup above
 
 TARGET_P50_MS = 25.0
 WARMUP = 10  # untimed generations first: the keyword automaton, Chromium's preflight cache, JIT
@@ -138,20 +138,22 @@ def tree_cpu() -> float:
 
 def pct(xs: list[float]) -> dict:
     s = sorted(xs)
-    at = lambda q: s[min(len(s) - 1, round(q * (len(s) - 1)))]  # noqa: E731
+    def at(q: float) -> float:
+        return s[min(len(s) - 1, round(q * (len(s) - 1)))]
+
     return {"p50": statistics.median(s), "p95": at(0.95), "p99": at(0.99), "min": s[0], "max": s[-1], "n": len(s)}
 
 
 def run(args, log) -> dict:
     os.environ["DLE_ST_VERSION"] = args.st_version
     from playwright.sync_api import sync_playwright
-
-    from dle_desktop.st_bridge import install as installer
-    from tests.fakes.ai_provider import FakeAiProvider
     from tests_e2e.conftest import CHARACTER, CHROMIUM
     from tests_e2e.dle_server import DleServer
     from tests_e2e.sillytavern import USER, SillyTavern, chat_completion_settings, install_dir
     from tests_e2e.st_page import StPage
+
+    from dle_desktop.st_bridge import install as installer
+    from tests.fakes.ai_provider import FakeAiProvider
 
     work = args.workdir.resolve()
     shutil.rmtree(work, ignore_errors=True)  # wiped first, like benchmarks/_work
@@ -212,7 +214,7 @@ def run(args, log) -> dict:
             if stop:
                 try:
                     stop()
-                except Exception as exc:  # keep stopping the others
+                except Exception as exc:  # noqa: BLE001 - whatever one stop raises, the others still get stopped
                     print(f"while stopping: {exc!r}", file=sys.stderr)
 
 

@@ -43,15 +43,15 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-import httpx  # noqa: E402
+import httpx  # noqa: E402 - kept with the imports after the sys.path setup
 
-from dle_desktop.engine.engine import Engine  # noqa: E402
-from dle_desktop.engine.thread import EngineThread  # noqa: E402
-from dle_desktop.server.app import ServerRunner  # noqa: E402
-from dle_desktop.state.paths import AppPaths  # noqa: E402
-from dle_desktop.state.secrets import SecretStore  # noqa: E402
-from dle_desktop.state.settings import Settings  # noqa: E402
-from dle_desktop.vault.sources import FolderSource  # noqa: E402
+from dle_desktop.engine.engine import Engine  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.engine.thread import EngineThread  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.server.app import ServerRunner  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.state.paths import AppPaths  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.state.secrets import SecretStore  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.state.settings import Settings  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.vault.sources import FolderSource  # noqa: E402 - needs the sys.path setup above
 
 SEED = 20240604
 FILL_CHUNK = 1000
@@ -235,7 +235,9 @@ def main() -> int:
     print(f"command: python benchmarks/bench_st_vectors.py {' '.join(sys.argv[1:])}")
     print(f"machine: {os.cpu_count()} CPUs; Python {platform.python_version()}; {platform.platform()}; "
           f"node {subprocess.run(['node', '--version'], capture_output=True, text=True).stdout.strip() if shutil.which('node') else '-'}")
-    fmt = lambda la: "[" + ", ".join(f"{x:.2f}" for x in la) + "]" if la else "-"  # noqa: E731
+    def fmt(la: tuple[float, ...] | None) -> str:
+        return "[" + ", ".join(f"{x:.2f}" for x in la) + "]" if la else "-"
+
     print(f"load:    1/5/15-min load average {fmt(load_start)} at start, {fmt(load)} at end "
           f"(figures are inflated when this is above the CPU count); {time.time() - started:.0f} s in all")
     print(f"vectors: {args.dim} dimensions, precomputed (no embedding on either side); {args.ops} calls per figure, medians")

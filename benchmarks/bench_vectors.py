@@ -45,16 +45,16 @@ def _blas_threads_from_argv() -> str:
 if _blas_threads_from_argv() != "auto":
     os.environ["OPENBLAS_NUM_THREADS"] = _blas_threads_from_argv()
 
-import numpy as np  # noqa: E402
+import numpy as np  # noqa: E402 - after OPENBLAS_NUM_THREADS is set above
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-import hnswlib  # noqa: E402
+import hnswlib  # noqa: E402 - after OPENBLAS_NUM_THREADS is set above
 
-from dle_desktop.vectors.contracts import StoredItem  # noqa: E402
-from dle_desktop.vectors.store import VectorStore  # noqa: E402
+from dle_desktop.vectors.contracts import StoredItem  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.vectors.store import VectorStore  # noqa: E402 - needs the sys.path setup above
 
 SEED = 20240614
 BLOCK = 10_000  # rows generated (and truth merged) per block

@@ -61,11 +61,11 @@ def main(argv=None) -> int:
 
     async def shoot():
         deadline = time.monotonic() + 60
-        while win.vault_view.snapshot is None and time.monotonic() < deadline:
+        while win.vault_view.snapshot is None and time.monotonic() < deadline:  # noqa: ASYNC110 - polls Qt state, bounded
             await asyncio.sleep(0.05)
         win.graph_view_action.trigger()
         view = win.graph_view
-        while view.graph is None and time.monotonic() < deadline:
+        while view.graph is None and time.monotonic() < deadline:  # noqa: ASYNC110 - polls Qt state, bounded
             await asyncio.sleep(0.05)
         view.set_colour_mode(args.colour)
         await asyncio.sleep(0.3)
