@@ -1,5 +1,6 @@
-"""What the server answers, declared as models: openapi.py and openapi_vectors.py generate the
-document's answer schemas from them (the routes build their answers from the engine's own
+"""What the server answers, declared as models (the lore API, status, AI, gaps and the bridge here;
+answers_chat.py for retrieval and chat state, answers_vectors.py for SillyTavern's routes):
+openapi.py and openapi_vectors.py generate the document's answer schemas from them (the routes build their answers from the engine's own
 `to_json`s; tests/retrieval/test_openapi.py and the fuzz test hold real answers to these).
 
 A field without a default is always present; one with `None` as its default may be left out."""
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, Field, WithJsonSchema
 
 from dle_desktop.server.schemas import ref
 
@@ -243,133 +244,6 @@ class SyncResult(Answer):
     entries: int
 
 
-class Injected(Answer):
-    title: str
-    vault: str
-    tokens: int = Field(description='estimated tokens as injected (after truncation)')
-    truncated: bool
-    original_tokens: int | None = Field(description='before truncation; null if not truncated')
-    matched_by: str = Field(description='the key, or (constant), (pinned), (bootstrap), (cascade from: X), (fuzzy, score: n), ...')
-    position: int = Field(description=POSITIONS)
-    depth: int
-    role: int = Field(description=ROLES)
-    priority: float
-
-
-class Group(Answer):
-    key: str = Field(description='e.g. deeplore_p1_d4_r0, deeplore_notebook')
-    position: int = Field(description=POSITIONS)
-    position_name: str
-    depth: int
-    role: int = Field(description=ROLES)
-    role_name: str
-    outlet: str | None
-    text: str = Field(description='the text to inject')
-    entries: list[str] = Field(description='titles in this group')
-    scan: bool = Field(description="SillyTavern's allowWIScan for this prompt (setting allow_wi_scan)")
-
-
-class Verdict(Answer):
-    title: str
-    vault: str
-    stage: str = Field(description=('constants, bootstrap, keywords, character, cascade, recursion N, fuzzy, contextual gating, folder '
-        'filter, pins, blocks, reinjection cooldown, requires/excludes, strip duplicates, budget, ...'))
-    outcome: Literal['matched', 'skipped', 'removed', 'injected', 'truncated', 'cut', 'info']
-    reason: str
-
-
-class Generation(Answer):
-    injected: list[Injected]
-    groups: list[Group]
-    total_tokens: int
-    verdicts: list[Verdict] = Field(description="the decision record: every stage's verdict on every entry it touched")
-    timings_ms: dict[str, float] = Field(description='milliseconds per stage, and `total`')
-    skipped_reason: str | None = Field(description="set when DLE would not run at all (the last message is a system "
-                                                   "message or a tool call); nothing is saved then")
-    notes: list[str]
-    swipe_rollback: bool = Field(description="the previous generation's state was rolled back first")
-    semantic_query: str | None = Field(description="what the semantic stage searched with (the newest message and the "
-                                                   "window before it); null when semantic search is off")
-
-
-class Analytics(Answer):
-    matched: int
-    injected: int
-    last_triggered: int
-
-
-class ChatState(Answer):
-    """A chat's state; an unknown chat reads as a fresh one."""
-
-    chat_id: str
-    generation_count: int
-    pins: list[EntryRef]
-    blocks: list[EntryRef]
-    context: StoredContext
-    folder_filter: list[str] | None
-    notebook: str
-    cooldowns: dict[str, int] = Field(description='vault:title → generations of cooldown left')
-    counts: dict[str, int] = Field(description='vault:title → times injected in this chat')
-    analytics: dict[str, Analytics] = Field(description='vault:title → match and injection counts')
-
-
-class ChatDeleted(Answer):
-    chat_id: str
-    deleted: bool = Field(description='false if there was no state')
-
-
-class DecisionRecord(Answer):
-    gen: int = Field(description='generation count after this generation')
-    created_at: float = Field(description='Unix time')
-    injected: list[str]
-    verdicts: list[Verdict]
-    total_tokens: int
-    semantic_query: str = may_be_left_out(description='what the semantic stage searched with (only when it was on)')
-
-
-class Records(Answer):
-    chat_id: str
-    records: list[DecisionRecord] = Field(description='newest first')
-
-
-class Pins(Answer):
-    pins: list[EntryRef]
-
-
-class Blocks(Answer):
-    blocks: list[EntryRef]
-
-
-class ChatContext(Answer):
-    context: StoredContext
-
-
-class ChatFolderFilter(Answer):
-    folder_filter: list[str] | None
-
-
-class Notebook(Answer):
-    notebook: str
-
-
-class ChatSummary(Answer):
-    chat_id: str
-    generation_count: int
-    updated_at: float = Field(description="when the chat's state was last saved (Unix time, seconds)")
-    records: int = Field(description='decision records kept for the chat (at most 50)')
-
-
-class ForkResult(Answer):
-    chat_id: str
-    from_: str = Field(alias='from')
-    copied: bool = Field(description='false when the chat had state already, the source had none, or both are one chat')
-    reason: str | None = Field(description='why nothing was copied')
-
-
-class ChatList(Answer):
-    chats: list[ChatSummary] = Field(description='chats with stored state, most recently saved first')
-
-
 class PrefetchResult(Answer):
     queued: int = Field(description='messages handed to the embedder')
     reason: str = may_be_left_out(description='why nothing was queued')
@@ -457,113 +331,9 @@ class BridgeState(Answer):
     last_error: str | None
 
 
-class VectorError(Answer):
-    """TauriTavern's error shape, which SillyTavern 1.18 reads."""
-
-    error: Literal[True]
-    message: str = Field(description='what went wrong')
-    cause: Literal['invalid_request', 'embedding_auth_failed', 'forbidden_origin', 'vector_endpoint_unavailable',
-                   'vector_index_conflict', 'request_too_large', 'embedding_rate_limited', 'embedding_unavailable',
-                   'vector_store_unavailable']
-
-
-class VectorMetadata(Answer):
-    model_config = ConfigDict(extra="forbid")
-
-    hash: int
-    text: str
-    index: int
-
-
-class VectorQueryResult(Answer):
-    model_config = ConfigDict(extra="forbid")
-
-    metadata: list[VectorMetadata]
-    hashes: list[int]
-
-
-class PlainError(Answer):
-    error: str
-
-
-class OpenAiErrorError(Answer):
-    message: str
-    type: str
-    code: int
-
-
-class OpenAiError(Answer):
-    error: OpenAiErrorError
-
-
-class OpenAiEmbeddingsData(Answer):
-    object: Literal['embedding']
-    index: int
-    embedding: list[float] | str
-
-
-class OpenAiEmbeddingsUsage(Answer):
-    prompt_tokens: int
-    total_tokens: int
-
-
-class OpenAiEmbeddings(Answer):
-    object: Literal['list']
-    data: list[OpenAiEmbeddingsData]
-    model: str
-    usage: OpenAiEmbeddingsUsage
-
-
-
 class BreakerReset(Answer):
     breaker: Breaker
 
 
 class CacheCleared(Answer):
     cleared: str = Field(description="the chat whose answers were forgotten, or `all`")
-
-
-# -- SillyTavern's routes -------------------------------------------------------------------------
-
-_VECTORS = list[list[float]]
-
-
-class ScopesEnabled(Answer):
-    enabled: Literal[True]
-
-
-class KoboldEmbedResult(Answer):
-    model: str
-    embeddings: _VECTORS
-
-
-class ModelInfo(Answer):
-    id: str
-    object: str
-    created: int = may_be_left_out()
-    owned_by: str = may_be_left_out()
-
-
-class ModelList(Answer):
-    object: Literal["list"]
-    data: list[ModelInfo]
-
-
-class OllamaEmbedResult(Answer):
-    model: str
-    embeddings: _VECTORS
-    total_duration: int = may_be_left_out()
-    load_duration: int = may_be_left_out()
-    prompt_eval_count: int = may_be_left_out()
-
-
-class OllamaEmbedding(Answer):
-    embedding: list[float]
-
-
-class ExtrasEmbedding(Answer):
-    embedding: list[float] | _VECTORS
-
-
-class ExtrasModules(Answer):
-    modules: list[str]

@@ -2,8 +2,9 @@
 the routes SillyTavern calls), built in code and served at GET /api/dle/v1/openapi.json.
 
 The schemas are generated from models: request bodies and query strings from the ones the routes
-validate with (schemas.py, schemas_vectors.py), answers from answers.py. This module adds the
-operations: paths, statuses and what each means. tests/retrieval/test_openapi.py checks that
+validate with (schemas_lore.py, schemas_chat.py, schemas_vectors.py), answers from answers.py,
+answers_chat.py and answers_vectors.py. This module adds the operations: paths, statuses and what
+each means. tests/retrieval/test_openapi.py checks that
 every route of the server is documented (and nothing else is) and validates real answers against
 the document, and tests/server/test_openapi_fuzz.py fuzzes the live server with schemathesis
 against it. The routes SillyTavern calls (vectors, embeddings) are described in openapi_vectors.py.
@@ -21,7 +22,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from dle_desktop import __version__
-from dle_desktop.server import answers, openapi_vectors, schemas
+from dle_desktop.server import answers, answers_chat, openapi_vectors, schemas, schemas_chat, schemas_lore
 
 API = "/api/dle/v1"
 
@@ -35,23 +36,23 @@ def _ref(name: str) -> dict:
 #: Every answer model the document names (and, through them, the models they use).
 ANSWERS: list[type[BaseModel]] = [
     answers.Error, answers.Status, answers.EntryList, answers.Entry, answers.HealthReport, answers.Skipped,
-    answers.SyncResult, answers.Generation, answers.ChatList, answers.LoreSearchResult, answers.GapRecord,
-    answers.GapList, answers.BridgeInfo, answers.PrefetchResult, answers.BridgeState, answers.ChatState,
-    answers.ChatDeleted, answers.ForkResult, answers.Records, answers.Pins, answers.Blocks, answers.ChatContext,
-    answers.ChatFolderFilter, answers.Notebook, answers.AiState, answers.BreakerReset, answers.CacheCleared,
-    answers.ConnectionTest, *openapi_vectors.ANSWERS,
+    answers.SyncResult, answers.LoreSearchResult, answers.GapRecord, answers.GapList, answers.BridgeInfo,
+    answers.PrefetchResult, answers.BridgeState, answers.AiState, answers.BreakerReset, answers.CacheCleared,
+    answers.ConnectionTest, answers_chat.Generation, answers_chat.ChatList, answers_chat.ChatState,
+    answers_chat.ChatDeleted, answers_chat.ForkResult, answers_chat.Records, answers_chat.Pins, answers_chat.Blocks,
+    answers_chat.ChatContext, answers_chat.ChatFolderFilter, answers_chat.Notebook, *openapi_vectors.ANSWERS,
 ]
 _SCHEMAS: dict[str, dict] = schemas.components(ANSWERS)
 
 
 #: Request bodies, by component name: generated from the models the routes validate with.
 REQUEST_BODIES: dict[str, type[schemas.RequestModel]] = {
-    "RetrieveRequest": schemas.RetrieveRequest, "ForkRequest": schemas.ForkRequest,
-    **{model.__name__: model for model, _ in schemas.FIELD_UPDATES.values()},
-    "PrefetchRequest": schemas.PrefetchRequest, "LoreSearchRequest": schemas.LoreSearchRequest,
-    "LoreFlagRequest": schemas.LoreFlagRequest, "BridgeHello": schemas.BridgeHello,
+    "RetrieveRequest": schemas_chat.RetrieveRequest, "ForkRequest": schemas_chat.ForkRequest,
+    **{model.__name__: model for model, _ in schemas_chat.FIELD_UPDATES.values()},
+    "PrefetchRequest": schemas_lore.PrefetchRequest, "LoreSearchRequest": schemas_lore.LoreSearchRequest,
+    "LoreFlagRequest": schemas_lore.LoreFlagRequest, "BridgeHello": schemas_lore.BridgeHello,
 }
-_SCHEMAS.update(schemas.SHARED_SCHEMAS)
+_SCHEMAS.update(schemas_chat.SHARED_SCHEMAS)
 _SCHEMAS.update({name: schemas.request_schema(model) for name, model in REQUEST_BODIES.items()})
 _SCHEMAS.update(openapi_vectors.SCHEMAS)
 
@@ -127,7 +128,7 @@ def build_document() -> dict:
         f"{API}/status": {"get": _op("getStatus", "Engine and vault status", _json(_ref("Status"), "status"), tag="lore")},
         f"{API}/entries": {"get": _op(
             "listEntries", "List entries (without content)", _json(_ref("EntryList"), "entries"), tag="lore",
-            params=_query(schemas.EntriesQuery))},
+            params=_query(schemas_lore.EntriesQuery))},
         f"{API}/entries/{{vault}}/{{path}}": {"get": _op(
             "getEntry", "One entry in full", _json(_ref("Entry"), "the entry"), tag="lore",
             params=[{"name": "vault", "in": "path", "required": True, "schema": STR},
@@ -139,7 +140,7 @@ def build_document() -> dict:
                                       _json(_ref("Skipped"), "skipped notes"), tag="lore")},
         f"{API}/sync": {"post": _op(
             "syncNow", "Sync the vaults now", _json(_ref("SyncResult"), "what changed"), tag="lore",
-            params=_query(schemas.SyncQuery),
+            params=_query(schemas_lore.SyncQuery),
             errors={"400": _err("force is not 0 or 1"), "502": _err("the sync failed (vault unreachable, ...)")})},
         f"{API}/retrieve": {"post": _op(
             "retrieve", "Run the retrieval pipeline for one generation of a chat",
@@ -150,7 +151,7 @@ def build_document() -> dict:
         f"{API}/chats": {"get": _op(
             "listChats", "Chats with stored state", _json(_ref("ChatList"), "the chats, most recently saved first"),
             tag="chats",
-            params=_query(schemas.ChatsQuery),
+            params=_query(schemas_chat.ChatsQuery),
             errors={"400": _err("limit is not a whole number from 1 to 500")})},
         f"{API}/lore/search": {"post": _op(
             "searchLore", "Search the vault for a tool-calling model (DLE's librarian `search`)",
@@ -167,7 +168,7 @@ def build_document() -> dict:
                         "higher urgency, the reason appended.")},
         f"{API}/gaps": {"get": _op(
             "listGaps", "The gap records", _json(_ref("GapList"), "the records"), tag="gaps",
-            params=_query(schemas.GapsQuery),
+            params=_query(schemas_lore.GapsQuery),
             errors={"400": _err("status or include_hidden is not one of its values")})},
         f"{API}/bridge/hello": {"post": _op(
             "bridgeHello", "The SillyTavern bridge extension says who it is; the answer is what it needs to know",
@@ -199,7 +200,7 @@ def build_document() -> dict:
         f"{API}/chats/{{chat_id}}/records": {"get": _op(
             "getChatRecords", "A chat's recent decision records", _json(_ref("Records"), "records, newest first"),
             tag="chats",
-            params=[_CHAT_ID, *_query(schemas.RecordsQuery)],
+            params=[_CHAT_ID, *_query(schemas_chat.RecordsQuery)],
             errors={"400": _err("bad chat id, or limit is not a whole number from 1 to 50")})},
         **_field_paths(),
         f"{API}/ai": {"get": _op("getAi", "AI channels, usage counts and the circuit breaker",
@@ -208,7 +209,7 @@ def build_document() -> dict:
                                                 _json(_ref("BreakerReset"), "the breaker"), tag="ai")},
         f"{API}/ai/cache/clear": {"post": _op(
             "clearAiCache", "Forget cached AI-search answers", _json(_ref("CacheCleared"), "which chat, or all"),
-            tag="ai", params=_query(schemas.CacheClearQuery),
+            tag="ai", params=_query(schemas_chat.CacheClearQuery),
             errors={"400": _err("bad chat id")})},
         f"{API}/ai/channels/{{channel}}/test": {"post": _op(
             "testChannel", "DLE's connection test (\"Reply OK.\" / \"ping\") on a channel's connection",

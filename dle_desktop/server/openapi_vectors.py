@@ -1,10 +1,12 @@
-"""The OpenAPI paths and schemas of the routes SillyTavern calls: its Vector API (`/api/vector/*`,
+"""The OpenAPI paths of the routes SillyTavern calls: its Vector API (`/api/vector/*`,
 routes_vector.py) and the embedding-backend endpoints (routes_embeddings.py). openapi.py merges
 them into the one document.
 
 These routes speak SillyTavern's wire format, which is looser than our own API: numbers may come as
-strings (`Number()` in ST), unknown fields are ignored, an empty body is `{}`. The schemas say what
-ST sends and what we answer; the descriptions say where the server is more lenient."""
+strings (`Number()` in ST), unknown fields are ignored, an empty body is `{}`. The request schemas
+come from the models the routes validate with (schemas_vectors.py), the answers' from
+answers_vectors.py; they say what ST sends and what we answer, the descriptions where the server
+is more lenient."""
 
 from __future__ import annotations
 
@@ -12,9 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from dle_desktop.server import answers
-from dle_desktop.server.schemas import WHITESPACE, request_schema
+from dle_desktop.server import answers_vectors
+from dle_desktop.server.schemas import request_schema
 from dle_desktop.server.schemas_vectors import (
+    SHARED_SCHEMAS,
     ExtrasComputeBody,
     KoboldEmbed,
     KoboldEmbeddingsBody,
@@ -30,46 +33,21 @@ from dle_desktop.server.schemas_vectors import (
     VectorQuery,
     VectorQueryMulti,
 )
-from dle_desktop.vectors.service import (
-    MAX_COLLECTION_ID_CHARS,
-    MAX_INSERT_ITEMS,
-)
-from dle_desktop.vectors.source_settings import MAX_SETTING_CHARS
-
-STR = {"type": "string"}
 
 
 def _ref(name: str) -> dict:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-#: Text with something other than whitespace in it, and no NUL.
-_NON_BLANK = rf"^[^\x00]*[^{WHITESPACE}\x00][^\x00]*$"
-_SETTING = {"type": "string", "maxLength": MAX_SETTING_CHARS}
-
 #: The answers of these routes, as models (their components are generated from them).
 ANSWERS: list[type[BaseModel]] = [
-    answers.VectorError, answers.VectorQueryResult, answers.ScopesEnabled, answers.KoboldEmbedResult,
-    answers.PlainError, answers.OpenAiError, answers.OpenAiEmbeddings, answers.ModelList, answers.OllamaEmbedResult,
-    answers.OllamaEmbedding, answers.ExtrasEmbedding, answers.ExtrasModules,
+    answers_vectors.VectorError, answers_vectors.VectorQueryResult, answers_vectors.ScopesEnabled,
+    answers_vectors.KoboldEmbedResult, answers_vectors.PlainError, answers_vectors.OpenAiError,
+    answers_vectors.OpenAiEmbeddings, answers_vectors.ModelList, answers_vectors.OllamaEmbedResult,
+    answers_vectors.OllamaEmbedding, answers_vectors.ExtrasEmbedding, answers_vectors.ExtrasModules,
 ]
 #: What the requests refer to by name.
-SCHEMAS: dict[str, dict] = {
-    "CollectionId": {
-        "description": "ST's `String(collectionId)`: a chat id, `world_<hash>`, `file_<hash>`, ... (a number is "
-                       "read as its text)",
-        "anyOf": [{"type": "string", "minLength": 1, "maxLength": MAX_COLLECTION_ID_CHARS, "pattern": _NON_BLANK},
-                  {"type": "number"}],
-    },
-    "VectorHash": {"type": "integer", "minimum": -2 ** 63, "maximum": 2 ** 63 - 1,
-                   "description": "ST's getStringHash of the text (a signed 64-bit whole number)"},
-    "VectorItem": {"type": "object", "required": ["hash", "text", "index"],
-                   "properties": {"hash": _ref("VectorHash"), "text": STR,
-                                  "index": {"type": "integer", "minimum": -2 ** 63, "maximum": 2 ** 63 - 1}}},
-    "EmbeddingInput": {"description": "one text or a list of texts",
-                       "anyOf": [STR, {"type": "array", "items": STR, "maxItems": MAX_INSERT_ITEMS}]},
-}
-
+SCHEMAS: dict[str, dict] = SHARED_SCHEMAS
 
 
 def _st(model: type[StBody]) -> dict[str, Any]:

@@ -7,7 +7,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from dle_desktop.server.schemas import CacheClearQuery, parse_query
+from dle_desktop.server.schemas import parse_query
+from dle_desktop.server.schemas_chat import CacheClearQuery
 from dle_desktop.server.services import AiControls, engine
 from dle_desktop.state.settings import CHANNELS
 

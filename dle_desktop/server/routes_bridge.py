@@ -18,7 +18,9 @@ from starlette.routing import Route
 from dle_desktop import __version__
 from dle_desktop.engine.retrieval import observe_generations
 from dle_desktop.server.routes_chat import read_json
-from dle_desktop.server.schemas import BridgeHello, ChatsQuery, PrefetchRequest, parse_body, parse_query
+from dle_desktop.server.schemas import parse_body, parse_query
+from dle_desktop.server.schemas_chat import ChatsQuery
+from dle_desktop.server.schemas_lore import BridgeHello, PrefetchRequest
 from dle_desktop.server.services import LoreEngine, engine, services, services_of
 from dle_desktop.state.paths import resources_dir
 

@@ -13,15 +13,8 @@ from starlette.routing import Route
 from dle_desktop.errors import InputError
 from dle_desktop.fileio import parse_json_bytes_async
 from dle_desktop.server.chat_routing import ChatRoute
-from dle_desktop.server.schemas import (
-    FIELD_UPDATES,
-    ForkRequest,
-    RecordsQuery,
-    RetrieveRequest,
-    checked_chat_id,
-    parse_body,
-    parse_query,
-)
+from dle_desktop.server.schemas import parse_body, parse_query
+from dle_desktop.server.schemas_chat import FIELD_UPDATES, ForkRequest, RecordsQuery, RetrieveRequest, checked_chat_id
 from dle_desktop.server.services import ChatRetrieval, engine
 
 

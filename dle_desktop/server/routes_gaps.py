@@ -17,7 +17,8 @@ from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.engine.retrieval import NotReady
 from dle_desktop.librarian.lore_search import flag_lore, search_lore
 from dle_desktop.server.routes_chat import read_json
-from dle_desktop.server.schemas import GapsQuery, LoreFlagRequest, LoreSearchRequest, parse_body, parse_query
+from dle_desktop.server.schemas import parse_body, parse_query
+from dle_desktop.server.schemas_lore import GapsQuery, LoreFlagRequest, LoreSearchRequest
 from dle_desktop.server.services import engine
 
 API = "/api/dle/v1"

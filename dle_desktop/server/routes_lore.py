@@ -7,7 +7,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from dle_desktop.errors import DleError
-from dle_desktop.server.schemas import EntriesQuery, SyncQuery, parse_query
+from dle_desktop.server.schemas import parse_query
+from dle_desktop.server.schemas_lore import EntriesQuery, SyncQuery
 from dle_desktop.server.services import engine as _engine
 
 

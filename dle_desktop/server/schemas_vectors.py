@@ -19,6 +19,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, PrivateAttr, WithJs
 from dle_desktop.server.schemas import NOT_BLANK, WHITESPACE, ref
 from dle_desktop.vectors.service import (
     DEFAULT_TOP_K,
+    MAX_COLLECTION_ID_CHARS,
     MAX_COLLECTIONS,
     MAX_HASHES,
     MAX_INSERT_ITEMS,
@@ -44,13 +45,11 @@ _QUERY_TYPES = {"query", "search_query", "retrieval.query"}
 _WS = f"[{WHITESPACE}]*"
 _TOP_K_TEXT = rf"^{_WS}(\+?0*([0-9]{{1,3}}|1000)(\.0*)?)?{_WS}$"
 _THRESHOLD_TEXT = rf"^{_WS}([+-]?(0*1(\.0*)?|0*\.[0-9]+|0+(\.[0-9]*)?))?{_WS}$"
+#: Text with something other than whitespace in it, and no NUL (collection ids, search texts).
+NON_BLANK_NO_NUL = rf"^[^\x00]*[^{WHITESPACE}\x00][^\x00]*$"
 
 
 Body = TypeVar("Body", bound="StBody")
-
-
-def _schema(schema: dict[str, Any]) -> Any:
-    return WithJsonSchema(schema)
 
 
 class StBody(BaseModel):
@@ -74,8 +73,26 @@ def parse_st_body(model: type[Body], data: Any, headers: Mapping[str, str] | Non
 
 # -- the Vector API ---------------------------------------------------------------------------------
 
+_INT64 = {"type": "integer", "minimum": -2 ** 63, "maximum": 2 ** 63 - 1}
+#: Schemas the requests share (components of the document).
+SHARED_SCHEMAS: dict[str, dict[str, Any]] = {
+    "CollectionId": {
+        "description": "ST's `String(collectionId)`: a chat id, `world_<hash>`, `file_<hash>`, ... (a number is read "
+                       "as its text)",
+        "anyOf": [{"type": "string", "minLength": 1, "maxLength": MAX_COLLECTION_ID_CHARS, "pattern": NON_BLANK_NO_NUL},
+                  {"type": "number"}],
+    },
+    "VectorHash": _INT64 | {"description": "ST's getStringHash of the text (a signed 64-bit whole number)"},
+    "VectorItem": {"type": "object", "required": ["hash", "text", "index"],
+                   "properties": {"hash": {"$ref": "#/components/schemas/VectorHash"}, "text": {"type": "string"},
+                                  "index": _INT64}},
+    "EmbeddingInput": {"description": "one text or a list of texts",
+                       "anyOf": [{"type": "string"},
+                                 {"type": "array", "items": {"type": "string"}, "maxItems": MAX_INSERT_ITEMS}]},
+}
+
 _SETTING = {"type": ["string", "null"], "maxLength": MAX_SETTING_CHARS}
-_Setting = Annotated[Any, _schema(_SETTING)]
+_Setting = Annotated[Any, WithJsonSchema(_SETTING)]
 SOURCE_DESCRIPTION = (
     "The embedding source and its settings, in the body (ST 1.13+) or, for ST 1.12, in the X-LlamaCpp-URL, "
     "X-Vllm-URL, X-Vllm-Model, X-Ollama-URL, X-Ollama-Model, X-Ollama-Keep, X-Extras-Url, X-Extras-Key, "
@@ -97,14 +114,14 @@ class SourceBody(StBody):
 
     model_config = ConfigDict(extra="ignore", validate_default=True, json_schema_extra=_precomputed_need_a_model)
 
-    source: Annotated[Any, _schema({"enum": ["", None, *KNOWN_SOURCES],
+    source: Annotated[Any, WithJsonSchema({"enum": ["", None, *KNOWN_SOURCES],
                                     "description": "absent, null or empty means transformers. " + SOURCE_DESCRIPTION})] = None
     apiUrl: _Setting = None  # noqa: N815 - SillyTavern's names
     model: _Setting = None
-    keep: Annotated[Any, _schema({"type": ["boolean", "null"]})] = None
+    keep: Annotated[Any, WithJsonSchema({"type": ["boolean", "null"]})] = None
     extrasUrl: _Setting = None  # noqa: N815
     extrasKey: _Setting = None  # noqa: N815
-    embeddings: Annotated[Any, _schema({
+    embeddings: Annotated[Any, WithJsonSchema({
         "type": ["object", "null"],
         "description": "koboldcpp / webllm: text → its vector (an array of numbers). Read only by the routes that "
                        "embed (insert, query) for these sources; a text they need without a vector of the "
@@ -125,16 +142,16 @@ class SourceBody(StBody):
         return self._settings
 
 
-_CollectionId = Annotated[Any, BeforeValidator(parse_collection_id), _schema(ref("CollectionId"))]
-_SearchText = Annotated[Any, BeforeValidator(parse_search_text), _schema(
-    {"type": "string", "pattern": rf"^[^\x00]*[^{WHITESPACE}\x00][^\x00]*$",
+_CollectionId = Annotated[Any, BeforeValidator(parse_collection_id), WithJsonSchema(ref("CollectionId"))]
+_SearchText = Annotated[Any, BeforeValidator(parse_search_text), WithJsonSchema(
+    {"type": "string", "pattern": NON_BLANK_NO_NUL,
      "description": "the text to search for (not blank)"})]
-_TopK = Annotated[Any, BeforeValidator(parse_top_k), _schema(
+_TopK = Annotated[Any, BeforeValidator(parse_top_k), WithJsonSchema(
     {"anyOf": [{"type": "integer", "minimum": 0, "maximum": MAX_TOP_K}, {"type": "null"},
                {"type": "string", "pattern": _TOP_K_TEXT}],
      "description": f"how many hits (1-{MAX_TOP_K}); 0 or none means {DEFAULT_TOP_K}. As in ST, a numeric string is "
                     "read as its number"})]
-_Threshold = Annotated[Any, BeforeValidator(parse_threshold), _schema(
+_Threshold = Annotated[Any, BeforeValidator(parse_threshold), WithJsonSchema(
     {"anyOf": [{"type": "number", "minimum": -1, "maximum": 1}, {"type": "null"},
                {"type": "string", "pattern": _THRESHOLD_TEXT}],
      "description": "the least similarity a hit needs (-1 to 1; none means 0). As in ST, a numeric string is read "
@@ -147,13 +164,13 @@ class VectorList(SourceBody):
 
 class VectorInsert(SourceBody):
     collectionId: _CollectionId  # noqa: N815
-    items: Annotated[Any, BeforeValidator(parse_items), _schema(
+    items: Annotated[Any, BeforeValidator(parse_items), WithJsonSchema(
         {"type": "array", "items": ref("VectorItem"), "maxItems": MAX_INSERT_ITEMS})]
 
 
 class VectorDelete(SourceBody):
     collectionId: _CollectionId  # noqa: N815
-    hashes: Annotated[Any, BeforeValidator(parse_hashes), _schema(
+    hashes: Annotated[Any, BeforeValidator(parse_hashes), WithJsonSchema(
         {"type": "array", "items": ref("VectorHash"), "maxItems": MAX_HASHES,
          "description": "numeric strings are read as numbers"})]
 
@@ -166,7 +183,7 @@ class VectorQuery(SourceBody):
 
 
 class VectorQueryMulti(SourceBody):
-    collectionIds: Annotated[Any, BeforeValidator(parse_collection_ids), _schema(  # noqa: N815
+    collectionIds: Annotated[Any, BeforeValidator(parse_collection_ids), WithJsonSchema(  # noqa: N815
         {"type": "array", "items": ref("CollectionId"), "maxItems": MAX_COLLECTIONS})]
     searchText: _SearchText  # noqa: N815
     topK: _TopK = None  # noqa: N815
@@ -186,9 +203,9 @@ class VectorPurgeAll(StBody):
 class KoboldEmbed(StBody):
     """ST's hop to KoboldCpp: the KoboldCpp at `server` (also `apiUrl`) embeds `items`."""
 
-    server: Annotated[Any, _schema({"type": "string", "format": "uri", "description": "the KoboldCpp URL (also "
+    server: Annotated[Any, WithJsonSchema({"type": "string", "format": "uri", "description": "the KoboldCpp URL (also "
                                                                                       "`apiUrl`)"})]
-    items: Annotated[Any, _schema({"type": "array", "items": {"type": "string"}, "maxItems": MAX_INSERT_ITEMS})]
+    items: Annotated[Any, WithJsonSchema({"type": "array", "items": {"type": "string"}, "maxItems": MAX_INSERT_ITEMS})]
 
     @model_validator(mode="before")
     @classmethod
@@ -268,9 +285,9 @@ _QUERY_FLAG_DOCS = {
 class EmbedBody(StBody):
     """What every embedding endpoint reads besides its texts: whether they are queries."""
 
-    input_type: Annotated[Any, _schema({"description": _QUERY_FLAG_DOCS["input_type"]})] = None
-    isQuery: Annotated[Any, _schema({"description": _QUERY_FLAG_DOCS["isQuery"]})] = None  # noqa: N815
-    is_query: Annotated[Any, _schema({"description": _QUERY_FLAG_DOCS["is_query"]})] = None
+    input_type: Annotated[Any, WithJsonSchema({"description": _QUERY_FLAG_DOCS["input_type"]})] = None
+    isQuery: Annotated[Any, WithJsonSchema({"description": _QUERY_FLAG_DOCS["isQuery"]})] = None  # noqa: N815
+    is_query: Annotated[Any, WithJsonSchema({"description": _QUERY_FLAG_DOCS["is_query"]})] = None
 
     @property
     def query(self) -> bool:
@@ -281,17 +298,17 @@ class EmbedBody(StBody):
         return isinstance(kind, str) and kind.strip().lower() in _QUERY_TYPES
 
 
-_NullableText = Annotated[Any, BeforeValidator(_model_name), _schema({"type": ["string", "null"]})]
+_NullableText = Annotated[Any, BeforeValidator(_model_name), WithJsonSchema({"type": ["string", "null"]})]
 _NO_INPUT = {"anyOf": [ref("EmbeddingInput"), {"type": "null"}], "description": "absent or null: no texts"}
 
 
 class OpenAiEmbeddingsBody(EmbedBody):
     """`input` is required; `model` is not used to pick a model."""
 
-    input: Annotated[Any, BeforeValidator(lambda v: texts(v, "input")), _schema(ref("EmbeddingInput"))]
+    input: Annotated[Any, BeforeValidator(lambda v: texts(v, "input")), WithJsonSchema(ref("EmbeddingInput"))]
     model: Annotated[Any, BeforeValidator(_model_name),
-                     _schema({"type": ["string", "null"], "description": "not used to pick a model"})] = None
-    encoding_format: Annotated[Any, _schema({"enum": ["float", "base64", None], "description": "null means float"})] = None
+                     WithJsonSchema({"type": ["string", "null"], "description": "not used to pick a model"})] = None
+    encoding_format: Annotated[Any, WithJsonSchema({"enum": ["float", "base64", None], "description": "null means float"})] = None
 
     @field_validator("encoding_format", mode="before")
     @classmethod
@@ -303,12 +320,12 @@ class OpenAiEmbeddingsBody(EmbedBody):
 
 class OllamaEmbedBody(EmbedBody):
     model: _NullableText = None
-    input: Annotated[Any, BeforeValidator(lambda v: texts(v, "input", missing_ok=True)), _schema(_NO_INPUT)] = None
+    input: Annotated[Any, BeforeValidator(lambda v: texts(v, "input", missing_ok=True)), WithJsonSchema(_NO_INPUT)] = None
 
 
 class OllamaEmbeddingsBody(EmbedBody):
     model: _NullableText = None
-    prompt: Annotated[Any, _schema({"type": ["string", "null"], "description": "null or empty: no vector"})] = None
+    prompt: Annotated[Any, WithJsonSchema({"type": ["string", "null"], "description": "null or empty: no vector"})] = None
 
     @field_validator("prompt", mode="before")
     @classmethod
@@ -321,10 +338,10 @@ class OllamaEmbeddingsBody(EmbedBody):
 
 
 class KoboldEmbeddingsBody(EmbedBody):
-    input: Annotated[Any, BeforeValidator(lambda v: texts(v, "input", missing_ok=True)), _schema(_NO_INPUT)] = None
+    input: Annotated[Any, BeforeValidator(lambda v: texts(v, "input", missing_ok=True)), WithJsonSchema(_NO_INPUT)] = None
 
 
 class ExtrasComputeBody(EmbedBody):
     """`text` is required."""
 
-    text: Annotated[Any, BeforeValidator(lambda v: texts(v, "text")), _schema(ref("EmbeddingInput"))]
+    text: Annotated[Any, BeforeValidator(lambda v: texts(v, "text")), WithJsonSchema(ref("EmbeddingInput"))]

@@ -13,7 +13,7 @@ from starlette.routing import Route
 from dle_desktop.core.pipeline.chat_input import MAX_MESSAGE_CHARS, MAX_MESSAGES, MAX_NAME_CHARS
 from dle_desktop.server import openapi
 from dle_desktop.server.app import build_app
-from dle_desktop.server.schemas import RETRIEVE_FIELDS
+from dle_desktop.server.schemas_chat import RETRIEVE_FIELDS
 
 from ._schema import check, errors, resolve
 from ._support import API, messages

@@ -13,7 +13,7 @@ import pytest
 
 from dle_desktop.librarian.gaps import GapStore
 from dle_desktop.librarian.service import Librarian
-from dle_desktop.server.schemas import MAX_REASON_CHARS
+from dle_desktop.server.schemas_lore import MAX_REASON_CHARS
 from dle_desktop.server.security import server_token
 from tests.conftest import lore_text
 from tests.retrieval._support import API, LiveServer
