@@ -29,6 +29,7 @@ _NOT_BLANK = re.compile(NOT_BLANK)
 def not_blank(value: str) -> bool:
     return _NOT_BLANK.search(value) is not None
 
+
 Model = TypeVar("Model", bound="RequestModel")
 
 
@@ -165,8 +166,11 @@ class QueryModel(RequestModel):
     unknown_ok: ClassVar[bool] = True
 
 
-def whole_number(raw: str, low: int, high: int) -> int:
-    limit = int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 10 else 0
+def whole_number(raw: str, low: int, high: int, *, zero_padding_ok: bool = True) -> int:
+    """`raw` as a number from `low` to `high`, or ValueError. Ten digits or more are out of range
+    (and never reach `int`), leading zeros counted unless `zero_padding_ok`."""
+    digits = raw.lstrip("0") if zero_padding_ok else raw
+    limit = int(raw) if raw.isascii() and raw.isdigit() and len(digits) < 10 else 0
     if not low <= limit <= high:
         raise ValueError(f"limit must be a whole number from {low} to {high}, not {raw[:40]!r}")
     return limit

@@ -244,7 +244,7 @@ class ChatsQuery(QueryModel):
     @field_validator("limit", mode="before")
     @classmethod
     def _limit(cls, value: str) -> int:
-        return whole_number(value, 1, MAX_CHATS)
+        return whole_number(value, 1, MAX_CHATS, zero_padding_ok=False)
 
 
 class RecordsQuery(QueryModel):
