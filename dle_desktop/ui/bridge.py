@@ -29,11 +29,10 @@ from dle_desktop.engine.settings_apply import ApplyPlan
 from dle_desktop.engine.settings_apply import plan as plan_settings_change
 
 if TYPE_CHECKING:
-    from dle_desktop.ai.types import ProfileConfig
     from dle_desktop.core.health import HealthReport
     from dle_desktop.librarian.service import Librarian
     from dle_desktop.state.paths import AppPaths
-    from dle_desktop.state.settings import Settings
+    from dle_desktop.state.settings import ProfileConfig, Settings
     from dle_desktop.ui.ports import RuntimePort
 
 __all__ = [

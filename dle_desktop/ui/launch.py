@@ -11,6 +11,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtWidgets import (
@@ -45,6 +46,9 @@ from dle_desktop.ui.single_instance import (
 )
 from dle_desktop.ui.tray import ChangeNotifier, TrayController
 
+if TYPE_CHECKING:
+    from dle_desktop.ui.first_run.guide import FirstRunGuide
+
 log = logging.getLogger(__name__)
 
 
@@ -65,7 +69,7 @@ class DesktopApp:
         self.done = asyncio.Event()
         self._start_hidden = start_hidden and self.tray.available
         self._offer_guide = offer_guide
-        self.guide = None  # the first-run guide while it is open
+        self.guide: FirstRunGuide | None = None  # the first-run guide while it is open
         qapp.setQuitOnLastWindowClosed(not self.tray.available)
 
         self.tray.openRequested.connect(self.window.bring_forward)
@@ -109,7 +113,11 @@ class DesktopApp:
         row = QHBoxLayout(bar)
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(QLabel(text))
-        row.addWidget(QProgressBar(maximumWidth=120, maximumHeight=14, maximum=0, textVisible=False))  # 0: busy
+        busy = QProgressBar()
+        busy.setMaximumSize(120, 14)
+        busy.setMaximum(0)  # 0: busy
+        busy.setTextVisible(False)
+        row.addWidget(busy)
         bar.hide()
         return bar
 
@@ -160,7 +168,7 @@ class DesktopApp:
         if page:
             dlg.show_page(page)
         dlg.accepted.connect(lambda: self.apply_settings(dlg.result_settings, dlg.new_keys))
-        dlg.setAttribute(Qt.WA_DeleteOnClose)
+        dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self.settings_dialog = dlg
         dlg.open()
         return dlg
@@ -311,15 +319,15 @@ class DesktopApp:
             return
         spec = self._vault_requests.pop(0)
         shown = spec_location(spec)
-        box = QMessageBox(QMessageBox.Question, "Open a vault?",
+        box = QMessageBox(QMessageBox.Icon.Question, "Open a vault?",
                           f"DLE Desktop was started again with --vault {shown}.", parent=self.window)
         box.setInformativeText("Open for this session: the vault opens now, next to the open ones, until DLE "
                                "Desktop quits.\n\nAdd to saved vaults: it opens now and at every start.")
-        session = box.addButton("Open for this session", QMessageBox.AcceptRole)
-        saved = box.addButton("Add to saved vaults", QMessageBox.AcceptRole)
-        box.addButton("Ignore", QMessageBox.RejectRole)
+        session = box.addButton("Open for this session", QMessageBox.ButtonRole.AcceptRole)
+        saved = box.addButton("Add to saved vaults", QMessageBox.ButtonRole.AcceptRole)
+        box.addButton("Ignore", QMessageBox.ButtonRole.RejectRole)
         box.setDefaultButton(session)
-        box.setAttribute(Qt.WA_DeleteOnClose)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
 
         def answered(_result) -> None:
             clicked = box.clickedButton()
@@ -417,9 +425,10 @@ def _exit_when_shown(desktop: DesktopApp) -> None:
     QTimer.singleShot(0, check)
 
 
-def run_gui(args, composition: Composition) -> int:
+def run_gui(args, composition: Composition[Any]) -> int:
     """The window, the tray and the Qt loop around a runtime that `composition` (the app) builds."""
-    qapp = QApplication.instance() or QApplication(sys.argv[:1])
+    existing = QApplication.instance()
+    qapp = existing if isinstance(existing, QApplication) else QApplication(sys.argv[:1])
     qapp.setApplicationName("DLE Desktop")
     qapp.setOrganizationName("DLE Desktop")
     qapp.setDesktopFileName("dle-desktop")  # Wayland matches the window to the menu entry (and its icon) by this
@@ -442,7 +451,7 @@ def run_gui(args, composition: Composition) -> int:
     except DleError as exc:
         QMessageBox.critical(None, "DLE Desktop", str(exc))
         return 2
-    ui_state = QSettings(str(ctx.paths.config_dir / "ui-state.ini"), QSettings.IniFormat)
+    ui_state = QSettings(str(ctx.paths.config_dir / "ui-state.ini"), QSettings.Format.IniFormat)
     # Built before the engine starts, so it hears the cached index and the first sync.
     from dle_desktop.ui.first_run.guide import offered_at_start
 
@@ -450,7 +459,11 @@ def run_gui(args, composition: Composition) -> int:
     desktop = DesktopApp(qapp, runtime, ui_state, start_hidden=minimized, offer_guide=offered_at_start(minimized))
     runtime.start()
     instance.messageReceived.connect(desktop.on_instance_message)
-    qapp.aboutToQuit.connect(lambda: desktop.done.is_set() or desktop.quit())
+    def quit_once() -> None:
+        if not desktop.done.is_set():
+            desktop.quit()
+
+    qapp.aboutToQuit.connect(quit_once)
     desktop.start()
     if os.environ.get("DLE_DESKTOP_EXIT_WHEN_SHOWN") == "1":
         _exit_when_shown(desktop)
