@@ -20,7 +20,10 @@ from dle_desktop.http_limits import ServerLimits, protocol_class
 from dle_desktop.olra.app import OlraApp
 from dle_desktop.olra.cert import ensure_certificate
 from dle_desktop.olra.keys import KeyHolder
-from dle_desktop.olra.vaults import ServedVaults, served_vaults
+from dle_desktop.olra.vaults import OlraEngine, ServedVaults, served_vaults
+from dle_desktop.state.paths import AppPaths
+from dle_desktop.state.secrets import SecretStore
+from dle_desktop.state.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +52,7 @@ class OlraRunner:
     `stop()`. `url` / `https_url` say where it listens, `running` whether it does, `error` why
     not (a busy port, in words), or what is wrong with the vault it should serve."""
 
-    def __init__(self, engine, secrets, paths, *, port: int = DEFAULT_PORT, https: bool = False,
+    def __init__(self, engine: OlraEngine, secrets: SecretStore, paths: AppPaths, *, port: int = DEFAULT_PORT, https: bool = False,
                  https_port: int = DEFAULT_HTTPS_PORT, vault: str = "", host: str = "127.0.0.1",
                  limits: OlraLimits = OlraLimits()) -> None:
         self.engine = engine
@@ -73,7 +76,7 @@ class OlraRunner:
         self.app: OlraApp | None = None
 
     @classmethod
-    def from_settings(cls, engine, secrets, paths, settings) -> OlraRunner:
+    def from_settings(cls, engine: OlraEngine, secrets: SecretStore, paths: AppPaths, settings: Settings) -> OlraRunner:
         return cls(engine, secrets, paths, port=settings.olra_port, https=settings.olra_https,
                    https_port=settings.olra_https_port, vault=settings.olra_vault)
 
@@ -115,7 +118,7 @@ class OlraRunner:
             self._served = cached
         return cached[1]
 
-    def set_engine(self, engine) -> None:
+    def set_engine(self, engine: OlraEngine) -> None:
         """Serve another engine's vaults from now on (after the vault configuration changed)."""
         self.engine = engine
 

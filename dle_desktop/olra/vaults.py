@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from dle_desktop.olra.paths import PathRefused, VaultPath, confine, real_root
 from dle_desktop.vault.note_files import replace_note
-from dle_desktop.vault.sources import FolderSource
+from dle_desktop.vault.sources import FolderSource, VaultSource
 
 
 class VaultUnavailable(Exception):
@@ -49,7 +51,21 @@ class ServedVaults:
             raise VaultUnavailable(self.problem)
 
 
-def served_vaults(engine, vault_name: str = "") -> ServedVaults:
+class OlraIndexer(Protocol):
+    @property
+    def sources(self) -> Sequence[VaultSource]: ...
+
+
+class OlraEngine(Protocol):
+    """What the emulation reads of an engine: its open vaults. An engine may also say
+    `using_sample_vault` (then it is served read-only) and offer `note_written(vault, paths)` (then
+    a PUT is in the index before it is answered); `engine.Engine` does both."""
+
+    @property
+    def indexer(self) -> OlraIndexer: ...
+
+
+def served_vaults(engine: OlraEngine | None, vault_name: str = "") -> ServedVaults:
     """The folder vaults `engine` has open and enabled (`vault_name` = one of them; "" = all)."""
     if engine is None:
         return ServedVaults((), "DLE Desktop is starting; try again in a moment")
