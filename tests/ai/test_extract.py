@@ -19,7 +19,6 @@ from dle_desktop.ai.extract import (
     order_and_threshold,
 )
 from dle_desktop.errors import DleError
-
 from tests.ai._entries import entry
 
 A_HIGH = [Pick("Gorduin Wynlar", "high", "named in the chat")]

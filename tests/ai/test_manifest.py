@@ -15,7 +15,6 @@ from dle_desktop.ai.manifest import (
 )
 from dle_desktop.ai.prompts import load_prompt
 from dle_desktop.core.pipeline.chat import ChatMessage
-
 from tests.ai._entries import entry
 
 LONG = ("The quay is old. " * 10 + "Lanterns hang from every post\n\nand the water is black. ") * 20

@@ -13,7 +13,6 @@ from dle_desktop.ai.prefilter import (
     should_prefilter,
 )
 from dle_desktop.core.entry import TagConfig
-
 from tests.ai._entries import entry
 
 
@@ -31,7 +30,7 @@ def test_infra_tags_are_compared_case_insensitively_and_follow_settings():
     e = entry("A", tags=("Lorebook-Always", "canon-only", "Faction"))
     assert category_of(e) == "canon-only"
     infra = infra_tags_for(TagConfig(constant="canon-only"))
-    assert "canon-only" in infra and DEFAULT_INFRA_TAGS <= infra
+    assert "canon-only" in infra and infra >= DEFAULT_INFRA_TAGS
     assert category_of(e, infra) == "Faction"
 
 

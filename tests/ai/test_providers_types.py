@@ -73,7 +73,7 @@ def test_from_json_rejects_bad_profiles_in_plain_words(data, words):
 
 def test_from_json_rejects_non_objects():
     with pytest.raises(ConfigError, match="must be a JSON object"):
-        ConnectionProfile.from_json(["openai"])  # type: ignore[arg-type]
+        ConnectionProfile.from_json(["openai"])  # type: ignore[arg-type]  # the wrong type is the point
 
 
 def test_model_is_optional_for_single_model_servers():
@@ -109,7 +109,7 @@ def test_labels_name_the_kind_of_server():
 
 
 def test_chat_request_normalises_and_validates():
-    req = ChatRequest(system="S", user_parts=["manifest", "chat"], max_tokens=10)  # type: ignore[arg-type]
+    req = ChatRequest(system="S", user_parts=["manifest", "chat"], max_tokens=10)  # type: ignore[arg-type]  # a list on purpose: it is normalised to a tuple
     assert req.user_parts == ("manifest", "chat")
     assert req.user_text == "manifest\n\nchat"
     assert req.merged_user_text == "[Instructions]\nS\n\n---\n\nmanifest\n\nchat"

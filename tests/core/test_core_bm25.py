@@ -7,7 +7,7 @@ import unicodedata
 import pytest
 
 from dle_desktop.core import bm25 as bm25_mod
-from dle_desktop.core.bm25 import B, K1, Bm25Index, document_text, tokenize
+from dle_desktop.core.bm25 import K1, B, Bm25Index, document_text, tokenize
 
 
 # ---------------------------------------------------------------- tokeniser
@@ -140,7 +140,7 @@ def test_default_thresholds_match_pipeline_fuzzy():
 
 
 # ---------------------------------------------------------------- incremental
-WORDS = "dragon crown angel vault archive oracle summit frost magic cost sword river king queen ash dawn".split()
+WORDS = "dragon crown angel vault archive oracle summit frost magic cost sword river king queen ash dawn".split()  # noqa: SIM905 - a word list reads as prose
 QUERIES = ["dragon crown", "vault archive oracle", "magic cost", "king queen ash", "dawn", "river sword frost summit",
            " ".join(WORDS)]
 
@@ -202,7 +202,7 @@ def test_with_changes_compaction_path(monkeypatch):
     docs = {f"d{i}": _doc(rng) for i in range(10)}
     idx = Bm25Index.build(docs)
     compacted = overlaid = 0
-    for step in range(60):
+    for _ in range(60):
         removed = rng.sample(sorted(docs), k=min(len(docs), rng.randint(0, 2)))
         added = {f"d{rng.randint(0, 30)}": _doc(rng) for _ in range(rng.randint(0, 3))}
         docs = {d: t for d, t in docs.items() if d not in removed} | added

@@ -95,7 +95,7 @@ def test_single_vault_never_resolves_conflicts():
 
 
 def test_titles_unique_to_one_vault_untouched():
-    a, b, lair, knight = _two_vaults()
+    _a, _b, lair, knight = _two_vaults()
     out, notes = resolve_conflicts([VaultSlice("A", (lair,)), VaultSlice("B", (knight,))], "merge")
     assert out == [lair, knight] and notes == []
 

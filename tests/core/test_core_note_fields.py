@@ -367,8 +367,8 @@ def test_to_json_round_trips_main_fields():
 
 def test_entry_is_frozen():
     e = lore("")
-    with pytest.raises(Exception):
-        e.title = "x"  # type: ignore[misc]
+    with pytest.raises(AttributeError):  # a frozen dataclass's FrozenInstanceError is one
+        e.title = "x"  # type: ignore[misc]  # the assignment a frozen dataclass refuses, on purpose
 
 
 def test_keys_deduplicated_in_order():

@@ -12,8 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from dle_desktop.desktop.autostart import (LAUNCH_AGENT_LABEL, RUN_KEY, RUN_VALUE, TRAY_FLAG, Autostart, exec_value,
-                                   launch_command, source_root)
+from dle_desktop.desktop.autostart import (
+    LAUNCH_AGENT_LABEL,
+    RUN_KEY,
+    RUN_VALUE,
+    TRAY_FLAG,
+    Autostart,
+    exec_value,
+    launch_command,
+    source_root,
+)
 from tests.desktop import entry_rules
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,24 +146,24 @@ class FakeWinreg:
         def __exit__(self, *exc):
             return False
 
-    def CreateKey(self, root, path):  # noqa: N802 - winreg's names
+    def CreateKey(self, root, path):
         return self._Key(self.keys.setdefault((root, path), {}))
 
-    def OpenKey(self, root, path, reserved=0, access=0):  # noqa: N802
+    def OpenKey(self, root, path, reserved=0, access=0):
         if (root, path) not in self.keys:
             raise FileNotFoundError(path)
         return self._Key(self.keys[(root, path)])
 
-    def SetValueEx(self, key, name, reserved, kind, value):  # noqa: N802
+    def SetValueEx(self, key, name, reserved, kind, value):
         key.values[name] = (kind, value)
 
-    def QueryValueEx(self, key, name):  # noqa: N802
+    def QueryValueEx(self, key, name):
         if name not in key.values:
             raise FileNotFoundError(name)
         kind, value = key.values[name]
         return value, kind
 
-    def DeleteValue(self, key, name):  # noqa: N802
+    def DeleteValue(self, key, name):
         if name not in key.values:
             raise FileNotFoundError(name)
         del key.values[name]

@@ -68,8 +68,10 @@ def test_other_systems_are_told_what_to_do_instead(tmp_path):
 
 def test_the_command_line_flags(tmp_path):
     env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "share")}
-    run = lambda flag: subprocess.run([sys.executable, "-m", "dle_desktop", flag], env=env, cwd=ROOT,  # noqa: E731
-                                      capture_output=True, text=True, timeout=120)
+    def run(flag: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "dle_desktop", flag], env=env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+
     done = run("--install-desktop-entry")
     assert done.returncode == 0, done.stderr
     assert "Menu entry installed" in done.stdout and (tmp_path / "share/applications/dle-desktop.desktop").is_file()

@@ -16,9 +16,9 @@ import keyring
 import pytest
 from keyring.backend import KeyringBackend
 
-from dle_desktop.desktop import diagnostics
 from dle_desktop.app.runtime import index_once
 from dle_desktop.core.pipeline.state import ChatState
+from dle_desktop.desktop import diagnostics
 from dle_desktop.engine.engine import Engine
 from dle_desktop.state.chat_store import ChatStore
 from dle_desktop.state.paths import resolve_paths

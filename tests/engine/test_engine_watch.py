@@ -302,7 +302,7 @@ def watched(make_vault, lore):
 
 def test_watcher_reports_note_paths_relative_to_the_vault(watched, lore, wait_for):
     calls = Calls()
-    w, root = watched(calls)
+    _w, root = watched(calls)
     (root / "A.md").write_text(lore("Alpha", ("x",)), encoding="utf-8")
     (root / "Sub" / "C.md").write_text(lore("Gamma"), encoding="utf-8")
     (root / "Sub" / "B.md").unlink()
@@ -329,7 +329,7 @@ def test_watcher_coalesces_a_burst(watched, lore, wait_for):
 
 def test_watcher_special_file_and_folder_changes_ask_for_a_full_sync(watched, wait_for):
     calls = Calls()
-    w, root = watched(calls, special={"DeepLore/field-definitions.yaml"})
+    _w, root = watched(calls, special={"DeepLore/field-definitions.yaml"})
     (root / "DeepLore").mkdir()
     wait_for(lambda: any(calls.fulls()), WAIT)
     with calls.lock:
@@ -348,7 +348,7 @@ def test_watcher_survives_a_failing_callback(watched, lore, wait_for):
             raise RuntimeError("first call fails")
         calls(vault, paths, full)
 
-    w, root = watched(callback)
+    _w, root = watched(callback)
     (root / "X.md").write_text(lore("X"), encoding="utf-8")
     wait_for(lambda: failures, WAIT)
     (root / "Y.md").write_text(lore("Y"), encoding="utf-8")

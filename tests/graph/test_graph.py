@@ -9,10 +9,17 @@ import numpy as np
 import pytest
 
 from dle_desktop.core.graph import (
-    PRESETS, LayoutParams, analyse, backbone, build_graph, communities, gap_analysis, layout,
-    missing_connections, requires_cycles,
+    PRESETS,
+    LayoutParams,
+    analyse,
+    backbone,
+    build_graph,
+    communities,
+    gap_analysis,
+    layout,
+    missing_connections,
+    requires_cycles,
 )
-
 from tests.core._helpers import entry, one_vault
 
 
@@ -69,7 +76,7 @@ def test_edges_by_type_deduplicated_and_undirected():
     assert kinds_between(g, "Beta", "Gamma") == {"excludes"}
     assert len([e for e in g.edges if e.kind == "link"]) == 1
     assert g.requires == ((0, 1),)
-    pairs, w = g.simple_edges(["link"])
+    pairs, _w = g.simple_edges(["link"])
     assert pairs.tolist() == [[0, 1]]
 
 

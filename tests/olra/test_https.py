@@ -65,7 +65,7 @@ def test_certificate_is_made_again_near_its_end_or_when_broken(tmp_path):
     paths = AppPaths(tmp_path / "d", tmp_path / "d").ensure()
     cert_file, key_file = cert_module.ensure_certificate(paths)
     old_pem, old_key = cert_module.generate_certificate(
-        now=datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=cert_module.VALID_DAYS - 10))
+        now=datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=cert_module.VALID_DAYS - 10))
     cert_file.write_bytes(old_pem)
     key_file.write_bytes(old_key)
     assert cert_module.ensure_certificate(paths)[0].read_bytes() != old_pem

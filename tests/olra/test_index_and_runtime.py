@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from dle_desktop.engine.engine import Engine
+from dle_desktop.engine.settings_apply import OLRA_FIELDS, plan
 from dle_desktop.engine.thread import EngineThread
 from dle_desktop.olra import OlraRunner, cert_path, olra_key
-from dle_desktop.engine.settings_apply import OLRA_FIELDS, plan
 from dle_desktop.state.paths import AppPaths
 from dle_desktop.state.settings import Settings
 from dle_desktop.vault.sources import FolderSource
@@ -178,7 +178,7 @@ def test_runtime_starts_restarts_rotates_and_stops_it(tmp_path):
 
     port, https_port = free_port(), free_port()
     settings = Settings().replace(server_port=0, olra_enabled=True, olra_port=port, olra_https_port=https_port)
-    runtime, root = _runtime(tmp_path, settings)
+    runtime, _root = _runtime(tmp_path, settings)
     try:
         olra = runtime.olra
         assert olra is not None and olra.running and olra.error is None
@@ -257,6 +257,6 @@ def test_the_settings_are_declared_with_their_ranges():
     for bad in ({"olra_port": 0}, {"olra_port": 65536}, {"olra_https_port": 0}):
         with pytest.raises(ConfigError):
             s.replace(**bad)
-    assert OLRA_FIELDS == {"olra_enabled", "olra_port", "olra_https", "olra_https_port", "olra_vault"}
+    assert OLRA_FIELDS == {"olra_enabled", "olra_port", "olra_https", "olra_https_port", "olra_vault"}  # noqa: SIM300 - the constant is what is under test
     todo = plan(s, s.replace(olra_vault="Lore", olra_port=28000))
     assert todo.restart_olra and not todo.new_engine and not todo.restart_server and not todo.in_place

@@ -14,14 +14,14 @@ _ROOT = Path(__file__).resolve().parents[2]
 if str(_ROOT) not in sys.path:  # `pytest` run without `python -m`
     sys.path.insert(0, str(_ROOT))
 
-from dle_desktop.core.entry import Entry  # noqa: E402
-from dle_desktop.core.fields import DEFAULT_DEFINITIONS, FieldDefinitions, parse_field_definitions  # noqa: E402
-from dle_desktop.core.index import IndexSnapshot, VaultSlice, build_snapshot  # noqa: E402
-from dle_desktop.core.note_parser import parse_note  # noqa: E402
-from dle_desktop.core.pipeline.chat import ChatMessage  # noqa: E402
-from dle_desktop.core.pipeline.config import MatchConfig  # noqa: E402
-from dle_desktop.core.pipeline.run import GenerationResult, run_generation  # noqa: E402
-from dle_desktop.core.pipeline.state import ChatState  # noqa: E402
+from dle_desktop.core.entry import Entry  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.fields import DEFAULT_DEFINITIONS, FieldDefinitions, parse_field_definitions  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.index import IndexSnapshot, VaultSlice, build_snapshot  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.note_parser import parse_note  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.pipeline.chat import ChatMessage  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.pipeline.config import MatchConfig  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.pipeline.run import GenerationResult, run_generation  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.core.pipeline.state import ChatState  # noqa: E402 - needs the sys.path setup above
 
 USER = "Anon"
 CHAR = "Bot"

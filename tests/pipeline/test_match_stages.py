@@ -586,7 +586,7 @@ def test_fuzzy_skips_keyword_matched_and_constant_entries():
 
 def test_fuzzy_applies_cooldown_warmup_and_probability():
     snap = _fuzzy_vault()
-    volcano = [e for e in snap.entries if e.title == "Volcano"][0]
+    volcano = next(e for e in snap.entries if e.title == "Volcano")
     assert volcano.keys == ()
     cd = snapshot(note("Volcano", [], "The volcano erupts with molten basalt.", cooldown=2))
     result, _ = run(cd, chat("molten basalt volcano"), ChatState(cooldowns={"v:Volcano": 1}), cfg=FUZZY)

@@ -23,7 +23,7 @@ def test_a_pin_injects_an_unmatched_entry_as_constant_with_priority_10():
     result, _ = run(snap, chat("go"), ChatState(pins=(EntryRef("Pinned"),)))
     assert titles(result) == ["First", "Pinned", "Second"]
     assert matched_by(result, "Pinned") == "(pinned)"
-    pinned = [i for i in result.injected if i.entry.title == "Pinned"][0]
+    pinned = next(i for i in result.injected if i.entry.title == "Pinned")
     assert pinned.entry.priority == 10 and pinned.entry.constant
     assert verdicts(result, "Pinned", "pins", "matched")
 
@@ -251,5 +251,5 @@ def test_a_truncated_injection_does_not_strip_the_full_text():
 
 def test_a_stripped_entry_is_not_logged_so_the_look_back_moves_on():
     snap = snapshot(note("Dragon", ["dragon"]))
-    results, state = _series(snap, 3)
+    _results, state = _series(snap, 3)
     assert [len(r["entries"]) for r in state.injection_log] == [1, 0, 0]

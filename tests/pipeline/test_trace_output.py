@@ -10,7 +10,7 @@ import pytest
 from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.core.pipeline.state import ChatState, EntryRef
 
-from .conftest import FixedRng, chat, msg, fields_yaml, note, run, snapshot, titles, verdicts
+from .conftest import FixedRng, chat, fields_yaml, msg, note, run, snapshot, titles, verdicts
 
 ALWAYS = ["lorebook", "lorebook-always"]
 

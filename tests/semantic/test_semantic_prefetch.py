@@ -14,10 +14,9 @@ import pytest
 
 from dle_desktop.core.pipeline.semantic_query import clean_message
 from dle_desktop.state.settings import Settings
-from tests.support.tiny_gguf import make_tiny_qwen3_gguf
 from dle_desktop.vectors.vault_embeddings import VaultEmbeddings
-
 from tests.retrieval._support import LiveServer
+from tests.support.tiny_gguf import make_tiny_qwen3_gguf
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "resources" / "sample_vault"

@@ -8,13 +8,21 @@ import asyncio
 
 import numpy as np
 
-from dle_desktop.core.pipeline.chat import ChatMessage
-from dle_desktop.core.pipeline.config import MatchConfig
-from dle_desktop.core.pipeline.run import run_generation, semantic_query
-from dle_desktop.core.pipeline.semantic_query import build_semantic_query, clean_message
-from dle_desktop.core.pipeline.state import ChatState
 from dle_desktop.core.index import VaultSlice, build_snapshot
 from dle_desktop.core.note_parser import parse_note
+from dle_desktop.core.pipeline.chat import ChatMessage
+from dle_desktop.core.pipeline.config import MatchConfig
+from dle_desktop.core.pipeline.passages import (
+    CHUNK_CHARS,
+    MAX_CHUNK_CHARS,
+    body_chunks,
+    entry_passages,
+    passage_excerpt,
+)
+from dle_desktop.core.pipeline.run import run_generation, semantic_query
+from dle_desktop.core.pipeline.semantic_query import build_semantic_query, clean_message
+from dle_desktop.core.pipeline.semantic_stage import RELATIVE_MIN_HITS, semantic_threshold
+from dle_desktop.core.pipeline.state import ChatState
 from dle_desktop.vectors.contracts import EmbeddingProfile
 from dle_desktop.vectors.vault_embeddings import VaultEmbeddings
 
@@ -104,15 +112,6 @@ def test_query_vectors_are_cached_and_weighted():
 
 # -- passages (issue 12, step 3) ---------------------------------------------------------------
 
-from dle_desktop.core.pipeline.passages import (  # noqa: E402
-    CHUNK_CHARS,
-    MAX_CHUNK_CHARS,
-    body_chunks,
-    entry_passages,
-    passage_excerpt,
-)
-
-
 def _entry(body, summary="A brewer's guild."):
     fm = f"summary: \"{summary}\"\n" if summary else ""
     return parse_note("v", "Brewers.md", f"---\ntags: [lorebook]\nkeys: [brewer]\n{fm}---\n# Brewers\n{body}")
@@ -155,8 +154,6 @@ def test_verdict_quotes_the_matching_passage():
 
 
 # -- threshold and budget (issue 12, steps 4 and 5) --------------------------------------------
-
-from dle_desktop.core.pipeline.semantic_stage import RELATIVE_MIN_HITS, semantic_threshold  # noqa: E402
 
 
 def test_relative_threshold_is_scale_free_and_keeps_the_floor():

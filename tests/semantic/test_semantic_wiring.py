@@ -17,9 +17,8 @@ import pytest
 
 from dle_desktop.core.pipeline.chat_input import parse_chat_document
 from dle_desktop.state.settings import Settings
-from tests.support.tiny_gguf import make_tiny_qwen3_gguf
-
 from tests.retrieval._support import LiveServer
+from tests.support.tiny_gguf import make_tiny_qwen3_gguf
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "resources" / "sample_vault"

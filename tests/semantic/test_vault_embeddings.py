@@ -12,8 +12,8 @@ from dle_desktop.vault.indexer import VaultIndexer
 from dle_desktop.vault.sources import FolderSource
 from dle_desktop.vectors.embedder import LocalEmbedder
 from dle_desktop.vectors.store import VectorStore
-from tests.support.tiny_gguf import make_tiny_qwen3_gguf
 from dle_desktop.vectors.vault_embeddings import COLLECTION, SOURCE, VaultEmbeddings, entry_rows
+from tests.support.tiny_gguf import make_tiny_qwen3_gguf
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "resources" / "sample_vault"

@@ -388,7 +388,7 @@ def test_the_token_appears_in_no_repr_or_message(st_root: Path):
     st = inspect(st_root)
     bridge = install(st, server_url=URL, token=TOKEN)
     assert TOKEN not in repr(bridge) and TOKEN not in repr(installed(st))
-    assert "token" not in {f for f in InstalledBridge.__dataclass_fields__}
+    assert "token" not in set(InstalledBridge.__dataclass_fields__)
     messages = []
     for call in (lambda: install(st, server_url="nope", token=TOKEN),
                  lambda: install(st, server_url=URL, token=TOKEN, user="../x"),

@@ -93,7 +93,7 @@ def test_writers_and_readers_on_many_threads():
                 monitor.generation(origin=None, chat_id=f"c{n}", character=None, injected=[f"t{i}"] * 3,
                                    total_tokens=i, ms=1.0)
                 hello(monitor, chat_id=f"c{n}")
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:  # noqa: BLE001 - carried to the assert on errors below
             errors.append(exc)
 
     def read() -> None:
@@ -101,7 +101,7 @@ def test_writers_and_readers_on_many_threads():
             for _ in range(600):
                 snap = monitor.snapshot()
                 assert len(set(snap["last_injected"])) <= 1
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:  # noqa: BLE001 - carried to the assert on errors below
             errors.append(exc)
 
     threads = [threading.Thread(target=write, args=(n,)) for n in range(4)] + [threading.Thread(target=read)

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from dle_desktop.errors import ConfigError
 from dle_desktop.engine.settings_apply import IN_PLACE_FIELDS, WINDOW_FIELDS, plan
+from dle_desktop.errors import ConfigError
 from dle_desktop.state.settings import FIELDS, Settings, SettingsStore, settings_from_mapping
 
 

@@ -141,7 +141,7 @@ def test_removing_a_field_removes_only_its_lines(path, name):
     after = split_note(new).data
     assert name not in after
     assert after == {k: v for k, v in before.items() if k != name}
-    first, old_end, new_end, _ = _changed_range(old, new)
+    first, old_end, _new_end, _ = _changed_range(old, new)
     start, end = _field_region(old, name)
     assert start - 1 <= first and old_end <= end
     assert split_parts(new).body == split_parts(old).body
