@@ -288,10 +288,10 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         path = urlsplit(self.path).path
         if path.endswith("/models"):
             models = self.server.owner.models
@@ -299,7 +299,7 @@ class _Handler(BaseHTTPRequestHandler):
                                                                 for m in models]})
         self._json(404, {"error": "not found"})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         fake = self.server.owner
         parts = urlsplit(self.path)
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))

@@ -14,10 +14,10 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def version_string(self) -> str:  # the Server header
-        return self.server.owner.server_name  # type: ignore[attr-defined]
+        return self.server.owner.server_name  # type: ignore[attr-defined]  # set by CannedServer below
 
     def _answer(self) -> None:
-        owner: CannedServer = self.server.owner  # type: ignore[attr-defined]
+        owner: CannedServer = self.server.owner  # type: ignore[attr-defined]  # set by CannedServer below
         owner.paths.append(self.path)
         length = int(self.headers.get("Content-Length", "0") or 0)
         if length:
@@ -30,7 +30,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(owner.body)
 
-    do_GET = do_POST = do_PUT = _answer  # noqa: N815 - http.server's naming
+    do_GET = do_POST = do_PUT = _answer
 
 
 class CannedServer:
@@ -43,7 +43,7 @@ class CannedServer:
         self.paths: list[str] = []
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
-        self._httpd.owner = self  # type: ignore[attr-defined]
+        self._httpd.owner = self  # type: ignore[attr-defined]  # how the handler finds its canned answer
         self.port = self._httpd.server_address[1]
 
     def __enter__(self) -> CannedServer:

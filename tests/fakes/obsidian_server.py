@@ -71,7 +71,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ---- plumbing
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # tests read srv.requests instead of stderr noise
 
     def _send(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -71,7 +72,7 @@ def _learn_bpe(n_merges: int) -> tuple[list[str], list[str]]:
         pairs: Counter[tuple[str, str]] = Counter()
         for w, count in words.items():
             s = seqs[w]
-            for a, b in zip(s, s[1:]):
+            for a, b in pairwise(s):
                 pairs[(a, b)] += count
         if not pairs:
             break
@@ -104,8 +105,8 @@ def _english_bpe(vocab_size: int) -> tuple[list[str], list[str]]:
     four, which doubles the tokens a chat message costs and so the time a benchmark measures.
     This vocabulary lands in between (still pessimistic for rare words)."""
     import json
-
     import pydoc_data.topics
+
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     texts = list(pydoc_data.topics.topics.values())

@@ -110,15 +110,12 @@ def test_write_creates_folders_and_leaves_no_temp_file(make_vault):
 def test_write_replaces_the_file_atomically(make_vault, lore):
     root = make_vault({"A.md": lore("A")})
     target = root / "A.md"
-    reader = open(target, "rb")  # a reader holding the old file still sees the old, whole file
-    try:
+    with open(target, "rb") as reader:  # a reader holding the old file still sees the old, whole file
         old_inode = target.stat().st_ino
         FolderSource("v", root).write_sync("A.md", lore("A", body="replaced"))
         assert target.read_text(encoding="utf-8") == lore("A", body="replaced")
         assert target.stat().st_ino != old_inode  # a new file renamed into place, not rewritten in place
         assert reader.read().decode("utf-8") == lore("A")
-    finally:
-        reader.close()
     assert sorted(p.name for p in root.iterdir()) == ["A.md"]
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 import logging
 import socket
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -32,7 +32,7 @@ KEY = "sEcReT-KEY-9f8e7d6c"
 
 
 def run(coro: Awaitable[T]) -> T:
-    return asyncio.run(coro)  # type: ignore[arg-type]
+    return asyncio.run(coro)  # type: ignore[arg-type]  # every awaitable the tests pass is a coroutine
 
 
 async def using(source: ObsidianRestSource, body: Callable[[ObsidianRestSource], Awaitable[T]]) -> T:
@@ -419,7 +419,7 @@ def test_read_refuses_escaping_paths_without_a_request(server: FakeObsidian) -> 
 
 def test_read_server_error(server: FakeObsidian) -> None:
     server.fail_paths["/vault/Welcome.md"] = 502
-    with pytest.raises(VaultError, match="HTTP 502: .*injected failure"):
+    with pytest.raises(VaultError, match=r"HTTP 502: .*injected failure"):
         run(using(parse_vault_spec(server.spec), lambda s: s.read_text("Welcome.md")))
 
 
@@ -446,7 +446,7 @@ def test_write_failure_reports_status_and_body(server: FakeObsidian) -> None:
 
 def test_write_with_wrong_key(server: FakeObsidian) -> None:
     src = parse_vault_spec(f"http://nope@127.0.0.1:{server.port}")
-    with pytest.raises(VaultAuthError, match="^HTTP 401: "):
+    with pytest.raises(VaultAuthError, match=r"^HTTP 401: "):
         run(using(src, lambda s: s.write_text("x.md", "x")))
 
 
@@ -530,7 +530,7 @@ def test_timeout_is_unreachable(server: FakeObsidian) -> None:
     server.slow_paths["/vault/Welcome.md"] = 3.0
     src = ObsidianRestSource("v", "127.0.0.1", server.port, KEY, timeout=0.3)
     start = time.monotonic()
-    with pytest.raises(VaultUnreachable, match="no answer within 0.3 s"):
+    with pytest.raises(VaultUnreachable, match=r"no answer within 0.3 s"):
         run(using(src, lambda s: s.read_text("Welcome.md")))
     assert time.monotonic() - start >= 0.3  # the timeout ended it, not the 3 s answer
     assert src.breaker.failures == 1
@@ -816,6 +816,6 @@ def test_fake_answers_401_like_olra(server: FakeObsidian) -> None:
 
 
 def test_malformed_root_listing_is_an_error(server: FakeObsidian) -> None:
-    server.listing_overrides[""] = "not a list"  # type: ignore[assignment]
+    server.listing_overrides[""] = "not a list"  # type: ignore[assignment]  # the malformed answer under test
     with pytest.raises(VaultError, match="did not answer"):
         run(using(parse_vault_spec(server.spec), lambda s: s.list_notes()))

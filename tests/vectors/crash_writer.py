@@ -31,8 +31,8 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from dle_desktop.vectors.contracts import StoredItem  # noqa: E402
-from dle_desktop.vectors.store import VectorStore  # noqa: E402
+from dle_desktop.vectors.contracts import StoredItem  # noqa: E402 - needs the sys.path setup above
+from dle_desktop.vectors.store import VectorStore  # noqa: E402 - needs the sys.path setup above
 
 DIM = 32
 ANN_THRESHOLD = 150
@@ -82,7 +82,7 @@ def main() -> None:
             victim = rng.choice(sorted(present))
             n = present.pop(victim)
             note(f"begin delete {victim}")
-            store.delete(*MAIN, [h for h in range(victim * 10_000, victim * 10_000 + n)])
+            store.delete(*MAIN, list(range(victim * 10_000, victim * 10_000 + n)))
             note(f"done delete {victim}")
             live -= n
         elif r < 0.82:

@@ -20,8 +20,8 @@ import pytest
 pytest.importorskip("llama_cpp")
 pytest.importorskip("gguf")
 
-from dle_desktop.vectors.contracts import EmbeddingError, EmbeddingProfile  # noqa: E402
-from dle_desktop.vectors.embedder import (  # noqa: E402
+from dle_desktop.vectors.contracts import EmbeddingError, EmbeddingProfile
+from dle_desktop.vectors.embedder import (
     QWEN3_QUERY_INSTRUCTION,
     GgufFormatError,
     LocalEmbedder,
@@ -29,7 +29,7 @@ from dle_desktop.vectors.embedder import (  # noqa: E402
     plan_batches,
     read_gguf_info,
 )
-from tests.support.tiny_gguf import make_tiny_qwen3_gguf  # noqa: E402
+from tests.support.tiny_gguf import make_tiny_qwen3_gguf
 
 MINILM = Path(__file__).resolve().parents[3] / "shared" / "models" / "all-MiniLM-L6-v2-Q8_0.gguf"
 
@@ -56,7 +56,9 @@ def run(coro):
 def test_tiny_gguf_is_deterministic_and_declares_qwen3_last_token(tiny_gguf: Path, tmp_path: Path) -> None:
     again = make_tiny_qwen3_gguf(tmp_path / "again.gguf")
     other = make_tiny_qwen3_gguf(tmp_path / "other.gguf", seed=1)
-    digest = lambda p: hashlib.sha256(p.read_bytes()).hexdigest()  # noqa: E731
+    def digest(p: Path) -> str:
+        return hashlib.sha256(p.read_bytes()).hexdigest()
+
     assert digest(again) == digest(tiny_gguf)
     assert digest(other) != digest(tiny_gguf)
     assert tiny_gguf.stat().st_size < 2_000_000
@@ -171,7 +173,7 @@ def test_unicode_and_odd_characters(emb: LocalEmbedder) -> None:
 def test_bad_input_is_a_400_and_empty_list_is_empty(emb: LocalEmbedder) -> None:
     for bad in ("just a string", None, ["ok", 3], [b"bytes"]):
         with pytest.raises(EmbeddingError) as info:
-            run(emb.embed(bad))  # type: ignore[arg-type]
+            run(emb.embed(bad))  # type: ignore[arg-type]  # the wrong types are the point
         assert info.value.status == 400
     out = run(emb.embed([]))
     assert out.shape == (0, 64) and out.dtype == np.float32
@@ -265,7 +267,7 @@ def test_many_concurrent_tasks_share_one_worker_thread(tiny_gguf: Path) -> None:
             seen.add(threading.get_ident())
             return original(*args, **kwargs)
 
-        e._decode_one = spy  # type: ignore[method-assign]
+        e._decode_one = spy  # type: ignore[method-assign]  # a spy, to see which thread decodes
 
         async def main():
             return await asyncio.gather(*(e.embed([t], query=i % 2 == 1) for i, t in enumerate(texts)))

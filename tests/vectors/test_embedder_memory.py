@@ -16,8 +16,8 @@ import pytest
 pytest.importorskip("llama_cpp")
 pytest.importorskip("gguf")
 
-from dle_desktop.vectors.embedder import LocalEmbedder  # noqa: E402
-from tests.support.tiny_gguf import QWEN3_0_6B, make_tiny_qwen3_gguf  # noqa: E402
+from dle_desktop.vectors.embedder import LocalEmbedder
+from tests.support.tiny_gguf import QWEN3_0_6B, make_tiny_qwen3_gguf
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG_TEXT = " ".join(f"word{i} dragon" for i in range(3000))  # cut to the 2,048-token cap

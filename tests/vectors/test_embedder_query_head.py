@@ -13,8 +13,8 @@ import pytest
 pytest.importorskip("llama_cpp")
 pytest.importorskip("gguf")
 
-from dle_desktop.vectors.embedder import LocalEmbedder  # noqa: E402
-from tests.support.tiny_gguf import make_tiny_qwen3_gguf  # noqa: E402
+from dle_desktop.vectors.embedder import LocalEmbedder
+from tests.support.tiny_gguf import make_tiny_qwen3_gguf
 
 QUERIES = [
     "The rain has not stopped since we tied up at the quay.",

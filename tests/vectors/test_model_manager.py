@@ -12,6 +12,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -51,8 +52,8 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:  # keep test output clean
         pass
 
-    def do_GET(self) -> None:  # noqa: N802
-        b = self.server.behaviour  # type: ignore[attr-defined]
+    def do_GET(self) -> None:
+        b = self.server.behaviour  # type: ignore[attr-defined]  # hung on the stdlib server by the fixture
         b.requests.append({"path": self.path, "range": self.headers.get("Range"),
                            "if_range": self.headers.get("If-Range")})
         if b.slow:
@@ -123,7 +124,7 @@ class _Server(ThreadingHTTPServer):
 @pytest.fixture
 def server():
     httpd = _Server(("127.0.0.1", 0), _Handler)
-    httpd.behaviour = Behaviour()  # type: ignore[attr-defined]
+    httpd.behaviour = Behaviour()  # type: ignore[attr-defined]  # the stdlib server carries the fixture's state to its handler
     t = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     t.start()
     yield httpd
@@ -167,7 +168,7 @@ def test_download_with_progress_and_server_checksum(server, tmp_path: Path) -> N
     assert not list(m.models_dir.glob("*.part*"))
     assert seen[0].downloaded == 0 and seen[-1].downloaded == len(PAYLOAD) and seen[-1].total == len(PAYLOAD)
     assert seen[-1].fraction == 1.0
-    assert all(a.downloaded <= b.downloaded for a, b in zip(seen, seen[1:]))
+    assert all(a.downloaded <= b.downloaded for a, b in pairwise(seen))
     assert m.recorded_sha256(spec_for(server)) == SHA
     assert "(server)" in path.with_name(path.name + ".sha256").read_text()
     assert m.verify(spec_for(server))

@@ -86,8 +86,8 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:
         pass
 
-    def do_POST(self) -> None:  # noqa: N802
-        fake: Fake = self.server.fake  # type: ignore[attr-defined]
+    def do_POST(self) -> None:
+        fake: Fake = self.server.fake  # type: ignore[attr-defined]  # hung on the stdlib server by the fixture
         raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         body = json.loads(raw)
         fake.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
@@ -117,10 +117,10 @@ class _Server(ThreadingHTTPServer):
 @pytest.fixture
 def fake():
     httpd = _Server(("127.0.0.1", 0), _Handler)
-    httpd.fake = Fake()  # type: ignore[attr-defined]
+    httpd.fake = Fake()  # type: ignore[attr-defined]  # the stdlib server carries the fixture's state to its handler
     threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     host, port = httpd.server_address[:2]
-    httpd.fake.url = f"http://{host}:{port}"  # type: ignore[attr-defined]
+    httpd.fake.url = f"http://{host}:{port}"  # type: ignore[attr-defined]  # hung on the stdlib server by the fixture
     yield httpd.fake
     httpd.shutdown()
     httpd.server_close()

@@ -196,7 +196,7 @@ def test_a_damaged_or_missing_index_file_is_rebuilt(tmp_path):
     store.close()
     name = ann_record(root)[0]
     (scope_dir(root) / name).write_bytes(b"\x00garbage" * 50)
-    for damage in ("garbage", "missing"):
+    for _damage in ("garbage", "missing"):
         again = VectorStore(root, ann_threshold=100, ann_background=False)
         try:
             assert again.query(*SCOPE, data[5], 1)[0].item.index == 5  # exact until rebuilt
