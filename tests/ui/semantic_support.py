@@ -24,7 +24,7 @@ def tiny_model(tmp_path_factory) -> Path:
 @pytest.fixture
 def model_server():
     httpd = _Server(("127.0.0.1", 0), _Handler)
-    httpd.behaviour = Behaviour()  # type: ignore[attr-defined]
+    httpd.behaviour = Behaviour()  # type: ignore[attr-defined]  # the stdlib server carries the fixture's state to its handler
     t = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     t.start()
     yield httpd

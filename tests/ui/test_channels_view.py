@@ -12,8 +12,8 @@ from PySide6.QtWidgets import QLabel, QLineEdit, QListWidget, QMessageBox, QTabl
 from dle_desktop.ai.errors import AiError
 from dle_desktop.ai.types import ChatRequest, default_base_url
 from dle_desktop.state.settings import Settings, SettingsStore
-from dle_desktop.ui.channels.view import CHANNELS, ChannelsView
 from dle_desktop.ui.channels.profile_editor import ProfileEditor, new_profile_id
+from dle_desktop.ui.channels.view import CHANNELS, ChannelsView
 from tests.fakes.ai_provider import ai_fake  # noqa: F401 - fixture
 from tests.ui.conftest import wait_for
 

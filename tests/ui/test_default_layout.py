@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from PySide6.QtCore import QEvent, QPoint, Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QHelpEvent
 from PySide6.QtWidgets import QApplication, QToolTip
 
@@ -54,7 +54,7 @@ def test_the_entries_table_shows_its_columns_and_the_strip_its_text(make_desktop
             assert view.model.headerData(col, Qt.Horizontal) == name
             assert not table.isColumnHidden(col)
             left = header.sectionViewportPosition(col)
-            assert 0 <= left and left + header.sectionSize(col) <= room, f"{name} is out of view"
+            assert left >= 0 and left + header.sectionSize(col) <= room, f"{name} is out of view"
         for col in (0, 1):  # titles and folders are whole
             assert header.sectionSize(col) >= table.sizeHintForColumn(col), ENTRY_COLUMNS[col]
         # The strip's usual line is not squeezed to "Sem…"

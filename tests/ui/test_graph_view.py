@@ -78,7 +78,7 @@ def idx_of(view: GraphView, title: str) -> int:
 
 def screen_of(view: GraphView, i: int) -> QPoint:
     x, y = view.canvas.world_to_screen(view.canvas.xy[i])
-    return QPoint(int(round(x)), int(round(y)))
+    return QPoint(round(x), round(y))
 
 
 def test_shows_the_sample_vault_without_graph_false_entries(make_view, sample_snapshot):

@@ -117,7 +117,9 @@ def test_a_gap_recorded_through_the_lore_api_shows_in_the_gaps_panel(make_deskto
     async def scenario():
         await wait_for(lambda: engine.snapshot is not None and len(engine.snapshot) == 61, what="the sample entries")
         assert view.lib.gaps is engine.gaps  # one store: the view's and the lore API's
-        texts = lambda: [view.lists.gaps.item(i).text() for i in range(view.lists.gaps.count())]  # noqa: E731
+        def texts() -> list[str]:
+            return [view.lists.gaps.item(i).text() for i in range(view.lists.gaps.count())]
+
         assert not any("zyxwv quorble" in t for t in texts())
         # Off the GUI thread, as the server's route runs it.
         worker = threading.Thread(target=search_lore, args=(engine.snapshot, engine.gaps, ["zyxwv quorble"]),

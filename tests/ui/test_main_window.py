@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dle_desktop.ui.vault.entries_model import UID_ROLE
 from tests.ui.conftest import wait_for
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dle_desktop.ai.channels import resolve_channel
-from dle_desktop.ai.types import LOADED_MODEL_HINT, OPENAI_FLAVORS, PROVIDERS
+from dle_desktop.ai.types import OPENAI_FLAVORS, PROVIDERS
 from dle_desktop.state.settings import settings_from_mapping
 from dle_desktop.ui.channels.profile_editor import ProfileEditor
 

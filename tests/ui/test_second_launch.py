@@ -95,7 +95,7 @@ def test_second_launch_says_plainly_when_the_running_app_does_not_take_the_vault
     async def scenario():
         proc = launch(data, "--vault", str(other_vault))
         await wait_for(lambda: proc.poll() is not None, timeout=60, what="the second launch to exit")
-        out, err = proc.communicate()
+        _out, err = proc.communicate()
         assert proc.returncode == 1
         assert "NOT applied" in err and str(other_vault.resolve()) in err
 
@@ -109,7 +109,7 @@ def test_second_launch_with_a_missing_folder_is_an_error_there(running, tmp_path
     async def scenario():
         proc = launch(desk.runtime.ctx.paths.data_dir, "--vault", str(tmp_path / "no-such-folder"))
         await wait_for(lambda: proc.poll() is not None, timeout=60, what="the second launch to exit")
-        out, err = proc.communicate()
+        _out, err = proc.communicate()
         assert proc.returncode == 2 and "vault folder not found" in err
         assert desk.vault_question is None
 

@@ -8,7 +8,6 @@ import socket
 import pytest
 
 from dle_desktop.state.settings import Settings
-from tests.ui.conftest import wait_for
 
 
 @pytest.fixture

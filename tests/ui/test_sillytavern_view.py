@@ -17,9 +17,9 @@ from dle_desktop.server.security import server_token
 from dle_desktop.st_bridge import install as st_install
 from dle_desktop.st_bridge.monitor import BridgeMonitor
 from dle_desktop.state.settings import SettingsStore
-from dle_desktop.ui.sillytavern.view import SillyTavernView
 from dle_desktop.ui.sillytavern.connection_panel import NEVER, connection_text
 from dle_desktop.ui.sillytavern.installs_panel import COLUMNS
+from dle_desktop.ui.sillytavern.view import SillyTavernView
 from tests.ui.conftest import wait_for
 
 BRIDGE = st_install.EXTENSION_NAME

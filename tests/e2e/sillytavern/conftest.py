@@ -22,16 +22,16 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 if str(REPO_ROOT) not in sys.path:  # `pytest` run without `python -m`
     sys.path.insert(0, str(REPO_ROOT))
 
-from tests.fakes.ai_provider import FakeAiProvider, SeenAiRequest  # noqa: E402
-from tests.e2e.sillytavern.dle_server import DleServer, write_vault  # noqa: E402
-from tests.e2e.sillytavern.sillytavern import (  # noqa: E402
+from tests.e2e.sillytavern.dle_server import DleServer, write_vault  # noqa: E402 - needs the sys.path setup above
+from tests.e2e.sillytavern.sillytavern import (  # noqa: E402 - needs the sys.path setup above
     USER,
     SillyTavern,
-    free_port,
     chat_completion_settings,
+    free_port,
     install_dir,
     st_version,
 )
+from tests.fakes.ai_provider import FakeAiProvider, SeenAiRequest  # noqa: E402 - needs the sys.path setup above
 
 PROOF_EXTENSION = Path(__file__).resolve().parent / "proof_extension"
 PROOF_NAME = "dle-proof"

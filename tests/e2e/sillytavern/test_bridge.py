@@ -17,10 +17,10 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from tests.fakes.ai_provider import FakeAiProvider, SeenAiRequest
 from dle_desktop.st_bridge.install import bundled_version
 from dle_desktop.vectors.st_hash import get_string_hash
 from tests.e2e.sillytavern.dle_server import DleServer
+from tests.fakes.ai_provider import FakeAiProvider, SeenAiRequest
 
 pytestmark = pytest.mark.usefixtures("bridge_page")
 

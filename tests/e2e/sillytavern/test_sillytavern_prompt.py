@@ -10,9 +10,9 @@ import uuid
 
 import pytest
 
-from tests.fakes.ai_provider import FakeAiProvider, SeenAiRequest
 from tests.e2e.sillytavern.conftest import PROOF_GLOBAL_NAME, PROOF_NAME
 from tests.e2e.sillytavern.sillytavern import USER
+from tests.fakes.ai_provider import FakeAiProvider, SeenAiRequest
 
 MARKER = "DLE-PROOF-MARKER"
 IN_PROMPT, IN_CHAT = 0, 1  # SillyTavern's extension_prompt_types
