@@ -41,7 +41,7 @@ def qloop(qapp):
         asyncio.set_event_loop(None)
 
 
-async def wait_for(condition, timeout: float = 15.0, what: str = "condition") -> None:  # noqa: ASYNC109 - a bounded poll; callers pass timeout= by name
+async def wait_for(condition, timeout: float = 15.0, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
