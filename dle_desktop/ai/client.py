@@ -189,4 +189,4 @@ def _ms(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
 
 
-__all__ = ["ADAPTERS", "AiClient", "BACKSTOP_S", "CONNECT_TIMEOUT_S", "MAX_ANSWER_BYTES"]
+__all__ = ["ADAPTERS", "BACKSTOP_S", "CONNECT_TIMEOUT_S", "MAX_ANSWER_BYTES", "AiClient"]

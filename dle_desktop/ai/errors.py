@@ -264,5 +264,15 @@ _ANTHROPIC_TYPES = {"invalid_request_error": 400, "authentication_error": 401, "
                     "rate_limit_error": 429, "api_error": 500, "overloaded_error": 529, "timeout_error": 504}
 
 
-__all__ = ["AiError", "EXCERPT_CHARS", "KINDS", "bad_response", "classify_exception", "classify_http", "clean",
-           "error_in_body", "excerpt", "refused"]
+__all__ = [
+    "EXCERPT_CHARS",
+    "KINDS",
+    "AiError",
+    "bad_response",
+    "classify_exception",
+    "classify_http",
+    "clean",
+    "error_in_body",
+    "excerpt",
+    "refused",
+]

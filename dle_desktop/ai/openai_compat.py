@@ -12,8 +12,14 @@ from typing import Any
 from urllib.parse import quote
 
 from dle_desktop.ai.errors import bad_response, error_in_body, refused
-from dle_desktop.ai.types import (AZURE_DEFAULT_API_VERSION, ChatRequest, ChatResponse, ConnectionProfile, ToolCall,
-                                  Usage)
+from dle_desktop.ai.types import (
+    AZURE_DEFAULT_API_VERSION,
+    ChatRequest,
+    ChatResponse,
+    ConnectionProfile,
+    ToolCall,
+    Usage,
+)
 from dle_desktop.ai.wire_common import Request, chat_messages, count, json_headers, strict_json, tool_args, trim_suffix
 
 #: OpenRouter ranks apps by these; a desktop app has no site of its own to name.

@@ -13,7 +13,14 @@ import time
 from collections.abc import Sequence
 
 from dle_desktop.ai.cache import compile_entity_pattern, manifest_key
-from dle_desktop.ai.extract import ExtractError, Pick, extract_categories, extract_selection, match_titles, order_and_threshold
+from dle_desktop.ai.extract import (
+    ExtractError,
+    Pick,
+    extract_categories,
+    extract_selection,
+    match_titles,
+    order_and_threshold,
+)
 from dle_desktop.ai.manifest import (
     CATEGORY_SCHEMA,
     LORE_SELECTION_SCHEMA,

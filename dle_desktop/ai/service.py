@@ -231,7 +231,7 @@ class AiService:
         """DLE's connection test ("Reply OK." / "ping", 8 tokens) on a channel's connection; it
         bypasses breaker and throttle so the user can check a fix at once."""
         try:
-            resolved, profile, key = self.connection(channel)
+            _resolved, profile, key = self.connection(channel)
         except AiUnavailable as exc:
             return False, str(exc), 0
         ok, message, ms = await self.client.test_connection(profile, key)
@@ -256,7 +256,7 @@ class AiService:
         if self.on_breaker is not None and self.breaker.state != before:
             try:
                 self.on_breaker(self.breaker.snapshot())
-            except Exception:  # noqa: BLE001 - a listener's bug must not fail the AI call
+            except Exception:
                 log.exception("breaker listener failed")
 
     def clear_cache(self, chat_id: str | None = None) -> None:

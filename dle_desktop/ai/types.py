@@ -291,6 +291,19 @@ class ChatResponse:
         return self.finish_reason in _LENGTH_REASONS
 
 
-__all__ = ["AZURE_DEFAULT_API_VERSION", "ChatRequest", "ChatResponse", "ConnectionProfile", "DEFAULT_BASE_URLS",
-           "FLAVOR_LABELS", "OPENAI_FLAVORS", "PROVIDERS", "ToolCall", "ToolSpec", "Turn", "Usage", "default_base_url",
-           "merge_instructions"]
+__all__ = [
+    "AZURE_DEFAULT_API_VERSION",
+    "DEFAULT_BASE_URLS",
+    "FLAVOR_LABELS",
+    "OPENAI_FLAVORS",
+    "PROVIDERS",
+    "ChatRequest",
+    "ChatResponse",
+    "ConnectionProfile",
+    "ToolCall",
+    "ToolSpec",
+    "Turn",
+    "Usage",
+    "default_base_url",
+    "merge_instructions",
+]

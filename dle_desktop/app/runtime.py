@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dle_desktop.engine.engine import Engine, source_from_spec
+from dle_desktop.engine.session_vaults import SessionVaults
 from dle_desktop.engine.thread import EngineThread
 from dle_desktop.errors import ConfigError, DleError
 from dle_desktop.logging_setup import configure_logging
 from dle_desktop.olra import OlraRunner, cert_path, olra_key, rotate_olra_key
 from dle_desktop.server.app import ServerRunner
 from dle_desktop.server.security import rotate_server_token, server_token
-from dle_desktop.engine.session_vaults import SessionVaults
 from dle_desktop.st_bridge.monitor import BridgeMonitor
 from dle_desktop.state.paths import AppPaths, resolve_paths
 from dle_desktop.state.secrets import SecretStore, read_keys_file
@@ -227,7 +227,7 @@ class Runtime:
             if self.server is not None:
                 self.thread.call(self.server.stop(), timeout=15)
             self.thread.call(self.engine.stop(), timeout=15)
-        except Exception:  # noqa: BLE001 - shutting down regardless
+        except Exception:
             log.exception("error while stopping")
         finally:
             self.thread.stop()

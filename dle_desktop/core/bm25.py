@@ -57,7 +57,7 @@ class _BaseArrays:
 
 
 class Bm25Index:
-    __slots__ = ("_base", "_dead", "_extra", "_doc_terms", "_doc_len", "_total_len", "_arrays", "_dead_mask")
+    __slots__ = ("_arrays", "_base", "_dead", "_dead_mask", "_doc_len", "_doc_terms", "_extra", "_total_len")
 
     def __init__(self, base: dict[str, dict[str, int]], dead: frozenset[str], extra: dict[str, dict[str, int]],
                  doc_terms: dict[str, Counter[str]], doc_len: dict[str, int], total_len: int,

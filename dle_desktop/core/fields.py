@@ -7,7 +7,7 @@ the layout DLE's wiki shows (a top-level list) work; DLE itself silently ignores
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -18,9 +18,7 @@ OPERATORS = ("match_any", "match_all", "not_any", "exists", "not_exists", "eq", 
 TOLERANCES = ("strict", "moderate", "lenient")
 TYPES = ("string", "number", "boolean")
 RESERVED_NAMES = frozenset(
-    "keys priority tags requires excludes position depth role scandepth excluderecursion "
-    "refine_keys cascade_links cooldown warmup probability summary graph enabled constant seed "
-    "bootstrap type fileclass status aliases".split()
+    ["keys", "priority", "tags", "requires", "excludes", "position", "depth", "role", "scandepth", "excluderecursion", "refine_keys", "cascade_links", "cooldown", "warmup", "probability", "summary", "graph", "enabled", "constant", "seed", "bootstrap", "type", "fileclass", "status", "aliases"]
 )
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -133,7 +131,7 @@ def parse_field_definitions(text: str, source: str = "field-definitions.yaml") -
     """Parse the YAML; any problem is reported, and with no usable field the defaults apply."""
     problems: list[str] = []
     try:
-        data = yaml.load(text, Loader=_LoreLoader)  # noqa: S506 - safe loader subclass
+        data = yaml.load(text, Loader=_LoreLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" (line {mark.line + 1})" if mark is not None else ""

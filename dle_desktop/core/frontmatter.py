@@ -67,7 +67,7 @@ def split_note(text: str) -> SplitNote:
     block, body = m.group(1), m.group(2)
     body_line = block.count("\n") + 4  # opening ---, the block lines, closing ---
     try:
-        loaded = yaml.load(block, Loader=_LoreLoader)  # noqa: S506 - safe loader subclass
+        loaded = yaml.load(block, Loader=_LoreLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = (mark.line + 2) if mark is not None else 2

@@ -177,7 +177,7 @@ def _entry_checks(snapshot: IndexSnapshot, ctx: HealthContext, r: HealthReport) 
 
 
 def _vault_wide_checks(snapshot: IndexSnapshot, ctx: HealthContext, r: HealthReport) -> None:
-    for title_key, group in snapshot.by_title.items():
+    for group in snapshot.by_title.values():
         by_vault: dict[str, list[Entry]] = {}
         for e in group:
             by_vault.setdefault(e.vault, []).append(e)

@@ -19,10 +19,7 @@ DEFAULT_PRIORITY = 100
 #: Canonical frontmatter names, keyed by their spelling with case, `_` and `-` removed.
 CANONICAL_FIELDS = {
     n.lower().replace("_", ""): n
-    for n in (
-        "tags keys priority summary requires excludes refine_keys cascade_links position depth role "
-        "scanDepth excludeRecursion constant cooldown warmup probability outlet enabled graph"
-    ).split()
+    for n in ["tags", "keys", "priority", "summary", "requires", "excludes", "refine_keys", "cascade_links", "position", "depth", "role", "scanDepth", "excludeRecursion", "constant", "cooldown", "warmup", "probability", "outlet", "enabled", "graph"]
 }
 #: Accepted for round-trips from SillyTavern World Info, but not enforced.
 NOT_IMPLEMENTED_FIELDS = ("sticky", "delay", "group", "group_weight")

@@ -77,7 +77,7 @@ def known_secret_values(settings, secrets) -> set[str]:
     for name in names:
         try:
             value = secrets.get(name)
-        except Exception:  # noqa: BLE001 - a broken keyring must not stop the report
+        except Exception:
             log.debug("diagnostics: reading %s failed", name, exc_info=True)
             continue
         if value:
@@ -179,7 +179,7 @@ def _index_cache(directory: Path) -> list[dict]:
                       "written": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(f.stat().st_mtime))}
         try:
             with open(f, "rb") as fh:
-                payload = pickle.load(fh)  # noqa: S301 - the app's own file, in the user's private folder
+                payload = pickle.load(fh)
             kind, name, location, _ = str(payload.get("key", "")).split("|", 3)
             results = [r.result for r in payload.get("records", {}).values()]
             info |= {"vault": name, "kind": kind, "location": location, "files": len(results),

@@ -4,8 +4,6 @@ callbacks, which the GUI re-posts onto the Qt thread."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import asyncio
 import concurrent.futures
 import dataclasses
@@ -14,17 +12,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dle_desktop import __version__
-from dle_desktop.core.changes import ChangeSet
 from dle_desktop.core.entry import TagConfig
 from dle_desktop.core.health import HealthContext, HealthReport, run_health_check
 from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.core.pipeline.config import MatchConfig
+from dle_desktop.engine.retrieval import RetrievalService
 from dle_desktop.errors import ConfigError, DleError
 from dle_desktop.librarian.gaps import GapStore
-from dle_desktop.engine.retrieval import RetrievalService
 from dle_desktop.state.chat_store import ChatStore
 from dle_desktop.state.paths import AppPaths, sample_vault_dir
 from dle_desktop.state.secrets import SecretStore
@@ -219,7 +216,7 @@ class Engine:
         for fn in list(self._subscribers):
             try:
                 fn(event)
-            except Exception:  # noqa: BLE001 - a subscriber's bug must not stop the engine
+            except Exception:
                 log.exception("engine subscriber failed on %s", kind)
 
     def _spawn(self, coro) -> asyncio.Task:
@@ -274,7 +271,7 @@ class Engine:
         for s in self._sources:
             try:
                 await s.close()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.debug("closing %s failed", s.name, exc_info=True)
 
     # -- vectors ----------------------------------------------------------------------------
@@ -330,7 +327,7 @@ class Engine:
 
             manager = ModelManager(self.paths.models_dir)
             return str(manager.path_for()) if manager.is_available() else ""
-        except Exception:  # noqa: BLE001 - no default model is the answer, not a crash
+        except Exception:
             log.debug("the model manager could not name its default model", exc_info=True)
             return ""
 
@@ -346,7 +343,7 @@ class Engine:
                     result = fn()
                     if asyncio.iscoroutine(result):
                         await result
-                except Exception:  # noqa: BLE001
+                except Exception:
                     log.debug("closing the local embedder failed", exc_info=True)
                 break
 
@@ -398,7 +395,7 @@ class Engine:
             except DleError as exc:
                 self._report_error(str(exc))
                 continue
-            except Exception as exc:  # noqa: BLE001 - a watcher batch must never kill the engine
+            except Exception as exc:
                 log.exception("re-sync of %s failed", vault)
                 self._report_error(f"{vault}: re-reading changed notes failed ({exc}); use Sync now")
                 continue

@@ -13,9 +13,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from dle_desktop.core.index import IndexSnapshot
+from dle_desktop.core.pipeline.ai_stage import AiOutcome
 from dle_desktop.core.pipeline.chat_input import ChatDocument
 from dle_desktop.core.pipeline.config import MatchConfig
-from dle_desktop.core.pipeline.ai_stage import AiOutcome
 from dle_desktop.core.pipeline.replay import cut_points, initial_state
 from dle_desktop.core.pipeline.run import (
     GenerationResult,

@@ -74,7 +74,7 @@ class SemanticSearch:
         if self._on_status is not None:
             try:
                 self._on_status(SemanticStatus(**asdict(self.status)))
-            except Exception:  # noqa: BLE001 - a listener's bug must not stop embedding
+            except Exception:
                 log.exception("semantic status listener failed")
 
     def _vault_embeddings(self) -> VaultEmbeddings:

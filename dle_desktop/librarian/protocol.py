@@ -52,7 +52,7 @@ def find_object(text: str) -> Any:
 
 def _strings(value: Any) -> list[str] | None:
     if isinstance(value, str):
-        value = [v for v in value.split(",")]
+        value = list(value.split(","))
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         return None
     return [v.strip() for v in value if v.strip()]

@@ -291,9 +291,9 @@ class OlraApp:
         if self.on_written is not None:
             try:
                 await asyncio.wait_for(self.on_written(vault.name, changed), INDEX_WAIT_S)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 log.warning("indexing %s took longer than %g s; the file watcher will pick it up", path.rel, INDEX_WAIT_S)
-            except Exception:  # noqa: BLE001 - the file is written; the watcher still sees it
+            except Exception:
                 log.exception("indexing %s after writing it failed", path.rel)
         await self._send(send, 204)
 

@@ -87,9 +87,8 @@ def parse_vault_path(raw: bytes | str) -> VaultPath:
             raise PathRefused(400, "'.' and '..' segments are not allowed in vault paths")
         if _DRIVE.match(part) and (i == 0 or _WINDOWS):
             raise PathRefused(400, f"{part[:2]!r} looks like a drive letter: vault paths are relative to the vault")
-        if _WINDOWS:
-            if _WINDOWS_FORBIDDEN & set(part) or part[-1] in ". " or _WINDOWS_RESERVED.fullmatch(part):
-                raise PathRefused(400, f"{part[:100]!r} is not a file name Windows can store as it is")
+        if _WINDOWS and (_WINDOWS_FORBIDDEN & set(part) or part[-1] in ". " or _WINDOWS_RESERVED.fullmatch(part)):
+            raise PathRefused(400, f"{part[:100]!r} is not a file name Windows can store as it is")
     return VaultPath(parts, is_dir)
 
 

@@ -201,7 +201,7 @@ class OlraRunner:
                                                                         thread_name_prefix="dle-olra-io"))
         try:
             loop.run_until_complete(self._serve(socks, ready))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             if not ready.done():
                 ready.set_exception(exc)
             log.exception("the Obsidian REST emulation stopped")

@@ -136,7 +136,7 @@ class BridgeObserver:
                                    ms=(time.perf_counter() - started) * 1000)
             else:
                 monitor.touch(origin=origin)
-        except Exception:  # noqa: BLE001 - the answer is sent; the monitor is only a view
+        except Exception:
             log.exception("could not record the SillyTavern bridge's request")
 
 

@@ -91,7 +91,7 @@ async def _read_object(request: Request) -> dict:
 def _vector_service(request: Request):
     try:
         service = engine(request).vectors
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         log.exception("the vector service could not be started")
         raise EndpointError(503, f"the local embedder could not be started: {exc}") from None
     if service is None:
@@ -112,7 +112,7 @@ async def _embed(request: Request, texts: list[str], query: bool) -> tuple[np.nd
         raise EndpointError(status, str(exc)) from None
     except EndpointError:
         raise
-    except Exception as exc:  # noqa: BLE001 - an embedder failure fails this request only
+    except Exception as exc:
         log.exception("local embedding failed")
         raise EndpointError(500, f"the local embedder failed: {exc}") from None
     return vectors, profile.model_id, _token_estimate(texts)

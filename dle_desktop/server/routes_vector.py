@@ -110,7 +110,7 @@ def connection_headers(request: Request) -> dict[str, str]:
     """`Connection: close` back when the request asked for it (node-fetch v2 does, and reuses a
     socket the server is about to close if it is not told: st-wire-contracts.md §3)."""
     tokens = {t.strip().lower() for t in request.headers.get("connection", "").split(",")}
-    if "close" in tokens or request.scope.get("http_version") == "1.0" and "keep-alive" not in tokens:
+    if "close" in tokens or (request.scope.get("http_version") == "1.0" and "keep-alive" not in tokens):
         return {"Connection": "close"}
     return {}
 
@@ -135,7 +135,7 @@ def _service(request: Request):
         service = engine(request).vectors
     except VectorApiError:
         raise
-    except Exception as exc:  # noqa: BLE001 - the vector backend failing to start fails this request only
+    except Exception as exc:
         log.exception("the vector service could not be started")
         raise VectorApiError(500, f"the vector backend could not be started: {exc}", "vector_store_unavailable") from None
     if service is None:

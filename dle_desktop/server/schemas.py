@@ -65,7 +65,7 @@ def _finish(node: Any, in_properties: bool = False) -> Any:
     for key, value in node.items():
         if key == _REF:
             out["$ref"] = f"#/components/schemas/{value}"
-        elif key == "title" and isinstance(value, str) or key == "default" and value is None:
+        elif (key == "title" and isinstance(value, str)) or (key == "default" and value is None):
             continue
         else:
             out[key] = _finish(value, in_properties=key == "properties")

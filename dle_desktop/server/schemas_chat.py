@@ -208,10 +208,10 @@ class RetrieveRequest(RequestModel):
                                        ref("FolderFilter"))] = None
     notebook: Annotated[Any, _described("replaces the chat's notebook (at most 64 KiB as UTF-8); null keeps it",
                                   {"type": ["string", "null"]})] = None
-    chatId: Annotated[Any, WithJsonSchema(ref("ChatId"))] = None  # noqa: N815 - SillyTavern's spelling
-    characterName: Annotated[Any, WithJsonSchema({"type": ["string", "null"]})] = None  # noqa: N815
-    dryRun: Annotated[Any, WithJsonSchema({"type": "boolean"})] = None  # noqa: N815
-    folderFilter: Annotated[Any, WithJsonSchema(ref("FolderFilter"))] = None  # noqa: N815
+    chatId: Annotated[Any, WithJsonSchema(ref("ChatId"))] = None
+    characterName: Annotated[Any, WithJsonSchema({"type": ["string", "null"]})] = None
+    dryRun: Annotated[Any, WithJsonSchema({"type": "boolean"})] = None
+    folderFilter: Annotated[Any, WithJsonSchema(ref("FolderFilter"))] = None
 
     #: the parsed document (the core's parser, which the CLI shares, reads the whole body)
     _parsed: ChatDocument | None = PrivateAttr(None)

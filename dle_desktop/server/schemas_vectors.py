@@ -14,7 +14,15 @@ from collections.abc import Mapping
 from typing import Annotated, Any, TypeVar
 
 import httpx
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PrivateAttr, WithJsonSchema, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    PrivateAttr,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from dle_desktop.server.schemas import NOT_BLANK, WHITESPACE, ref
 from dle_desktop.vectors.service import (
@@ -116,11 +124,11 @@ class SourceBody(StBody):
 
     source: Annotated[Any, WithJsonSchema({"enum": ["", None, *KNOWN_SOURCES],
                                     "description": "absent, null or empty means transformers. " + SOURCE_DESCRIPTION})] = None
-    apiUrl: _Setting = None  # noqa: N815 - SillyTavern's names
+    apiUrl: _Setting = None
     model: _Setting = None
     keep: Annotated[Any, WithJsonSchema({"type": ["boolean", "null"]})] = None
-    extrasUrl: _Setting = None  # noqa: N815
-    extrasKey: _Setting = None  # noqa: N815
+    extrasUrl: _Setting = None
+    extrasKey: _Setting = None
     embeddings: Annotated[Any, WithJsonSchema({
         "type": ["object", "null"],
         "description": "koboldcpp / webllm: text → its vector (an array of numbers). Read only by the routes that "
@@ -159,41 +167,41 @@ _Threshold = Annotated[Any, BeforeValidator(parse_threshold), WithJsonSchema(
 
 
 class VectorList(SourceBody):
-    collectionId: _CollectionId  # noqa: N815
+    collectionId: _CollectionId
 
 
 class VectorInsert(SourceBody):
-    collectionId: _CollectionId  # noqa: N815
+    collectionId: _CollectionId
     items: Annotated[Any, BeforeValidator(parse_items), WithJsonSchema(
         {"type": "array", "items": ref("VectorItem"), "maxItems": MAX_INSERT_ITEMS})]
 
 
 class VectorDelete(SourceBody):
-    collectionId: _CollectionId  # noqa: N815
+    collectionId: _CollectionId
     hashes: Annotated[Any, BeforeValidator(parse_hashes), WithJsonSchema(
         {"type": "array", "items": ref("VectorHash"), "maxItems": MAX_HASHES,
          "description": "numeric strings are read as numbers"})]
 
 
 class VectorQuery(SourceBody):
-    collectionId: _CollectionId  # noqa: N815
-    searchText: _SearchText  # noqa: N815
-    topK: _TopK = None  # noqa: N815
+    collectionId: _CollectionId
+    searchText: _SearchText
+    topK: _TopK = None
     threshold: _Threshold = None
 
 
 class VectorQueryMulti(SourceBody):
-    collectionIds: Annotated[Any, BeforeValidator(parse_collection_ids), WithJsonSchema(  # noqa: N815
+    collectionIds: Annotated[Any, BeforeValidator(parse_collection_ids), WithJsonSchema(
         {"type": "array", "items": ref("CollectionId"), "maxItems": MAX_COLLECTIONS})]
-    searchText: _SearchText  # noqa: N815
-    topK: _TopK = None  # noqa: N815
+    searchText: _SearchText
+    topK: _TopK = None
     threshold: _Threshold = None
 
 
 class VectorPurge(StBody):
     """Delete a collection (every source and model; the source fields are ignored, as in SillyTavern)."""
 
-    collectionId: _CollectionId  # noqa: N815
+    collectionId: _CollectionId
 
 
 class VectorPurgeAll(StBody):
@@ -286,7 +294,7 @@ class EmbedBody(StBody):
     """What every embedding endpoint reads besides its texts: whether they are queries."""
 
     input_type: Annotated[Any, WithJsonSchema({"description": _QUERY_FLAG_DOCS["input_type"]})] = None
-    isQuery: Annotated[Any, WithJsonSchema({"description": _QUERY_FLAG_DOCS["isQuery"]})] = None  # noqa: N815
+    isQuery: Annotated[Any, WithJsonSchema({"description": _QUERY_FLAG_DOCS["isQuery"]})] = None
     is_query: Annotated[Any, WithJsonSchema({"description": _QUERY_FLAG_DOCS["is_query"]})] = None
 
     @property

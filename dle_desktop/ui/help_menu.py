@@ -74,7 +74,7 @@ class HelpActions:
             ctx = runtime.ctx
             out = (folder or output_folder()) / diagnostics.default_name()
             path = await asyncio.to_thread(self._write, ctx, ctx.secrets, status, live, out)
-        except Exception as exc:  # noqa: BLE001 - say it, don't lose it
+        except Exception as exc:
             log.exception("writing diagnostics failed")
             self._show(QMessageBox(QMessageBox.Icon.Warning, "Diagnostics", f"The diagnostics could not be written: {exc}",
                                    QMessageBox.StandardButton.Close, self.window))

@@ -4,19 +4,18 @@ the tray on the Qt thread (qasync runs asyncio there so slots can await engine w
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 import dataclasses
 import json
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtWidgets import (
     QApplication,
-    QDialog,
     QFileDialog,
     QHBoxLayout,
     QLabel,
@@ -26,16 +25,13 @@ from PySide6.QtWidgets import (
 )
 
 from dle_desktop.errors import DleError
-from dle_desktop.ui.widgets.async_util import soon
 from dle_desktop.state.secrets import CLI_VAULT_SECRET
 from dle_desktop.state.settings import VaultConfig
 from dle_desktop.ui.bridge import ADDED, SECOND_LAUNCH, ApplyPlan, EngineBridge, plan_settings_change, spec_location
-from dle_desktop.ui.widgets.gc_guard import GuiThreadCollector
-from dle_desktop.ui.widgets.icons import app_icon
 from dle_desktop.ui.main_window import MainWindow
 from dle_desktop.ui.ports import Composition, RuntimePort
-from dle_desktop.ui.settings.model_download import ModelDownload
 from dle_desktop.ui.settings.dialog import SettingsDialog
+from dle_desktop.ui.settings.model_download import ModelDownload
 from dle_desktop.ui.single_instance import (
     ACK,
     OPEN_VAULTS,
@@ -45,6 +41,9 @@ from dle_desktop.ui.single_instance import (
     instance_name,
 )
 from dle_desktop.ui.tray import ChangeNotifier, TrayController
+from dle_desktop.ui.widgets.async_util import soon
+from dle_desktop.ui.widgets.gc_guard import GuiThreadCollector
+from dle_desktop.ui.widgets.icons import app_icon
 
 if TYPE_CHECKING:
     from dle_desktop.ui.first_run.guide import FirstRunGuide
@@ -252,7 +251,7 @@ class DesktopApp:
                 if todo.restart_olra:
                     await asyncio.to_thread(self.runtime.restart_olra)
                     self.window.sillytavern_view.olra_panel.emulation_restarted()
-            except Exception as exc:  # noqa: BLE001 - saved already; say so rather than lose the window
+            except Exception as exc:
                 log.exception("applying settings failed")
                 self.window.statusBar().showMessage(f"Settings were saved, but applying them failed: {exc}", 15000)
                 return
@@ -275,7 +274,7 @@ class DesktopApp:
     # -- semantic search ------------------------------------------------------------------------
     def set_semantic_paused(self, paused: bool) -> None:
         """Pause or resume embedding the entries, now and after a restart."""
-        asyncio.ensure_future(self.bridge.set_semantic_paused(paused))
+        soon(lambda: self.bridge.set_semantic_paused(paused))
         ctx = self.runtime.ctx
         ctx.settings = ctx.settings.replace(semantic_paused=paused)
         try:
@@ -289,12 +288,12 @@ class DesktopApp:
         settings = self.runtime.ctx.settings
         if settings.semantic_enabled and not settings.embedding_model_path.strip():
             # The running engine found no model when it started; now the default one is there.
-            asyncio.ensure_future(self._embed_vault_now())
+            soon(self._embed_vault_now)
 
     async def _embed_vault_now(self) -> None:
         try:
             await self.bridge.embed_vault_now()
-        except Exception:  # noqa: BLE001 - the engine reports embedding problems as semantic events
+        except Exception:
             log.debug("embedding the vault after the model download did not finish", exc_info=True)
 
     def on_instance_message(self, message: str) -> None:

@@ -45,7 +45,7 @@ class ChangeNotifier(QObject):
 
     def _flush(self) -> None:
         parts = [f"{n} {label}" for label, n in self._counts.items() if n]
-        self._counts = {k: 0 for k in self._counts}
+        self._counts = dict.fromkeys(self._counts, 0)
         if not parts:
             return
         self._last = time.monotonic()

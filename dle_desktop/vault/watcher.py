@@ -124,7 +124,7 @@ class FolderWatcher:
         for vault, (paths, full) in pending.items():
             try:
                 self.callback(vault, paths, full)
-            except Exception:  # noqa: BLE001 - a bad callback must not kill the watcher thread
+            except Exception:
                 log.exception("vault change callback failed")
 
     def held(self) -> int:

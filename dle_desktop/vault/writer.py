@@ -265,7 +265,7 @@ class NoteWriter:
                     self.history.record, vault=vault, path=rel, feature=feature, action=action, before_text=before,
                     after_text=after, before_hash=None if before is None else simple_hash(before),
                     after_hash=None if after is None else simple_hash(after), undoes=undoes)
-            except Exception:  # noqa: BLE001 - the note is written; losing its history entry must not hide that
+            except Exception:
                 log.exception("%s/%s was written but its write history could not be saved", vault, rel)
         await self._reindex(vault, changed)
         return WriteResult(vault, rel, before, after, record, written=True)
@@ -279,7 +279,7 @@ class NoteWriter:
                 result = asyncio.wrap_future(result)
             if inspect.isawaitable(result):
                 await asyncio.wait_for(result, INDEX_WAIT_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             log.warning("indexing %s took longer than %g s; the next sync picks it up", ", ".join(changed), INDEX_WAIT_S)
-        except Exception:  # noqa: BLE001 - the file is written; the watcher or the next sync still sees it
+        except Exception:
             log.exception("re-indexing %s after writing it failed", ", ".join(sorted(changed)))

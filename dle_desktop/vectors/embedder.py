@@ -365,7 +365,7 @@ class LocalEmbedder(QueryHeadDecoding):
             loaded = self._ensure_loaded()
         except EmbeddingError:
             raise
-        except Exception as exc:  # noqa: BLE001 - whatever llama.cpp's binding raised
+        except Exception as exc:
             raise EmbeddingError(f"the embedding model {self._model_path.name} could not be loaded: {exc}", 503) from exc
         info = loaded.info
         instruction = self._instruction_for(info) if query else ""
@@ -393,6 +393,18 @@ class LocalEmbedder(QueryHeadDecoding):
         return normalise_rows(out)
 
 
-__all__ = ["AUTO", "BATCH_TOKENS_DEFAULT", "DEFAULT_MAX_TOKENS", "GGUF_MAGIC", "PACK_TEXT_TOKENS_DEFAULT", "GgufFormatError",
-           "GgufInfo", "LocalEmbedder", "QWEN3_QUERY_INSTRUCTION", "default_threads", "normalise_vectors", "plan_batches",
-           "read_gguf_info"]
+__all__ = [
+    "AUTO",
+    "BATCH_TOKENS_DEFAULT",
+    "DEFAULT_MAX_TOKENS",
+    "GGUF_MAGIC",
+    "PACK_TEXT_TOKENS_DEFAULT",
+    "QWEN3_QUERY_INSTRUCTION",
+    "GgufFormatError",
+    "GgufInfo",
+    "LocalEmbedder",
+    "default_threads",
+    "normalise_vectors",
+    "plan_batches",
+    "read_gguf_info",
+]

@@ -348,16 +348,14 @@ class ModelManager:
 
         hasher = hashlib.sha256()
         mode = "r+b" if start else "wb"
-        if start:
-            with open(part, "rb") as f:
-                while block := f.read(1 << 20):
-                    hasher.update(block)
+        if start:  # resuming: what is on disk already counts (hashed off the loop: it can be hundreds of MB)
+            await asyncio.to_thread(_hash_into, hasher, part)
         done = start
         t0 = time.monotonic()
         if progress is not None:
             progress(DownloadProgress(done, total, start))
         try:
-            with open(part, mode) as f:
+            with open(part, mode) as f:  # noqa: ASYNC230 - one open for the whole stream; chunks are written as they arrive
                 f.seek(start)
                 f.truncate()
                 try:
@@ -405,3 +403,9 @@ class ModelManager:
         fsync_dir(self.models_dir)
         log.info("model %s ready (%d bytes, sha256 %s, %s)", spec.filename, size, actual, source)
         return final
+
+
+def _hash_into(hasher: hashlib._Hash, path: Path) -> None:
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            hasher.update(block)

@@ -369,7 +369,7 @@ class VectorService:
             log.exception("vector store %s failed", method)
             raise VectorApiError(500, f"the vector store could not {method}: {exc.strerror or exc}",
                                  "vector_store_unavailable") from None
-        except Exception as exc:  # noqa: BLE001 - busy folder, closed store...: this request fails, clearly
+        except Exception as exc:
             if not self._closed:
                 log.exception("vector store %s failed", method)
             raise VectorApiError(500, f"the vector store could not {method}: {exc}", "vector_store_unavailable") from None
@@ -383,7 +383,7 @@ class VectorService:
                 self._local = self._local_factory()
             except EmbeddingError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - a failed load fails this request only
+            except Exception as exc:
                 log.exception("the local embedding model could not be set up")
                 raise EmbeddingError(f"the local embedding model could not be loaded: {exc}", 503) from exc
         return self._local
@@ -478,7 +478,7 @@ class VectorService:
             raise from_embedding_error(exc) from None
         except VectorApiError:
             raise
-        except Exception as exc:  # noqa: BLE001 - an embedder bug is a failed request, not a dead server
+        except Exception as exc:
             log.exception("the %s embedder failed", resolved.source)
             raise VectorApiError(500, f"the {resolved.source} embedder failed: {exc}") from None
         if len(parts) == 1:
@@ -577,7 +577,7 @@ class VectorService:
         if store is not None:
             try:
                 store.close()
-            except Exception:  # noqa: BLE001 - closing must not stop the engine's shutdown
+            except Exception:
                 log.exception("closing the vector store failed")
         self._local = None
 

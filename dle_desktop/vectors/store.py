@@ -43,8 +43,17 @@ import numpy as np
 from dle_desktop.vectors.contracts import Hit, StoredItem
 from dle_desktop.vectors.store_ann import HNSW_EF_CONSTRUCTION, HNSW_M
 from dle_desktop.vectors.store_scope import BrokenScope, Scope, create, dedupe, peek
-from dle_desktop.vectors.store_util import (RWLock, check_hashes, check_int64, check_items, check_name,
-                                            check_top_k, fsync_dir, normalise_query, normalise_rows)
+from dle_desktop.vectors.store_util import (
+    RWLock,
+    check_hashes,
+    check_int64,
+    check_items,
+    check_name,
+    check_top_k,
+    fsync_dir,
+    normalise_query,
+    normalise_rows,
+)
 
 log = logging.getLogger(__name__)
 
@@ -513,7 +522,7 @@ class _Builder:
 
 
 def _lock_folder(root: Path) -> IO[bytes]:
-    f = open(root / ".lock", "a+b")
+    f = open(root / ".lock", "a+b")  # noqa: SIM115 - returned open: the lock lasts as long as the store
     try:
         if sys.platform == "win32":  # os.name == "nt", spelled so that type checkers follow it
             import msvcrt

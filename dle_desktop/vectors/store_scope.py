@@ -42,8 +42,17 @@ import numpy as np
 
 from dle_desktop.fileio import make_private_file, move_into_place, private_opener
 from dle_desktop.vectors.contracts import Hit, StoredItem, VectorConflict
-from dle_desktop.vectors.store_ann import (CALIBRATION_QUERIES, HOLDOUT_MAX, HOLDOUT_MIN_QUERIES, HOLDOUT_SHARE, MIX,
-                                          TARGET_RECALL_HELDOUT, TARGET_RECALL_MIX, AnnIndex, calibrate)
+from dle_desktop.vectors.store_ann import (
+    CALIBRATION_QUERIES,
+    HOLDOUT_MAX,
+    HOLDOUT_MIN_QUERIES,
+    HOLDOUT_SHARE,
+    MIX,
+    TARGET_RECALL_HELDOUT,
+    TARGET_RECALL_MIX,
+    AnnIndex,
+    calibrate,
+)
 from dle_desktop.vectors.store_util import RWLock, fsync_dir, fsync_file, truncate_file, write_rows
 
 log = logging.getLogger(__name__)

@@ -163,7 +163,7 @@ def parse_chat_document(raw: Any, allowed: set[str] | None = None) -> ChatDocume
     if both:
         # One of the two would be dropped silently; which one the caller meant is unknowable.
         raise ChatInputError("; ".join(f"give {ALIASES[a]} or {a}, not both" for a in both))
-    doc: dict[str, Any] = {ALIASES[k] if k in ALIASES else k: v for k, v in raw.items()}
+    doc: dict[str, Any] = {ALIASES[k] if k in ALIASES else k: v for k, v in raw.items()}  # noqa: SIM401 - mypy types .get(k, k) on a JSON key as str | None
     allowed = allowed or DOC_FIELDS
     unknown = sorted(k for k in doc if k not in allowed)
     if unknown:

@@ -158,10 +158,10 @@ def match_entries(ctx: StageContext) -> list[Active]:
                     continue
                 depth = ctx.entry_depth(e) or cfg.scan_depth
                 hit = ctx.window(depth) if kindex is ctx.index else kindex.scan(ctx._full.text).after(ctx._offsets.get(depth, 0))
-                if cfg.fix_refine_keys_in_fuzzy and kindex.refine[row]:
-                    if first_matching_key(hit, kindex.refine[row], cfg.match_whole_words) is None:
-                        trace.add(e, "fuzzy", "skipped", f"BM25 score {score:.2f} but none of its refine keys matched")
-                        continue
+                if (cfg.fix_refine_keys_in_fuzzy and kindex.refine[row]
+                        and first_matching_key(hit, kindex.refine[row], cfg.match_whole_words) is None):
+                    trace.add(e, "fuzzy", "skipped", f"BM25 score {score:.2f} but none of its refine keys matched")
+                    continue
                 if on_cooldown(ctx, e, "fuzzy"):
                     continue
                 if not warm_enough(ctx, e, hit, row, "fuzzy", kindex) or not passes_probability(ctx, e, "fuzzy"):

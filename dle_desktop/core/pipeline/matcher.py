@@ -121,9 +121,7 @@ def _span_ok(text: str, span: tuple[int, int], key: str, whole_words: bool) -> b
     start, end = span
     if start > 0 and _is_word_char(text[start - 1]):
         return False
-    if end < len(text) and _is_word_char(text[end]):
-        return False
-    return True
+    return not (end < len(text) and _is_word_char(text[end]))
 
 
 def key_matches(hit: KeyHit, key: str, whole_words: bool) -> bool:

@@ -263,10 +263,7 @@ def begin_generation(
     candidates: list[Active] = []
     if mode != "keywords":
         with trace.timed("candidates"):
-            if mode == "two-stage":
-                pool = expand_links(ctx, matched)
-            else:
-                pool = whole_vault(ctx, matched)
+            pool = expand_links(ctx, matched) if mode == "two-stage" else whole_vault(ctx, matched)
             # The keyword matches' gate verdicts are already recorded, and gate verdicts for a
             # whole vault (ai-only) would drown the record: the pool is gated silently.
             ctx.trace = Trace()

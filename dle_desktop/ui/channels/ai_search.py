@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QCheckBox, QFormLayout, QGroupBox, QHBoxLayout, QPushButton, QSpinBox, QVBoxLayout
 
-from dle_desktop.ui.widgets.async_util import soon
 from dle_desktop.ui.channels.common import (
     AI_MODE_LABELS,
     EMPTY_FALLBACK_LABELS,
@@ -16,6 +15,7 @@ from dle_desktop.ui.channels.common import (
     set_combo,
 )
 from dle_desktop.ui.channels.profile_editor import ERROR_STYLE, MUTED_STYLE, OK_STYLE, WARN_STYLE, note
+from dle_desktop.ui.widgets.async_util import soon
 
 BREAKER_TEXT = {
     "closed": ("Closed: AI calls go through.", OK_STYLE),
@@ -77,7 +77,7 @@ class AiSearchPanel(QGroupBox):
             set_combo(self.ai_empty, draft["ai_empty_fallback"])
             self.ai_budget.setChecked(draft["fix_ai_confidence_budget"])
             self.prefilter.setChecked(draft["hierarchical_pre_filter"])
-            self.aggressiveness.setValue(int(round(draft["hierarchical_aggressiveness"] * 100)))
+            self.aggressiveness.setValue(round(draft["hierarchical_aggressiveness"] * 100))
             self.aggressiveness.setEnabled(draft["hierarchical_pre_filter"])
         finally:
             self._filling = False

@@ -31,10 +31,10 @@ from PySide6.QtWidgets import (
 from dle_desktop.ai.channels import LABELS, PURPOSES, ResolvedChannel, resolve_channel
 from dle_desktop.errors import DleError
 from dle_desktop.state.settings import CHANNELS, ProfileConfig, Settings
-from dle_desktop.ui.widgets.async_util import soon
 from dle_desktop.ui.channels.common import MODE_LABELS, meta, profile_kind, set_combo
-from dle_desktop.ui.widgets.cut_text import CutTextTips
 from dle_desktop.ui.channels.profile_editor import ERROR_STYLE, MUTED_STYLE, WARN_STYLE, TestStrip, note
+from dle_desktop.ui.widgets.async_util import soon
+from dle_desktop.ui.widgets.cut_text import CutTextTips
 from dle_desktop.ui.widgets.semantic_strip import headline
 
 COLUMNS = ("Channel", "Status", "Connection", "Model", "Calls", "Tokens in / out", "Last call")
@@ -134,7 +134,7 @@ class ChannelsPanel(QGroupBox):
         self.proxy_url.textEdited.connect(lambda t: self._edit("proxy_url", t.strip()))
         self.model.textEdited.connect(lambda t: self._edit("model", t.strip()))
         self.max_tokens.valueChanged.connect(lambda v: self._edit("max_tokens", v))
-        self.timeout.valueChanged.connect(lambda v: self._edit("timeout", int(round(v * 1000))))
+        self.timeout.valueChanged.connect(lambda v: self._edit("timeout", round(v * 1000)))
 
         self.usage_since = note("", MUTED_STYLE)
         self.reset_usage_button = QPushButton("Reset counts")
@@ -192,7 +192,7 @@ class ChannelsPanel(QGroupBox):
             table.setColumnWidth(col, width)
             spare -= width
 
-    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
+    def eventFilter(self, watched, event) -> bool:
         if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
             self._fit_names(force=True)
         return super().eventFilter(watched, event)

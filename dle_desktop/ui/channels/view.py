@@ -19,12 +19,12 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSplitter, QVBox
 
 from dle_desktop.errors import DleError
 from dle_desktop.state.settings import CHANNELS, ProfileConfig, Settings
-from dle_desktop.ui.widgets.async_util import soon
 from dle_desktop.ui.channels.ai_search import AiSearchPanel, BreakerPanel
 from dle_desktop.ui.channels.common import OWN_FIELDS, own_values
+from dle_desktop.ui.channels.profile_editor import ERROR_STYLE, OK_STYLE, WARN_STYLE, note
 from dle_desktop.ui.channels.profiles import ProfilesPanel
 from dle_desktop.ui.channels.table import COLUMNS, ChannelsPanel
-from dle_desktop.ui.channels.profile_editor import ERROR_STYLE, OK_STYLE, WARN_STYLE, note
+from dle_desktop.ui.widgets.async_util import soon
 
 __all__ = ["CHANNELS", "COLUMNS", "OWN_FIELDS", "ChannelsView", "own_values"]
 
@@ -220,7 +220,7 @@ class ChannelsView(QWidget):
     async def _read_snapshot(self) -> None:
         try:
             snap = await self.bridge.ai_snapshot()
-        except Exception:  # noqa: BLE001 - the engine may be between restarts
+        except Exception:
             log.debug("reading the AI snapshot failed", exc_info=True)
             return
         self.snapshot = snap
@@ -234,7 +234,7 @@ class ChannelsView(QWidget):
             self.sync_external()
             soon(self.refresh)
 
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         self._stored.clear()  # keys are looked up again: the keyring may have changed meanwhile
         self.profiles_panel.fill()
@@ -242,7 +242,7 @@ class ChannelsView(QWidget):
         self.timer.start()
         soon(self.refresh)
 
-    def hideEvent(self, event) -> None:  # noqa: N802 - Qt API
+    def hideEvent(self, event) -> None:
         super().hideEvent(event)
         self.timer.stop()
 

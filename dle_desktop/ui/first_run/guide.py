@@ -92,7 +92,7 @@ class FirstRunGuide(QWizard):
         finally:
             self._skipping = False
 
-    def validateCurrentPage(self) -> bool:  # noqa: N802 - Qt API
+    def validateCurrentPage(self) -> bool:
         """Next and Finish come here: apply the step's choice (Skip passes without applying)."""
         if self._skipping:
             return True

@@ -14,8 +14,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGroupBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWizardPage
 from shiboken6 import isValid
 
-from dle_desktop.ui.settings.embeddings import EmbeddingsPage
 from dle_desktop.ui.first_run.vault_page import ERROR_STYLE, OK_STYLE, WARN_STYLE
+from dle_desktop.ui.settings.embeddings import EmbeddingsPage
 from dle_desktop.ui.settings.model_download import megabytes
 from dle_desktop.ui.sillytavern.common import in_thread
 from dle_desktop.ui.sillytavern.installs_table import InstallsFound, scan
@@ -126,7 +126,7 @@ class SillyTavernPage(QWizardPage):
         layout.addWidget(later)
         layout.addStretch(1)
 
-    def initializePage(self) -> None:  # noqa: N802 - Qt API
+    def initializePage(self) -> None:
         if self.scan_task is None:  # once: Back and Next again need not look again
             self.start_scan()
 
@@ -142,7 +142,7 @@ class SillyTavernPage(QWizardPage):
         problem: str | None
         try:
             found = await in_thread(scan, folders, self.home)
-        except Exception as exc:  # noqa: BLE001 - say it; the view can still be opened
+        except Exception as exc:
             log.exception("looking for SillyTavern installs failed")
             found, problem = [], f"Looking for SillyTavern failed: {exc}"
         else:

@@ -219,7 +219,7 @@ class VaultPage(QWizardPage):
             self._check_folder()
         self.completeChanged.emit()
 
-    def isComplete(self) -> bool:  # noqa: N802 - Qt API
+    def isComplete(self) -> bool:
         choice = self.chosen()
         if choice == FOLDER:
             return self._folder is not None and self._folder.is_dir()

@@ -17,7 +17,15 @@ from PySide6.QtWidgets import QWidget
 
 from dle_desktop.ui.graph.index import Adjacency, PointGrid
 from dle_desktop.ui.graph.overlay import paint_overlay
-from dle_desktop.ui.graph.render import EDGE_PIXEL_BUDGET, SYNC_LIMIT, Geometry, StaticRender, build_geometry, paint_all, steps
+from dle_desktop.ui.graph.render import (
+    EDGE_PIXEL_BUDGET,
+    SYNC_LIMIT,
+    Geometry,
+    StaticRender,
+    build_geometry,
+    paint_all,
+    steps,
+)
 from dle_desktop.ui.graph.style import BACKGROUND, EDGE_STYLES, OTHER
 
 #: A slice of static-layer painting on the GUI thread; the pause before a sharp re-render starts
@@ -307,7 +315,7 @@ class GraphCanvas(QWidget):
         return val
 
     # -- painting ------------------------------------------------------------------------------
-    def paintEvent(self, _event) -> None:  # noqa: N802 - Qt API
+    def paintEvent(self, _event) -> None:
         p = QPainter(self)
         self.paint(p, self.width(), self.height())
         p.end()
@@ -365,7 +373,7 @@ class GraphCanvas(QWidget):
         radius_px = max(6.0, float(self.node_size.max() if len(self.node_size) else 7.0) * self.node_px() / 2 + 2)
         return self.grid.nearest(world, radius_px / self.scale)
 
-    def mousePressEvent(self, ev) -> None:  # noqa: N802
+    def mousePressEvent(self, ev) -> None:
         if ev.button() == Qt.MouseButton.LeftButton:
             i = self.node_at(ev.position().x(), ev.position().y())
             self._press = (ev.position(), i)
@@ -374,7 +382,7 @@ class GraphCanvas(QWidget):
                 self.set_selected(i)
         super().mousePressEvent(ev)
 
-    def mouseMoveEvent(self, ev) -> None:  # noqa: N802
+    def mouseMoveEvent(self, ev) -> None:
         x, y = ev.position().x(), ev.position().y()
         if self._press is not None and ev.buttons() & Qt.MouseButton.LeftButton:
             start, i = self._press
@@ -392,7 +400,7 @@ class GraphCanvas(QWidget):
             return
         self.set_hovered(self.node_at(x, y))
 
-    def mouseReleaseEvent(self, ev) -> None:  # noqa: N802
+    def mouseReleaseEvent(self, ev) -> None:
         if self._drag >= 0:
             i, self._drag = self._drag, -1
             self.pinned[i] = True
@@ -404,19 +412,19 @@ class GraphCanvas(QWidget):
         self._panning = False
         super().mouseReleaseEvent(ev)
 
-    def mouseDoubleClickEvent(self, ev) -> None:  # noqa: N802
+    def mouseDoubleClickEvent(self, ev) -> None:
         i = self.node_at(ev.position().x(), ev.position().y())
         if i >= 0:
             self.nodeActivated.emit(i)
 
-    def wheelEvent(self, ev) -> None:  # noqa: N802
+    def wheelEvent(self, ev) -> None:
         steps = ev.angleDelta().y() / 120.0
         if steps:
             self.zoom_at(1.2 ** steps, ev.position().x(), ev.position().y())
 
-    def leaveEvent(self, _ev) -> None:  # noqa: N802
+    def leaveEvent(self, _ev) -> None:
         self.set_hovered(-1)
 
-    def resizeEvent(self, ev) -> None:  # noqa: N802
+    def resizeEvent(self, ev) -> None:
         super().resizeEvent(ev)
         self.update()

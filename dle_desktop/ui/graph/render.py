@@ -83,7 +83,7 @@ def pick_edges(geo: Geometry, scr: np.ndarray, kinds_on: set[str], w: float, h: 
                budget: float | None) -> dict[str, np.ndarray]:
     """Per kind, the edges (as (m, 4) screen segments) to draw in this view (module docstring)."""
     parts = []
-    for t, kind in enumerate(DRAW_ORDER):
+    for kind in DRAW_ORDER:
         if kind not in kinds_on or kind not in geo.edges:
             continue
         a, b = geo.edges[kind]

@@ -117,7 +117,7 @@ class GraphView(QWidget):
         self.kind_buttons: dict[str, QToolButton] = {}
         kinds = QHBoxLayout()
         kinds.setSpacing(2)
-        for kind, (label, colour, _w, _s) in EDGE_STYLES.items():
+        for kind, (label, _colour, _w, _s) in EDGE_STYLES.items():
             b = QToolButton()
             b.setText(label)
             b.setCheckable(True)
@@ -198,7 +198,7 @@ class GraphView(QWidget):
         if self.isVisible() or self._shown_once:
             self._start()
 
-    def showEvent(self, ev) -> None:  # noqa: N802
+    def showEvent(self, ev) -> None:
         super().showEvent(ev)
         self._shown_once = True
         if self._pending:

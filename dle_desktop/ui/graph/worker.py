@@ -108,7 +108,7 @@ class GraphWorker(QObject):
     def _run_safely(self, job_id: int, job: GraphJob, cancel: threading.Event) -> None:
         try:
             result = self._run(job_id, job, cancel)
-        except Exception as exc:  # noqa: BLE001 - reported in the view, never fatal
+        except Exception as exc:
             log.exception("graph job failed")
             self.failed.emit(job_id, str(exc))
             return

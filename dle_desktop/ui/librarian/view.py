@@ -17,15 +17,15 @@ from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.core.pipeline.chat_formats import parse_chat_text
 from dle_desktop.errors import DleError
 from dle_desktop.librarian.changes import needs_summary
-from dle_desktop.librarian.loop import Event
 from dle_desktop.librarian.gaps import GapStore
+from dle_desktop.librarian.loop import Event
 from dle_desktop.librarian.service import Librarian
 from dle_desktop.librarian.sessions import Session
-from dle_desktop.ui.widgets.async_util import soon
 from dle_desktop.ui.librarian.chat import ChatPane
 from dle_desktop.ui.librarian.dialogs import ProposalDialog, WritePreviewDialog
 from dle_desktop.ui.librarian.draft import DraftEditor
 from dle_desktop.ui.librarian.lists import SessionsPanel
+from dle_desktop.ui.widgets.async_util import soon
 
 log = logging.getLogger(__name__)
 

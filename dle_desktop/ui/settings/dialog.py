@@ -32,8 +32,8 @@ from PySide6.QtWidgets import (
 
 from dle_desktop.desktop.autostart import for_paths
 from dle_desktop.errors import DleError
-from dle_desktop.ui.bridge import ADDED, COMMAND_LINE, SAMPLE, SAVED, SECOND_LAUNCH, SessionVaults, VaultRow
 from dle_desktop.state.settings import Settings, VaultConfig
+from dle_desktop.ui.bridge import ADDED, COMMAND_LINE, SAMPLE, SAVED, SECOND_LAUNCH, SessionVaults, VaultRow
 from dle_desktop.ui.settings.embeddings import EmbeddingsPage
 from dle_desktop.ui.settings.model_download import ModelDownload
 from dle_desktop.ui.settings.retrieval import RetrievalPage

@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QVBoxLayout,
 )
-
 from shiboken6 import isValid
 
 from dle_desktop.core.hosts import parse_origin
@@ -172,7 +171,7 @@ class AccessPanel(QGroupBox):
             return None
         try:
             token = await in_thread(self.view.rotate_token)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log.exception("rotating the server token failed")
             self.say(f"The token was not rotated: {exc}", ERROR_STYLE)
             return None

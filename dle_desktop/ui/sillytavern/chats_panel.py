@@ -21,9 +21,9 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from dle_desktop.ui.widgets.cut_text import CutTextTips
 from dle_desktop.ui.channels.profile_editor import ERROR_STYLE, MUTED_STYLE, OK_STYLE, note
 from dle_desktop.ui.sillytavern.common import confirm, plural
+from dle_desktop.ui.widgets.cut_text import CutTextTips
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ class ChatsPanel(QGroupBox):
     async def _do_refresh(self) -> None:
         try:
             chats = await self.view.bridge.list_chats(LIMIT)
-        except Exception:  # noqa: BLE001 - the engine may be between restarts, or stopped
+        except Exception:
             log.debug("reading the chat list failed", exc_info=True)
             return
         if chats != self.chats:
@@ -186,7 +186,7 @@ class ChatsPanel(QGroupBox):
             for chat_id in ids:
                 if await self.view.bridge.reset_chat(chat_id):
                     done += 1
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log.exception("forgetting a chat failed")
             self.say(f"Forgetting failed after {plural(done, 'chat')}: {exc}", ERROR_STYLE)
         else:

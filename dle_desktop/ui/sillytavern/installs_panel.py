@@ -8,7 +8,16 @@ import asyncio
 import logging
 from pathlib import Path
 
-from PySide6.QtWidgets import QComboBox, QFileDialog, QGroupBox, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+)
 from shiboken6 import isValid
 
 from dle_desktop.errors import DleError
@@ -117,7 +126,7 @@ class InstallsPanel(QGroupBox):
         self._set_busy(+1, "Looking for SillyTavern…")
         try:
             found = await in_thread(scan, folders, self.home)
-        except Exception as exc:  # noqa: BLE001 - say it; the old list stays
+        except Exception as exc:
             log.exception("looking for SillyTavern installs failed")
             self.say(f"Looking for SillyTavern installs failed: {exc}", ERROR_STYLE)
             return
@@ -189,7 +198,7 @@ class InstallsPanel(QGroupBox):
             self.install_button.setToolTip("Copy the bridge extension into SillyTavern, with this server's address "
                                            "and token")
         else:
-            text, tone = status_of(copy, self.view.server_url())
+            _text, tone = status_of(copy, self.view.server_url())
             self.install_button.setText("Reinstall" if tone == "ok" else "Update")
             self.install_button.setToolTip("Replace the installed copy with this version of the bridge, and write "
                                            "this server's address and token again")
@@ -257,7 +266,7 @@ class InstallsPanel(QGroupBox):
         except DleError as exc:
             self.say(f"Not installed: {exc}", ERROR_STYLE)
             return False
-        except Exception as exc:  # noqa: BLE001 - a file error we did not foresee: say it, keep the window
+        except Exception as exc:
             log.exception("installing the bridge failed")
             self.say(f"Not installed: {exc}", ERROR_STYLE)
             return False

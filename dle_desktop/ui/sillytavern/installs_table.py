@@ -11,8 +11,8 @@ from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
 from dle_desktop.errors import DleError
-from dle_desktop.ui.widgets.cut_text import CutTextTips
 from dle_desktop.ui.sillytavern.common import st_install
+from dle_desktop.ui.widgets.cut_text import CutTextTips
 
 log = logging.getLogger(__name__)
 

@@ -81,7 +81,7 @@ class KeyPanel(QGroupBox):
         self.rotate_button.setEnabled(False)
         try:
             key = await in_thread(self.panel.runtime.rotate_olra_key)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log.exception("rotating the Obsidian REST emulation's key failed")
             if isValid(self):
                 self.say(f"The key was not rotated: {exc}", ERROR_STYLE)

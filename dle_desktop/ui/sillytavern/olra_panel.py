@@ -33,7 +33,6 @@ from dle_desktop.ui.sillytavern.common import age_text, plural
 from dle_desktop.ui.sillytavern.olra_key import KeyPanel
 from dle_desktop.ui.sillytavern.olra_steps import StepsPanel
 
-
 MERGED = "All enabled folder vaults (merged)"
 CERT_FILE_NAME = "obsidian-local-rest-api.crt"
 

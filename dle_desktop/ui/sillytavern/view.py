@@ -21,16 +21,16 @@ from collections.abc import Callable, Coroutine
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
-from dle_desktop.errors import DleError
 from dle_desktop.core.hosts import is_loopback_bind
+from dle_desktop.errors import DleError
 from dle_desktop.state.settings import Settings
-from dle_desktop.ui.widgets.async_util import soon
 from dle_desktop.ui.sillytavern.access_panel import AccessPanel
 from dle_desktop.ui.sillytavern.chats_panel import ChatsPanel
 from dle_desktop.ui.sillytavern.connection_panel import ConnectionPanel
 from dle_desktop.ui.sillytavern.installs_panel import InstallsPanel
 from dle_desktop.ui.sillytavern.olra_panel import OlraPanel
 from dle_desktop.ui.sillytavern.vectors_help import VectorRoutingPanel, VectorSourcesPanel
+from dle_desktop.ui.widgets.async_util import soon
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +176,7 @@ class SillyTavernView(QWidget):
         if self._ticks % CHATS_EVERY == 0:
             self.spawn(self.chats_panel.refresh)
 
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         self.sync_external()
         self.connection_panel.refresh()
@@ -185,7 +185,7 @@ class SillyTavernView(QWidget):
         self.spawn(self.chats_panel.refresh)
         self.timer.start()
 
-    def hideEvent(self, event) -> None:  # noqa: N802 - Qt API
+    def hideEvent(self, event) -> None:
         super().hideEvent(event)
         self.timer.stop()
 

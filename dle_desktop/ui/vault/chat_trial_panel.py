@@ -212,7 +212,7 @@ class ChatTrialPanel(QWidget):
         except asyncio.CancelledError:
             self.status.setText("Cancelled: nothing was changed")
             return False
-        except Exception as exc:  # noqa: BLE001 - show it, keep the panel usable
+        except Exception as exc:
             log.exception("test chat failed")
             self.clear_results()
             self.status.setText(f"✖ {exc}")
@@ -268,7 +268,7 @@ class ChatTrialPanel(QWidget):
             self.model.appendRow(row)
         parts = []
         for grp in g["groups"]:
-            where = grp["outlet"] and f"outlet {grp['outlet']}" or f"{grp['position_name']}, depth {grp['depth']}, {grp['role_name']}"
+            where = (grp["outlet"] and f"outlet {grp['outlet']}") or f"{grp['position_name']}, depth {grp['depth']}, {grp['role_name']}"
             parts.append(f"<h4>{escape(grp['key'])} <small>({escape(where)})</small></h4>"
                          f"<pre style='white-space: pre-wrap'>{escape(grp['text'])}</pre>")
         self.prompt.setHtml("".join(parts) or "<i>Nothing would be injected.</i>")

@@ -55,13 +55,13 @@ class EntriesModel(QAbstractTableModel):
     def search_text(self, row: int) -> str:
         return self._search[row]
 
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt API
+    def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self._entries)
 
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def columnCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(COLUMNS)
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return COLUMNS[section]
         return None
@@ -111,7 +111,7 @@ class EntriesFilter(QSortFilterProxyModel):
         else:
             self.invalidateFilter()
 
-    def filterAcceptsRow(self, source_row, source_parent) -> bool:  # noqa: N802
+    def filterAcceptsRow(self, source_row, source_parent) -> bool:
         if not self._words:
             return True
         hay = cast(EntriesModel, self.sourceModel()).search_text(source_row)

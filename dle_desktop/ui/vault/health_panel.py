@@ -52,7 +52,7 @@ class HealthPanel(QTreeWidget):
                 top.addChild(child)
             self.addTopLevelItem(top)
             top.setExpanded(self._expanded.get(name, False))
-        not_indexed = [s for s in skipped]
+        not_indexed = list(skipped)
         top = QTreeWidgetItem([f"Not indexed ({len(not_indexed)})", "", ""])
         top.setData(0, Qt.ItemDataRole.UserRole, "Not indexed")
         for s in not_indexed:

@@ -23,12 +23,12 @@ from PySide6.QtWidgets import (
 
 from dle_desktop.core.health import HealthReport
 from dle_desktop.core.index import IndexSnapshot
-from dle_desktop.ui.widgets.cut_text import CutTextTips
+from dle_desktop.ui.vault.chat_trial_panel import ChatTrialPanel
 from dle_desktop.ui.vault.entries_model import UID_ROLE, EntriesFilter, EntriesModel
 from dle_desktop.ui.vault.entry_detail import EntryHistory, render_entry
 from dle_desktop.ui.vault.health_panel import HealthPanel
+from dle_desktop.ui.widgets.cut_text import CutTextTips
 from dle_desktop.ui.widgets.semantic_strip import SemanticStrip
-from dle_desktop.ui.vault.chat_trial_panel import ChatTrialPanel
 
 #: Where the splitters are kept; "_v2" since the 1200×760 layout fix: the sizes saved before were
 #: forced by Test a chat's width (the entries table squeezed), not chosen, so they are not restored.

@@ -15,7 +15,7 @@ class CutTextTips(QStyledItemDelegate):
         self.middle_columns = frozenset(middle_columns)
         view.setItemDelegate(self)
 
-    def initStyleOption(self, option, index) -> None:  # noqa: N802 - Qt API
+    def initStyleOption(self, option, index) -> None:
         super().initStyleOption(option, index)
         if index.column() in self.middle_columns:
             option.textElideMode = Qt.TextElideMode.ElideMiddle
@@ -38,7 +38,7 @@ class CutTextTips(QStyledItemDelegate):
             return None
         return None if self.shown_text(view, index) == str(text) else str(text)
 
-    def helpEvent(self, event, view, option, index) -> bool:  # noqa: N802 - Qt API
+    def helpEvent(self, event, view, option, index) -> bool:
         if event is not None and event.type() == QEvent.Type.ToolTip and not index.data(Qt.ItemDataRole.ToolTipRole):
             text = self.cut_text(view, index)
             if text:
