@@ -118,7 +118,7 @@ def versions() -> dict:
     if core is not None:
         try:
             qt = core.qVersion()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a report must be written whatever Qt says
             qt = None
     packages = {}
     for name in PACKAGES:

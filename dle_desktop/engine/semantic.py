@@ -123,7 +123,7 @@ class SemanticSearch:
             stats = await vault.sync(snapshot, progress=progress)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - any failure of the embedder is a status, not a crash of the engine
             log.warning("embedding the vault's entries failed: %s", exc)
             self._set(state="error", error=_describe(exc))
             return
@@ -175,7 +175,7 @@ class SemanticSearch:
             hits = await vault.search(parts, fetch_count(top_k), weight)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - the generation goes on without semantic hits, and says why
             return [], f"semantic search unavailable: {_describe(exc)}"
         return hits, self._note()
 
@@ -207,7 +207,7 @@ class SemanticSearch:
                 await vault.warm(parts)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - prefetch is best effort; the generation embeds what is missing
                 log.info("semantic prefetch failed: %s", _describe(exc))
 
         task = asyncio.get_running_loop().create_task(run())

@@ -83,7 +83,7 @@ def test_context_gates_entries(server):
     server.put("g", "context", "context", {"era": "Founding"})
     gen = server.retrieve("g", msgs, dry_run=True)
     assert titles(gen) == []
-    (stage, outcome, reason), = [v for v in verdicts_for(gen, "Eel Year") if v[1] == "removed"]
+    (stage, _outcome, reason), = [v for v in verdicts_for(gen, "Eel Year") if v[1] == "removed"]
     assert stage == "contextual gating" and "era" in reason and "Founding" in reason
     server.put("g", "context", "context", {"era": ["Founding", "eel year"]})  # match_any, case-insensitive
     assert titles(server.retrieve("g", msgs, dry_run=True)) == ["Eel Year"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
+import httpx
 import pytest
 
 from tests.retrieval._support import API, LiveServer, messages, write_world
@@ -19,7 +20,7 @@ def live(tmp_path_factory):
     server.close()
 
 
-def fork(live, target: str, body) -> httpx.Response:  # noqa: F821
+def fork(live, target: str, body) -> httpx.Response:
     return live.client.post(f"{API}/chats/{quote(target, safe='')}/fork", json=body)
 
 

@@ -209,7 +209,7 @@ def fresh(tmp_path):
 
 def test_a_rotated_token_is_in_use_at_once(fresh):
     old = server_token(fresh.secrets)
-    ask = lambda t: fresh.client.get(f"{API}/bridge", headers={"Origin": ST, "X-DLE-Token": t})  # noqa: E731
+    ask = lambda t: fresh.client.get(f"{API}/bridge", headers={"Origin": ST, "X-DLE-Token": t})  # noqa: E731 - a one-line request helper read where it is used
     assert ask(old).status_code == 200
     new = rotate_server_token(fresh.secrets)
     assert new != old and len(new) >= 32 and fresh.secrets.get("server-token") == new
@@ -277,7 +277,7 @@ def test_a_newly_allowed_origin_is_accepted_without_a_restart_and_a_removed_one_
     server takes it at once, keeping its engine, its index and its token."""
     other = "http://127.0.0.1:8123"
     token = server_token(fresh.secrets)
-    ask = lambda origin: fresh.client.get(f"{API}/bridge", headers={"Origin": origin, "X-DLE-Token": token})  # noqa: E731
+    ask = lambda origin: fresh.client.get(f"{API}/bridge", headers={"Origin": origin, "X-DLE-Token": token})  # noqa: E731 - a one-line request helper read where it is used
     assert ask(other).status_code == 403
     engine_before = fresh.engine
     settings = fresh.engine.settings.replace(server_allowed_origins=[other])

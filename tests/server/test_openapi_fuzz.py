@@ -86,7 +86,7 @@ def _offline(case, live: LiveServer) -> None:
             body["server"] = live.url
     elif case.path.startswith("/api/vector/") and isinstance(body.get("source"), str):
         source = body["source"].strip()
-        if source in REMOTE_SOURCES or valid and source in PRECOMPUTED_SOURCES:
+        if source in REMOTE_SOURCES or (valid and source in PRECOMPUTED_SOURCES):
             body["source"] = "transformers"
 
 

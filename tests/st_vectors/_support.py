@@ -176,7 +176,7 @@ def raw_request(port: int, method: str, path: str, body: bytes | None = None, he
         s.settimeout(close_wait)
         try:
             response.closed = s.recv(1) == b""
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             response.closed = False
         except ConnectionResetError:
             response.closed = True

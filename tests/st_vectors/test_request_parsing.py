@@ -25,7 +25,6 @@ from dle_desktop.vectors.source_settings import (
     parse_source_settings,
 )
 
-
 # -- source ---------------------------------------------------------------------------------------
 
 def test_known_sources_cover_every_st_list():

@@ -44,7 +44,7 @@ def remote_available(source: str = "llamacpp") -> bool:
     settings = SourceSettings(source=source, api_url="http://127.0.0.1:9", model="m", extras_url="http://127.0.0.1:9")
     try:
         return embedder_for_st_source(settings, secrets=SecretStore(use_keyring=False)) is not None
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - any failure means the source is not available here
         return False
 
 

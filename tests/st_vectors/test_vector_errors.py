@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-import os
-
 import json
+import os
 
 import httpx
 import pytest
@@ -84,9 +83,9 @@ def test_missing_or_wrong_fields_are_400(st, route, body):
 def test_nan_and_infinity_json_literals_are_400(st):
     """Python's JSON reader accepts NaN / Infinity; they are refused, never stored."""
     for literal in ("NaN", "Infinity", "-Infinity"):
-        body = ('{"collectionId":"c","source":"transformers","searchText":"x","threshold":%s}' % literal)
+        body = ('{"collectionId":"c","source":"transformers","searchText":"x","threshold":%s}' % literal)  # noqa: UP031 - a JSON literal: % keeps its braces as they are
         assert st.post("query", body).status_code == 400
-        body = ('{"collectionId":"c","source":"transformers","searchText":"x","topK":%s}' % literal)
+        body = ('{"collectionId":"c","source":"transformers","searchText":"x","topK":%s}' % literal)  # noqa: UP031 - a JSON literal: % keeps its braces as they are
         assert st.post("query", body).status_code == 400
 
 
@@ -150,7 +149,7 @@ def test_bad_precomputed_vectors_are_400_and_write_nothing(st, cid, name, src):
 
 @pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e999"])
 def test_nan_or_inf_in_precomputed_vectors_is_400(st, cid, literal):
-    body = ('{"collectionId":%s,"source":"koboldcpp","model":"m","items":[{"hash":1,"text":"t","index":0}],'
+    body = ('{"collectionId":%s,"source":"koboldcpp","model":"m","items":[{"hash":1,"text":"t","index":0}],'  # noqa: UP031 - a JSON literal: % keeps its braces as they are
             '"embeddings":{"t":[0.5,%s,0.25]}}' % (json.dumps(cid), literal))
     before = st.disk_state()
     payload = st.error("insert", body, 400)

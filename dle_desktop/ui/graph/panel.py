@@ -156,7 +156,9 @@ class GraphPanel(QWidget):
         self.vault.setEnabled(len(vaults) > 1)
 
     def filters(self) -> dict:
-        pick = lambda c: None if c.currentText() == ALL else c.currentText()  # noqa: E731
+        def pick(c: QComboBox) -> str | None:
+            return None if c.currentText() == ALL else c.currentText()
+
         return {"types": {t for t, b in self.type_boxes.items() if b.isChecked()},
                 "tag": pick(self.tag), "folder": pick(self.folder), "vault": pick(self.vault)}
 

@@ -157,7 +157,7 @@ class AccessPanel(QGroupBox):
     def copy_token(self) -> None:
         try:
             copy_text(self.view.token())
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - whatever the secret store raises is shown, never a crash
             self.say(f"The token cannot be read: {exc}", ERROR_STYLE)
             return
         self.say("Token copied.", OK_STYLE)

@@ -66,7 +66,7 @@ class KeyPanel(QGroupBox):
     def copy_key(self) -> bool:
         try:
             copy_text(self.panel.key())
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - whatever the secret store raises is shown, never a crash
             self.say(f"The key cannot be read: {exc}", ERROR_STYLE)
             return False
         self.say("API key copied: paste it into DLE's vault settings (API Key).", OK_STYLE)
