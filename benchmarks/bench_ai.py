@@ -55,8 +55,10 @@ from dle_desktop.state.settings import settings_from_mapping  # noqa: E402 - nee
 
 SEED = 20261129
 TARGET_MS = 10.0
-WORDS = ("river lantern quay tide salt ledger harbor guild market storm bell fog reed delta ferry moon oath "  # noqa: SIM905 - a word list reads as prose
-         "smuggler archive copper gull beacon rope tavern island canal bridge song ash ember winter").split()
+WORDS = (
+    "river lantern quay tide salt ledger harbor guild market storm bell fog reed delta ferry moon oath "
+    "smuggler archive copper gull beacon rope tavern island canal bridge song ash ember winter"
+).split()
 
 
 def make_snapshot(n: int, rng: random.Random):
@@ -65,7 +67,7 @@ def make_snapshot(n: int, rng: random.Random):
         title = f"{rng.choice(WORDS).title()} {rng.choice(WORDS).title()} {i}"
         summary = " ".join(rng.choice(WORDS) for _ in range(40))
         body = " ".join(rng.choice(WORDS) for _ in range(250))
-        text = (f"---\ntags: [lorebook]\nkeys: [\"k{i}\"]\nsummary: \"{summary}\"\n---\n# {title}\n{body}\n")
+        text = f'---\ntags: [lorebook]\nkeys: ["k{i}"]\nsummary: "{summary}"\n---\n# {title}\n{body}\n'
         e = parse_note("bench", f"{title}.md", text)
         entries.append(e)
     return build_snapshot([VaultSlice("bench", tuple(entries))])
@@ -77,15 +79,21 @@ def make_chat(n: int, rng: random.Random) -> list[ChatMessage]:
     per = -(-n // 12)
     out = []
     for m in range(12):
-        words = keys[m * per:(m + 1) * per] + [rng.choice(WORDS) for _ in range(20)]
+        words = keys[m * per : (m + 1) * per] + [rng.choice(WORDS) for _ in range(20)]
         out.append(ChatMessage(name="User" if m % 2 == 0 else "Bot", mes=" ".join(words), is_user=m % 2 == 0))
     return out
 
 
 def answer_json(snapshot, rng: random.Random, picks: int = 20) -> str:
     chosen = rng.sample(list(snapshot.entries), picks)
-    items = [{"title": e.title if i % 5 else e.title.lower() + "s", "confidence": rng.choice(("high", "medium", "low")),
-              "reason": "named in the recent chat"} for i, e in enumerate(chosen)]
+    items = [
+        {
+            "title": e.title if i % 5 else e.title.lower() + "s",
+            "confidence": rng.choice(("high", "medium", "low")),
+            "reason": "named in the recent chat",
+        }
+        for i, e in enumerate(chosen)
+    ]
     return json.dumps({"selected": items})
 
 
@@ -94,9 +102,12 @@ class InstantProvider(httpx.AsyncBaseTransport):
 
     def __init__(self, content: str) -> None:
         self.calls = 0
-        self.body = json.dumps({"choices": [{"message": {"role": "assistant", "content": content},
-                                             "finish_reason": "stop"}],
-                                "usage": {"prompt_tokens": 30000, "completion_tokens": 400}}).encode()
+        self.body = json.dumps(
+            {
+                "choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 30000, "completion_tokens": 400},
+            }
+        ).encode()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         await request.aread()
@@ -129,11 +140,26 @@ def main() -> int:
     snap = make_snapshot(args.candidates, rng)
     messages = make_chat(args.candidates, rng)
     content = answer_json(snap, rng)
-    settings = settings_from_mapping({
-        "aiSearchEnabled": True, "aiSearchMode": "two-stage", "aiSearchProfileId": "p", "maxEntries": 20,
-        "aiSearchScanDepth": 12, "scanDepth": 12,
-        "connection_profiles": [{"id": "p", "name": "P", "provider": "openai", "flavor": "custom",
-                                 "base_url": "http://127.0.0.1:9/v1", "model": "m"}]})
+    settings = settings_from_mapping(
+        {
+            "aiSearchEnabled": True,
+            "aiSearchMode": "two-stage",
+            "aiSearchProfileId": "p",
+            "maxEntries": 20,
+            "aiSearchScanDepth": 12,
+            "scanDepth": 12,
+            "connection_profiles": [
+                {
+                    "id": "p",
+                    "name": "P",
+                    "provider": "openai",
+                    "flavor": "custom",
+                    "base_url": "http://127.0.0.1:9/v1",
+                    "model": "m",
+                }
+            ],
+        }
+    )
     cfg = MatchConfig.from_object(settings)
     pending = begin_generation(snap, messages, ChatState(), cfg)
     assert isinstance(pending, Pending)
@@ -145,6 +171,7 @@ def main() -> int:
     search = AiSearch(service)
     loop = asyncio.new_event_loop()
     try:
+
         def miss() -> None:
             service.clear_cache()
             out = loop.run_until_complete(search.select(pending, "bench"))
@@ -178,20 +205,34 @@ def main() -> int:
         ctx = build_chat_context(messages, 12)
         sysp = system_prompt(None, max_entries=20, vault_size=len(snap.entries))
         build_user_message(m.header, m.text, ctx)
-        manifest_key(manifest_text=m.text, mode="two-stage", scan_depth=12, max_entries=20, unlimited_entries=False,
-                     system_prompt=sysp)
+        manifest_key(
+            manifest_text=m.text,
+            mode="two-stage",
+            scan_depth=12,
+            max_entries=20,
+            unlimited_entries=False,
+            system_prompt=sysp,
+        )
 
     def part_parse() -> None:
         got = extract_selection(content)
         matched, _ = match_titles(got, selectable)
         order_and_threshold(matched, "low")
 
-    parts = {"manifest (500 blocks)": summary(timed(part_manifest, args.rounds)),
-             "prompt, user message, cache key": summary(timed(part_prompt, args.rounds)),
-             "extract + title matching + threshold": summary(timed(part_parse, args.rounds))}
-    res = {"candidates": n_candidates, "picks": len(picks), "miss": summary(miss_ms), "hit": summary(hit_ms),
-           "hit_network_calls": hit_calls, "parts": parts,
-           "manifest_chars": len(manifest_holder["m"].text)}
+    parts = {
+        "manifest (500 blocks)": summary(timed(part_manifest, args.rounds)),
+        "prompt, user message, cache key": summary(timed(part_prompt, args.rounds)),
+        "extract + title matching + threshold": summary(timed(part_parse, args.rounds)),
+    }
+    res = {
+        "candidates": n_candidates,
+        "picks": len(picks),
+        "miss": summary(miss_ms),
+        "hit": summary(hit_ms),
+        "hit_network_calls": hit_calls,
+        "parts": parts,
+        "manifest_chars": len(manifest_holder["m"].text),
+    }
     lines = [
         "AI search overhead (benchmarks/bench_ai.py)",
         f"machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.platform()}",
@@ -204,11 +245,13 @@ def main() -> int:
     ]
     for name, s in parts.items():
         lines.append(f"{'  part: ' + name:44} {s['p50']:8.2f} {s['p90']:8.2f} {s['max']:8.2f}")
-    lines += ["",
-              f"network calls made by {args.rounds} cache hits: {hit_calls}",
-              f"Verdict: overhead p50 {res['miss']['p50']:.2f} ms for {n_candidates} candidates (target < {TARGET_MS:g} ms): "
-              f"{'PASS' if res['miss']['p50'] < TARGET_MS else 'MISS'}; cache hit without network: "
-              f"{'PASS' if hit_calls == 0 else 'MISS'}"]
+    lines += [
+        "",
+        f"network calls made by {args.rounds} cache hits: {hit_calls}",
+        f"Verdict: overhead p50 {res['miss']['p50']:.2f} ms for {n_candidates} candidates (target < {TARGET_MS:g} ms): "
+        f"{'PASS' if res['miss']['p50'] < TARGET_MS else 'MISS'}; cache hit without network: "
+        f"{'PASS' if hit_calls == 0 else 'MISS'}",
+    ]
     text = "\n".join(lines)
     print(json.dumps(res, indent=2) if args.json else text)
     if not args.no_save:

@@ -74,10 +74,12 @@ How to read this (method in the docstring of benchmarks/bench_embedder.py):
   llama.cpp's AMX Q8_0 kernel dies with SIGILL here (also with the real all-MiniLM Q8_0 model).
   LocalEmbedder turns them off by default on CPUs that advertise AMX.
 """
-WORDS = ("the dragon sleeps in northern mountains village below keeps fires low bread cheese traded at market "  # noqa: SIM905 - a word list reads as prose
-         "river town every morning knight rode through forest toward castle where queen was waiting magic comes "
-         "from moon mage must pay price for power harbour guild lantern makers closed doors old king broken crown "
-         "promise made stone bridge merchants salt war east thieves meet ship tavern name who owns").split()
+WORDS = (
+    "the dragon sleeps in northern mountains village below keeps fires low bread cheese traded at market "
+    "river town every morning knight rode through forest toward castle where queen was waiting magic comes "
+    "from moon mage must pay price for power harbour guild lantern makers closed doors old king broken crown "
+    "promise made stone bridge merchants salt war east thieves meet ship tavern name who owns"
+).split()
 
 
 def model_path() -> Path:
@@ -245,26 +247,40 @@ def main() -> int:
         data[w] = (texts, seqs)
 
     say("Embedding throughput: our pipeline vs llama.cpp raw (benchmarks/bench_embedder.py)")
-    say(f"machine: {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs, "
-        f"llama.cpp threads {threads}, extra weight buffers {'on' if single.cpu_extra_buffers else 'off'}")
+    say(
+        f"machine: {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs, "
+        f"llama.cpp threads {threads}, extra weight buffers {'on' if single.cpu_extra_buffers else 'off'}"
+    )
     import llama_cpp
 
-    shape = (f"hidden {QWEN3_0_6B['hidden']}, {QWEN3_0_6B['layers']} layers, vocab {QWEN3_0_6B['n_vocab']}, Q8_0, "
-             "random weights") if args.model is None else "a custom model: a smoke test, not figures"
-    say(f"llama-cpp-python {llama_cpp.__version__}; model {path.name} ({path.stat().st_size / 1e6:.0f} MB; {shape}); "
-        f"load + first text {load_s:.1f} s")
+    shape = (
+        (
+            f"hidden {QWEN3_0_6B['hidden']}, {QWEN3_0_6B['layers']} layers, vocab {QWEN3_0_6B['n_vocab']}, Q8_0, "
+            "random weights"
+        )
+        if args.model is None
+        else "a custom model: a smoke test, not figures"
+    )
+    say(
+        f"llama-cpp-python {llama_cpp.__version__}; model {path.name} ({path.stat().st_size / 1e6:.0f} MB; {shape}); "
+        f"load + first text {load_s:.1f} s"
+    )
     p = single.profile
     say(f"profile: model={p.model_id} quant={p.quantisation} prompt={p.prompt_version} max_tokens={p.max_tokens}")
     for w, (texts, seqs) in data.items():
         lens = [len(s) for s in seqs]
-        say(f"workload {w}: {len(texts)} texts, {sum(lens)} tokens (min {min(lens)}, median "
-            f"{int(statistics.median(lens))}, max {max(lens)}), documents (no instruction)")
+        say(
+            f"workload {w}: {len(texts)} texts, {sum(lens)} tokens (min {min(lens)}, median "
+            f"{int(statistics.median(lens))}, max {max(lens)}), documents (no instruction)"
+        )
     say(f"load average at start: {load0[0]:.2f}")
     say()
 
-    configs = [("one sequence per decode", single, raws[0]),
-               (f"texts <={HYBRID_TEXT} tok packed <={HYBRID_TOKENS}", hybrid, raws[1]),
-               (f"all packed up to {PACK_TOKENS} tokens", packed, raws[2])]
+    configs = [
+        ("one sequence per decode", single, raws[0]),
+        (f"texts <={HYBRID_TEXT} tok packed <={HYBRID_TOKENS}", hybrid, raws[1]),
+        (f"all packed up to {PACK_TOKENS} tokens", packed, raws[2]),
+    ]
     results: dict[tuple[str, str], dict[str, list[float]]] = {}
     loop = asyncio.new_event_loop()
     try:
@@ -277,13 +293,16 @@ def main() -> int:
                     ctexts, cseqs = texts[a:b], seqs[a:b]
                     ntok = sum(len(x) for x in cseqs)
                     rot = (k + r) % len(configs)
-                    for ci, (name, emb, raw) in (list(enumerate(configs))[rot:] + list(enumerate(configs))[:rot]):
+                    for ci, (name, emb, raw) in list(enumerate(configs))[rot:] + list(enumerate(configs))[:rot]:
                         f = results.setdefault((w, name), {"raw_s": [], "ours_s": [], "tokens": [], "ratio": []})
                         got: dict = {}
-                        for who in (("raw", "ours") if (r + ci + k) % 2 == 0 else ("ours", "raw")):
+                        for who in ("raw", "ours") if (r + ci + k) % 2 == 0 else ("ours", "raw"):
                             if who == "raw":  # on the embedder's worker thread: same thread, same OpenMP team
                                 got["raw_s"], got["raw_vec"] = emb.run_on_worker(
-                                    lambda raw=raw, cseqs=cseqs, emb=emb: raw.run(cseqs, emb.batch_tokens, emb.pack_text_tokens)).result()
+                                    lambda raw=raw, cseqs=cseqs, emb=emb: raw.run(
+                                        cseqs, emb.batch_tokens, emb.pack_text_tokens
+                                    )
+                                ).result()
                             else:
                                 before = emb.tokens_processed
                                 t0 = time.perf_counter()
@@ -297,17 +316,22 @@ def main() -> int:
                         f["ours_s"].append(got["ours_s"])
                         f["tokens"].append(ntok)
                         f["ratio"].append(got["raw_s"] / got["ours_s"])  # = ours tok/s ÷ raw tok/s
-                        print(f"  round {r + 1} {w} chunk {k + 1}/{len(chunks)} {name}: {ntok} tokens, raw "
-                              f"{ntok / got['raw_s']:.1f} tok/s, ours {ntok / got['ours_s']:.1f} tok/s",
-                              file=sys.stderr, flush=True)
+                        print(
+                            f"  round {r + 1} {w} chunk {k + 1}/{len(chunks)} {name}: {ntok} tokens, raw "
+                            f"{ntok / got['raw_s']:.1f} tok/s, ours {ntok / got['ours_s']:.1f} tok/s",
+                            file=sys.stderr,
+                            flush=True,
+                        )
                 n = len(chunks)
                 for name, _, _ in configs:
                     f = results[(w, name)]
                     tok = sum(f["tokens"][-n:])
                     raw_tps, ours_tps = tok / sum(f["raw_s"][-n:]), tok / sum(f["ours_s"][-n:])
-                    say(f"round {r + 1}/{args.rounds} {w:9} {name:31} raw {raw_tps:7.1f} tok/s   ours "
+                    say(
+                        f"round {r + 1}/{args.rounds} {w:9} {name:31} raw {raw_tps:7.1f} tok/s   ours "
                         f"{ours_tps:7.1f} tok/s   ours/raw {ours_tps / raw_tps:6.1%} (median of {n} paired chunks "
-                        f"{statistics.median(f['ratio'][-n:]):.1%})")
+                        f"{statistics.median(f['ratio'][-n:]):.1%})"
+                    )
     finally:
         loop.close()
     stat1, cpu1 = proc_stat(), time.process_time()
@@ -315,8 +339,10 @@ def main() -> int:
     load1 = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
 
     say()
-    say(f"{'workload':10} {'strategy':31} {'raw tok/s':>10} {'ours tok/s':>11} {'ours/raw':>9} "
-        f"{'paired median':>14} {'chunks':>7} {'ours vs one/decode':>12}")
+    say(
+        f"{'workload':10} {'strategy':31} {'raw tok/s':>10} {'ours tok/s':>11} {'ours/raw':>9} "
+        f"{'paired median':>14} {'chunks':>7} {'ours vs one/decode':>12}"
+    )
     summary: dict[tuple[str, str], tuple[float, float, float, float]] = {}
     for (w, name), f in results.items():
         tok = sum(f["tokens"])
@@ -325,31 +351,41 @@ def main() -> int:
         base = results[(w, configs[0][0])]["ours_s"]
         vs_single = statistics.median(b / o for b, o in zip(base, f["ours_s"]))
         summary[(w, name)] = (raw_tps, ours_tps, ours_tps / raw_tps, paired)
-        say(f"{w:10} {name:31} {raw_tps:10.1f} {ours_tps:11.1f} {ours_tps / raw_tps:9.1%} {paired:14.1%} "
-            f"{len(f['ratio']):7d} {vs_single:12.1%}")
+        say(
+            f"{w:10} {name:31} {raw_tps:10.1f} {ours_tps:11.1f} {ours_tps / raw_tps:9.1%} {paired:14.1%} "
+            f"{len(f['ratio']):7d} {vs_single:12.1%}"
+        )
     say()
-    say(f"load average at end: {load1[0]:.2f}; CPUs kept busy by other processes during the run: {others:.2f} "
-        f"(of {os.cpu_count()}); absolute figures move with that, ratios within a round much less")
+    say(
+        f"load average at end: {load1[0]:.2f}; CPUs kept busy by other processes during the run: {others:.2f} "
+        f"(of {os.cpu_count()}); absolute figures move with that, ratios within a round much less"
+    )
 
     # The verdict: our default strategy on the realistic workload, by the median of paired chunks
     # (each chunk timed raw and ours back to back, so load from other processes hits both alike).
     if "realistic" in data:
         from dle_desktop.vectors.embedder import BATCH_TOKENS_DEFAULT, PACK_TEXT_TOKENS_DEFAULT
 
-        default_name = next(name for name, e, _ in configs if (e.batch_tokens, e.pack_text_tokens if e.batch_tokens
-                                                                else None) == (BATCH_TOKENS_DEFAULT,
-                                                                               PACK_TEXT_TOKENS_DEFAULT
-                                                                               if BATCH_TOKENS_DEFAULT else None))
+        default_name = next(
+            name
+            for name, e, _ in configs
+            if (e.batch_tokens, e.pack_text_tokens if e.batch_tokens else None)
+            == (BATCH_TOKENS_DEFAULT, PACK_TEXT_TOKENS_DEFAULT if BATCH_TOKENS_DEFAULT else None)
+        )
         raw_tps, ours_tps, total, paired = summary[("realistic", default_name)]
-        say(f"verdict: default strategy ({default_name}) on the realistic batch: ours/raw = {paired:.1%} "
+        say(
+            f"verdict: default strategy ({default_name}) on the realistic batch: ours/raw = {paired:.1%} "
             f"(paired median; {total:.1%} from the totals) -> {'PASS' if paired >= TARGET else 'MISS'} "
-            f"(target >= {TARGET:.0%})")
+            f"(target >= {TARGET:.0%})"
+        )
     for w in data:
         rows = {name: v for (w2, name), v in summary.items() if w2 == w}
         best = max(rows, key=lambda n: rows[n][1])
         raw_best = max(rows, key=lambda n: rows[n][0])
-        say(f"{w}: fastest for our pipeline: {best} ({rows[best][1]:.1f} tok/s); fastest raw: {raw_best} "
-            f"({rows[raw_best][0]:.1f} tok/s)")
+        say(
+            f"{w}: fastest for our pipeline: {best} ({rows[best][1]:.1f} tok/s); fastest raw: {raw_best} "
+            f"({rows[raw_best][0]:.1f} tok/s)"
+        )
 
     say()
     for line in NOTES.strip("\n").splitlines():

@@ -75,15 +75,24 @@ def models(extra: list[Path]) -> list[tuple[str, Path]]:
     if MINILM.is_file():
         out.append(("all-MiniLM-L6-v2 Q8_0", MINILM))
     out.append(("tiny Qwen3 (test model)", make_tiny_qwen3_gguf(WORK / "tiny-qwen3.gguf")))
-    out.append(("tiny Qwen3, 151,669-token vocabulary", make_tiny_qwen3_gguf(WORK / "tiny-qwen3-big-vocab.gguf",
-                                                                               n_vocab=QWEN3_0_6B["n_vocab"])))
+    out.append(
+        (
+            "tiny Qwen3, 151,669-token vocabulary",
+            make_tiny_qwen3_gguf(WORK / "tiny-qwen3-big-vocab.gguf", n_vocab=QWEN3_0_6B["n_vocab"]),
+        )
+    )
     out += [(p.name, p) for p in extra]
     return out
 
 
 def measure(path: Path, one_pass: bool) -> dict:
-    run = subprocess.run([sys.executable, "-c", PROBE, str(path), "1" if one_pass else "0", LONG_TEXT],
-                         capture_output=True, text=True, cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    run = subprocess.run(
+        [sys.executable, "-c", PROBE, str(path), "1" if one_pass else "0", LONG_TEXT],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
     if run.returncode != 0:
         raise SystemExit(f"{path}: {run.stderr[-2000:]}")
     return json.loads(run.stdout.strip().splitlines()[-1])
@@ -97,15 +106,22 @@ def main() -> int:
     import llama_cpp
 
     print("Embedder memory, MB of resident memory (benchmarks/bench_embedder_memory.py)")
-    print(f"machine: {platform.platform()}, Python {platform.python_version()}, llama-cpp-python {llama_cpp.__version__}")
-    print(f"{'model':40} {'decode':10} {'start':>5} {'loaded':>6} {'+64 short':>9} {'long text':>9} "
-          f"{'peak':>5} {'after':>5} {'long s':>6}")
+    print(
+        f"machine: {platform.platform()}, Python {platform.python_version()}, llama-cpp-python {llama_cpp.__version__}"
+    )
+    print(
+        f"{'model':40} {'decode':10} {'start':>5} {'loaded':>6} {'+64 short':>9} {'long text':>9} "
+        f"{'peak':>5} {'after':>5} {'long s':>6}"
+    )
     for label, path in models(args.model):
-        for one_pass in ((False, True) if args.one_pass else (False,)):
+        for one_pass in (False, True) if args.one_pass else (False,):
             r = measure(path, one_pass)
             decode = "last-token" if r["last_token_only"] else "one-pass"
-            print(f"{label[:40]:40} {decode:10} {r['start']:5} {r['loaded']:6} {r['packed']:9} "
-                  f"{str(r['tokens']) + ' tok':>9} {r['peak']:5} {r['after_long']:5} {r['long_s']:6}", flush=True)
+            print(
+                f"{label[:40]:40} {decode:10} {r['start']:5} {r['loaded']:6} {r['packed']:9} "
+                f"{str(r['tokens']) + ' tok':>9} {r['peak']:5} {r['after_long']:5} {r['long_s']:6}",
+                flush=True,
+            )
             if decode == "one-pass" and not one_pass:
                 break  # this model always decodes in one pass: the --one-pass row would repeat it
     print(NOTES)

@@ -105,9 +105,19 @@ def run(args, log) -> dict:
 
     def row(key, label, samples, target=None, note=""):
         med = statistics.median(samples)
-        rows.append({"key": key, "label": label, "samples": samples, "min": min(samples), "median": med,
-                     "max": max(samples), "target": target, "note": note,
-                     "verdict": "" if target is None else ("PASS" if med < target else "MISS")})
+        rows.append(
+            {
+                "key": key,
+                "label": label,
+                "samples": samples,
+                "min": min(samples),
+                "median": med,
+                "max": max(samples),
+                "target": target,
+                "note": note,
+                "verdict": "" if target is None else ("PASS" if med < target else "MISS"),
+            }
+        )
         log(f"  {label}: median {fmt_s(med)}")
 
     for name, n in (("large", args.entries), ("small", args.small)):
@@ -115,8 +125,12 @@ def run(args, log) -> dict:
         generate_vault(work / name, n)
         snap = snapshot_of(work / name)
         samples, g = timed(lambda snap=snap: build_graph(snap), 1 if name == "large" else args.runs)
-        row(f"build_{name}", f"build graph from snapshot ({g.n} entries)", samples,
-            note="mention weights: DLE's title/key counts per edge, both directions")
+        row(
+            f"build_{name}",
+            f"build graph from snapshot ({g.n} entries)",
+            samples,
+            note="mention weights: DLE's title/key counts per edge, both directions",
+        )
         graphs = {"vault": g}
         if name == "large":  # a sync after one edited note: unchanged pairs keep their weights
             raw = list(snap.slices[0].entries)
@@ -125,26 +139,42 @@ def run(args, log) -> dict:
             raw[k] = parse_note("bench", raw[k].path, path.read_text(encoding="utf-8") + "\nEdited.\n")
             snap2 = build_snapshot([VaultSlice("bench", tuple(raw))], previous=snap)
             rs, _ = timed(lambda snap2=snap2, g=g: build_graph(snap2, previous=g), args.runs)
-            row("rebuild_large", f"rebuild graph after one edited note ({g.n} entries)", rs,
-                note="build_graph(new snapshot, previous=graph): only the edited entry's pairs recounted")
+            row(
+                "rebuild_large",
+                f"rebuild graph after one edited note ({g.n} entries)",
+                rs,
+                note="build_graph(new snapshot, previous=graph): only the edited entry's pairs recounted",
+            )
         if name == "large":
             graphs["30k"] = thinned(g, TARGET_PAIRS)
         for variant, gr in graphs.items():
             pairs, _ = gr.simple_edges()
             tag = f"{gr.n} entries, {len(pairs)} edges" + (" (links thinned)" if variant == "30k" else "")
-            info[f"{name}_{variant}"] = {"entries": gr.n, "pairs": len(pairs),
-                                         "edges_by_kind": dict(Counter(e.kind for e in gr.edges))}
+            info[f"{name}_{variant}"] = {
+                "entries": gr.n,
+                "pairs": len(pairs),
+                "edges_by_kind": dict(Counter(e.kind for e in gr.edges)),
+            }
             target = TARGET_LAYOUT_LARGE_S if name == "large" else TARGET_LAYOUT_SMALL_S
             ls, lay = timed(lambda gr=gr: layout(gr, "balanced", seed=1), args.runs)
-            row(f"layout_{name}_{variant}", f"layout, Balanced, {tag}", ls, target,
-                note=f"{lay.iterations} iterations; edge/random distance {edge_ratio(gr, lay.positions):.2f}")
+            row(
+                f"layout_{name}_{variant}",
+                f"layout, Balanced, {tag}",
+                ls,
+                target,
+                note=f"{lay.iterations} iterations; edge/random distance {edge_ratio(gr, lay.positions):.2f}",
+            )
             if name == "large":
                 prev = lay.as_dict()
                 drop = set(random.Random(SEED).sample(list(prev), 20))
                 prev = {u: p for u, p in prev.items() if u not in drop}
                 inc, _ = timed(lambda gr=gr, prev=prev: layout(gr, "balanced", seed=1, previous=prev), args.runs)
-                row(f"layout_incremental_{name}_{variant}", f"incremental layout, 20 new, {tag}", inc,
-                    note="previous positions for all but 20 entries")
+                row(
+                    f"layout_incremental_{name}_{variant}",
+                    f"incremental layout, 20 new, {tag}",
+                    inc,
+                    note="previous positions for all but 20 entries",
+                )
             atarget = TARGET_ANALYSIS_S if name == "large" else None
             a_s, an = timed(lambda gr=gr: analyse(gr, seed=1), args.runs)
             row(f"analysis_{name}_{variant}", f"analysis (communities + backbone + cycles + gaps), {tag}", a_s, atarget)
@@ -156,9 +186,14 @@ def run(args, log) -> dict:
             row(f"cycles_{name}_{variant}", "  of which: circular requires", ys)
             gs, _ = timed(lambda gr=gr, comm=comm: gap_analysis(gr, comm), args.runs)
             row(f"gaps_{name}_{variant}", "  of which: gap analysis", gs)
-            info[f"{name}_{variant}"].update({
-                "communities": len(comm.groups), "modularity": round(comm.modularity, 3),
-                "backbone_kept": len(bb.pairs), "findings": dict(Counter(f.kind for f in an.findings))})
+            info[f"{name}_{variant}"].update(
+                {
+                    "communities": len(comm.groups),
+                    "modularity": round(comm.modularity, 3),
+                    "backbone_kept": len(bb.pairs),
+                    "findings": dict(Counter(f.kind for f in an.findings)),
+                }
+            )
     return {"rows": rows, "info": info}
 
 
@@ -170,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", default=str(DEFAULT_WORKDIR))
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
@@ -183,15 +219,30 @@ def main(argv: list[str] | None = None) -> int:
     if cpu_start and cpu_end:
         others = max(0.0, ((cpu_end[0] - cpu_start[0]) - (cpu_end[1] - cpu_start[1])) / wall)
     if args.json:
-        print(json.dumps({"started": started, "machine": machine, "load": [load_start, load_end],
-                          "other_processes_cpus": others, "params": vars(args), **res}, indent=1))
+        print(
+            json.dumps(
+                {
+                    "started": started,
+                    "machine": machine,
+                    "load": [load_start, load_end],
+                    "other_processes_cpus": others,
+                    "params": vars(args),
+                    **res,
+                },
+                indent=1,
+            )
+        )
         return 0
     print(f"DLE Desktop graph engine benchmark, {started}")
     print(f"command: python benchmarks/bench_graph.py --entries {args.entries} --small {args.small} --runs {args.runs}")
-    print(f"machine: {machine['cpu_count']} CPUs ({machine['cpus_usable']} usable), {machine['cpu_model']}; "
-          f"Python {machine['python']}; {machine['platform']}")
-    print(f"load:    {load_start} at start, {load_end} at end"
-          + ("" if others is None else f"; other processes kept {others:.2f} CPUs busy on average"))
+    print(
+        f"machine: {machine['cpu_count']} CPUs ({machine['cpus_usable']} usable), {machine['cpu_model']}; "
+        f"Python {machine['python']}; {machine['platform']}"
+    )
+    print(
+        f"load:    {load_start} at start, {load_end} at end"
+        + ("" if others is None else f"; other processes kept {others:.2f} CPUs busy on average")
+    )
     for k, v in res["info"].items():
         print(f"graph {k}: {json.dumps(v)}")
     print()
@@ -201,8 +252,10 @@ def main(argv: list[str] | None = None) -> int:
     print("-" * len(head))
     for r in res["rows"]:
         target = f"< {fmt_s(r['target'])}" if r["target"] else ""
-        print(f"{r['label']:<{w}}  {fmt_s(r['min']):>9} {fmt_s(r['median']):>9} {fmt_s(r['max']):>9}  "
-              f"{target:>9}  {r['verdict']}")
+        print(
+            f"{r['label']:<{w}}  {fmt_s(r['min']):>9} {fmt_s(r['median']):>9} {fmt_s(r['max']):>9}  "
+            f"{target:>9}  {r['verdict']}"
+        )
     print()
     for r in res["rows"]:
         if r["note"]:

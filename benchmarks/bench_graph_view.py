@@ -101,11 +101,13 @@ def interaction(view: GraphView, rng: random.Random, n: int) -> dict[str, list[f
         out["select"].append(timed_ms(lambda i=i: (c.set_selected(i), c.repaint())))
     findings = list(view.result.analysis.findings) if view.result.analysis else []
     for f in findings[:n]:
+
         def focus(f=f):
             view.focus_finding(f)
             if c._anim is not None:
                 c._anim.setCurrentTime(10_000)
             c.repaint()
+
         out["focus_finding"].append(timed_ms(focus))
     titles = [e.title for e in view.graph.entries]
     for _ in range(min(n, 40)):
@@ -156,8 +158,11 @@ def main(argv=None) -> int:
     ap.add_argument("--width", type=int, default=1400)
     ap.add_argument("--height", type=int, default=900)
     ap.add_argument("--screenshot", default="")
-    ap.add_argument("--shot-only", action="store_true", help="only lay out the 30,000-edge variant and take the picture")
+    ap.add_argument(
+        "--shot-only", action="store_true", help="only lay out the 30,000-edge variant and take the picture"
+    )
     args = ap.parse_args(argv)
+
     def log(m: str) -> None:
         print(m, file=sys.stderr, flush=True)
 
@@ -170,6 +175,7 @@ def main(argv=None) -> int:
     store_dir = WORK / "layouts"
     if store_dir.exists():
         import shutil
+
         shutil.rmtree(store_dir)
     from dle_desktop.state.graph_layout import LayoutStore
 
@@ -179,9 +185,11 @@ def main(argv=None) -> int:
     app.processEvents()
     if args.shot_only:
         from dle_desktop.core.graph import build_graph
+
         g = thinned(build_graph(snap), TARGET_PAIRS)
-        r = GraphResult(view.worker._job_id, g, layout(g, "balanced", seed=0).positions, frozenset(), analyse(g),
-                        {}, 0, "full")
+        r = GraphResult(
+            view.worker._job_id, g, layout(g, "balanced", seed=0).positions, frozenset(), analyse(g), {}, 0, "full"
+        )
         view.show_result(r)
         view.set_colour_mode("community")
         view.canvas.fit()
@@ -195,9 +203,11 @@ def main(argv=None) -> int:
     lines = []
     g = res.graph
     pairs = len(g.simple_edges()[0])
-    lines.append(f"worker, as generated ({g.n} entries, {pairs} edges): set_snapshot → on screen {wall:.2f} s "
-                 f"(" + ", ".join(f"{k} {v:.2f} s" for k, v in res.seconds.items()) + f"); the GUI thread's "
-                 f"longest stall meanwhile {stall:.0f} ms over {ticks} timer ticks")
+    lines.append(
+        f"worker, as generated ({g.n} entries, {pairs} edges): set_snapshot → on screen {wall:.2f} s "
+        f"(" + ", ".join(f"{k} {v:.2f} s" for k, v in res.seconds.items()) + f"); the GUI thread's "
+        f"longest stall meanwhile {stall:.0f} ms over {ticks} timer ticks"
+    )
     log(lines[-1])
     view2 = GraphView(LayoutStore(store_dir), None)
     view2.resize(args.width, args.height)
@@ -205,8 +215,10 @@ def main(argv=None) -> int:
     app.processEvents()
     t = time.perf_counter()
     wall2, res2, stall2, _ = worker_layout(view2, snap, app)
-    lines.append(f"worker, restart with the saved layout: on screen {wall2:.2f} s (mode {res2.mode}: no layout run; "
-                 f"GUI stall {stall2:.0f} ms)")
+    lines.append(
+        f"worker, restart with the saved layout: on screen {wall2:.2f} s (mode {res2.mode}: no layout run; "
+        f"GUI stall {stall2:.0f} ms)"
+    )
     log(lines[-1])
     view2.stop()
     view2.close()
@@ -239,8 +251,13 @@ def main(argv=None) -> int:
             sharp = [c.render_now() for _ in range(3)]
             total = [sum(j.slices) * 1000 for j in sharp]
             table.append(row(f"sharp re-render after the view rests, {label}, {tag}", total, None))
-            table.append(row(f"GUI block: one slice of that re-render, {label}, {tag}",
-                             [x * 1000 for j in sharp for x in j.slices], BLOCK_TARGET_MS))
+            table.append(
+                row(
+                    f"GUI block: one slice of that re-render, {label}, {tag}",
+                    [x * 1000 for j in sharp for x in j.slices],
+                    BLOCK_TARGET_MS,
+                )
+            )
         it = interaction(view, rng, 60)
         for k, v in it.items():
             if v:
@@ -257,10 +274,14 @@ def main(argv=None) -> int:
     load1 = load_average()
 
     print(f"DLE Desktop Graph view benchmark, {time.strftime('%Y-%m-%d %H:%M:%S %Z')}")
-    print(f"command: QT_QPA_PLATFORM={os.environ.get('QT_QPA_PLATFORM')} python benchmarks/bench_graph_view.py "
-          f"--entries {args.entries} --frames {args.frames} (canvas {view.canvas.width()}x{view.canvas.height()})")
-    print(f"machine: {machine['cpu_count']} CPUs ({machine['cpus_usable']} usable), {machine['cpu_model']}; "
-          f"Python {machine['python']}; load {load0} at start, {load1} at end")
+    print(
+        f"command: QT_QPA_PLATFORM={os.environ.get('QT_QPA_PLATFORM')} python benchmarks/bench_graph_view.py "
+        f"--entries {args.entries} --frames {args.frames} (canvas {view.canvas.width()}x{view.canvas.height()})"
+    )
+    print(
+        f"machine: {machine['cpu_count']} CPUs ({machine['cpus_usable']} usable), {machine['cpu_model']}; "
+        f"Python {machine['python']}; load {load0} at start, {load1} at end"
+    )
     for line in lines:
         print(line)
     print()

@@ -84,7 +84,11 @@ class LeanClient:
         async with self._gate:
             conn = self._idle.pop() if self._idle else await asyncio.open_connection(self.host, self.port)
             reader, writer = conn
-            lines = [f"GET {url} HTTP/1.1", f"Host: {self.host}:{self.port}", *(f"{k}: {v}" for k, v in headers.items())]
+            lines = [
+                f"GET {url} HTTP/1.1",
+                f"Host: {self.host}:{self.port}",
+                *(f"{k}: {v}" for k, v in headers.items()),
+            ]
             writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
             try:
                 await writer.drain()
@@ -153,7 +157,7 @@ async def replay_dle(client, key: str, check=None) -> DleFetch:
     while level:
         following: list[tuple[str, int]] = []
         for i in range(0, len(level), LISTING_CONCURRENCY):
-            batch = level[i:i + LISTING_CONCURRENCY]
+            batch = level[i : i + LISTING_CONCURRENCY]
             results = await asyncio.gather(*(listing(f) for f, _ in batch))
             for (_, depth), names in zip(batch, results):
                 for name in names:
@@ -186,21 +190,26 @@ async def replay_dle(client, key: str, check=None) -> DleFetch:
 
     started = time.perf_counter()
     for i in range(0, len(notes), READ_BATCH):
-        await asyncio.gather(*(read(p) for p in notes[i:i + READ_BATCH]))
+        await asyncio.gather(*(read(p) for p in notes[i : i + READ_BATCH]))
     out.read_seconds = time.perf_counter() - started
     return out
 
 
 def dle_client(base_url: str, verify=True) -> httpx.AsyncClient:
     """A client like a browser tab running DLE: keep-alive, up to 50 connections at once."""
-    return httpx.AsyncClient(base_url=base_url, verify=verify, timeout=httpx.Timeout(30.0),
-                             limits=httpx.Limits(max_connections=READ_BATCH, max_keepalive_connections=READ_BATCH))
+    return httpx.AsyncClient(
+        base_url=base_url,
+        verify=verify,
+        timeout=httpx.Timeout(30.0),
+        limits=httpx.Limits(max_connections=READ_BATCH, max_keepalive_connections=READ_BATCH),
+    )
 
 
 def disk_checker(root: Path):
     def check(path: str, body: bytes) -> str | None:
         expected = root.joinpath(*path.split("/")).read_bytes()
         return None if body == expected else f"body differs from the file ({len(body)} vs {len(expected)} bytes)"
+
     return check
 
 
@@ -234,8 +243,12 @@ runner.stop()
 
 def start_server(vault: Path, data: Path) -> tuple[subprocess.Popen, str, str]:
     data.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([sys.executable, "-c", _SERVER, str(REPO), str(vault), str(data)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SERVER, str(REPO), str(vault), str(data)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     line = json.loads(proc.stdout.readline())
     if "error" in line:
         raise SystemExit(f"the server did not start: {line['error']}")
@@ -252,8 +265,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--entries", type=int, default=10000)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
-    ap.add_argument("--client", choices=("lean", "httpx"), default="lean",
-                    help="lean: a minimal keep-alive client (measures the server); httpx: httpx.AsyncClient")
+    ap.add_argument(
+        "--client",
+        choices=("lean", "httpx"),
+        default="lean",
+        help="lean: a minimal keep-alive client (measures the server); httpx: httpx.AsyncClient",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
 
@@ -275,8 +292,10 @@ def main(argv: list[str] | None = None) -> int:
                 async with opened as client:  # a fresh page load: new connections
                     fetch = await replay_dle(client, key, check)
                 runs.append(fetch)
-                print(f"run {i + 1}: {fetch.seconds:.2f} s, {fetch.reads} reads, {len(fetch.failures)} failures",
-                      file=sys.stderr)
+                print(
+                    f"run {i + 1}: {fetch.seconds:.2f} s, {fetch.reads} reads, {len(fetch.failures)} failures",
+                    file=sys.stderr,
+                )
 
         asyncio.run(go())
     finally:
@@ -291,14 +310,19 @@ def main(argv: list[str] | None = None) -> int:
     failures = sum(len(r.failures) for r in runs)
     requests = sum(r.listings + r.reads for r in runs)
     figures = {
-        "entries": args.entries, "md_files": md_files, "runs": args.runs, "client": args.client,
+        "entries": args.entries,
+        "md_files": md_files,
+        "runs": args.runs,
+        "client": args.client,
         "fetch_s": {"min": min(totals), "median": statistics.median(totals), "max": max(totals)},
         "listing_s_median": statistics.median(r.list_seconds for r in runs),
         "reads_per_s_median": statistics.median(r.reads / r.read_seconds for r in runs),
         "requests_per_s_median": statistics.median((r.listings + r.reads) / r.seconds for r in runs),
         "get_ms": {"p50": _pct(lat, 0.5) * 1e3, "p95": _pct(lat, 0.95) * 1e3, "max": max(lat) * 1e3},
-        "requests": requests, "failures": failures,
-        "server_cpu_ms_per_request": server_cpu / requests * 1e3, "client_cpu_ms_per_request": own_cpu / requests * 1e3,
+        "requests": requests,
+        "failures": failures,
+        "server_cpu_ms_per_request": server_cpu / requests * 1e3,
+        "client_cpu_ms_per_request": own_cpu / requests * 1e3,
         "load_average": os.getloadavg(),
         "first_failures": [f for r in runs for f in r.failures][:5],
     }
@@ -308,17 +332,27 @@ def main(argv: list[str] | None = None) -> int:
     verdict = "PASS" if failures == 0 and figures["fetch_s"]["median"] <= TARGET_FETCH_S else "MISS"
     print("# bench_olra: DLE's index fetch from the Obsidian REST emulation")
     print(f"# {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.platform()}")
-    print(f"# vault: {args.entries} generated notes ({md_files} .md files, {vault.bytes / 1e6:.1f} MB); "
-          f"{args.runs} runs, each a fresh {args.client} client (new connections, up to 50)")
-    print(f"full index fetch (list + read)  min {figures['fetch_s']['min']:.2f} s  median "
-          f"{figures['fetch_s']['median']:.2f} s  max {figures['fetch_s']['max']:.2f} s  (target <= {TARGET_FETCH_S:g} s)")
+    print(
+        f"# vault: {args.entries} generated notes ({md_files} .md files, {vault.bytes / 1e6:.1f} MB); "
+        f"{args.runs} runs, each a fresh {args.client} client (new connections, up to 50)"
+    )
+    print(
+        f"full index fetch (list + read)  min {figures['fetch_s']['min']:.2f} s  median "
+        f"{figures['fetch_s']['median']:.2f} s  max {figures['fetch_s']['max']:.2f} s  (target <= {TARGET_FETCH_S:g} s)"
+    )
     print(f"recursive listing               median {figures['listing_s_median'] * 1e3:.0f} ms")
-    print(f"note GETs                       median {figures['reads_per_s_median']:.0f} /s "
-          f"(all requests {figures['requests_per_s_median']:.0f} /s)")
-    print(f"per GET (batches of 50)         p50 {figures['get_ms']['p50']:.1f} ms  p95 {figures['get_ms']['p95']:.1f} ms  "
-          f"max {figures['get_ms']['max']:.1f} ms")
-    print(f"CPU per request                 server {figures['server_cpu_ms_per_request']:.2f} ms (whole child process, "
-          f"vault start-up included)  client {figures['client_cpu_ms_per_request']:.2f} ms")
+    print(
+        f"note GETs                       median {figures['reads_per_s_median']:.0f} /s "
+        f"(all requests {figures['requests_per_s_median']:.0f} /s)"
+    )
+    print(
+        f"per GET (batches of 50)         p50 {figures['get_ms']['p50']:.1f} ms  p95 {figures['get_ms']['p95']:.1f} ms  "
+        f"max {figures['get_ms']['max']:.1f} ms"
+    )
+    print(
+        f"CPU per request                 server {figures['server_cpu_ms_per_request']:.2f} ms (whole child process, "
+        f"vault start-up included)  client {figures['client_cpu_ms_per_request']:.2f} ms"
+    )
     print(f"load average at the end         {' '.join(f'{x:.2f}' for x in figures['load_average'])}")
     print(f"requests {requests}, failures {failures}")
     for f in figures["first_failures"]:

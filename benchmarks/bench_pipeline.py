@@ -113,21 +113,30 @@ quiet loud slow quick narrow wide deep shallow high low early late young cold wa
 knew thought seemed became remained returned arrived left found kept gave took brought carried
 paid owed sold bought built burned sank rose fell ruled served fought won failed hid watched waited
 listened remembered forgot believed doubted
-""".split()  # noqa: SIM905 - a word list reads as prose
+""".split()
 COMMON = list(dict.fromkeys(COMMON))
 _COMMON_TEXT = " ".join(COMMON)
 _CUM = list(accumulate(1.0 / (r + 1) ** 0.9 for r in range(len(COMMON))))
 LORE_NOUNS = """harbour lantern guild tide storm archive ledger smuggler temple ferry council oath
-plague festival crypt forge canal marsh tower prison""".split()  # noqa: SIM905 - a word list reads as prose
+plague festival crypt forge canal marsh tower prison""".split()
 
 # Invented names are built from onset + vowel + coda syllables (about 1,500 of them), so that
 # names rarely contain one another: with DLE's default substring matching, a short key that
 # occurs inside many longer names would make every chat match far more than it names.
-SYLLABLES = sorted({o + v + c for o in "b c d f g h k l m n p r s t v w z br dr gr kr tr th sh".split() + [""]  # noqa: SIM905 - onsets and vowels read as one line of letters
-                    for v in "a e i o u ae ei ou".split() for c in ("", "n", "r", "l", "s", "th", "nd", "rn")})  # noqa: SIM905 - onsets and vowels read as one line of letters
+SYLLABLES = sorted(
+    {
+        o + v + c
+        for o in "b c d f g h k l m n p r s t v w z br dr gr kr tr th sh".split() + [""]
+        for v in "a e i o u ae ei ou".split()
+        for c in ("", "n", "r", "l", "s", "th", "nd", "rn")
+    }
+)
 #: Open syllables and plain consonants are likelier, so names read like names ("Toral", "Vesharn").
-_SYL_CUM = list(accumulate(
-    (1 if len(s) > 3 else 3) * (4 if s[-1] in "aeiou" else 1) * (1 if s[0] in "aeiou" else 2) for s in SYLLABLES))
+_SYL_CUM = list(
+    accumulate(
+        (1 if len(s) > 3 else 3) * (4 if s[-1] in "aeiou" else 1) * (1 if s[0] in "aeiou" else 2) for s in SYLLABLES
+    )
+)
 
 #: (folder, category tag, weight, how to name one, suffix words)
 CATEGORIES = (
@@ -208,9 +217,25 @@ def generate_entries(n: int, seed: int = SEED) -> Generated:
     entries: list[Entry] = []
     titles: set[str] = set()
     surnames: list[str] = []
-    counts = dict(keys=0, refine=0, constant=0, cooldown=0, warmup=0, probability=0, cascade=0,
-                  requires=0, excludes=0, scan_depth=0, exclude_recursion=0, placement=0, bootstrap=0,
-                  seed=0, guide=0, words=0, shared_keys=0)
+    counts = dict(
+        keys=0,
+        refine=0,
+        constant=0,
+        cooldown=0,
+        warmup=0,
+        probability=0,
+        cascade=0,
+        requires=0,
+        excludes=0,
+        scan_depth=0,
+        exclude_recursion=0,
+        placement=0,
+        bootstrap=0,
+        seed=0,
+        guide=0,
+        words=0,
+        shared_keys=0,
+    )
     for i in range(n):
         rng = random.Random(f"{seed}:{i}")
         folder, tag, _ = CATEGORIES[bisect(_CAT_CUM, rng.random() * _CAT_CUM[-1])]
@@ -298,8 +323,12 @@ def generate_entries(n: int, seed: int = SEED) -> Generated:
             bootstrap=0.000 <= flags < 0.002,
             seed=0.002 <= flags < 0.004,
             guide=0.004 <= flags < 0.006,
-            original_requires=requires, original_excludes=excludes, original_cascade_links=cascade,
-            requires=requires, excludes=excludes, cascade_links=cascade,
+            original_requires=requires,
+            original_excludes=excludes,
+            original_cascade_links=cascade,
+            requires=requires,
+            excludes=excludes,
+            cascade_links=cascade,
             scan_depth=scan_depth,
             exclude_recursion=rng.random() < 0.03,
             warmup=warmup,
@@ -356,16 +385,21 @@ def generate_chat(entries: list[Entry], length: int, seed: int = SEED) -> Chat:
             mentions.append(key if rng.random() < 0.8 else key.lower())
         text = _prose(rng, rng.randint(30, 80), mentions).replace("\n\n", " ")
         narrator = k % 2 == 1 and rng.random() < 0.1
-        msgs.append(ChatMessage(
-            name="Narrator" if narrator else ("Traveller" if is_user else character),
-            mes=text, is_user=is_user, extra={"type": "narrator"} if narrator else {},
-        ))
+        msgs.append(
+            ChatMessage(
+                name="Narrator" if narrator else ("Traveller" if is_user else character),
+                mes=text,
+                is_user=is_user,
+                extra={"type": "narrator"} if narrator else {},
+            )
+        )
     return Chat(tuple(msgs), character, [e.title for e in cast])
 
 
 # ----------------------------------------------------------------------------------------------
 # Measurement
 # ----------------------------------------------------------------------------------------------
+
 
 def pct(sorted_xs: list[float], q: float) -> float:
     """Percentile by linear interpolation between closest ranks (numpy's default)."""
@@ -389,8 +423,12 @@ class Series:
     def stats(self) -> dict:
         xs = sorted(self.samples_ms)
         return {
-            "n": len(xs), "p50": pct(xs, 0.5), "p90": pct(xs, 0.9), "p99": pct(xs, 0.99),
-            "mean": statistics.fmean(xs) if xs else float("nan"), "max": xs[-1] if xs else float("nan"),
+            "n": len(xs),
+            "p50": pct(xs, 0.5),
+            "p90": pct(xs, 0.9),
+            "p99": pct(xs, 0.99),
+            "mean": statistics.fmean(xs) if xs else float("nan"),
+            "max": xs[-1] if xs else float("nan"),
             "keyword_matched": statistics.fmean(self.keyword_matched) if self.keyword_matched else 0,
             "active": statistics.fmean(self.active) if self.active else 0,
             "injected": statistics.fmean(self.injected) if self.injected else 0,
@@ -400,16 +438,22 @@ class Series:
         }
 
 
-def run_series(snapshot: IndexSnapshot, chat: Chat, cfg: MatchConfig, start: int, generations: int,
-               budget_s: float | None = None) -> Series:
+def run_series(
+    snapshot: IndexSnapshot, chat: Chat, cfg: MatchConfig, start: int, generations: int, budget_s: float | None = None
+) -> Series:
     """`generations` timed calls, the chat growing by one message per call, state carried forward
     (as `match --replay` and the HTTP endpoint do), after the warm-up calls. With `budget_s`, stop
     once the timed calls have taken that long and at least MIN_GENERATIONS ran."""
     return run_interleaved([(snapshot, cfg)], chat, start, generations, budget_s)[0]
 
 
-def run_interleaved(runs: list[tuple[IndexSnapshot, MatchConfig]], chat: Chat, start: int, generations: int,
-                    budget_s: float | None = None) -> list[Series]:
+def run_interleaved(
+    runs: list[tuple[IndexSnapshot, MatchConfig]],
+    chat: Chat,
+    start: int,
+    generations: int,
+    budget_s: float | None = None,
+) -> list[Series]:
     """Several series over the same chat, round-robin one generation at a time, each with its own
     state, so that drift in machine load hits all of them alike. `budget_s` is per series."""
     outs = [Series() for _ in runs]
@@ -427,8 +471,9 @@ def run_interleaved(runs: list[tuple[IndexSnapshot, MatchConfig]], chat: Chat, s
             out = outs[k]
             rng = random.Random(SEED + g)
             t0 = time.perf_counter()
-            result, states[k] = run_generation(snapshot, messages, states[k], cfg,
-                                               character_name=chat.character, rng=rng)
+            result, states[k] = run_generation(
+                snapshot, messages, states[k], cfg, character_name=chat.character, rng=rng
+            )
             ms = (time.perf_counter() - t0) * 1000
             if length < start:
                 warm += ms / 1000
@@ -439,7 +484,8 @@ def run_interleaved(runs: list[tuple[IndexSnapshot, MatchConfig]], chat: Chat, s
                 out.stage_ms.setdefault(key, []).append(v)
             if "total" in result.timings_ms:  # time inside run_generation that no stage timer covers
                 out.stage_ms.setdefault(UNTIMED, []).append(
-                    result.timings_ms["total"] - sum(v for k, v in result.timings_ms.items() if k != "total"))
+                    result.timings_ms["total"] - sum(v for k, v in result.timings_ms.items() if k != "total")
+                )
             matched = [v for v in result.verdicts if v.outcome == "matched"]
             out.keyword_matched.append(sum(1 for v in matched if v.stage == "keywords"))
             out.active.append(len(matched))
@@ -466,8 +512,10 @@ def profile_size(snapshot: IndexSnapshot, chat: Chat, generations: int, top: int
         prof.enable()
         run_series(snapshot, chat, cfg, CHAT_START, generations)
         prof.disable()
-        buf.write(f"\n--- cProfile, {len(snapshot.entries)} entries, {name}, {generations} generations "
-                  f"(sorted by own time) ---\n")
+        buf.write(
+            f"\n--- cProfile, {len(snapshot.entries)} entries, {name}, {generations} generations "
+            f"(sorted by own time) ---\n"
+        )
         pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(top)
     return buf.getvalue()
 
@@ -478,11 +526,18 @@ def run_benchmark(sizes: list[int], generations: int, series_seconds: float, log
     log(f"generated {biggest} entries in {gen_s:.1f} s")
     chat_len = max(CHAT_START + generations, SCAN_SERIES_START + SCAN_SERIES_GENERATIONS)
     chat = generate_chat(gen.entries, chat_len)
-    res: dict = {"sizes": {}, "chat": {
-        "messages": len(chat.messages), "character": chat.character, "cast": len(chat.cast),
-        "words_per_message": statistics.fmean(len(m.mes.split()) for m in chat.messages),
-        "narrator_lines": sum(1 for m in chat.messages if m.skipped_in_scan),
-    }, "generate_seconds": gen_s, "vault_stats": gen.stats}
+    res: dict = {
+        "sizes": {},
+        "chat": {
+            "messages": len(chat.messages),
+            "character": chat.character,
+            "cast": len(chat.cast),
+            "words_per_message": statistics.fmean(len(m.mes.split()) for m in chat.messages),
+            "narrator_lines": sum(1 for m in chat.messages if m.skipped_in_scan),
+        },
+        "generate_seconds": gen_s,
+        "vault_stats": gen.stats,
+    }
     scan_size = min(sizes, key=lambda s: (abs(s - TARGET_SIZE), s))
     for size in sizes:
         entries = gen.entries[:size]
@@ -495,20 +550,38 @@ def run_benchmark(sizes: list[int], generations: int, series_seconds: float, log
             n_keys = visible = None
         _, bm25_s = timed(lambda snap=snap: snap.bm25)
         # The first generation after prepare (cold per snapshot: the per-snapshot parts exist).
-        _, first_s = timed(lambda snap=snap: run_generation(snap, chat.messages[:CHAT_START], ChatState(), MatchConfig(),
-                                                           character_name=chat.character, rng=random.Random(SEED)))
-        row = {"entries": size, "writer_visible": visible, "distinct_keys": n_keys,
-               "prep_seconds": {"build_snapshot": build_s, "prepare (KeywordIndex)": prep_s,
-                                "BM25 build": bm25_s, "first generation": first_s},
-               "configs": {}}
+        _, first_s = timed(
+            lambda snap=snap: run_generation(
+                snap,
+                chat.messages[:CHAT_START],
+                ChatState(),
+                MatchConfig(),
+                character_name=chat.character,
+                rng=random.Random(SEED),
+            )
+        )
+        row = {
+            "entries": size,
+            "writer_visible": visible,
+            "distinct_keys": n_keys,
+            "prep_seconds": {
+                "build_snapshot": build_s,
+                "prepare (KeywordIndex)": prep_s,
+                "BM25 build": bm25_s,
+                "first generation": first_s,
+            },
+            "configs": {},
+        }
         log(f"{size} entries: snapshot {build_s:.2f} s, prepare {prep_s:.2f} s, BM25 {bm25_s:.2f} s")
         # Defaults and the control (same settings, constants cleared) run interleaved, so that a
         # change in machine load between them does not pass for a difference.
-        control = build_snapshot([VaultSlice(VAULT, tuple(
-            dataclasses.replace(e, constant=False) if e.constant else e for e in entries))])
+        control = build_snapshot(
+            [VaultSlice(VAULT, tuple(dataclasses.replace(e, constant=False) if e.constant else e for e in entries))]
+        )
         prepare(control, MatchConfig())
-        paired = run_interleaved([(snap, CONFIGS["defaults"]), (control, CONFIGS["defaults"])], chat,
-                                 CHAT_START, generations, series_seconds)
+        paired = run_interleaved(
+            [(snap, CONFIGS["defaults"]), (control, CONFIGS["defaults"])], chat, CHAT_START, generations, series_seconds
+        )
         del control
         results = {"defaults": paired[0], CONTROL: paired[1]}
         for name, cfg in CONFIGS.items():
@@ -517,13 +590,24 @@ def run_benchmark(sizes: list[int], generations: int, series_seconds: float, log
         for name in [*CONFIGS, CONTROL]:
             st = results[name].stats()
             row["configs"][name] = st
-            log(f"  {name:<21} p50 {st['p50']:8.2f} ms  p90 {st['p90']:8.2f}  p99 {st['p99']:8.2f}  "
-                f"mean {st['mean']:8.2f}  ({st['n']} generations)")
+            log(
+                f"  {name:<21} p50 {st['p50']:8.2f} ms  p90 {st['p90']:8.2f}  p99 {st['p99']:8.2f}  "
+                f"mean {st['mean']:8.2f}  ({st['n']} generations)"
+            )
         if size == scan_size:
-            res["scan_series"] = {"entries": size, "generations": SCAN_SERIES_GENERATIONS,
-                                  "start": SCAN_SERIES_START, "depths": {}}
-            series = run_interleaved([(snap, MatchConfig(scan_depth=d)) for d in SCAN_DEPTHS], chat,
-                                     SCAN_SERIES_START, SCAN_SERIES_GENERATIONS, series_seconds)
+            res["scan_series"] = {
+                "entries": size,
+                "generations": SCAN_SERIES_GENERATIONS,
+                "start": SCAN_SERIES_START,
+                "depths": {},
+            }
+            series = run_interleaved(
+                [(snap, MatchConfig(scan_depth=d)) for d in SCAN_DEPTHS],
+                chat,
+                SCAN_SERIES_START,
+                SCAN_SERIES_GENERATIONS,
+                series_seconds,
+            )
             for depth, ser in zip(SCAN_DEPTHS, series):
                 st = ser.stats()
                 res["scan_series"]["depths"][depth] = st
@@ -537,6 +621,7 @@ def run_benchmark(sizes: list[int], generations: int, series_seconds: float, log
 # ----------------------------------------------------------------------------------------------
 # Output
 # ----------------------------------------------------------------------------------------------
+
 
 def cpu_counters() -> tuple[float, float] | None:
     """(CPU seconds the whole machine spent busy, CPU seconds this process used)."""
@@ -570,12 +655,19 @@ def machine_info() -> dict:
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     try:
         import ahocorasick
+
         aho = getattr(ahocorasick, "__version__", None) or "installed"
     except ImportError:  # pragma: no cover
         aho = "missing"
-    return {"cpu_count": os.cpu_count(), "cpus_usable": usable, "cpu_model": cpu_model or platform.processor(),
-            "python": platform.python_version(), "implementation": platform.python_implementation(),
-            "platform": platform.platform(), "pyahocorasick": aho}
+    return {
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": usable,
+        "cpu_model": cpu_model or platform.processor(),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "pyahocorasick": aho,
+    }
 
 
 def slope(xs: list[float], ys: list[float]) -> float | None:
@@ -601,59 +693,82 @@ def print_report(res: dict, args, machine: dict) -> None:
     p = print
     p(f"DLE Desktop retrieval pipeline benchmark, {res['started']}")
     p(f"command: {res['command']}")
-    p(f"machine: {machine['cpu_count']} CPUs ({machine['cpus_usable']} usable), {machine['cpu_model']}; "
-      f"Python {machine['python']} ({machine['implementation']}); {machine['platform']}; "
-      f"pyahocorasick {machine['pyahocorasick']}")
-    others = "" if res["others"] is None else (
-        f"; other processes kept {res['others']:.2f} of the {machine['cpu_count']} CPUs busy on average")
+    p(
+        f"machine: {machine['cpu_count']} CPUs ({machine['cpus_usable']} usable), {machine['cpu_model']}; "
+        f"Python {machine['python']} ({machine['implementation']}); {machine['platform']}; "
+        f"pyahocorasick {machine['pyahocorasick']}"
+    )
+    others = (
+        ""
+        if res["others"] is None
+        else (f"; other processes kept {res['others']:.2f} of the {machine['cpu_count']} CPUs busy on average")
+    )
     p(f"load:    1/5/15-min load average {res['load_start']} at start, {res['load_end']} at end{others}")
     vs = res["vault_stats"]
     n = max(res["sizes"])
-    p(f"vault:   generated in memory, seed {SEED}; smaller sizes are prefixes of the {n}-entry vault "
-      f"(generated in {res['generate_seconds']:.1f} s). Per {n}: {vs['keys'] / n:.1f} keys/entry "
-      f"({vs['shared_keys']} from a shared vocabulary), {vs['words'] / n:.0f} body words/entry, "
-      f"refine keys {vs['refine']}, constants {vs['constant']}, cooldown {vs['cooldown']}, warmup {vs['warmup']}, "
-      f"probability {vs['probability']}, cascade links {vs['cascade']}, requires {vs['requires']}, "
-      f"excludes {vs['excludes']}, own scanDepth {vs['scan_depth']}, excludeRecursion {vs['exclude_recursion']}, "
-      f"placement overrides {vs['placement']}, bootstrap {vs['bootstrap']}, seed {vs['seed']}, guide {vs['guide']}")
+    p(
+        f"vault:   generated in memory, seed {SEED}; smaller sizes are prefixes of the {n}-entry vault "
+        f"(generated in {res['generate_seconds']:.1f} s). Per {n}: {vs['keys'] / n:.1f} keys/entry "
+        f"({vs['shared_keys']} from a shared vocabulary), {vs['words'] / n:.0f} body words/entry, "
+        f"refine keys {vs['refine']}, constants {vs['constant']}, cooldown {vs['cooldown']}, warmup {vs['warmup']}, "
+        f"probability {vs['probability']}, cascade links {vs['cascade']}, requires {vs['requires']}, "
+        f"excludes {vs['excludes']}, own scanDepth {vs['scan_depth']}, excludeRecursion {vs['exclude_recursion']}, "
+        f"placement overrides {vs['placement']}, bootstrap {vs['bootstrap']}, seed {vs['seed']}, guide {vs['guide']}"
+    )
     c = res["chat"]
-    p(f"chat:    {c['messages']} messages ({c['words_per_message']:.0f} words each on average, "
-      f"{c['narrator_lines']} narrator lines), 'Traveller' and '{c['character']}', naming a cast of "
-      f"{c['cast']} entries; timed generations start at {CHAT_START} messages and add one message each, "
-      f"state carried forward; up to {WARMUP_GENERATIONS} untimed warm-up generations per series "
-      f"(fewer once they took {WARMUP_SECONDS:g} s)")
+    p(
+        f"chat:    {c['messages']} messages ({c['words_per_message']:.0f} words each on average, "
+        f"{c['narrator_lines']} narrator lines), 'Traveller' and '{c['character']}', naming a cast of "
+        f"{c['cast']} entries; timed generations start at {CHAT_START} messages and add one message each, "
+        f"state carried forward; up to {WARMUP_GENERATIONS} untimed warm-up generations per series "
+        f"(fewer once they took {WARMUP_SECONDS:g} s)"
+    )
     p()
 
     p("One-time preparation per snapshot (seconds)")
-    head = f"{'entries':>8} {'keys':>8}  {'build_snapshot':>14} {'prepare':>9} {'BM25 build':>10} {'1st generation':>14}"
+    head = (
+        f"{'entries':>8} {'keys':>8}  {'build_snapshot':>14} {'prepare':>9} {'BM25 build':>10} {'1st generation':>14}"
+    )
     p(head)
     p("-" * len(head))
     for size, row in res["sizes"].items():
         ps = row["prep_seconds"]
         keys = row["distinct_keys"] if row["distinct_keys"] is not None else "?"
-        p(f"{size:>8} {keys:>8}  {ps['build_snapshot']:>14.3f} {ps['prepare (KeywordIndex)']:>9.3f} "
-          f"{ps['BM25 build']:>10.3f} {ps['first generation']:>14.4f}")
+        p(
+            f"{size:>8} {keys:>8}  {ps['build_snapshot']:>14.3f} {ps['prepare (KeywordIndex)']:>9.3f} "
+            f"{ps['BM25 build']:>10.3f} {ps['first generation']:>14.4f}"
+        )
     p("prepare = KeywordIndex (Aho-Corasick over every primary and refine key) via pipeline.prepare();")
     p("BM25 build = the lazy snapshot.bm25 on first use; 1st generation = first run_generation after both.")
     p()
 
     p("Per-generation latency of run_generation (ms)")
-    head = (f"{'entries':>8}  {'configuration':<21} {'gens':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'mean':>8} "
-            f"{'max':>8}   {'kw hits':>7} {'active':>6} {'inj':>4} {'verdicts':>8}")
+    head = (
+        f"{'entries':>8}  {'configuration':<21} {'gens':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'mean':>8} "
+        f"{'max':>8}   {'kw hits':>7} {'active':>6} {'inj':>4} {'verdicts':>8}"
+    )
     p(head)
     p("-" * len(head))
     for size, row in res["sizes"].items():
         for name, st in row["configs"].items():
-            p(f"{size:>8}  {name:<21} {st['n']:>5} {st['p50']:>8.2f} {st['p90']:>8.2f} {st['p99']:>8.2f} "
-              f"{st['mean']:>8.2f} {st['max']:>8.2f}   {st['keyword_matched']:>7.1f} {st['active']:>6.1f} "
-              f"{st['injected']:>4.1f} {st['verdicts']:>8.1f}")
+            p(
+                f"{size:>8}  {name:<21} {st['n']:>5} {st['p50']:>8.2f} {st['p90']:>8.2f} {st['p99']:>8.2f} "
+                f"{st['mean']:>8.2f} {st['max']:>8.2f}   {st['keyword_matched']:>7.1f} {st['active']:>6.1f} "
+                f"{st['injected']:>4.1f} {st['verdicts']:>8.1f}"
+            )
     p("kw hits = entries matched by keywords; active = entries matched by any route (constants, keywords,")
     p("cascade, recursion, fuzzy); inj = injected; all per generation, averaged.")
-    short = [f"{size // 1000}k {name}" for size, row in res["sizes"].items()
-             for name, st in row["configs"].items() if st["n"] < args.generations]
+    short = [
+        f"{size // 1000}k {name}"
+        for size, row in res["sizes"].items()
+        for name, st in row["configs"].items()
+        if st["n"] < args.generations
+    ]
     if short:
-        p(f"Series stop once their timed generations have taken {args.series_seconds:g} s (--series-seconds), "
-          f"after at least {MIN_GENERATIONS}; cut short here: {', '.join(short)}.")
+        p(
+            f"Series stop once their timed generations have taken {args.series_seconds:g} s (--series-seconds), "
+            f"after at least {MIN_GENERATIONS}; cut short here: {', '.join(short)}."
+        )
     p()
 
     sizes = list(res["sizes"])
@@ -665,9 +780,17 @@ def print_report(res: dict, args, machine: dict) -> None:
         ys = [res["sizes"][s]["configs"][name]["p50"] for s in sizes]
         sl = slope(sizes, ys)
         growth = f"x{ys[-1] / ys[0]:.1f}" if ys[0] > 0 else ""
-        p(f"{name:<21} " + " ".join(f"{y:>9.2f}" for y in ys) + f"   {growth:>6}   "
-          + (f"{sl:.2f}" if sl is not None else "n/a"))
-    p(f"{'(vault growth)':<21} " + " ".join(f"{'':>9}" for _ in sizes) + f"   {'x' + format(sizes[-1] / sizes[0], '.0f'):>6}   1.00 = linear")
+        p(
+            f"{name:<21} "
+            + " ".join(f"{y:>9.2f}" for y in ys)
+            + f"   {growth:>6}   "
+            + (f"{sl:.2f}" if sl is not None else "n/a")
+        )
+    p(
+        f"{'(vault growth)':<21} "
+        + " ".join(f"{'':>9}" for _ in sizes)
+        + f"   {'x' + format(sizes[-1] / sizes[0], '.0f'):>6}   1.00 = linear"
+    )
     p(f"'{CONTROL}': the same vault with every constant's flag cleared (constants are ~0.5 % of the")
     p("vault, all active in every generation, so they grow with it); its active set is nearly the same at")
     p("every size, so its growth is per-entry cost. It runs interleaved with 'defaults', generation by")
@@ -695,15 +818,19 @@ def print_report(res: dict, args, machine: dict) -> None:
 
     ss = res.get("scan_series")
     if ss:
-        p(f"Scaling with scan text, fixed vault ({ss['entries']} entries, default settings but scanDepth): "
-          f"{ss['generations']} generations from {ss['start']} messages,")
+        p(
+            f"Scaling with scan text, fixed vault ({ss['entries']} entries, default settings but scanDepth): "
+            f"{ss['generations']} generations from {ss['start']} messages,"
+        )
         p("the three depths interleaved generation by generation (each with its own chat state)")
         head = f"{'scanDepth':>9} {'scan chars':>10} {'kw hits':>7} {'p50':>8} {'p90':>8} {'p99':>8} {'mean':>8}"
         p(head)
         p("-" * len(head))
         for depth, st in ss["depths"].items():
-            p(f"{depth:>9} {st['scan_chars']:>10.0f} {st['keyword_matched']:>7.1f} {st['p50']:>8.2f} "
-              f"{st['p90']:>8.2f} {st['p99']:>8.2f} {st['mean']:>8.2f}")
+            p(
+                f"{depth:>9} {st['scan_chars']:>10.0f} {st['keyword_matched']:>7.1f} {st['p50']:>8.2f} "
+                f"{st['p90']:>8.2f} {st['p99']:>8.2f} {st['mean']:>8.2f}"
+            )
         depths = list(ss["depths"])
         sl = slope([ss["depths"][d]["scan_chars"] for d in depths], [ss["depths"][d]["p50"] for d in depths])
         if sl is not None:
@@ -712,8 +839,10 @@ def print_report(res: dict, args, machine: dict) -> None:
 
     v, p50 = verdict(res)
     if p50 is not None:
-        p(f"Target (issue 3): p50 < {TARGET_P50_MS:g} ms at {TARGET_SIZE} entries with default settings: "
-          f"{p50:.2f} ms -> {v}")
+        p(
+            f"Target (issue 3): p50 < {TARGET_P50_MS:g} ms at {TARGET_SIZE} entries with default settings: "
+            f"{p50:.2f} ms -> {v}"
+        )
     else:
         p(f"Target (issue 3): p50 < {TARGET_P50_MS:g} ms at {TARGET_SIZE} entries with default settings: {v}")
     p("Latencies are wall clock (time.perf_counter) around run_generation only; the chat slice and the")
@@ -724,11 +853,27 @@ def print_report(res: dict, args, machine: dict) -> None:
 
 def to_json(res: dict, args, machine: dict) -> dict:
     v, p50 = verdict(res)
-    out = {k: res[k] for k in ("command", "started", "load_start", "load_end", "others", "chat", "vault_stats",
-                               "generate_seconds", "total_seconds")}
+    out = {
+        k: res[k]
+        for k in (
+            "command",
+            "started",
+            "load_start",
+            "load_end",
+            "others",
+            "chat",
+            "vault_stats",
+            "generate_seconds",
+            "total_seconds",
+        )
+    }
     out["machine"] = machine
-    out["params"] = {"sizes": args.sizes, "generations": args.generations,
-                     "series_seconds": args.series_seconds, "seed": SEED}
+    out["params"] = {
+        "sizes": args.sizes,
+        "generations": args.generations,
+        "series_seconds": args.series_seconds,
+        "seed": SEED,
+    }
     out["sizes"] = {str(k): v_ for k, v_ in res["sizes"].items()}
     if "scan_series" in res:
         out["scan_series"] = res["scan_series"]
@@ -740,12 +885,20 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default="1000,10000,50000", help="vault sizes (default 1000,10000,50000)")
     p.add_argument("--generations", type=int, default=200, help="timed generations per configuration (default 200)")
-    p.add_argument("--series-seconds", type=float, default=SERIES_SECONDS,
-                   help=f"stop a series once its timed calls took this long, after at least {MIN_GENERATIONS} "
-                        f"generations (default {SERIES_SECONDS:g})")
+    p.add_argument(
+        "--series-seconds",
+        type=float,
+        default=SERIES_SECONDS,
+        help=f"stop a series once its timed calls took this long, after at least {MIN_GENERATIONS} "
+        f"generations (default {SERIES_SECONDS:g})",
+    )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.add_argument("--profile", type=int, metavar="SIZE",
-                   help="instead of the benchmark, print a cProfile of the defaults and fuzzy loops at SIZE entries")
+    p.add_argument(
+        "--profile",
+        type=int,
+        metavar="SIZE",
+        help="instead of the benchmark, print a cProfile of the defaults and fuzzy loops at SIZE entries",
+    )
     args = p.parse_args(argv)
     try:
         sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
@@ -778,9 +931,14 @@ def main(argv: list[str] | None = None) -> int:
     others = None
     if cpu0 and cpu1 and wall > 0:
         others = round(max(0.0, ((cpu1[0] - cpu0[0]) - (cpu1[1] - cpu0[1])) / wall), 2)
-    res.update(command="python benchmarks/bench_pipeline.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-               started=started_at, load_start=load_start, load_end=load_average(), others=others,
-               total_seconds=time.perf_counter() - t0)
+    res.update(
+        command="python benchmarks/bench_pipeline.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        started=started_at,
+        load_start=load_start,
+        load_end=load_average(),
+        others=others,
+        total_seconds=time.perf_counter() - t0,
+    )
     log(f"benchmark finished in {res['total_seconds']:.0f} s")
     if args.json:
         print(json.dumps(to_json(res, args, machine), indent=2, default=float))

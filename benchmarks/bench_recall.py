@@ -107,6 +107,7 @@ def pct(xs: list[float], q: float) -> float:
 
 # -- recall ------------------------------------------------------------------------------------
 
+
 def run_mode(service: RetrievalService, snap, chats: list[dict], cfg: MatchConfig, loop) -> dict[str, dict]:
     out = {}
     for c in chats:
@@ -141,8 +142,15 @@ def score(snap, chats: list[dict], results: dict[str, dict]) -> dict:
         noise.append(len(got - {c["target"]} - constants))
     gated = [c for c in chats if c["kind"] == "gated"]
     leaked = sum(c["target"] in set(injected_paths(snap, results[c["id"]])) for c in gated)
-    return {"recall": hits / len(para), "hits": hits, "chats": len(para), "noise": statistics.mean(noise),
-            "noise_max": max(noise), "misses": misses, "gated_in": f"{leaked}/{len(gated)}"}
+    return {
+        "recall": hits / len(para),
+        "hits": hits,
+        "chats": len(para),
+        "noise": statistics.mean(noise),
+        "noise_max": max(noise),
+        "misses": misses,
+        "gated_in": f"{leaked}/{len(gated)}",
+    }
 
 
 def fingerprint(results: dict[str, dict]) -> str:
@@ -172,8 +180,9 @@ def recall_for_model(model: Path, snap, chats: list[dict], label: str) -> dict:
     embed_s = time.perf_counter() - t0
     if status.state != "ready":
         raise SystemExit(f"embedding the sample vault failed: {status.error}")
-    service = RetrievalService(store_factory=lambda: None, snapshot_getter=lambda: snap, config=MatchConfig(),
-                               semantic_lookup=search.lookup)
+    service = RetrievalService(
+        store_factory=lambda: None, snapshot_getter=lambda: snap, config=MatchConfig(), semantic_lookup=search.lookup
+    )
     modes = {}
     raw = {}
     for name, changes in MODES.items():
@@ -197,15 +206,24 @@ def recall_for_model(model: Path, snap, chats: list[dict], label: str) -> dict:
     for c in chats:
         if c["kind"] == "paraphrase" and c.get("distracting"):
             rec = raw["semantic"][c["id"]]
-            example = {"chat": c["id"], "target": c["target"],
-                       "semantic_verdicts": [v for v in rec["verdicts"] if v["stage"] == "semantic"][:4],
-                       "notes": rec["notes"]}
+            example = {
+                "chat": c["id"],
+                "target": c["target"],
+                "semantic_verdicts": [v for v in rec["verdicts"] if v["stage"] == "semantic"][:4],
+                "notes": rec["notes"],
+            }
             break
     loop.run_until_complete(search.aclose())
     loop.close()
     tmp.cleanup()
-    return {"model": label, "embed_vault_s": round(embed_s, 2), "modes": modes, "keywords_kept": kept,
-            "keywords_fingerprint": fingerprint(raw["keywords"]), "example": example}
+    return {
+        "model": label,
+        "embed_vault_s": round(embed_s, 2),
+        "modes": modes,
+        "keywords_kept": kept,
+        "keywords_fingerprint": fingerprint(raw["keywords"]),
+        "example": example,
+    }
 
 
 def keyword_leaks(snap, chats: list[dict]) -> list[str]:
@@ -222,6 +240,7 @@ def keyword_leaks(snap, chats: list[dict]) -> list[str]:
 
 
 # -- speed ----------------------------------------------------------------------------------------
+
 
 class FixedEmbedder:
     """Unit vectors from a seeded hash of the text: costs nothing, so only the lookup is timed."""
@@ -259,8 +278,9 @@ def lookup_speed(size: int, queries: int = 200) -> dict:
     t0 = time.perf_counter()
     loop.run_until_complete(embed_all())
     index_s = time.perf_counter() - t0
-    service = RetrievalService(store_factory=lambda: None, snapshot_getter=lambda: snap, config=MatchConfig(),
-                               semantic_lookup=search.lookup)
+    service = RetrievalService(
+        store_factory=lambda: None, snapshot_getter=lambda: snap, config=MatchConfig(), semantic_lookup=search.lookup
+    )
     # random vectors score near 0: no floor, so every hit goes through the fusion (the worst case)
     cfg = MatchConfig(semantic_enabled=True, semantic_min_score=-1.0)
     messages = chat.messages
@@ -290,9 +310,15 @@ def lookup_speed(size: int, queries: int = 200) -> dict:
     store.wait_for_index(timeout=600)
     store.close()
     tmp.cleanup()
-    return {"entries": size, "rows": rows, "index_s": round(index_s, 1),
-            "lookup_p50": pct(lookup_ms, .5), "fusion_p50": pct(fusion_ms, .5),
-            "total_p50": pct(total_ms, .5), "total_p95": pct(total_ms, .95)}
+    return {
+        "entries": size,
+        "rows": rows,
+        "index_s": round(index_s, 1),
+        "lookup_p50": pct(lookup_ms, 0.5),
+        "fusion_p50": pct(fusion_ms, 0.5),
+        "total_p50": pct(total_ms, 0.5),
+        "total_p95": pct(total_ms, 0.95),
+    }
 
 
 QWEN_MESSAGES = [
@@ -311,7 +337,9 @@ QWEN_MESSAGES = [
 ]
 
 
-def qwen_query_speed(generations: int = 9, reuse_head: bool = True, turns: bool = False, prefetch: bool = False) -> dict:
+def qwen_query_speed(
+    generations: int = 9, reuse_head: bool = True, turns: bool = False, prefetch: bool = False
+) -> dict:
     """`turns`: each generation adds the character's reply and the user's next message (a real
     chat's rhythm) instead of one message; `prefetch`: before each generation both were sent
     to the prefetch, as the bridge does when the reply arrives and while the user types."""
@@ -334,8 +362,9 @@ def qwen_query_speed(generations: int = 9, reuse_head: bool = True, turns: bool 
     loop.run_until_complete(embedder.load())
     loop.run_until_complete(embedder.embed(["warm up"], query=True))
     snap = build_snapshot([VaultSlice("v", ())])
-    service = RetrievalService(store_factory=lambda: None, snapshot_getter=lambda: snap, config=MatchConfig(),
-                               semantic_lookup=search.lookup)
+    service = RetrievalService(
+        store_factory=lambda: None, snapshot_getter=lambda: snap, config=MatchConfig(), semantic_lookup=search.lookup
+    )
     cfg = MatchConfig(semantic_enabled=True)
     msgs = [ChatMessage(t.split(": ", 1)[0], t.split(": ", 1)[1], is_user=t.startswith("Mira")) for t in QWEN_MESSAGES]
     from dle_desktop.core.pipeline.run import semantic_query
@@ -370,10 +399,20 @@ def qwen_query_speed(generations: int = 9, reuse_head: bool = True, turns: bool 
     loop.close()
     tmp.cleanup()
     steady = times[1:]  # the first generation of a chat embeds its whole window
-    return {"first_ms": times[0], "p50_ms": pct(steady, .5), "p95_ms": pct(steady, .95), "generations": generations,
-            "first_tokens": tokens[0], "tokens_p50": pct(tokens[1:], .5), "reuse_head": reuse_head,
-            "first_decoded": decoded[0], "decoded_p50": pct(decoded[1:], .5), "load": os.getloadavg()[0],
-            "turns": turns, "prefetch": prefetch}
+    return {
+        "first_ms": times[0],
+        "p50_ms": pct(steady, 0.5),
+        "p95_ms": pct(steady, 0.95),
+        "generations": generations,
+        "first_tokens": tokens[0],
+        "tokens_p50": pct(tokens[1:], 0.5),
+        "reuse_head": reuse_head,
+        "first_decoded": decoded[0],
+        "decoded_p50": pct(decoded[1:], 0.5),
+        "load": os.getloadavg()[0],
+        "turns": turns,
+        "prefetch": prefetch,
+    }
 
 
 def real_qwen_model() -> Path | None:
@@ -389,12 +428,15 @@ def real_qwen_model() -> Path | None:
 
 # -- report -------------------------------------------------------------------------------------
 
+
 def report(res: dict) -> str:
-    lines = [f"Lore recall (benchmarks/bench_recall.py), {res['when']}",
-             f"machine: {res['machine']}",
-             f"set: {res['set']} ({res['paraphrase']} paraphrase chats, {res['distracting']} with distracting "
-             f"speaker names and small talk; {res['keys']} chats that name keys; {res['gated']} gated chats whose "
-             f"target the vault's requires/excludes keep out: 'gated in' must stay 0)"]
+    lines = [
+        f"Lore recall (benchmarks/bench_recall.py), {res['when']}",
+        f"machine: {res['machine']}",
+        f"set: {res['set']} ({res['paraphrase']} paraphrase chats, {res['distracting']} with distracting "
+        f"speaker names and small talk; {res['keys']} chats that name keys; {res['gated']} gated chats whose "
+        f"target the vault's requires/excludes keep out: 'gated in' must stay 0)",
+    ]
     if res["leaks"]:
         lines.append(f"WARNING: keywords already find the target in: {', '.join(res['leaks'])}")
     for m in res["models"]:
@@ -403,37 +445,50 @@ def report(res: dict) -> str:
         lines.append(f"{'mode':<10} {'recall':>8} {'noise/chat':>11} {'max':>4}  keywords kept  gated in  misses")
         for name, s in m["modes"].items():
             miss = ", ".join(s["misses"][:8]) + (" ..." if len(s["misses"]) > 8 else "")
-            lines.append(f"{name:<10} {s['recall'] * 100:7.1f}% {s['noise']:11.2f} {s['noise_max']:4d}  "
-                         f"{m['keywords_kept'][name]:<14} {s['gated_in']:<9} {miss}")
+            lines.append(
+                f"{name:<10} {s['recall'] * 100:7.1f}% {s['noise']:11.2f} {s['noise_max']:4d}  "
+                f"{m['keywords_kept'][name]:<14} {s['gated_in']:<9} {miss}"
+            )
         lines.append(f"keywords-mode fingerprint (DLE parity, must not change): {m['keywords_fingerprint']}")
         sem = m["modes"]["semantic"]
         ok = sem["recall"] >= TARGET_RECALL and sem["noise"] <= TARGET_NOISE
-        lines.append(f"target (semantic on): recall >= {TARGET_RECALL:.0%} with noise <= {TARGET_NOISE:g}: "
-                     f"{'PASS' if ok else 'MISS'}")
+        lines.append(
+            f"target (semantic on): recall >= {TARGET_RECALL:.0%} with noise <= {TARGET_NOISE:g}: "
+            f"{'PASS' if ok else 'MISS'}"
+        )
         if m.get("example"):
-            lines.append(f"decision record, {m['example']['chat']} (semantic): "
-                         + json.dumps(m["example"]["semantic_verdicts"][:2], ensure_ascii=False))
+            lines.append(
+                f"decision record, {m['example']['chat']} (semantic): "
+                + json.dumps(m["example"]["semantic_verdicts"][:2], ensure_ascii=False)
+            )
     if res.get("qwen_real") is None:
         lines.append("")
         lines.append("Qwen3-Embedding: no real model in the data folder's models/; not measured for recall.")
     sp = res.get("lookup")
     if sp:
         lines.append("")
-        lines.append(f"lookup + fusion at {sp['entries']:,} entries ({sp['rows']:,} stored rows, random vectors): "
-                     f"p50 {sp['total_p50']:.2f} ms (lookup {sp['lookup_p50']:.2f}, fusion {sp['fusion_p50']:.2f}), "
-                     f"p95 {sp['total_p95']:.2f} ms -> {'PASS' if sp['total_p50'] < TARGET_LOOKUP_MS else 'MISS'} "
-                     f"(target < {TARGET_LOOKUP_MS:g} ms)")
+        lines.append(
+            f"lookup + fusion at {sp['entries']:,} entries ({sp['rows']:,} stored rows, random vectors): "
+            f"p50 {sp['total_p50']:.2f} ms (lookup {sp['lookup_p50']:.2f}, fusion {sp['fusion_p50']:.2f}), "
+            f"p95 {sp['total_p95']:.2f} ms -> {'PASS' if sp['total_p50'] < TARGET_LOOKUP_MS else 'MISS'} "
+            f"(target < {TARGET_LOOKUP_MS:g} ms)"
+        )
     for q in res.get("qwen") or []:
         how = "instruction's KV cache kept" if q["reuse_head"] else "every query decoded in full"
         if q.get("turns"):
-            how = ("each generation adds a reply and a user message, " + how
-                   + (", both prefetched (as the bridge does)" if q.get("prefetch") else ", no prefetch"))
-        lines.append(f"query embedding, Qwen3-0.6B-shaped random GGUF, 4-message window, {how} "
-                     f"({q['generations']} generations): first {q['first_ms']:.0f} ms, then p50 {q['p50_ms']:.0f} ms, "
-                     f"p95 {q['p95_ms']:.0f} ms -> {'PASS' if q['p50_ms'] < TARGET_QUERY_MS else 'MISS'} "
-                     f"(target < {TARGET_QUERY_MS:g} ms); new query tokens: first {q['first_tokens']}, then p50 "
-                     f"{q['tokens_p50']} per generation, of which llama.cpp decoded {q['first_decoded']} / "
-                     f"{q['decoded_p50']}; load average {q['load']:.2f} (other processes slow llama.cpp's 2 threads a lot)")
+            how = (
+                "each generation adds a reply and a user message, "
+                + how
+                + (", both prefetched (as the bridge does)" if q.get("prefetch") else ", no prefetch")
+            )
+        lines.append(
+            f"query embedding, Qwen3-0.6B-shaped random GGUF, 4-message window, {how} "
+            f"({q['generations']} generations): first {q['first_ms']:.0f} ms, then p50 {q['p50_ms']:.0f} ms, "
+            f"p95 {q['p95_ms']:.0f} ms -> {'PASS' if q['p50_ms'] < TARGET_QUERY_MS else 'MISS'} "
+            f"(target < {TARGET_QUERY_MS:g} ms); new query tokens: first {q['first_tokens']}, then p50 "
+            f"{q['tokens_p50']} per generation, of which llama.cpp decoded {q['first_decoded']} / "
+            f"{q['decoded_p50']}; load average {q['load']:.2f} (other processes slow llama.cpp's 2 threads a lot)"
+        )
     return "\n".join(lines)
 
 
@@ -449,11 +504,17 @@ def main(argv: list[str] | None = None) -> int:
     data = json.loads(args.set.read_text(encoding="utf-8"))
     chats = data["chats"]
     snap = sample_snapshot(REPO / data["vault"])
-    res = {"when": time.strftime("%Y-%m-%d %H:%M"), "set": str(args.set.relative_to(REPO)) if args.set.is_relative_to(REPO) else str(args.set),
-           "machine": f"{platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs",
-           "paraphrase": sum(c["kind"] == "paraphrase" for c in chats),
-           "distracting": sum(bool(c.get("distracting")) for c in chats),
-           "keys": sum(c["kind"] == "keys" for c in chats), "gated": sum(c["kind"] == "gated" for c in chats), "leaks": keyword_leaks(snap, chats), "models": []}
+    res = {
+        "when": time.strftime("%Y-%m-%d %H:%M"),
+        "set": str(args.set.relative_to(REPO)) if args.set.is_relative_to(REPO) else str(args.set),
+        "machine": f"{platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs",
+        "paraphrase": sum(c["kind"] == "paraphrase" for c in chats),
+        "distracting": sum(bool(c.get("distracting")) for c in chats),
+        "keys": sum(c["kind"] == "keys" for c in chats),
+        "gated": sum(c["kind"] == "gated" for c in chats),
+        "leaks": keyword_leaks(snap, chats),
+        "models": [],
+    }
     if not args.model.is_file():
         raise SystemExit(f"no model at {args.model}")
     log(f"recall with {args.model.name} ...")
@@ -468,8 +529,12 @@ def main(argv: list[str] | None = None) -> int:
         res["lookup"] = lookup_speed(args.size)
     if not args.no_qwen_timing:
         log("query embedding with the Qwen3-0.6B-shaped model ...")
-        res["qwen"] = [qwen_query_speed(reuse_head=True), qwen_query_speed(reuse_head=False),
-                       qwen_query_speed(turns=True), qwen_query_speed(turns=True, prefetch=True)]
+        res["qwen"] = [
+            qwen_query_speed(reuse_head=True),
+            qwen_query_speed(reuse_head=False),
+            qwen_query_speed(turns=True),
+            qwen_query_speed(turns=True, prefetch=True),
+        ]
     print(json.dumps(res, indent=1, default=str) if args.json else report(res))
     return 0
 

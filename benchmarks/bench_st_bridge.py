@@ -89,16 +89,33 @@ MEASURE_JS = """async ({prefix, extra, warmup, url, token}) => {
 def write_vault(root: Path, entries) -> int:
     """Each Entry as the note the parser reads back into it: YAML frontmatter (tags, keys and the
     other fields the entry sets), the title as `# H1`, the content as the body. Returns the count."""
-    flags = (("constant", "lorebook-always"), ("seed", "lorebook-seed"), ("bootstrap", "lorebook-bootstrap"),
-             ("guide", "lorebook-guide"))
+    flags = (
+        ("constant", "lorebook-always"),
+        ("seed", "lorebook-seed"),
+        ("bootstrap", "lorebook-bootstrap"),
+        ("guide", "lorebook-guide"),
+    )
     for e in entries:
-        fm = {"tags": ["lorebook", *(tag for attr, tag in flags if getattr(e, attr)), *e.tags],
-              "keys": list(e.keys), "priority": e.priority}
-        for name, value in (("refine_keys", list(e.refine_keys)), ("requires", list(e.original_requires)),
-                            ("excludes", list(e.original_excludes)), ("cascade_links", list(e.original_cascade_links)),
-                            ("scanDepth", e.scan_depth), ("excludeRecursion", e.exclude_recursion or None),
-                            ("warmup", e.warmup), ("cooldown", e.cooldown), ("probability", e.probability),
-                            ("position", e.position), ("depth", e.depth), ("role", e.role), ("summary", e.summary)):
+        fm = {
+            "tags": ["lorebook", *(tag for attr, tag in flags if getattr(e, attr)), *e.tags],
+            "keys": list(e.keys),
+            "priority": e.priority,
+        }
+        for name, value in (
+            ("refine_keys", list(e.refine_keys)),
+            ("requires", list(e.original_requires)),
+            ("excludes", list(e.original_excludes)),
+            ("cascade_links", list(e.original_cascade_links)),
+            ("scanDepth", e.scan_depth),
+            ("excludeRecursion", e.exclude_recursion or None),
+            ("warmup", e.warmup),
+            ("cooldown", e.cooldown),
+            ("probability", e.probability),
+            ("position", e.position),
+            ("depth", e.depth),
+            ("role", e.role),
+            ("summary", e.summary),
+        ):
             if value not in (None, [], ""):
                 fm[name] = value
         path = root / e.path
@@ -113,8 +130,17 @@ def make_chat(entries, n: int) -> tuple[list[dict], list[str]]:
     1-3 entries of a 40-entry cast; ~5% narrator lines), between the user and Seraphina, the
     character the page has open."""
     chat = generate_chat(entries, n)
-    out = [{"name": "User" if m.is_user else "Seraphina" if not m.extra else m.name, "is_user": m.is_user,
-            "is_system": False, "mes": m.mes, "send_date": "", "extra": dict(m.extra)} for m in chat.messages]
+    out = [
+        {
+            "name": "User" if m.is_user else "Seraphina" if not m.extra else m.name,
+            "is_user": m.is_user,
+            "is_system": False,
+            "mes": m.mes,
+            "send_date": "",
+            "extra": dict(m.extra),
+        }
+        for m in chat.messages
+    ]
     return out, chat.cast
 
 
@@ -138,6 +164,7 @@ def tree_cpu() -> float:
 
 def pct(xs: list[float]) -> dict:
     s = sorted(xs)
+
     def at(q: float) -> float:
         return s[min(len(s) - 1, round(q * (len(s) - 1)))]
 
@@ -186,8 +213,9 @@ def run(args, log) -> dict:
         st.start()
         pw = sync_playwright().start()
         # --no-sandbox: as in the suite (root in CI, where Chromium's sandbox refuses to start).
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                     args=["--no-sandbox", "--disable-dev-shm-usage"])
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-dev-shm-usage"]
+        )
         page = StPage(browser.new_context(viewport={"width": 1280, "height": 900}).new_page(), st, work / "shots")
         (work / "shots").mkdir()
         page.open()
@@ -195,22 +223,36 @@ def run(args, log) -> dict:
         page.open_character(CHARACTER)  # a fresh data root: this chat is the benchmark's alone
         log(f"{WARMUP} warm-up + {args.runs} timed generations in the page ...")
         load0, cpu0, tree0, t0 = load_average(), cpu_counters(), tree_cpu(), time.perf_counter()
-        got = page.evaluate(MEASURE_JS, {"prefix": prefix, "extra": extra, "warmup": WARMUP,
-                                         "url": server.url, "token": token})
+        got = page.evaluate(
+            MEASURE_JS, {"prefix": prefix, "extra": extra, "warmup": WARMUP, "url": server.url, "token": token}
+        )
         wall, cpu1, tree1 = time.perf_counter() - t0, cpu_counters(), tree_cpu()
         others = None if not (cpu0 and cpu1) else max(0.0, ((cpu1[0] - cpu0[0]) - (tree1 - tree0)) / wall)
         if got["failures"] or not got["bridge"]:
             raise RuntimeError(f"{len(got['failures'])} generations failed: {got['failures'][:5]}")
-        return {"version": st.version, "entries": status["entries"], "skipped": status["skipped"], "cast": cast,
-                "load": [load0, load_average()], "others": others, "wall": wall, **got}
+        return {
+            "version": st.version,
+            "entries": status["entries"],
+            "skipped": status["skipped"],
+            "cast": cast,
+            "load": [load0, load_average()],
+            "others": others,
+            "wall": wall,
+            **got,
+        }
     except Exception:
         for name, proc in (("SillyTavern", st), ("dle-desktop serve", server)):
             if proc is not None:
                 print(f"--- {name} log tail ---\n{proc.log_tail()}", file=sys.stderr)
         raise
     finally:  # every process we started, in reverse order, whatever happened
-        for stop in (browser and browser.close, pw and pw.stop, st and st.stop, server and server.stop,
-                     fake and (lambda: fake.__exit__(None, None, None))):
+        for stop in (
+            browser and browser.close,
+            pw and pw.stop,
+            st and st.stop,
+            server and server.stop,
+            fake and (lambda: fake.__exit__(None, None, None)),
+        ):
             if stop:
                 try:
                     stop()
@@ -219,45 +261,65 @@ def run(args, log) -> dict:
 
 
 def report(res: dict, args, machine: dict) -> dict:
-    rows = {"bridge: interceptor, browser -> DLE -> placed": pct(res["bridge"]),
-            "reference: bare GET /status round trip": pct(res["status"])}
+    rows = {
+        "bridge: interceptor, browser -> DLE -> placed": pct(res["bridge"]),
+        "reference: bare GET /status round trip": pct(res["status"]),
+    }
     if res["server"]:
         rows["server: pipeline timings_ms.total"] = pct(res["server"])
         rows["bridge minus server pipeline"] = pct([b - s for b, s in zip(res["bridge"], res["server"])])
     p50 = rows["bridge: interceptor, browser -> DLE -> placed"]["p50"]
-    return {"machine": machine, "rows": rows, "p50_ms": p50, "target_ms": TARGET_P50_MS,
-            "verdict": "PASS" if p50 < TARGET_P50_MS else "MISS",
-            "injected_median": statistics.median(res["injected"]), "verdicts_median": statistics.median(res["verdicts"]),
-            "request_bytes": [min(res["request_bytes"]), max(res["request_bytes"])],
-            **{k: res[k] for k in ("version", "entries", "skipped", "cast", "load", "others", "wall", "response_bytes")}}
+    return {
+        "machine": machine,
+        "rows": rows,
+        "p50_ms": p50,
+        "target_ms": TARGET_P50_MS,
+        "verdict": "PASS" if p50 < TARGET_P50_MS else "MISS",
+        "injected_median": statistics.median(res["injected"]),
+        "verdicts_median": statistics.median(res["verdicts"]),
+        "request_bytes": [min(res["request_bytes"]), max(res["request_bytes"])],
+        **{k: res[k] for k in ("version", "entries", "skipped", "cast", "load", "others", "wall", "response_bytes")},
+    }
 
 
 def print_report(r: dict, args) -> None:
     m = r["machine"]
     print(f"DLE Desktop SillyTavern bridge benchmark, {time.strftime('%Y-%m-%d %H:%M:%S %Z')}")
     print(f"command: python benchmarks/bench_st_bridge.py {' '.join(sys.argv[1:])}".rstrip())
-    print(f"machine: {m['cpu_count']} CPUs ({m['cpus_usable']} usable), {m['cpu_model']}; Python {m['python']}; {m['platform']}")
-    others = "" if r["others"] is None else f"; other processes kept {r['others']:.2f} of the {m['cpu_count']} CPUs busy"
+    print(
+        f"machine: {m['cpu_count']} CPUs ({m['cpus_usable']} usable), {m['cpu_model']}; Python {m['python']}; {m['platform']}"
+    )
+    others = (
+        "" if r["others"] is None else f"; other processes kept {r['others']:.2f} of the {m['cpu_count']} CPUs busy"
+    )
     print(f"load:    1/5/15-min load average {r['load'][0]} at start of the timed loop, {r['load'][1]} at end{others}")
     if (r["others"] or 0) > 0.3:  # the machine is shared: say so where the figures are read
         print("note:    other processes were busy during the timed loop: the timings are inflated")
-    print(f"setup:   SillyTavern {r['version']} in headless Chromium, dle-desktop serve with default settings "
-          f"(keywords only); {r['entries']} entries indexed ({r['skipped']} skipped)")
-    print("vault:   bench_pipeline.generate_entries written as Markdown notes (YAML frontmatter, # H1 title), "
-          "chat from bench_pipeline.generate_chat; not bench_index.generate_vault, whose one- and two-letter "
-          "keys match every chat (see the docstring)")
-    print(f"chat:    Seraphina's greeting + {PREFIX_MESSAGES} generated messages, one more per generation "
-          f"({WARMUP} warm-up, {args.runs} timed); request {r['request_bytes'][0] // 1000}-{r['request_bytes'][1] // 1000} KB, "
-          f"response {r['response_bytes'] // 1000} KB; median {r['injected_median']:g} entries injected, "
-          f"{r['verdicts_median']:g} verdicts")
+    print(
+        f"setup:   SillyTavern {r['version']} in headless Chromium, dle-desktop serve with default settings "
+        f"(keywords only); {r['entries']} entries indexed ({r['skipped']} skipped)"
+    )
+    print(
+        "vault:   bench_pipeline.generate_entries written as Markdown notes (YAML frontmatter, # H1 title), "
+        "chat from bench_pipeline.generate_chat; not bench_index.generate_vault, whose one- and two-letter "
+        "keys match every chat (see the docstring)"
+    )
+    print(
+        f"chat:    Seraphina's greeting + {PREFIX_MESSAGES} generated messages, one more per generation "
+        f"({WARMUP} warm-up, {args.runs} timed); request {r['request_bytes'][0] // 1000}-{r['request_bytes'][1] // 1000} KB, "
+        f"response {r['response_bytes'] // 1000} KB; median {r['injected_median']:g} entries injected, "
+        f"{r['verdicts_median']:g} verdicts"
+    )
     print()
     w = max(map(len, r["rows"]))
     print(f"{'ms':<{w}}  {'p50':>7} {'p95':>7} {'p99':>7} {'min':>7} {'max':>7}")
     for label, s in r["rows"].items():
         print(f"{label:<{w}}  " + " ".join(f"{s[k]:7.2f}" for k in ("p50", "p95", "p99", "min", "max")))
     print()
-    print(f"{r['verdict']}: the bridge adds {r['p50_ms']:.2f} ms p50 per generation "
-          f"(target < {TARGET_P50_MS:g} ms at 10,000 entries, keywords only)")
+    print(
+        f"{r['verdict']}: the bridge adds {r['p50_ms']:.2f} ms p50 per generation "
+        f"(target < {TARGET_P50_MS:g} ms at 10,000 entries, keywords only)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -265,8 +327,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--entries", type=int, default=10_000, help="notes to generate (default 10000)")
     p.add_argument("--runs", type=int, default=200, help="timed generations (default 200)")
     p.add_argument("--st-version", default="1.19.0", help="SillyTavern version installed by scripts/st-e2e")
-    p.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR,
-                   help="vault, server data and logs; wiped first, removed after a clean run (default benchmarks/_work/st-bridge/)")
+    p.add_argument(
+        "--workdir",
+        type=Path,
+        default=DEFAULT_WORKDIR,
+        help="vault, server data and logs; wiped first, removed after a clean run (default benchmarks/_work/st-bridge/)",
+    )
     p.add_argument("--json", action="store_true", help="print the results as JSON (with every sample)")
     args = p.parse_args(argv)
     if args.entries < 20 or args.runs < 5:

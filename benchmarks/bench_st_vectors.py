@@ -114,7 +114,9 @@ class Ours:
         vault = workdir / "vault"
         vault.mkdir(parents=True, exist_ok=True)
         paths = AppPaths(workdir / "data", workdir / "data").ensure()
-        self.engine = Engine(paths, Settings(), SecretStore(use_keyring=False), vault_override=[FolderSource("v", vault)])
+        self.engine = Engine(
+            paths, Settings(), SecretStore(use_keyring=False), vault_override=[FolderSource("v", vault)]
+        )
         self.thread.call(self.engine.start(initial_sync=False, watch=False), timeout=30)
         self.runner = ServerRunner(self.engine, "127.0.0.1", 0)
         self.thread.call(self.runner.start(), timeout=30)
@@ -140,7 +142,7 @@ def run_ours(workdir: Path, size: int, dim: int, ops: int) -> dict:
     server = Ours(workdir)
     cid = f"bench-{size}"
     src = {"source": "koboldcpp", "model": f"bench-{dim}"}
-    counter = iter(range(10 ** 9))
+    counter = iter(range(10**9))
 
     def items(n: int) -> tuple[list[dict], dict]:
         vecs = unit_rows(rng, n, dim)
@@ -173,8 +175,9 @@ def run_ours(workdir: Path, size: int, dim: int, ops: int) -> dict:
             server.post("insert", body)
             out["insert"].append((time.perf_counter() - t0) * 1000)
             q = unit_rows(rng, 1, dim)[0].tolist()
-            body = json.dumps({"collectionId": cid, **src, "embeddings": {"q": q}, "searchText": "q", "topK": 3,
-                               "threshold": 0.25}).encode()
+            body = json.dumps(
+                {"collectionId": cid, **src, "embeddings": {"q": q}, "searchText": "q", "topK": 3, "threshold": 0.25}
+            ).encode()
             t0 = time.perf_counter()
             server.post("query", body)
             out["query"].append((time.perf_counter() - t0) * 1000)
@@ -192,8 +195,13 @@ def run_vectra(vectra_dir: Path, workdir: Path, size: int, dim: int, ops: int) -
     script = workdir / "vectra_bench.js"
     script.write_text(NODE_SCRIPT, encoding="utf-8")
     env = {**os.environ, "NODE_PATH": str(vectra_dir / "node_modules")}
-    done = subprocess.run([node, str(script), str(workdir / "vectra-data"), str(size), str(dim), str(ops)],
-                          capture_output=True, text=True, env=env, timeout=3600)
+    done = subprocess.run(
+        [node, str(script), str(workdir / "vectra-data"), str(size), str(dim), str(ops)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=3600,
+    )
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-2000:])
     return json.loads(done.stdout)
@@ -233,14 +241,21 @@ def main() -> int:
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     print("DLE Desktop SillyTavern Vector API benchmark, " + time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
     print(f"command: python benchmarks/bench_st_vectors.py {' '.join(sys.argv[1:])}")
-    print(f"machine: {os.cpu_count()} CPUs; Python {platform.python_version()}; {platform.platform()}; "
-          f"node {subprocess.run(['node', '--version'], capture_output=True, text=True).stdout.strip() if shutil.which('node') else '-'}")
+    print(
+        f"machine: {os.cpu_count()} CPUs; Python {platform.python_version()}; {platform.platform()}; "
+        f"node {subprocess.run(['node', '--version'], capture_output=True, text=True).stdout.strip() if shutil.which('node') else '-'}"
+    )
+
     def fmt(la: tuple[float, ...] | None) -> str:
         return "[" + ", ".join(f"{x:.2f}" for x in la) + "]" if la else "-"
 
-    print(f"load:    1/5/15-min load average {fmt(load_start)} at start, {fmt(load)} at end "
-          f"(figures are inflated when this is above the CPU count); {time.time() - started:.0f} s in all")
-    print(f"vectors: {args.dim} dimensions, precomputed (no embedding on either side); {args.ops} calls per figure, medians")
+    print(
+        f"load:    1/5/15-min load average {fmt(load_start)} at start, {fmt(load)} at end "
+        f"(figures are inflated when this is above the CPU count); {time.time() - started:.0f} s in all"
+    )
+    print(
+        f"vectors: {args.dim} dimensions, precomputed (no embedding on either side); {args.ops} calls per figure, medians"
+    )
     print("ours:    POST /api/vector/* over loopback HTTP (koboldcpp source, embeddings in the request)")
     print("vectra:  vectra 0.2.2 LocalIndex in Node, in-process, a new index object per call as ST makes per request")
     print()
@@ -249,10 +264,12 @@ def main() -> int:
     print("-" * len(header))
     for r in results:
         o, v = r["ours"], r["vectra"]
-        rows = [("fill", o["fill_ms"], v and v["fill_ms"]),
-                ("list", med(o["list"]), v and med(v["list"])),
-                ("insert 5 items", med(o["insert"]), v and med(v["insert"])),
-                ("query topK 3", med(o["query"]), v and med(v["query"]))]
+        rows = [
+            ("fill", o["fill_ms"], v and v["fill_ms"]),
+            ("list", med(o["list"]), v and med(v["list"])),
+            ("insert 5 items", med(o["insert"]), v and med(v["insert"])),
+            ("query topK 3", med(o["query"]), v and med(v["query"])),
+        ]
         for name, ours_ms, vectra_ms in rows:
             ratio = f"{vectra_ms / ours_ms:10.1f}x" if vectra_ms else "-"
             vtxt = f"{vectra_ms:11.2f}" if vectra_ms else f"{'-':>11}"
@@ -262,8 +279,10 @@ def main() -> int:
             disk += f", vectra index.json {v['file_bytes'] / 1e6:.1f} MB"
         print(f"{'':>7} {disk}")
     if not any(r["vectra"] for r in results):
-        print("\nvectra side skipped: needs `node` and vectra under --vectra DIR/node_modules "
-              "(npm install vectra@0.2.2 in that folder)")
+        print(
+            "\nvectra side skipped: needs `node` and vectra under --vectra DIR/node_modules "
+            "(npm install vectra@0.2.2 in that folder)"
+        )
     return 0
 
 

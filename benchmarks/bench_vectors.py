@@ -115,10 +115,10 @@ class Truth:
 
     def add(self, rows: np.ndarray, start: int) -> None:
         s = self.q @ rows.T
-        pick = np.argpartition(-s, self.k - 1, axis=1)[:, :self.k]
+        pick = np.argpartition(-s, self.k - 1, axis=1)[:, : self.k]
         cand_s = np.concatenate([self.scores, np.take_along_axis(s, pick, 1)], axis=1)
         cand_i = np.concatenate([self.ids, pick + start], axis=1)
-        keep = np.argsort(-cand_s, axis=1, kind="stable")[:, :self.k]
+        keep = np.argsort(-cand_s, axis=1, kind="stable")[:, : self.k]
         self.scores = np.take_along_axis(cand_s, keep, 1)
         self.ids = np.take_along_axis(cand_i, keep, 1)
 
@@ -148,8 +148,13 @@ def timed_queries(store: VectorStore, queries: np.ndarray, k: int = 10) -> tuple
 
 
 def summary(lat: list[float]) -> dict:
-    return {"p50": statistics.median(lat), "p90": pct(lat, 90), "p99": pct(lat, 99), "mean": statistics.fmean(lat),
-            "n": len(lat)}
+    return {
+        "p50": statistics.median(lat),
+        "p90": pct(lat, 90),
+        "p99": pct(lat, 99),
+        "mean": statistics.fmean(lat),
+        "n": len(lat),
+    }
 
 
 def load_average() -> float | None:
@@ -192,12 +197,24 @@ def run(args: argparse.Namespace) -> dict:
     queries = gen.queries(args.queries)
     truth = Truth(queries)
     out: dict = {
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
-                    "hnswlib": getattr(hnswlib, "__version__", "0.8.0"), "platform": platform.platform(),
-                    "load_start": load_average(),
-                    "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default")},
-        "params": {"dim": args.dim, "queries": args.queries, "exact_queries": args.exact_queries,
-                   "insert_batch": INSERT_BATCH, "M": 16, "ef_construction": 200, "reuse": args.reuse},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "hnswlib": getattr(hnswlib, "__version__", "0.8.0"),
+            "platform": platform.platform(),
+            "load_start": load_average(),
+            "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),
+        },
+        "params": {
+            "dim": args.dim,
+            "queries": args.queries,
+            "exact_queries": args.exact_queries,
+            "insert_batch": INSERT_BATCH,
+            "M": 16,
+            "ef_construction": 200,
+            "reuse": args.reuse,
+        },
         "sizes": [],
     }
     store = VectorStore(workdir / "vectors", ann_threshold=NEVER, ann_background=False)
@@ -225,7 +242,7 @@ def run(args: argparse.Namespace) -> dict:
                     start = b * BLOCK + off
                     batch_items = items_for(start, INSERT_BATCH)
                     t0 = time.perf_counter()
-                    added = store.insert(*SCOPE, batch_items, block[off:off + INSERT_BATCH])
+                    added = store.insert(*SCOPE, batch_items, block[off : off + INSERT_BATCH])
                     insert_s += time.perf_counter() - t0
                     assert added == INSERT_BATCH
             if size > loaded:
@@ -234,25 +251,36 @@ def run(args: argparse.Namespace) -> dict:
             if not out.get("data"):
                 sample = gen.block(0)[:2_000]
                 out["data"] = {"cos_unrelated_mean": float((sample[:1000] @ sample[1000:].T).mean())}
-            row["data"] = {"cos_top1_mean": float(truth.scores[:, 0].mean()),
-                           "cos_top10_mean": float(truth.scores[:, -1].mean())}
+            row["data"] = {
+                "cos_top1_mean": float(truth.scores[:, 0].mean()),
+                "cos_top10_mean": float(truth.scores[:, -1].mean()),
+            }
 
             # exact scan
             store.ann_threshold = NEVER
             n_exact = min(args.exact_queries, len(queries))
             lat, found = timed_queries(store, queries[:n_exact])
-            row["exact"] = summary(lat) | {"recall10": float(np.mean(
-                [len(set(f) & set(t.tolist())) / 10 for f, t in zip(found, truth.ids[:n_exact])]))}
+            row["exact"] = summary(lat) | {
+                "recall10": float(
+                    np.mean([len(set(f) & set(t.tolist())) / 10 for f, t in zip(found, truth.ids[:n_exact])])
+                )
+            }
             log(f"[{size:,}] exact p50 {row['exact']['p50']:.2f} ms, recall {row['exact']['recall10']:.4f}")
 
             # hnswlib
             if size <= args.max_ann_rows:
                 log(f"[{size:,}] building / extending the hnswlib graph")
                 info = store.build_index(*SCOPE, num_threads=args.threads)
-                row["build"] = {"seconds": info["seconds"], "count": info["count"], "ef": info["ef"],
-                                "calibration_recall": info["recall"]}
-                log(f"[{size:,}] graph: {info['seconds']:.1f} s, calibrated ef {info['ef']} "
-                    f"(calibration recall {info['recall']:.4f})")
+                row["build"] = {
+                    "seconds": info["seconds"],
+                    "count": info["count"],
+                    "ef": info["ef"],
+                    "calibration_recall": info["recall"],
+                }
+                log(
+                    f"[{size:,}] graph: {info['seconds']:.1f} s, calibrated ef {info['ef']} "
+                    f"(calibration recall {info['recall']:.4f})"
+                )
                 store.ann_threshold = 0
                 store.ann_ef = None
                 lat, found = timed_queries(store, queries)
@@ -270,7 +298,9 @@ def run(args: argparse.Namespace) -> dict:
                 for ef in args.ef_sweep:
                     store.ann_ef = ef
                     lat_e, found_e = timed_queries(store, queries)
-                    sweep.append({"ef": max(ef, 20), "p50": statistics.median(lat_e), "recall10": truth.recall(found_e)})
+                    sweep.append(
+                        {"ef": max(ef, 20), "p50": statistics.median(lat_e), "recall10": truth.recall(found_e)}
+                    )
                 store.ann_ef = None
                 row["ef_sweep"] = sweep
                 log(f"[{size:,}] hnswlib p50 {row['ann']['p50']:.2f} ms, recall {row['ann']['recall10']:.4f}")
@@ -286,9 +316,11 @@ def run(args: argparse.Namespace) -> dict:
         # and into a fresh one: cost per call, dominated by the two fsyncs of the commit protocol
         small = {}
         rng = np.random.default_rng(1)
-        for label, scope, n, calls in (("1 row into the large scope", SCOPE, 1, 100),
-                                       ("5 rows into the large scope", SCOPE, 5, 100),
-                                       ("10 rows into a small scope", SMALL, 10, 100)):
+        for label, scope, n, calls in (
+            ("1 row into the large scope", SCOPE, 1, 100),
+            ("5 rows into the large scope", SCOPE, 5, 100),
+            ("10 rows into a small scope", SMALL, 10, 100),
+        ):
             lat = []
             for c in range(calls):
                 start = 10**8 + len(small) * 10**6 + c * n
@@ -337,41 +369,69 @@ def report(res: dict) -> str:
     ]
     for row in res["sizes"]:
         e = row["exact"]
-        lines.append(f"{row['size']:>10,} | {'exact':<8} | {e['p50']:>8.2f} {e['p90']:>8.2f} {e['p99']:>8.2f} | "
-                     f"{e['recall10']:>9.4f} | {'':>4} |")
+        lines.append(
+            f"{row['size']:>10,} | {'exact':<8} | {e['p50']:>8.2f} {e['p90']:>8.2f} {e['p99']:>8.2f} | "
+            f"{e['recall10']:>9.4f} | {'':>4} |"
+        )
         if "ann" in row:
             a = row["ann"]
-            lines.append(f"{'':>10} | {'hnswlib':<8} | {a['p50']:>8.2f} {a['p90']:>8.2f} {a['p99']:>8.2f} | "
-                         f"{a['recall10']:>9.4f} | {a['ef']:>4} | {a['raw_hnswlib_p50']:>15.3f}")
-    lines += ["", "ef sweep (hnswlib through the store; ef = max(ann_ef, 2 * top_k))",
-              f"{'rows':>10} | " + " | ".join(f"ef {s['ef']:>4}: p50 / recall" for s in res["sizes"][0].get("ef_sweep", []))]
+            lines.append(
+                f"{'':>10} | {'hnswlib':<8} | {a['p50']:>8.2f} {a['p90']:>8.2f} {a['p99']:>8.2f} | "
+                f"{a['recall10']:>9.4f} | {a['ef']:>4} | {a['raw_hnswlib_p50']:>15.3f}"
+            )
+    lines += [
+        "",
+        "ef sweep (hnswlib through the store; ef = max(ann_ef, 2 * top_k))",
+        f"{'rows':>10} | " + " | ".join(f"ef {s['ef']:>4}: p50 / recall" for s in res["sizes"][0].get("ef_sweep", [])),
+    ]
     for row in res["sizes"]:
         if "ef_sweep" in row:
-            lines.append(f"{row['size']:>10,} | " + " | ".join(
-                f"{s['p50']:>6.2f} ms / {s['recall10']:.4f}" for s in row["ef_sweep"]))
-    lines += ["", "Graph builds (extending the previous size's graph; all CPUs) and calibration",
-              f"{'rows':>10} | {'build+calibrate+save s':>22} | {'calibrated ef':>13} | {'calibration recall':>20} | "
-              f"{'nearest cos':>11} | {'RSS MB':>7} | {'files MB':>8}"]
+            lines.append(
+                f"{row['size']:>10,} | "
+                + " | ".join(f"{s['p50']:>6.2f} ms / {s['recall10']:.4f}" for s in row["ef_sweep"])
+            )
+    lines += [
+        "",
+        "Graph builds (extending the previous size's graph; all CPUs) and calibration",
+        f"{'rows':>10} | {'build+calibrate+save s':>22} | {'calibrated ef':>13} | {'calibration recall':>20} | "
+        f"{'nearest cos':>11} | {'RSS MB':>7} | {'files MB':>8}",
+    ]
     for row in res["sizes"]:
         b = row.get("build")
-        lines.append(f"{row['size']:>10,} | {b['seconds'] if b else float('nan'):>22.1f} | "
-                     f"{b['ef'] if b else '-':>13} | {b['calibration_recall'] if b else float('nan'):>20.4f} | "
-                     f"{row['data']['cos_top1_mean']:>11.3f} | {row['rss_mb'] or 0:>7.0f} | {row['files_mb']:>8.0f}")
+        lines.append(
+            f"{row['size']:>10,} | {b['seconds'] if b else float('nan'):>22.1f} | "
+            f"{b['ef'] if b else '-':>13} | {b['calibration_recall'] if b else float('nan'):>20.4f} | "
+            f"{row['data']['cos_top1_mean']:>11.3f} | {row['rss_mb'] or 0:>7.0f} | {row['files_mb']:>8.0f}"
+        )
     if "small_inserts" not in res:  # --reuse
-        return "\n".join(lines + ["", "(--reuse: queries only; insert, build and reopen figures come from the full run)"]
-                         + verdicts(res))
-    lines += ["", "Insert rate, excluding embedding (validation, normalisation, dedup lookup, write + fsync, "
-              "SQLite commit)"]
+        return "\n".join(
+            lines
+            + ["", "(--reuse: queries only; insert, build and reopen figures come from the full run)"]
+            + verdicts(res)
+        )
+    lines += [
+        "",
+        "Insert rate, excluding embedding (validation, normalisation, dedup lookup, write + fsync, SQLite commit)",
+    ]
     for row in res["sizes"]:
         i = row["insert"]
-        lines.append(f"  bulk, {INSERT_BATCH:,}-row batches, rows up to {row['size']:>9,}: "
-                     f"{i['rows_per_s']:>9,.0f} rows/s ({i['rows']:,} rows in {i['seconds']:.1f} s)")
+        lines.append(
+            f"  bulk, {INSERT_BATCH:,}-row batches, rows up to {row['size']:>9,}: "
+            f"{i['rows_per_s']:>9,.0f} rows/s ({i['rows']:,} rows in {i['seconds']:.1f} s)"
+        )
     for label, s in res["small_inserts"].items():
-        lines.append(f"  one call of {label}: p50 {s['p50_ms']:.2f} ms, p90 {s['p90_ms']:.2f} ms "
-                     f"({s['rows'] / s['p50_ms'] * 1000:,.0f} rows/s)")
-    lines.append(f"  re-inserting 1,000 stored items (idempotent, nothing written): {res['reinsert_1000_known_ms']:.1f} ms")
-    lines += ["", f"Reopening the store: first exact answer after {res['reopen_first_exact_query_s']:.2f} s"
-              + (f"; loading the saved graph {res['reopen_graph_load_s']:.1f} s" if "reopen_graph_load_s" in res else "")]
+        lines.append(
+            f"  one call of {label}: p50 {s['p50_ms']:.2f} ms, p90 {s['p90_ms']:.2f} ms "
+            f"({s['rows'] / s['p50_ms'] * 1000:,.0f} rows/s)"
+        )
+    lines.append(
+        f"  re-inserting 1,000 stored items (idempotent, nothing written): {res['reinsert_1000_known_ms']:.1f} ms"
+    )
+    lines += [
+        "",
+        f"Reopening the store: first exact answer after {res['reopen_first_exact_query_s']:.2f} s"
+        + (f"; loading the saved graph {res['reopen_graph_load_s']:.1f} s" if "reopen_graph_load_s" in res else ""),
+    ]
     return "\n".join(lines + verdicts(res))
 
 
@@ -380,11 +440,15 @@ def verdicts(res: dict) -> list[str]:
     biggest = res["sizes"][-1]
     if "ann" in biggest:
         a = biggest["ann"]
-        lines.append(f"  hnswlib query p50 at {biggest['size']:,} rows: {a['p50']:.2f} ms "
-                     f"(target < {TARGET_P50_MS} ms): {'PASS' if a['p50'] < TARGET_P50_MS else 'MISS'}")
+        lines.append(
+            f"  hnswlib query p50 at {biggest['size']:,} rows: {a['p50']:.2f} ms "
+            f"(target < {TARGET_P50_MS} ms): {'PASS' if a['p50'] < TARGET_P50_MS else 'MISS'}"
+        )
         worst = min(r["ann"]["recall10"] for r in res["sizes"] if "ann" in r)
-        lines.append(f"  recall@10 at every size: min {worst:.4f} (target >= {TARGET_RECALL}): "
-                     f"{'PASS' if worst >= TARGET_RECALL else 'MISS'}")
+        lines.append(
+            f"  recall@10 at every size: min {worst:.4f} (target >= {TARGET_RECALL}): "
+            f"{'PASS' if worst >= TARGET_RECALL else 'MISS'}"
+        )
     else:
         lines.append(f"  hnswlib not measured at {biggest['size']:,} rows (--max-ann-rows); no verdict")
     return lines
@@ -400,11 +464,17 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=-1, help="threads for graph builds (-1: all)")
     ap.add_argument("--ef-sweep", default="24,32,64,128,256")
     ap.add_argument("--workdir", default=str(DEFAULT_WORKDIR), help="wiped at the start")
-    ap.add_argument("--blas-threads", default="1",
-                    help="OpenBLAS threads for exact scans ('auto': leave OpenBLAS's default); see the README")
+    ap.add_argument(
+        "--blas-threads",
+        default="1",
+        help="OpenBLAS threads for exact scans ('auto': leave OpenBLAS's default); see the README",
+    )
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--reuse", action="store_true",
-                    help="keep the work directory and measure only queries at the largest size again")
+    ap.add_argument(
+        "--reuse",
+        action="store_true",
+        help="keep the work directory and measure only queries at the largest size again",
+    )
     args = ap.parse_args()
     faulthandler.enable()
     args.ef_sweep = [int(x) for x in args.ef_sweep.split(",") if x]

@@ -52,8 +52,9 @@ def main(argv=None) -> int:
     ctx = Context(paths, SettingsStore(paths.settings_file), settings, SecretStore(use_keyring=False))
     engine = Engine(paths, settings, ctx.secrets, vault_override=[FolderSource("Sample", sample_vault_dir())])
     runtime = Runtime(ctx, engine, serve=False, port=0)
-    desk = DesktopApp(app, runtime, QSettings(str(paths.config_dir / "ui.ini"), QSettings.IniFormat),
-                      tray_available=False)
+    desk = DesktopApp(
+        app, runtime, QSettings(str(paths.config_dir / "ui.ini"), QSettings.IniFormat), tray_available=False
+    )
     runtime.start()
     desk.start()
     win = desk.window

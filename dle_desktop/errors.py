@@ -77,8 +77,17 @@ class WriteConflict(WriteError):
     based on, None when the caller only named its hash), `current_text` (on disk now; None when
     the note is gone), `proposed_text` (what would have been written; None for a delete)."""
 
-    def __init__(self, message: str, *, vault: str, path: str, expected_hash: str | None,
-                 expected_text: str | None, current_text: str | None, proposed_text: str | None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        vault: str,
+        path: str,
+        expected_hash: str | None,
+        expected_text: str | None,
+        current_text: str | None,
+        proposed_text: str | None,
+    ) -> None:
         super().__init__(message)
         self.vault = vault
         self.path = path

@@ -182,8 +182,14 @@ def _kept_mode(path: str) -> int | None:
 
 
 @contextlib.contextmanager
-def atomic_file(path: str | Path, *, private: bool = False, suffix: str = TEMP_SUFFIX,
-                check: Callable[[], None] | None = None, exclusive: bool = False) -> Iterator[IO[bytes]]:
+def atomic_file(
+    path: str | Path,
+    *,
+    private: bool = False,
+    suffix: str = TEMP_SUFFIX,
+    check: Callable[[], None] | None = None,
+    exclusive: bool = False,
+) -> Iterator[IO[bytes]]:
     """Write `path` through the binary file object this yields; on a clean exit the file is
     fsynced and takes `path`'s name. `check` runs just before that (what it raises aborts the
     write); `exclusive` takes the name only if it is still free (NameTaken otherwise), where a
@@ -220,8 +226,15 @@ def atomic_file(path: str | Path, *, private: bool = False, suffix: str = TEMP_S
     fsync_dir(os.path.dirname(target) or ".")
 
 
-def write_atomic(path: str | Path, data: str | bytes, *, private: bool = False, suffix: str = TEMP_SUFFIX,
-                 check: Callable[[], None] | None = None, exclusive: bool = False) -> None:
+def write_atomic(
+    path: str | Path,
+    data: str | bytes,
+    *,
+    private: bool = False,
+    suffix: str = TEMP_SUFFIX,
+    check: Callable[[], None] | None = None,
+    exclusive: bool = False,
+) -> None:
     """Replace `path` with `data` (text is written as UTF-8, as is), atomically: see `atomic_file`."""
     with atomic_file(path, private=private, suffix=suffix, check=check, exclusive=exclusive) as fh:
         fh.write(data.encode("utf-8") if isinstance(data, str) else data)

@@ -59,8 +59,10 @@ class ConnectionGuard:
 
 
 _BUSY_BODY = json.dumps({"error": "the server is busy: too many open connections; try again shortly"}).encode()
-_BUSY = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\n"
-         b"content-length: %d\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY))
+_BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\n"
+    b"content-length: %d\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY)
+)
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -122,5 +124,8 @@ class GuardedH11Protocol(H11Protocol):
 
 def protocol_class(limits: ServerLimits) -> type[GuardedH11Protocol]:
     """A protocol class for one server: its own guard, the limits' header timeout."""
-    return type("ServerH11Protocol", (GuardedH11Protocol,),
-                {"guard": ConnectionGuard(limits.max_connections), "header_timeout": limits.header_timeout})
+    return type(
+        "ServerH11Protocol",
+        (GuardedH11Protocol,),
+        {"guard": ConnectionGuard(limits.max_connections), "header_timeout": limits.header_timeout},
+    )

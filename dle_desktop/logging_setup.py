@@ -91,8 +91,9 @@ class RepeatFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         # Computed once per record: a later filter (ScrubFilter) may rewrite msg for other handlers.
         error = record.exc_info[0].__name__ if record.exc_info and record.exc_info[0] else None
-        place = record.__dict__.setdefault("_repeat_place", (record.name, record.levelno, record.pathname,
-                                                              record.lineno, error))
+        place = record.__dict__.setdefault(
+            "_repeat_place", (record.name, record.levelno, record.pathname, record.lineno, error)
+        )
         now = self.clock()
         with self._lock:
             state = self._places.get(place)
@@ -103,7 +104,9 @@ class RepeatFilter(logging.Filter):
                 while len(self._places) > self.max_places:
                     self._places.popitem(last=False)
                 if dropped:
-                    record.msg = f"{record.msg} [{dropped} more like this were not logged in the last {self.window:g} s]"
+                    record.msg = (
+                        f"{record.msg} [{dropped} more like this were not logged in the last {self.window:g} s]"
+                    )
                 return True
             if state[1] < self.burst:
                 state[1] += 1
@@ -136,8 +139,9 @@ def configure_logging(logs_dir: Path | None, level: int = logging.INFO, to_stder
     handlers: list[logging.Handler] = []
     if logs_dir is not None:
         logs_dir.mkdir(parents=True, exist_ok=True)
-        fh = PrivateRotatingFileHandler(logs_dir / LOG_FILE_NAME, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS,
-                                        encoding="utf-8")
+        fh = PrivateRotatingFileHandler(
+            logs_dir / LOG_FILE_NAME, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8"
+        )
         handlers.append(fh)
     if to_stderr:
         sh = logging.StreamHandler(sys.stderr)

@@ -39,9 +39,14 @@ class Failed(Exception):
 
 def _env(data: Path) -> dict[str, str]:
     # Only what a desktop session has: no PYTHONPATH, no virtual environment, a fresh HOME.
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(data / "home"), "LANG": os.environ.get("LANG", "C.UTF-8"),
-           "QT_QPA_PLATFORM": "offscreen", "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
-           "XDG_RUNTIME_DIR": str(data / "run")}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(data / "home"),
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+        "QT_QPA_PLATFORM": "offscreen",
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
+        "XDG_RUNTIME_DIR": str(data / "run"),
+    }
     (data / "home").mkdir(parents=True, exist_ok=True)
     (data / "run").mkdir(mode=0o700, parents=True, exist_ok=True)
     return env
@@ -82,8 +87,14 @@ def check_index_and_health(tmp: Path) -> int:
 
 def check_serve(tmp: Path) -> dict:
     port = free_port()
-    proc = subprocess.Popen([str(EXE), "--data-dir", str(tmp / "data"), "serve", "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(tmp), cwd=str(tmp))
+    proc = subprocess.Popen(
+        [str(EXE), "--data-dir", str(tmp / "data"), "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_env(tmp),
+        cwd=str(tmp),
+    )
     try:
         deadline = time.monotonic() + 60
         last = None
@@ -115,8 +126,9 @@ def check_embed(tmp: Path) -> int:
     from tests.support.tiny_gguf import make_tiny_qwen3_gguf  # the generator runs here, not in the bundle
 
     model = make_tiny_qwen3_gguf(tmp / "tiny-qwen3.gguf")
-    out = json.loads(run(["embed", "--embedding-model", str(model), "--text", "the lantern quay at dusk",
-                          "--json"], tmp).stdout)
+    out = json.loads(
+        run(["embed", "--embedding-model", str(model), "--text", "the lantern quay at dusk", "--json"], tmp).stdout
+    )
     vec = out.get("vector") or out.get("embedding") or []
     if len(vec) != 64:
         raise Failed(f"embed returned a vector of {len(vec)} numbers, expected 64")
@@ -127,8 +139,14 @@ def window_start(tmp: Path, run_no: int) -> float:
     """Seconds from starting the bundle to its window on the screen with the first index shown."""
     env = _env(tmp) | {"DLE_DESKTOP_EXIT_WHEN_SHOWN": "1"}
     t0 = time.perf_counter()
-    proc = subprocess.Popen([str(EXE), "--data-dir", str(tmp / f"gui-{run_no}")], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env, cwd=str(tmp))
+    proc = subprocess.Popen(
+        [str(EXE), "--data-dir", str(tmp / f"gui-{run_no}")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=str(tmp),
+    )
     seen = None
     lines = []
     assert proc.stdout is not None
@@ -174,8 +192,12 @@ def main(argv: list[str] | None = None) -> int:
     failures: list[str] = []
     facts: dict[str, object] = {}
     tmp = Path(tempfile.mkdtemp(prefix="dle-bundle-smoke-"))
-    steps = [("version", check_version), ("index + health", check_index_and_health), ("serve", check_serve),
-             ("embed", check_embed)]
+    steps = [
+        ("version", check_version),
+        ("index + health", check_index_and_health),
+        ("serve", check_serve),
+        ("embed", check_embed),
+    ]
     try:
         for name, step in steps:
             try:
@@ -201,17 +223,21 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     bundle_mb = size_mb(BUNDLE)
-    lines = [f"Packaged build (scripts/package --smoke), {time.strftime('%Y-%m-%d %H:%M')}",
-             f"machine: {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs, "
-             f"load average {os.getloadavg()[0]:.2f}",
-             f"bundle: dist/dle-desktop, {bundle_mb:.0f} MB in {sum(1 for _ in BUNDLE.rglob('*'))} files"]
+    lines = [
+        f"Packaged build (scripts/package --smoke), {time.strftime('%Y-%m-%d %H:%M')}",
+        f"machine: {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.2f}",
+        f"bundle: dist/dle-desktop, {bundle_mb:.0f} MB in {sum(1 for _ in BUNDLE.rglob('*'))} files",
+    ]
     if args.tarball and args.tarball.is_file():
         lines.append(f"tarball: {args.tarball.name}, {args.tarball.stat().st_size / 1e6:.0f} MB")
     if starts:
         first, med = starts[0], statistics.median(starts)
         verdict = "PASS" if med < TARGET_START_S else "MISS"
-        lines.append(f"window visible with the sample vault's index, from starting the bundle: first {first:.2f} s "
-                     f"(the first start after the build), median of {len(starts)} {med:.2f} s -> {verdict} (target < {TARGET_START_S:g} s)")
+        lines.append(
+            f"window visible with the sample vault's index, from starting the bundle: first {first:.2f} s "
+            f"(the first start after the build), median of {len(starts)} {med:.2f} s -> {verdict} (target < {TARGET_START_S:g} s)"
+        )
     lines.append("checks: " + ("all passed" if not failures else f"{len(failures)} FAILED"))
     text = "\n".join(lines)
     print(text)

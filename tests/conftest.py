@@ -22,8 +22,9 @@ if str(REPO_ROOT) not in sys.path:  # `pytest` run without `python -m`
 SAMPLE_VAULT = REPO_ROOT / "resources" / "sample_vault"
 
 
-def lore_text(title: str, keys: tuple[str, ...] | list[str] = (), extra: str = "", body: str = "",
-              tags: str = "[lorebook]") -> str:
+def lore_text(
+    title: str, keys: tuple[str, ...] | list[str] = (), extra: str = "", body: str = "", tags: str = "[lorebook]"
+) -> str:
     """A well-formed lore note: frontmatter with the lorebook tag, keys and `extra` lines, an H1."""
     lines = ["---", f"tags: {tags}"]
     if keys:
@@ -54,10 +55,13 @@ def generate_vault_files(n: int, prefix: str = "Note") -> dict[str, str]:
     files = {}
     for i in range(n):
         title = f"{prefix} {i:05d}"
-        body = (f"{title} borders [[{prefix} {(i + 1) % n:05d}]]. "
-                f"The river trade of district {i % 37} runs through it; lanterns burn all night.")
-        files[f"Folder {i % 10}/{title}.md"] = lore_text(title, (f"key{i}", f"shared{i % 50}"),
-                                                         extra=f"priority: {10 + i % 90}", body=body)
+        body = (
+            f"{title} borders [[{prefix} {(i + 1) % n:05d}]]. "
+            f"The river trade of district {i % 37} runs through it; lanterns burn all night."
+        )
+        files[f"Folder {i % 10}/{title}.md"] = lore_text(
+            title, (f"key{i}", f"shared{i % 50}"), extra=f"priority: {10 + i % 90}", body=body
+        )
     return files
 
 
@@ -124,6 +128,12 @@ def helpers():
     """All the plain helpers above in one namespace: `helpers.lore_text(...)`, `helpers.bump_mtime(p)`…"""
     from types import SimpleNamespace
 
-    return SimpleNamespace(lore_text=lore_text, write_files=write_files, generate_vault_files=generate_vault_files,
-                           bump_mtime=bump_mtime, wait_until=wait_until, sample_vault=SAMPLE_VAULT,
-                           repo_root=REPO_ROOT)
+    return SimpleNamespace(
+        lore_text=lore_text,
+        write_files=write_files,
+        generate_vault_files=generate_vault_files,
+        bump_mtime=bump_mtime,
+        wait_until=wait_until,
+        sample_vault=SAMPLE_VAULT,
+        repo_root=REPO_ROOT,
+    )

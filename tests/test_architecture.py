@@ -26,7 +26,9 @@ def _modules(sub: str = "") -> list[Path]:
 
 def test_core_imports_nothing_of_ours_outside_core():
     offenders = {
-        str(p.relative_to(PKG)): sorted(n for n in _imports(p) if n.startswith("dle_desktop") and not n.startswith("dle_desktop.core"))
+        str(p.relative_to(PKG)): sorted(
+            n for n in _imports(p) if n.startswith("dle_desktop") and not n.startswith("dle_desktop.core")
+        )
         for p in _modules("core")
     }
     assert {k: v for k, v in offenders.items() if v} == {}
@@ -46,7 +48,13 @@ def test_only_ui_imports_qt():
 def test_lower_layers_do_not_import_server_or_ui():
     for layer in ("core", "vault", "state", "ai", "vectors"):
         for p in _modules(layer):
-            bad = [n for n in _imports(p) if n.startswith(("dle_desktop.server", "dle_desktop.ui", "dle_desktop.engine.engine", "dle_desktop.app.runtime"))]
+            bad = [
+                n
+                for n in _imports(p)
+                if n.startswith(
+                    ("dle_desktop.server", "dle_desktop.ui", "dle_desktop.engine.engine", "dle_desktop.app.runtime")
+                )
+            ]
             assert bad == [], f"{p.relative_to(PKG)} imports {bad}"
 
 
@@ -77,9 +85,5 @@ def _engine_reach_ins(path: Path) -> list[int]:
 
 
 def test_views_reach_the_engine_only_through_the_bridges_methods():
-    offenders = {
-        str(p.relative_to(PKG)): _engine_reach_ins(p)
-        for p in _modules("ui")
-        if p.name != "bridge.py"
-    }
+    offenders = {str(p.relative_to(PKG)): _engine_reach_ins(p) for p in _modules("ui") if p.name != "bridge.py"}
     assert {k: v for k, v in offenders.items() if v} == {}

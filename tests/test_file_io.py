@@ -36,8 +36,11 @@ def _renames(path: Path) -> list[tuple[str, int]]:
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 visit(child, child.name)
                 continue
-            if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) \
-                    and child.func.attr in ("replace", "rename"):
+            if (
+                isinstance(child, ast.Call)
+                and isinstance(child.func, ast.Attribute)
+                and child.func.attr in ("replace", "rename")
+            ):
                 owner = child.func.value
                 if (isinstance(owner, ast.Name) and owner.id == "os") or (len(child.args) == 1 and not child.keywords):
                     found.append((function, child.lineno))
@@ -64,12 +67,15 @@ def test_no_module_renames_files_into_place_by_hand():
 
 def test_the_scan_sees_the_spellings_it_is_meant_to(tmp_path):
     sample = tmp_path / "sample.py"
-    sample.write_text("import os\n"
-                      "def a(tmp, p):\n    os.replace(tmp, p)\n"
-                      "def b(tmp, p):\n    os.rename(tmp, p)\n"
-                      "def c(tmp, p):\n    tmp.replace(p)\n"
-                      "def d(tmp, p):\n    tmp.rename(p)\n"
-                      "def e(s):\n    return s.replace('a', 'b')\n", encoding="utf-8")
+    sample.write_text(
+        "import os\n"
+        "def a(tmp, p):\n    os.replace(tmp, p)\n"
+        "def b(tmp, p):\n    os.rename(tmp, p)\n"
+        "def c(tmp, p):\n    tmp.replace(p)\n"
+        "def d(tmp, p):\n    tmp.rename(p)\n"
+        "def e(s):\n    return s.replace('a', 'b')\n",
+        encoding="utf-8",
+    )
     assert [f for f, _ in _renames(sample)] == ["a", "b", "c", "d"]
 
 
@@ -162,8 +168,9 @@ def test_temp_names_are_unique_hidden_and_opened_exclusively(tmp_path, monkeypat
     path = tmp_path / "note.md"
     names = {fileio.temp_path(path, ".dle-tmp") for _ in range(200)}
     assert len(names) == 200
-    assert all(Path(n).parent == tmp_path and Path(n).name.startswith(".note.md.") and n.endswith(".dle-tmp")
-               for n in names)
+    assert all(
+        Path(n).parent == tmp_path and Path(n).name.startswith(".note.md.") and n.endswith(".dle-tmp") for n in names
+    )
     taken = tmp_path / ".note.md.deadbeef.tmp"
     taken.write_text("someone else's", encoding="utf-8")
     monkeypatch.setattr(fileio, "temp_path", lambda *_a: str(taken))

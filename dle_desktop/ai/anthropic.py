@@ -20,7 +20,7 @@ _TOOL_DESCRIPTION = "Return the answer in exactly this structure."
 
 
 def structured_output_mode(profile: ConnectionProfile, req: ChatRequest) -> str:
-    """"tool" (a forced tool call whose input is the answer) or "none". Extended thinking cannot
+    """ "tool" (a forced tool call whose input is the answer) or "none". Extended thinking cannot
     be combined with a forced tool choice, so with thinking on the answer comes back as text."""
     if req.json_schema is None or profile.thinking:
         return "none"
@@ -71,8 +71,11 @@ def _turn_messages(req: ChatRequest) -> list[dict[str, Any]]:
             blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.args or {}} for c in turn.tool_calls]
             out.append({"role": "assistant", "content": blocks or [{"type": "text", "text": "…"}]})
             continue
-        block = ({"type": "tool_result", "tool_use_id": turn.call_id, "content": turn.text} if turn.role == "tool"
-                 else {"type": "text", "text": turn.text or "…"})
+        block = (
+            {"type": "tool_result", "tool_use_id": turn.call_id, "content": turn.text}
+            if turn.role == "tool"
+            else {"type": "text", "text": turn.text or "…"}
+        )
         if out and out[-1]["role"] == "user":
             out[-1]["content"].append(block)
         else:
@@ -93,8 +96,9 @@ def build_request(profile: ConnectionProfile, api_key: str | None, req: ChatRequ
         body["system"] = system
     body["messages"] = [{"role": "user", "content": _user_content(req)}] + _turn_messages(req)
     if req.tools and req.json_schema is None:
-        body["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
-                         for t in req.tools]
+        body["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in req.tools
+        ]
     if profile.thinking:
         budget = thinking_budget(req)
         body["max_tokens"] = req.max_tokens + budget
@@ -104,14 +108,20 @@ def build_request(profile: ConnectionProfile, api_key: str | None, req: ChatRequ
     if structured_output_mode(profile, req) == "tool":
         schema = req.json_schema or {}
         name = schema["name"]
-        body["tools"] = [{"name": name, "description": schema.get("description") or _TOOL_DESCRIPTION,
-                          "input_schema": schema["schema"]}]
+        body["tools"] = [
+            {
+                "name": name,
+                "description": schema.get("description") or _TOOL_DESCRIPTION,
+                "input_schema": schema["schema"],
+            }
+        ]
         body["tool_choice"] = {"type": "tool", "name": name}
     return "POST", request_url(profile), headers, body
 
 
-def parse_response(profile: ConnectionProfile, status: int, json_body: Any, *,
-                   expect_json: bool = False) -> ChatResponse:
+def parse_response(
+    profile: ConnectionProfile, status: int, json_body: Any, *, expect_json: bool = False
+) -> ChatResponse:
     """Read a Messages answer: text blocks joined, a tool_use block's input as `structured`,
     thinking blocks skipped. `expect_json` is accepted for symmetry; the structure comes from the tool."""
     provider, label = profile.provider, profile.label
@@ -136,8 +146,13 @@ def parse_response(profile: ConnectionProfile, status: int, json_body: Any, *,
             if structured is None:
                 structured = block.get("input")
             if isinstance(block.get("name"), str):
-                calls.append(ToolCall(id=str(block.get("id") or f"toolu_{len(calls)}"), name=block["name"],
-                                      args=tool_args(block.get("input"))))
+                calls.append(
+                    ToolCall(
+                        id=str(block.get("id") or f"toolu_{len(calls)}"),
+                        name=block["name"],
+                        args=tool_args(block.get("input")),
+                    )
+                )
     stop = json_body.get("stop_reason")
     stop = stop if isinstance(stop, str) else None
     text = "".join(texts)
@@ -149,14 +164,23 @@ def parse_response(profile: ConnectionProfile, status: int, json_body: Any, *,
     return ChatResponse(
         text=text,
         structured=structured,
-        usage=Usage(input_tokens=count(usage.get("input_tokens")), output_tokens=count(usage.get("output_tokens")),
-                    cache_read_tokens=count(usage.get("cache_read_input_tokens")),
-                    cache_write_tokens=count(usage.get("cache_creation_input_tokens"))),
+        usage=Usage(
+            input_tokens=count(usage.get("input_tokens")),
+            output_tokens=count(usage.get("output_tokens")),
+            cache_read_tokens=count(usage.get("cache_read_input_tokens")),
+            cache_write_tokens=count(usage.get("cache_creation_input_tokens")),
+        ),
         model=model if isinstance(model, str) and model else profile.model,
         finish_reason=stop,
         tool_calls=tuple(calls),
     )
 
 
-__all__ = ["ANTHROPIC_VERSION", "build_request", "parse_response", "request_url", "structured_output_mode",
-           "thinking_budget"]
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "build_request",
+    "parse_response",
+    "request_url",
+    "structured_output_mode",
+    "thinking_budget",
+]

@@ -19,8 +19,13 @@ class CircuitBreaker:
     failure opens it again. A probe that never reports back is presumed lost after
     `probe_stale_seconds`, and the next caller may take a fresh one."""
 
-    def __init__(self, now: Callable[[], float] = time.monotonic, threshold: int = 2,
-                 open_seconds: float = 30, probe_stale_seconds: float = 60):
+    def __init__(
+        self,
+        now: Callable[[], float] = time.monotonic,
+        threshold: int = 2,
+        open_seconds: float = 30,
+        probe_stale_seconds: float = 60,
+    ):
         self._now = now
         self.threshold = threshold
         self.open_seconds = open_seconds
@@ -95,9 +100,16 @@ class CircuitBreaker:
             now = self._now()
             state = self._state(now)
             opened_at = self._opened_at
-            retry_in = max(0.0, self.open_seconds - (now - opened_at)) if state == OPEN and opened_at is not None else 0.0
-            return {"state": state, "failures": self._failures, "opened_at": self._opened_at,
-                    "retry_in_seconds": round(retry_in, 3), "probe_in_flight": self._probe_since is not None}
+            retry_in = (
+                max(0.0, self.open_seconds - (now - opened_at)) if state == OPEN and opened_at is not None else 0.0
+            )
+            return {
+                "state": state,
+                "failures": self._failures,
+                "opened_at": self._opened_at,
+                "retry_in_seconds": round(retry_in, 3),
+                "probe_in_flight": self._probe_since is not None,
+            }
 
 
 class Throttled(DleError):

@@ -28,14 +28,39 @@ CACHE_FORMAT = "v2"
 EXACT, KEYWORD_STABLE, SHRINK, SLIDING_WINDOW = "exact", "keyword-stable", "shrink", "sliding-window"
 
 
-def manifest_key(*, manifest_text: str, mode: str, scan_depth: int, max_entries: int,
-                 unlimited_entries: bool, system_prompt: str, connection_mode: str = "",
-                 profile_id: str = "", model: str = "", threshold: str = "low",
-                 summary_mode: str = "prefer_summary", summary_length: int = 600) -> str:
+def manifest_key(
+    *,
+    manifest_text: str,
+    mode: str,
+    scan_depth: int,
+    max_entries: int,
+    unlimited_entries: bool,
+    system_prompt: str,
+    connection_mode: str = "",
+    profile_id: str = "",
+    model: str = "",
+    threshold: str = "low",
+    summary_mode: str = "prefer_summary",
+    summary_length: int = 600,
+) -> str:
     """Every setting that changes what the AI would answer for the same chat, plus the manifest."""
-    settings = "|".join(str(v) for v in (
-        CACHE_FORMAT, mode, scan_depth, max_entries, bool(unlimited_entries), simple_hash(system_prompt),
-        connection_mode, profile_id, model, threshold, summary_mode, summary_length))
+    settings = "|".join(
+        str(v)
+        for v in (
+            CACHE_FORMAT,
+            mode,
+            scan_depth,
+            max_entries,
+            bool(unlimited_entries),
+            simple_hash(system_prompt),
+            connection_mode,
+            profile_id,
+            model,
+            threshold,
+            summary_mode,
+            summary_length,
+        )
+    )
     return simple_hash(settings + manifest_text)
 
 
@@ -79,8 +104,16 @@ class AiSearchCache:
     def __len__(self) -> int:
         return len(self._slots)
 
-    def lookup(self, chat_id: str, manifest_key: str, chat_lines: Sequence[str], candidate_uids: Iterable[str],
-               mode: str, entity_version: int | str | None, entity_pattern: re.Pattern | None) -> CacheHit | None:
+    def lookup(
+        self,
+        chat_id: str,
+        manifest_key: str,
+        chat_lines: Sequence[str],
+        candidate_uids: Iterable[str],
+        mode: str,
+        entity_version: int | str | None,
+        entity_pattern: re.Pattern | None,
+    ) -> CacheHit | None:
         """`chat_lines` is the AI chat context split on newlines; `mode` is "two-stage" or
         "ai-only"; `entity_pattern` comes from `compile_entity_pattern` for `entity_version`."""
         with self._lock:
@@ -88,13 +121,21 @@ class AiSearchCache:
             if slot is None or slot.manifest_key != manifest_key:
                 return None
             self._slots.move_to_end(chat_id)
-        tier = self._tier(slot, _line_hashes(chat_lines), chat_lines, frozenset(candidate_uids), mode,
-                          entity_version, entity_pattern)
+        tier = self._tier(
+            slot, _line_hashes(chat_lines), chat_lines, frozenset(candidate_uids), mode, entity_version, entity_pattern
+        )
         return CacheHit(tier, slot.picks) if tier else None
 
     @staticmethod
-    def _tier(slot: _Slot, hashes: tuple[str, ...], lines: Sequence[str], uids: frozenset[str], mode: str,
-              entity_version, entity_pattern: re.Pattern | None) -> str | None:
+    def _tier(
+        slot: _Slot,
+        hashes: tuple[str, ...],
+        lines: Sequence[str],
+        uids: frozenset[str],
+        mode: str,
+        entity_version,
+        entity_pattern: re.Pattern | None,
+    ) -> str | None:
         cached = slot.line_hashes
         if hashes == cached:
             return EXACT
@@ -102,14 +143,24 @@ class AiSearchCache:
             return KEYWORD_STABLE
         if 0 < len(hashes) <= len(cached) and cached[: len(hashes)] == hashes:
             return SHRINK
-        if (len(hashes) > len(cached) and hashes[: len(cached)] == cached
-                and entity_version == slot.entity_version
-                and (entity_pattern is None or not any(entity_pattern.search(line) for line in lines[len(cached):]))):
+        if (
+            len(hashes) > len(cached)
+            and hashes[: len(cached)] == cached
+            and entity_version == slot.entity_version
+            and (entity_pattern is None or not any(entity_pattern.search(line) for line in lines[len(cached) :]))
+        ):
             return SLIDING_WINDOW
         return None
 
-    def store(self, chat_id: str, manifest_key: str, chat_lines: Sequence[str], candidate_uids: Iterable[str],
-              entity_version: int | str | None, picks: Sequence[Pick]) -> None:
+    def store(
+        self,
+        chat_id: str,
+        manifest_key: str,
+        chat_lines: Sequence[str],
+        candidate_uids: Iterable[str],
+        entity_version: int | str | None,
+        picks: Sequence[Pick],
+    ) -> None:
         """Remember the AI's picks (as parsed, before title matching and the threshold)."""
         slot = _Slot(manifest_key, _line_hashes(chat_lines), frozenset(candidate_uids), entity_version, tuple(picks))
         with self._lock:

@@ -64,8 +64,15 @@ class ResolvedChannel:
 def proxy_profile(channel: str, url: str, model: str, timeout_s: float) -> ProfileConfig:
     """An Anthropic Messages connection through a local proxy (DLE's proxy mode). No key: the
     proxy authenticates. Unlike DLE we do not need ST's CORS bridge, so any http(s) URL works."""
-    return ProfileConfig(id=f"proxy:{channel}", name=f"Proxy for {LABELS[channel]}", provider="anthropic",
-                         flavor="anthropic", base_url=url.rstrip("/"), model=model, timeout_s=timeout_s)
+    return ProfileConfig(
+        id=f"proxy:{channel}",
+        name=f"Proxy for {LABELS[channel]}",
+        provider="anthropic",
+        flavor="anthropic",
+        base_url=url.rstrip("/"),
+        model=model,
+        timeout_s=timeout_s,
+    )
 
 
 def _get(settings: Settings, channel: str, what: str):
@@ -89,19 +96,33 @@ def resolve_channel(settings: Settings, channel: str) -> ResolvedChannel:
     note = None
     inherited = channel != "ai_search" and own_mode in ("inherit", "st")
     if own_mode == "st":
-        note = ("SillyTavern's own connection ('st' mode) is not reachable from DLE Desktop; "
-                "this channel uses AI search's connection")
+        note = (
+            "SillyTavern's own connection ('st' mode) is not reachable from DLE Desktop; "
+            "this channel uses AI search's connection"
+        )
     source = "ai_search" if inherited else channel
     mode = _get(settings, source, "connection_mode")
     # model and proxy URL: the channel's own when set, else AI search's (DLE's inherit rule)
     model = _get(settings, channel, "model") or (settings.ai_search_model if inherited else "")
-    proxy_url = _get(settings, channel, "proxy_url") if not inherited else (
-        _get(settings, channel, "proxy_url") or settings.ai_search_proxy_url)
+    proxy_url = (
+        _get(settings, channel, "proxy_url")
+        if not inherited
+        else (_get(settings, channel, "proxy_url") or settings.ai_search_proxy_url)
+    )
     profile_id = _get(settings, source, "profile_id")
 
     def result(profile: ProfileConfig | None, problem: str | None = None) -> ResolvedChannel:
-        return ResolvedChannel(channel, mode, profile, model or (profile.model if profile else ""), max_tokens,
-                               timeout_s, inherited, problem, note)
+        return ResolvedChannel(
+            channel,
+            mode,
+            profile,
+            model or (profile.model if profile else ""),
+            max_tokens,
+            timeout_s,
+            inherited,
+            problem,
+            note,
+        )
 
     if mode == "proxy":
         if not proxy_url.startswith(("http://", "https://")):
@@ -115,8 +136,11 @@ def resolve_channel(settings: Settings, channel: str) -> ResolvedChannel:
         return result(None, "no connection profile chosen for this channel")
     profile = find_profile(settings, profile_id)
     if profile is None:
-        return result(None, f"the connection profile '{profile_id}' does not exist (it may have been a SillyTavern "
-                            "Connection Manager profile); choose one of yours in the Channels view")
+        return result(
+            None,
+            f"the connection profile '{profile_id}' does not exist (it may have been a SillyTavern "
+            "Connection Manager profile); choose one of yours in the Channels view",
+        )
     if not (model or profile.model or model_optional(profile.provider, profile.flavor)):
         return result(None, f"the connection profile '{profile.name}' has no model; set one")
     return result(profile)

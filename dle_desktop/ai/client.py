@@ -28,8 +28,12 @@ from dle_desktop.logging_setup import register_secret
 
 log = logging.getLogger(__name__)
 
-ADAPTERS: dict[str, ModuleType] = {"openai": openai_compat, "anthropic": anthropic, "gemini": gemini,
-                                   "ollama": ollama_native}
+ADAPTERS: dict[str, ModuleType] = {
+    "openai": openai_compat,
+    "anthropic": anthropic,
+    "gemini": gemini,
+    "ollama": ollama_native,
+}
 CONNECT_TIMEOUT_S = 10.0
 #: The asyncio backstop fires this long after the request deadline, in case a transport ignores
 #: the first cancellation (DLE keeps the same +500 ms race for the same reason).
@@ -54,14 +58,16 @@ class AiClient:
     """Async AI chat client. One `httpx.AsyncClient` (with its connection pool) per server origin
     and event loop; use it from one loop at a time."""
 
-    def __init__(self, *, transport: httpx.AsyncBaseTransport | None = None,
-                 connect_timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    def __init__(
+        self, *, transport: httpx.AsyncBaseTransport | None = None, connect_timeout_s: float = CONNECT_TIMEOUT_S
+    ) -> None:
         self._transport = transport
         self._connect_timeout_s = connect_timeout_s
         self._clients: dict[tuple[int, str], tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
 
-    async def complete(self, profile: ConnectionProfile, api_key: str | None, req: ChatRequest, *,
-                       timeout_s: float | None = None) -> ChatResponse:
+    async def complete(
+        self, profile: ConnectionProfile, api_key: str | None, req: ChatRequest, *, timeout_s: float | None = None
+    ) -> ChatResponse:
         """Send one chat request and return the answer. Raises AiError for every failure;
         a cancelled caller gets CancelledError as usual (the request is aborted first)."""
         adapter = ADAPTERS.get(profile.provider)
@@ -82,24 +88,53 @@ class AiClient:
             except AiError:
                 raise
             except asyncio.CancelledError:
-                log.debug("AI %s/%s model=%s cancelled by the caller after %d ms", profile.provider,
-                          profile.flavor, profile.model, _ms(started))
+                log.debug(
+                    "AI %s/%s model=%s cancelled by the caller after %d ms",
+                    profile.provider,
+                    profile.flavor,
+                    profile.model,
+                    _ms(started),
+                )
                 raise
             except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:  # TimeoutError is an OSError
-                raise classify_exception(exc, profile.provider, url, timeout_s=timeout,
-                                         label=profile.label) from None
+                raise classify_exception(exc, profile.provider, url, timeout_s=timeout, label=profile.label) from None
             if not 200 <= status < 300:
-                raise classify_http(status, raw.decode("utf-8", "replace"), profile.provider, profile.model,
-                                    url=url, label=profile.label, key_sent=key is not None)
+                raise classify_http(
+                    status,
+                    raw.decode("utf-8", "replace"),
+                    profile.provider,
+                    profile.model,
+                    url=url,
+                    label=profile.label,
+                    key_sent=key is not None,
+                )
             answer = _parse(adapter, profile, status, raw, expect_json)
         except AiError as err:
-            log.info("AI %s/%s model=%s failed after %d ms: kind=%s status=%s: %s", profile.provider,
-                     profile.flavor, profile.model, _ms(started), err.kind, err.status or status, err)
+            log.info(
+                "AI %s/%s model=%s failed after %d ms: kind=%s status=%s: %s",
+                profile.provider,
+                profile.flavor,
+                profile.model,
+                _ms(started),
+                err.kind,
+                err.status or status,
+                err,
+            )
             raise
         u = answer.usage
-        log.debug("AI %s/%s model=%s status=%d %d ms tokens in=%d out=%d cache_read=%d cache_write=%d finish=%s",
-                  profile.provider, profile.flavor, answer.model, status, _ms(started), u.input_tokens,
-                  u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, answer.finish_reason)
+        log.debug(
+            "AI %s/%s model=%s status=%d %d ms tokens in=%d out=%d cache_read=%d cache_write=%d finish=%s",
+            profile.provider,
+            profile.flavor,
+            answer.model,
+            status,
+            _ms(started),
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_read_tokens,
+            u.cache_write_tokens,
+            answer.finish_reason,
+        )
         return answer
 
     async def test_connection(self, profile: ConnectionProfile, api_key: str | None) -> tuple[bool, str, int]:
@@ -135,19 +170,31 @@ class AiClient:
         entry = self._clients.get(key)
         if entry is not None and entry[0] is loop and not entry[1].is_closed:
             return entry[1]
-        client = httpx.AsyncClient(transport=self._transport, follow_redirects=False, verify=_tls_context(),
-                                   limits=httpx.Limits(max_connections=16, max_keepalive_connections=4))
+        client = httpx.AsyncClient(
+            transport=self._transport,
+            follow_redirects=False,
+            verify=_tls_context(),
+            limits=httpx.Limits(max_connections=16, max_keepalive_connections=4),
+        )
         self._clients[key] = (loop, client)
         return client
 
-    async def _exchange(self, profile: ConnectionProfile, method: str, url: str, headers: dict[str, str],
-                        body: dict[str, Any], timeout: float) -> tuple[int, bytes]:
+    async def _exchange(
+        self,
+        profile: ConnectionProfile,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        body: dict[str, Any],
+        timeout: float,
+    ) -> tuple[int, bytes]:
         client = self._client_for(url)
         # httpx times each phase (connect, each read) separately; the asyncio deadline bounds the
         # request as a whole, so a server trickling bytes cannot stretch it.
         phases = httpx.Timeout(timeout, connect=min(self._connect_timeout_s, timeout))
-        request = client.build_request(method, url, headers=headers, timeout=phases,
-                                       content=json.dumps(body, ensure_ascii=False).encode("utf-8"))
+        request = client.build_request(
+            method, url, headers=headers, timeout=phases, content=json.dumps(body, ensure_ascii=False).encode("utf-8")
+        )
         async with asyncio.timeout(timeout):
             response = await client.send(request, stream=True)
             try:
@@ -163,8 +210,13 @@ async def _read_capped(response: httpx.Response, profile: ConnectionProfile) -> 
     async for chunk in response.aiter_bytes():
         size += len(chunk)
         if size > MAX_ANSWER_BYTES:
-            raise AiError(f"{profile.label}: the answer is larger than {MAX_ANSWER_BYTES // (1024 * 1024)} MiB — "
-                          f"is the URL right?", "bad_response", status=response.status_code, provider=profile.provider)
+            raise AiError(
+                f"{profile.label}: the answer is larger than {MAX_ANSWER_BYTES // (1024 * 1024)} MiB — "
+                f"is the URL right?",
+                "bad_response",
+                status=response.status_code,
+                provider=profile.provider,
+            )
         chunks.append(chunk)
     return b"".join(chunks)
 

@@ -20,8 +20,23 @@ import httpx
 from dle_desktop.errors import DleError
 from dle_desktop.logging_setup import scrub
 
-KINDS = frozenset({"timeout", "cancelled", "auth", "quota", "rate_limit", "not_found", "model_not_found",
-                   "overloaded", "server", "network", "bad_response", "refused", "config"})
+KINDS = frozenset(
+    {
+        "timeout",
+        "cancelled",
+        "auth",
+        "quota",
+        "rate_limit",
+        "not_found",
+        "model_not_found",
+        "overloaded",
+        "server",
+        "network",
+        "bad_response",
+        "refused",
+        "config",
+    }
+)
 _TRIPS = frozenset({"server", "overloaded", "network", "bad_response"})
 #: How our own HTTP server answers when an AI error escapes a route: never 401 (that would read as
 #: "DLE refused SillyTavern's key"), 429 and 504 kept because they tell the caller what to do.
@@ -30,8 +45,7 @@ _HTTP_STATUS = {"config": 400, "rate_limit": 429, "timeout": 504, "cancelled": 4
 EXCERPT_CHARS = 200
 # Provider key shapes, caught even when nobody registered the key with the log scrubber
 # (a server echoing a key back in its error text).
-_KEY_SHAPES = re.compile(
-    r"\b(?:sk-(?:proj-|ant-(?:api\d\d-)?|or-v1-)?|AIza|gsk_|xai-|fw_)[A-Za-z0-9_\-]{12,}")
+_KEY_SHAPES = re.compile(r"\b(?:sk-(?:proj-|ant-(?:api\d\d-)?|or-v1-)?|AIza|gsk_|xai-|fw_)[A-Za-z0-9_\-]{12,}")
 
 
 class AiError(DleError):
@@ -106,18 +120,25 @@ def _error_type(body_text: str) -> str:
     return " ".join(str(err.get(k, "")) for k in ("type", "code", "status")).lower()
 
 
-_MODEL_MISSING = re.compile(r"model\b.*\b(not found|does not exist|not exist|unknown|no such|not available|"
-                            r"is not supported|invalid model)|(unknown|invalid|no such) model|model_not_found|"
-                            r"try pulling it", re.I)
-_QUOTA = re.compile(r"insufficient_quota|quota|credit balance|billing|insufficient (funds|credits?|balance)|"
-                    r"payment required", re.I)
+_MODEL_MISSING = re.compile(
+    r"model\b.*\b(not found|does not exist|not exist|unknown|no such|not available|"
+    r"is not supported|invalid model)|(unknown|invalid|no such) model|model_not_found|"
+    r"try pulling it",
+    re.I,
+)
+_QUOTA = re.compile(
+    r"insufficient_quota|quota|credit balance|billing|insufficient (funds|credits?|balance)|"
+    r"payment required",
+    re.I,
+)
 # Per-minute limits also say "quota" (Gemini), so a 429 is only "out of credits" when it says so plainly.
 _QUOTA_429 = re.compile(r"insufficient_quota|credit|billing_error|insufficient (funds|balance)", re.I)
 _OVERLOADED = re.compile(r"overloaded", re.I)
 
 
-def classify_http(status: int, body_text: str, provider: str, model: str, *, url: str = "",
-                  label: str = "", key_sent: bool = True) -> AiError:
+def classify_http(
+    status: int, body_text: str, provider: str, model: str, *, url: str = "", label: str = "", key_sent: bool = True
+) -> AiError:
     """An AiError for a non-2xx answer. `label` names the server in the message (default: the
     provider); `key_sent` False turns a 401 into "this server wants a key"."""
     who = label or provider
@@ -130,8 +151,10 @@ def classify_http(status: int, body_text: str, provider: str, model: str, *, url
         return AiError(f"{who}: {message}", kind, status=status, provider=provider)
 
     if 300 <= status < 400:
-        return err("config", f"the server redirected the request ({status}) — use the final URL in the "
-                             f"connection profile{said}")
+        return err(
+            "config",
+            f"the server redirected the request ({status}) — use the final URL in the connection profile{said}",
+        )
     if status in (401, 403) or "authentication_error" in kinds or "permission_error" in kinds:
         if not key_sent:
             return err("auth", f"the server wants an API key ({status}) — set one in the connection profile{said}")
@@ -142,10 +165,15 @@ def classify_http(status: int, body_text: str, provider: str, model: str, *, url
         return err("rate_limit", f"rate limited ({status}): wait a moment before trying again{said}")
     if status == 529 or _OVERLOADED.search(haystack):
         return err("overloaded", f"the service is overloaded ({status}): try again in a little while{said}")
-    if status in (404, 400, 422) and model and (_MODEL_MISSING.search(haystack)
-                                                or (status == 404 and model.lower() in detail.lower())):
-        return err("model_not_found", f"model {clean(model, 80)!r} not found on this server ({status}) — "
-                                      f"check the model name{said}")
+    if (
+        status in (404, 400, 422)
+        and model
+        and (_MODEL_MISSING.search(haystack) or (status == 404 and model.lower() in detail.lower()))
+    ):
+        return err(
+            "model_not_found",
+            f"model {clean(model, 80)!r} not found on this server ({status}) — check the model name{said}",
+        )
     if status == 404:
         where = f" at {clean(_strip_query(url), 120)}" if url else ""
         return err("not_found", f"nothing found{where} (404) — check the server URL in the connection profile{said}")
@@ -179,8 +207,9 @@ def _seconds(value: float) -> str:
     return f"{value:g} s" if value < 10 else f"{round(value)} s"
 
 
-def classify_exception(exc: BaseException, provider: str, base_url: str, *, timeout_s: float | None = None,
-                       label: str = "") -> AiError:
+def classify_exception(
+    exc: BaseException, provider: str, base_url: str, *, timeout_s: float | None = None, label: str = ""
+) -> AiError:
     """An AiError for a transport failure (no HTTP answer, or an answer cut short)."""
     who = label or provider
     origin = _origin(base_url)
@@ -194,8 +223,9 @@ def classify_exception(exc: BaseException, provider: str, base_url: str, *, time
         return err("cancelled", "the request was cancelled")
     if isinstance(exc, httpx.ConnectTimeout):
         # A host that never answers the handshake is unreachable, not a slow model.
-        return err("network", f"could not connect to {origin} (no answer to the connection) — check the URL "
-                              f"and the network")
+        return err(
+            "network", f"could not connect to {origin} (no answer to the connection) — check the URL and the network"
+        )
     if isinstance(exc, (httpx.TimeoutException, TimeoutError)):
         within = f" within {_seconds(timeout_s)}" if timeout_s else " in time"
         return err("timeout", f"no answer{within} — the model may be busy; raise the timeout for slow local models")
@@ -204,10 +234,13 @@ def classify_exception(exc: BaseException, provider: str, base_url: str, *, time
     if isinstance(exc, httpx.ConnectError):
         text = str(exc)
         if _is_tls(exc):
-            return err("network", f"could not make a secure connection to {origin} — a TLS/certificate problem "
-                                  f"({clean(text, 120)})")
-        if re.search(r"name or service not known|nodename nor servname|getaddrinfo|name resolution|no address",
-                     text, re.I):
+            return err(
+                "network",
+                f"could not make a secure connection to {origin} — a TLS/certificate problem ({clean(text, 120)})",
+            )
+        if re.search(
+            r"name or service not known|nodename nor servname|getaddrinfo|name resolution|no address", text, re.I
+        ):
             return err("network", f"could not find the host of {origin} — check the URL and the internet connection")
         return err("network", f"could not connect to {origin} — is the server running?")
     if isinstance(exc, httpx.RemoteProtocolError):
@@ -232,13 +265,15 @@ def _is_tls(exc: BaseException) -> bool:
 
 def bad_response(provider: str, label: str, what: str) -> AiError:
     """The answer arrived but is not in the shape this wire format promises."""
-    return AiError(f"{label or provider}: the answer was not in the expected format ({what})", "bad_response",
-                   provider=provider)
+    return AiError(
+        f"{label or provider}: the answer was not in the expected format ({what})", "bad_response", provider=provider
+    )
 
 
 def refused(provider: str, label: str, why: str) -> AiError:
-    return AiError(f"{label or provider}: the model refused to answer ({clean(why, 120)})", "refused",
-                   provider=provider)
+    return AiError(
+        f"{label or provider}: the model refused to answer ({clean(why, 120)})", "refused", provider=provider
+    )
 
 
 def error_in_body(provider: str, label: str, model: str, data: Any, status: int) -> AiError | None:
@@ -259,9 +294,18 @@ def error_in_body(provider: str, label: str, model: str, data: Any, status: int)
     return classify_http(code, json.dumps(data), provider, model, label=label)
 
 
-_ANTHROPIC_TYPES = {"invalid_request_error": 400, "authentication_error": 401, "billing_error": 402,
-                    "permission_error": 403, "not_found_error": 404, "request_too_large": 413,
-                    "rate_limit_error": 429, "api_error": 500, "overloaded_error": 529, "timeout_error": 504}
+_ANTHROPIC_TYPES = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+    "timeout_error": 504,
+}
 
 
 __all__ = [

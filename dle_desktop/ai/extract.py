@@ -111,9 +111,14 @@ def _joined_text(parts: Any) -> str | None:
     """Text blocks of a provider's content list; thinking blocks are not the answer."""
     if not isinstance(parts, list):
         return None
-    texts = [p["text"] for p in parts
-             if isinstance(p, dict) and isinstance(p.get("text"), str) and not p.get("thought")
-             and p.get("type") not in ("thinking", "reasoning")]
+    texts = [
+        p["text"]
+        for p in parts
+        if isinstance(p, dict)
+        and isinstance(p.get("text"), str)
+        and not p.get("thought")
+        and p.get("type") not in ("thinking", "reasoning")
+    ]
     return "".join(texts) if texts else None
 
 
@@ -188,10 +193,10 @@ def _in_parsed(parsed: Any, shape: _Shape, depth: int) -> list | None:
 # ---------------------------------------------------------------- JSON, strict then forgiving
 
 _REPAIRABLE = re.compile(
-    r'"(?:[^"\\]|\\.)*"'          # a JSON string: left alone
-    r"|'((?:[^'\\]|\\.)*)'"        # a single-quoted string: requoted
-    r"|,(?=\s*[\]}])"              # a trailing comma: dropped
-    r"|\b(True|False|None)\b",     # Python literals: spelled the JSON way
+    r'"(?:[^"\\]|\\.)*"'  # a JSON string: left alone
+    r"|'((?:[^'\\]|\\.)*)'"  # a single-quoted string: requoted
+    r"|,(?=\s*[\]}])"  # a trailing comma: dropped
+    r"|\b(True|False|None)\b",  # Python literals: spelled the JSON way
     re.DOTALL,
 )
 _PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
@@ -249,12 +254,12 @@ def _read_js_string(text: str, i: int) -> tuple[str, int] | None:
             return "".join(out), i + 1
         if ch == "\\" and i + 1 < len(text):
             nxt = text[i + 1]
-            if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2:i + 6]):
-                out.append(chr(int(text[i + 2:i + 6], 16)))
+            if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2 : i + 6]):
+                out.append(chr(int(text[i + 2 : i + 6], 16)))
                 i += 6
                 continue
-            if nxt == "x" and re.fullmatch(r"[0-9a-fA-F]{2}", text[i + 2:i + 4]):
-                out.append(chr(int(text[i + 2:i + 4], 16)))
+            if nxt == "x" and re.fullmatch(r"[0-9a-fA-F]{2}", text[i + 2 : i + 4]):
+                out.append(chr(int(text[i + 2 : i + 4], 16)))
                 i += 4
                 continue
             out.append(_JS_ESCAPES.get(nxt, nxt))
@@ -281,7 +286,7 @@ def _node_inspect_text(text: str) -> str | None:
             break
         pieces.append(read[0])
         i = read[1]
-        plus = re.match(r"\s*\+\s*", text[i:i + 200])
+        plus = re.match(r"\s*\+\s*", text[i : i + 200])
         if not plus:
             break
         i += plus.end()
@@ -388,8 +393,9 @@ def _to_pick(item: Any) -> Pick | None:
     confidence = item.get("confidence")
     confidence = confidence.strip().lower() if isinstance(confidence, str) else ""
     reason = item.get("reason")
-    return Pick(title, confidence if confidence in _RANK else "medium",
-                reason.strip() if isinstance(reason, str) else "")
+    return Pick(
+        title, confidence if confidence in _RANK else "medium", reason.strip() if isinstance(reason, str) else ""
+    )
 
 
 def extract_selection(raw: str | object) -> list[Pick]:
@@ -449,7 +455,7 @@ def extract_categories(raw: str | object) -> list[str]:
 @functools.lru_cache(maxsize=65536)
 def _bigrams(text: str) -> frozenset[str]:
     """Cached: the same candidate titles come back generation after generation."""
-    return frozenset(text[i:i + 2] for i in range(len(text) - 1))
+    return frozenset(text[i : i + 2] for i in range(len(text) - 1))
 
 
 @functools.lru_cache(maxsize=8)
@@ -475,8 +481,9 @@ def dice_coefficient(a: str, b: str) -> float:
     return 2 * len(ga & gb) / (len(ga) + len(gb))
 
 
-def match_titles(picks: Sequence[Pick], candidates: Sequence[Entry]
-                 ) -> tuple[list[tuple[Pick, Entry, str]], list[Pick]]:
+def match_titles(
+    picks: Sequence[Pick], candidates: Sequence[Entry]
+) -> tuple[list[tuple[Pick, Entry, str]], list[Pick]]:
     """Pair each pick with a candidate: exact (case-insensitive) titles first, then the closest
     fuzzy title. Returns (pick, entry, "exact" | "fuzzy 0.73") in pick order, and the picks that
     name no candidate.
@@ -524,8 +531,7 @@ def match_titles(picks: Sequence[Pick], candidates: Sequence[Entry]
     return [matched[n] for n in sorted(matched)], unmatched
 
 
-def order_and_threshold(matched: Sequence[tuple[Pick, Entry, str]], threshold: str
-                        ) -> list[tuple[Pick, Entry, str]]:
+def order_and_threshold(matched: Sequence[tuple[Pick, Entry, str]], threshold: str) -> list[tuple[Pick, Entry, str]]:
     """High before medium before low (stable), keeping only tiers at or above `threshold`."""
     if threshold not in _RANK:
         raise ValueError(f"confidence threshold must be one of {', '.join(CONFIDENCES)}, not {threshold!r}")

@@ -17,13 +17,29 @@ from dle_desktop.ai.wire_common import Request, count, json_headers, strict_json
 _BLOCKED = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"})
 #: The OpenAPI subset responseSchema accepts; anything else (additionalProperties, strict, $schema,
 #: title...) makes older API versions answer 400 "Unknown name".
-_SCHEMA_KEYS = frozenset({"type", "format", "description", "nullable", "enum", "properties", "required", "items",
-                          "minItems", "maxItems", "minimum", "maximum", "anyOf", "propertyOrdering"})
+_SCHEMA_KEYS = frozenset(
+    {
+        "type",
+        "format",
+        "description",
+        "nullable",
+        "enum",
+        "properties",
+        "required",
+        "items",
+        "minItems",
+        "maxItems",
+        "minimum",
+        "maximum",
+        "anyOf",
+        "propertyOrdering",
+    }
+)
 MIN_THINKING_BUDGET = 1024
 
 
 def structured_output_mode(profile: ConnectionProfile, req: ChatRequest) -> str:
-    """"response_schema" (JSON mode with a schema) or "none"."""
+    """ "response_schema" (JSON mode with a schema) or "none"."""
     return "none" if req.json_schema is None else "response_schema"
 
 
@@ -80,8 +96,11 @@ def _turn_contents(req: ChatRequest) -> list[dict[str, Any]]:
             parts += [{"functionCall": {"name": c.name, "args": c.args or {}}} for c in turn.tool_calls]
             out.append({"role": "model", "parts": parts or [{"text": "…"}]})
             continue
-        part = ({"functionResponse": {"name": turn.name, "response": {"content": turn.text}}} if turn.role == "tool"
-                else {"text": turn.text or "…"})
+        part = (
+            {"functionResponse": {"name": turn.name, "response": {"content": turn.text}}}
+            if turn.role == "tool"
+            else {"text": turn.text or "…"}
+        )
         if out and out[-1]["role"] == "user":
             out[-1]["parts"].append(part)
         else:
@@ -102,8 +121,14 @@ def build_request(profile: ConnectionProfile, api_key: str | None, req: ChatRequ
     user = req.merged_user_text if merge else req.user_text
     body["contents"] = [{"role": "user", "parts": [{"text": user}]}] + _turn_contents(req)
     if req.tools:
-        body["tools"] = [{"functionDeclarations": [{"name": t.name, "description": t.description,
-                                                    "parameters": to_gemini_schema(t.parameters)} for t in req.tools]}]
+        body["tools"] = [
+            {
+                "functionDeclarations": [
+                    {"name": t.name, "description": t.description, "parameters": to_gemini_schema(t.parameters)}
+                    for t in req.tools
+                ]
+            }
+        ]
     config: dict[str, Any] = {"maxOutputTokens": req.max_tokens}
     if req.temperature is not None:
         config["temperature"] = req.temperature
@@ -119,8 +144,9 @@ def build_request(profile: ConnectionProfile, api_key: str | None, req: ChatRequ
     return "POST", request_url(profile), headers, body
 
 
-def parse_response(profile: ConnectionProfile, status: int, json_body: Any, *,
-                   expect_json: bool = False) -> ChatResponse:
+def parse_response(
+    profile: ConnectionProfile, status: int, json_body: Any, *, expect_json: bool = False
+) -> ChatResponse:
     """Read a generateContent answer: the first candidate's text parts joined (thought parts
     skipped); blocked prompts and safety stops are refusals."""
     provider, label = profile.provider, profile.label
@@ -148,27 +174,32 @@ def parse_response(profile: ConnectionProfile, status: int, json_body: Any, *,
         parts = []  # a candidate cut at MAX_TOKENS before any text has no parts at all
     if not isinstance(parts, list):
         raise bad_response(provider, label, "candidates[0].content.parts is not a list")
-    text = "".join(p["text"] for p in parts
-                   if isinstance(p, dict) and isinstance(p.get("text"), str) and not p.get("thought"))
-    calls = tuple(ToolCall(id=f"gemini-call-{i}", name=p["functionCall"]["name"],
-                           args=tool_args(p["functionCall"].get("args")))
-                  for i, p in enumerate(parts) if isinstance(p, dict) and isinstance(p.get("functionCall"), dict)
-                  and isinstance(p["functionCall"].get("name"), str))
+    text = "".join(
+        p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str) and not p.get("thought")
+    )
+    calls = tuple(
+        ToolCall(id=f"gemini-call-{i}", name=p["functionCall"]["name"], args=tool_args(p["functionCall"].get("args")))
+        for i, p in enumerate(parts)
+        if isinstance(p, dict)
+        and isinstance(p.get("functionCall"), dict)
+        and isinstance(p["functionCall"].get("name"), str)
+    )
     raw_usage = json_body.get("usageMetadata")
     usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
     model = json_body.get("modelVersion")
     return ChatResponse(
         text=text,
         structured=strict_json(text) if expect_json and text.strip() else None,
-        usage=Usage(input_tokens=count(usage.get("promptTokenCount")),
-                    # thoughts are billed as output, as the other providers count them
-                    output_tokens=count(usage.get("candidatesTokenCount")) + count(usage.get("thoughtsTokenCount")),
-                    cache_read_tokens=count(usage.get("cachedContentTokenCount"))),
+        usage=Usage(
+            input_tokens=count(usage.get("promptTokenCount")),
+            # thoughts are billed as output, as the other providers count them
+            output_tokens=count(usage.get("candidatesTokenCount")) + count(usage.get("thoughtsTokenCount")),
+            cache_read_tokens=count(usage.get("cachedContentTokenCount")),
+        ),
         model=model if isinstance(model, str) and model else profile.model,
         finish_reason=finish,
         tool_calls=calls,
     )
 
 
-__all__ = ["build_request", "model_path", "parse_response", "request_url", "structured_output_mode",
-           "to_gemini_schema"]
+__all__ = ["build_request", "model_path", "parse_response", "request_url", "structured_output_mode", "to_gemini_schema"]

@@ -13,7 +13,7 @@ from dle_desktop.ai.wire_common import Request, chat_messages, count, json_heade
 
 
 def structured_output_mode(profile: ConnectionProfile, req: ChatRequest) -> str:
-    """"format_schema" or "none"."""
+    """ "format_schema" or "none"."""
     return "none" if req.json_schema is None else "format_schema"
 
 
@@ -29,8 +29,12 @@ def build_request(profile: ConnectionProfile, api_key: str | None, req: ChatRequ
     options: dict[str, Any] = {"num_predict": req.max_tokens}
     if req.temperature is not None:
         options["temperature"] = req.temperature
-    body: dict[str, Any] = {"model": profile.model.strip(), "messages": chat_messages(req), "stream": False,
-                            "options": options}
+    body: dict[str, Any] = {
+        "model": profile.model.strip(),
+        "messages": chat_messages(req),
+        "stream": False,
+        "options": options,
+    }
     if profile.thinking:
         # Only sent when wanted: a model without thinking support answers 400 to "think": true.
         body["think"] = True
@@ -39,8 +43,9 @@ def build_request(profile: ConnectionProfile, api_key: str | None, req: ChatRequ
     return "POST", request_url(profile), headers, body
 
 
-def parse_response(profile: ConnectionProfile, status: int, json_body: Any, *,
-                   expect_json: bool = False) -> ChatResponse:
+def parse_response(
+    profile: ConnectionProfile, status: int, json_body: Any, *, expect_json: bool = False
+) -> ChatResponse:
     provider, label = profile.provider, profile.label
     if not isinstance(json_body, dict):
         raise bad_response(provider, label, f"expected a JSON object, got {type(json_body).__name__}")
@@ -56,8 +61,9 @@ def parse_response(profile: ConnectionProfile, status: int, json_body: Any, *,
     return ChatResponse(
         text=text,
         structured=strict_json(text) if expect_json and text.strip() else None,
-        usage=Usage(input_tokens=count(json_body.get("prompt_eval_count")),
-                    output_tokens=count(json_body.get("eval_count"))),
+        usage=Usage(
+            input_tokens=count(json_body.get("prompt_eval_count")), output_tokens=count(json_body.get("eval_count"))
+        ),
         model=model if isinstance(model, str) and model else profile.model,
         finish_reason=finish if isinstance(finish, str) else None,
     )

@@ -26,8 +26,22 @@ from dle_desktop.ai.wire_common import Request, chat_messages, count, json_heade
 OPENROUTER_REFERER = "http://localhost"
 OPENROUTER_TITLE = "DLE Desktop"
 
-_JSON_SCHEMA_FLAVORS = frozenset({"openai", "azure", "openrouter", "groq", "xai", "fireworks", "mistral", "llamacpp",
-                                  "vllm", "lmstudio", "ollama", "custom"})
+_JSON_SCHEMA_FLAVORS = frozenset(
+    {
+        "openai",
+        "azure",
+        "openrouter",
+        "groq",
+        "xai",
+        "fireworks",
+        "mistral",
+        "llamacpp",
+        "vllm",
+        "lmstudio",
+        "ollama",
+        "custom",
+    }
+)
 _JSON_OBJECT_FLAVORS = frozenset({"deepseek"})
 #: OpenAI's reasoning models reject `max_tokens`; `max_completion_tokens` works on all its chat models.
 _COMPLETION_TOKENS_FLAVORS = frozenset({"openai", "azure"})
@@ -56,8 +70,10 @@ def request_url(profile: ConnectionProfile) -> str:
     if profile.flavor == "azure":
         base = trim_suffix(base, "/openai")
         version = quote(profile.api_version or AZURE_DEFAULT_API_VERSION, safe="-.")
-        return f"{base}/openai/deployments/{quote(profile.model.strip(), safe='-._')}/chat/completions" \
-               f"?api-version={version}"
+        return (
+            f"{base}/openai/deployments/{quote(profile.model.strip(), safe='-._')}/chat/completions"
+            f"?api-version={version}"
+        )
     if base.endswith("/chat/completions"):
         return base
     # A bare origin means the usual /v1 mount; any path the user gave is taken as the API root.
@@ -82,8 +98,10 @@ def build_request(profile: ConnectionProfile, api_key: str | None, req: ChatRequ
         body["model"] = profile.model.strip()
     body["messages"] = chat_messages(req) + _turn_messages(req)
     if req.tools:
-        body["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
-                                                           "parameters": t.parameters}} for t in req.tools]
+        body["tools"] = [
+            {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+            for t in req.tools
+        ]
     body["max_completion_tokens" if profile.flavor in _COMPLETION_TOKENS_FLAVORS else "max_tokens"] = req.max_tokens
     body["stream"] = False
     if req.temperature is not None:
@@ -91,8 +109,10 @@ def build_request(profile: ConnectionProfile, api_key: str | None, req: ChatRequ
     mode = structured_output_mode(profile, req)
     if mode == "json_schema":
         schema = req.json_schema or {}
-        body["response_format"] = {"type": "json_schema", "json_schema": {
-            "name": schema["name"], "strict": True, "schema": schema["schema"]}}
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": schema["name"], "strict": True, "schema": schema["schema"]},
+        }
     elif mode == "json_object":
         body["response_format"] = {"type": "json_object"}
     return "POST", request_url(profile), headers, body
@@ -104,9 +124,14 @@ def _turn_messages(req: ChatRequest) -> list[dict[str, Any]]:
         if turn.role == "assistant":
             msg: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
             if turn.tool_calls:
-                msg["tool_calls"] = [{"id": c.id, "type": "function",
-                                      "function": {"name": c.name, "arguments": json.dumps(c.args or {})}}
-                                     for c in turn.tool_calls]
+                msg["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": json.dumps(c.args or {})},
+                    }
+                    for c in turn.tool_calls
+                ]
             out.append(msg)
         elif turn.role == "tool":
             out.append({"role": "tool", "tool_call_id": turn.call_id, "content": turn.text})
@@ -124,7 +149,9 @@ def _tool_calls(message: dict[str, Any]) -> tuple[ToolCall, ...]:
         fn = call.get("function") if isinstance(call, dict) else None
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             continue
-        out.append(ToolCall(id=str(call.get("id") or f"call_{i}"), name=fn["name"], args=tool_args(fn.get("arguments"))))
+        out.append(
+            ToolCall(id=str(call.get("id") or f"call_{i}"), name=fn["name"], args=tool_args(fn.get("arguments")))
+        )
     return tuple(out)
 
 
@@ -139,8 +166,9 @@ def _content_text(content: Any) -> str | None:
     return None
 
 
-def parse_response(profile: ConnectionProfile, status: int, json_body: Any, *,
-                   expect_json: bool = False) -> ChatResponse:
+def parse_response(
+    profile: ConnectionProfile, status: int, json_body: Any, *, expect_json: bool = False
+) -> ChatResponse:
     """Read a chat-completions answer. `expect_json` (the request asked for structured output)
     makes an exactly-JSON answer available as `structured`."""
     provider, label = profile.provider, profile.label
@@ -177,10 +205,12 @@ def parse_response(profile: ConnectionProfile, status: int, json_body: Any, *,
     return ChatResponse(
         text=text,
         structured=strict_json(text) if expect_json and text.strip() else None,
-        usage=Usage(input_tokens=count(usage.get("prompt_tokens")),
-                    output_tokens=count(usage.get("completion_tokens")),
-                    # DeepSeek reports its cache hits under its own name.
-                    cache_read_tokens=count(details.get("cached_tokens")) or count(usage.get("prompt_cache_hit_tokens"))),
+        usage=Usage(
+            input_tokens=count(usage.get("prompt_tokens")),
+            output_tokens=count(usage.get("completion_tokens")),
+            # DeepSeek reports its cache hits under its own name.
+            cache_read_tokens=count(details.get("cached_tokens")) or count(usage.get("prompt_cache_hit_tokens")),
+        ),
         model=model if isinstance(model, str) and model else profile.model,
         finish_reason=finish,
         tool_calls=_tool_calls(message),

@@ -12,10 +12,17 @@ MIN_SELECTABLE = 40
 MIN_CLUSTERS = 4
 SAMPLE_TITLES = 5
 #: DLE's infrastructure tags; `lorebook-constant` is an alias it also ignores.
-DEFAULT_INFRA_TAGS = frozenset({
-    "lorebook", "lorebook-always", "lorebook-seed", "lorebook-bootstrap", "lorebook-guide",
-    "lorebook-never", "lorebook-constant",
-})
+DEFAULT_INFRA_TAGS = frozenset(
+    {
+        "lorebook",
+        "lorebook-always",
+        "lorebook-seed",
+        "lorebook-bootstrap",
+        "lorebook-guide",
+        "lorebook-never",
+        "lorebook-constant",
+    }
+)
 
 
 def infra_tags_for(tags: TagConfig) -> frozenset[str]:
@@ -35,8 +42,7 @@ def category_of(entry: Entry, infra_tags: Iterable[str] = DEFAULT_INFRA_TAGS) ->
     return UNCATEGORIZED
 
 
-def cluster_entries(entries: Sequence[Entry], infra_tags: Iterable[str] = DEFAULT_INFRA_TAGS
-                    ) -> dict[str, list[Entry]]:
+def cluster_entries(entries: Sequence[Entry], infra_tags: Iterable[str] = DEFAULT_INFRA_TAGS) -> dict[str, list[Entry]]:
     """Entries by category, in entry order. Categories differing only in case are one, under
     the spelling seen first (the AI's answer is compared case-insensitively anyway)."""
     infra = frozenset(t.lower() for t in infra_tags)
@@ -70,9 +76,14 @@ def category_user_message(categories: str, chat_context: str) -> str:
     return f"## Categories\n{categories}\n\n## Recent Chat\n{chat_context}"
 
 
-def apply_category_selection(selectable: Sequence[Entry], clusters: dict[str, list[Entry]],
-                             chosen: Iterable[str], chat_text: str, forced: Sequence[Entry] = (),
-                             aggressiveness: float = 0.8) -> list[Entry] | None:
+def apply_category_selection(
+    selectable: Sequence[Entry],
+    clusters: dict[str, list[Entry]],
+    chosen: Iterable[str],
+    chat_text: str,
+    forced: Sequence[Entry] = (),
+    aggressiveness: float = 0.8,
+) -> list[Entry] | None:
     """The candidates that go on to the full AI search: entries of the chosen categories, plus
     entries whose primary key appears in the chat (case-insensitive substring: the category
     call must not lose what the keywords already found), plus the forced entries. None (use

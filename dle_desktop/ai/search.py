@@ -106,8 +106,9 @@ class AiSearch:
         if not selectable:
             return AiOutcome("empty-manifest")
         seeds = [e for e in ctx.entries if e.seed] if new_chat else []
-        chat_context = build_chat_context(messages, s.ai_search_scan_depth, new_chat=new_chat, seeds=seeds,
-                                          scribe_summary=None)
+        chat_context = build_chat_context(
+            messages, s.ai_search_scan_depth, new_chat=new_chat, seeds=seeds, scribe_summary=None
+        )
         if not chat_context.strip():
             return AiOutcome("skipped", message="the chat has no text for the AI to read yet")
 
@@ -123,24 +124,42 @@ class AiSearch:
             decay = DecayHints(decay_trackers(ctx.state), s.decay_boost_threshold, s.decay_penalty_threshold)
         labels = {f.name: f.label for f in ctx.field_definitions.fields}
         manifest = build_manifest(
-            selectable, forced=forced, summary_mode=s.manifest_summary_mode,
-            summary_length=s.ai_search_manifest_summary_length, decay=decay, field_labels=labels,
-            max_tokens_budget=s.max_tokens_budget, unlimited_budget=s.unlimited_budget)
+            selectable,
+            forced=forced,
+            summary_mode=s.manifest_summary_mode,
+            summary_length=s.ai_search_manifest_summary_length,
+            decay=decay,
+            field_labels=labels,
+            max_tokens_budget=s.max_tokens_budget,
+            unlimited_budget=s.unlimited_budget,
+        )
         if not manifest.selectable:
             return AiOutcome("empty-manifest", notes=tuple(notes))
         resolved = svc.channel("ai_search")
         system = system_prompt(
-            s.ai_search_system_prompt, max_entries=s.max_entries, unlimited_entries=s.unlimited_entries,
-            vault_size=len(ctx.entries), new_chat=new_chat,
+            s.ai_search_system_prompt,
+            max_entries=s.max_entries,
+            unlimited_entries=s.unlimited_entries,
+            vault_size=len(ctx.entries),
+            new_chat=new_chat,
             constants_count=sum(1 for e in forced if e.constant),
-            claude_code_prefix=resolved.mode == "proxy" and s.ai_search_claude_code_prefix)
+            claude_code_prefix=resolved.mode == "proxy" and s.ai_search_claude_code_prefix,
+        )
         stable, chat_part = build_user_message(manifest.header, manifest.text, chat_context)
         key = manifest_key(
-            manifest_text=manifest.text, mode=pending.mode, scan_depth=s.ai_search_scan_depth,
-            max_entries=s.max_entries, unlimited_entries=s.unlimited_entries, system_prompt=system,
-            connection_mode=resolved.mode, profile_id=resolved.profile.id if resolved.profile else "",
-            model=resolved.model, threshold=s.ai_confidence_threshold, summary_mode=s.manifest_summary_mode,
-            summary_length=s.ai_search_manifest_summary_length)
+            manifest_text=manifest.text,
+            mode=pending.mode,
+            scan_depth=s.ai_search_scan_depth,
+            max_entries=s.max_entries,
+            unlimited_entries=s.unlimited_entries,
+            system_prompt=system,
+            connection_mode=resolved.mode,
+            profile_id=resolved.profile.id if resolved.profile else "",
+            model=resolved.model,
+            threshold=s.ai_confidence_threshold,
+            summary_mode=s.manifest_summary_mode,
+            summary_length=s.ai_search_manifest_summary_length,
+        )
         slot = chat_id if chat_id is not None else DRY_RUN_CHAT
         lines = chat_context.split("\n")
         uids = [e.uid for e in manifest.selectable]
@@ -152,9 +171,14 @@ class AiSearch:
             return self._outcome(hit.picks, manifest.selectable, tier=hit.tier, notes=notes)
 
         def request(channel, profile):
-            return ChatRequest(system=system, user_parts=(stable, chat_part), max_tokens=channel.max_tokens,
-                               json_schema=LORE_SELECTION_SCHEMA, cache_hint=True,
-                               force_user_role=s.ai_force_user_role)
+            return ChatRequest(
+                system=system,
+                user_parts=(stable, chat_part),
+                max_tokens=channel.max_tokens,
+                json_schema=LORE_SELECTION_SCHEMA,
+                cache_hint=True,
+                force_user_role=s.ai_force_user_role,
+            )
 
         def parse(response) -> list[Pick]:
             raw = response.structured if response.structured is not None else response.text
@@ -173,8 +197,9 @@ class AiSearch:
         svc.cache.store(slot, key, lines, uids, entity_version, picks)
         return self._outcome(picks, manifest.selectable, tier=None, notes=notes)
 
-    def _outcome(self, picks: Sequence[Pick], selectable: Sequence[Entry], *, tier: str | None,
-                 notes: list[str]) -> AiOutcome:
+    def _outcome(
+        self, picks: Sequence[Pick], selectable: Sequence[Entry], *, tier: str | None, notes: list[str]
+    ) -> AiOutcome:
         if not picks:
             return AiOutcome("empty", cache_tier=tier, notes=tuple(notes))
         matched, unmatched = match_titles(picks, selectable)
@@ -182,14 +207,23 @@ class AiSearch:
         kept_ids = {id(m[0]) for m in kept}
         below = [m for m in matched if id(m[0]) not in kept_ids]
         if not matched:
-            return AiOutcome("empty", unmatched=tuple(p.title for p in unmatched), cache_tier=tier,
-                             notes=(*notes, "none of the titles the AI named is a candidate: "
-                                    + ", ".join(p.title for p in unmatched[:10])))
+            return AiOutcome(
+                "empty",
+                unmatched=tuple(p.title for p in unmatched),
+                cache_tier=tier,
+                notes=(
+                    *notes,
+                    "none of the titles the AI named is a candidate: " + ", ".join(p.title for p in unmatched[:10]),
+                ),
+            )
         return AiOutcome(
             "picked",
             picks=tuple(AiPick(e.uid, p.confidence, p.reason, how) for p, e, how in kept),
             below_threshold=tuple(AiPick(e.uid, p.confidence, p.reason, how) for p, e, how in below),
-            unmatched=tuple(p.title for p in unmatched), cache_tier=tier, notes=tuple(notes))
+            unmatched=tuple(p.title for p in unmatched),
+            cache_tier=tier,
+            notes=tuple(notes),
+        )
 
     def _entities(self, entries: Sequence[Entry]) -> tuple[int, re.Pattern | None]:
         """The entity-name pattern of the sliding-window cache tier, built once per vault state."""
@@ -201,21 +235,28 @@ class AiSearch:
             self._entity_cache = cached
         return cached
 
-    async def _prefilter(self, selectable: Sequence[Entry], forced: Sequence[Entry], chat_context: str,
-                         messages) -> tuple[list[Entry] | None, str | None]:
+    async def _prefilter(
+        self, selectable: Sequence[Entry], forced: Sequence[Entry], chat_context: str, messages
+    ) -> tuple[list[Entry] | None, str | None]:
         """The category pre-filter: None (use every candidate) when it does not apply or fails."""
         s = self.settings
-        infra = infra_tags_for(TagConfig(s.lorebook_tag, s.constant_tag, s.never_insert_tag, s.seed_tag,
-                                         s.bootstrap_tag, s.librarian_guide_tag))
+        infra = infra_tags_for(
+            TagConfig(
+                s.lorebook_tag, s.constant_tag, s.never_insert_tag, s.seed_tag, s.bootstrap_tag, s.librarian_guide_tag
+            )
+        )
         clusters = cluster_entries(list(selectable), infra)
         if not should_prefilter(selectable, clusters):
             return None, None
 
         def request(channel, profile):
-            return ChatRequest(system=load_prompt(CATEGORY_PREFILTER),
-                               user_parts=(category_user_message(category_manifest(clusters), chat_context),),
-                               max_tokens=PREFILTER_MAX_TOKENS, json_schema=CATEGORY_SCHEMA,
-                               force_user_role=s.ai_force_user_role)
+            return ChatRequest(
+                system=load_prompt(CATEGORY_PREFILTER),
+                user_parts=(category_user_message(category_manifest(clusters), chat_context),),
+                max_tokens=PREFILTER_MAX_TOKENS,
+                json_schema=CATEGORY_SCHEMA,
+                force_user_role=s.ai_force_user_role,
+            )
 
         def parse(response) -> list[str]:
             return extract_categories(response.structured if response.structured is not None else response.text)
@@ -225,10 +266,13 @@ class AiSearch:
         except DleError as exc:
             return None, f"category pre-filter skipped: {exc}"
         chat_text = scan_text(messages, s.ai_search_scan_depth)
-        narrowed = apply_category_selection(selectable, clusters, chosen, chat_text, forced,
-                                            s.hierarchical_aggressiveness)
+        narrowed = apply_category_selection(
+            selectable, clusters, chosen, chat_text, forced, s.hierarchical_aggressiveness
+        )
         if narrowed is None:
-            return None, (f"category pre-filter kept too few entries ({', '.join(chosen) or 'no categories'}); "
-                          "all candidates were sent")
+            return None, (
+                f"category pre-filter kept too few entries ({', '.join(chosen) or 'no categories'}); "
+                "all candidates were sent"
+            )
         narrowed = [e for e in narrowed if e.uid not in {f.uid for f in forced}]
         return narrowed, f"category pre-filter: {len(narrowed)} of {len(selectable)} candidates in {', '.join(chosen)}"

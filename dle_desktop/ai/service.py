@@ -154,9 +154,15 @@ class AiService:
             self.throttle.reset()
 
     # -- calls ------------------------------------------------------------------------------
-    async def call(self, channel: str, request: Callable[[ResolvedChannel, ConnectionProfile], ChatRequest],
-                   parse: Callable[[ChatResponse], T] | Callable[[ChatResponse], Awaitable[T]], *,
-                   skip_throttle: bool = False, count_probe: bool = True) -> T:
+    async def call(
+        self,
+        channel: str,
+        request: Callable[[ResolvedChannel, ConnectionProfile], ChatRequest],
+        parse: Callable[[ChatResponse], T] | Callable[[ChatResponse], Awaitable[T]],
+        *,
+        skip_throttle: bool = False,
+        count_probe: bool = True,
+    ) -> T:
         """One call on `channel`: `request` builds the ChatRequest once the connection is known,
         `parse` reads the answer (its DleError counts as a breaker-tripping format failure).
         `count_probe=False` is the pre-filter's rule: it may use the half-open probe but its
@@ -168,8 +174,10 @@ class AiService:
         if not self.breaker.allow():
             if not self.breaker.try_acquire_probe():
                 wait = self.breaker.snapshot().get("retry_in_seconds") or 0
-                raise AiUnavailable(f"AI calls are paused after repeated failures (circuit breaker open; "
-                                    f"next try in {wait:.0f} s)", "breaker")
+                raise AiUnavailable(
+                    f"AI calls are paused after repeated failures (circuit breaker open; next try in {wait:.0f} s)",
+                    "breaker",
+                )
             probe = True
         if not skip_throttle:
             try:
@@ -183,8 +191,9 @@ class AiService:
         usage.last_call_at = time.time()
         started = time.monotonic()
         try:
-            response = await self.client.complete(profile, key, request(resolved, profile),
-                                                  timeout_s=resolved.timeout_s)
+            response = await self.client.complete(
+                profile, key, request(resolved, profile), timeout_s=resolved.timeout_s
+            )
             usage.last_latency_ms = int((time.monotonic() - started) * 1000)
             u = response.usage
             usage.input_tokens += u.input_tokens
@@ -267,12 +276,23 @@ class AiService:
         for name in CHANNELS:
             r = self.channel(name)
             channels[name] = {
-                "label": r.label, "mode": r.mode, "inherited": r.inherited,
-                "profile": r.profile.name if r.profile else None, "model": r.model, "max_tokens": r.max_tokens,
-                "timeout_s": r.timeout_s, "problem": r.problem, "note": r.note, "usage": self.usage[name].to_json(),
+                "label": r.label,
+                "mode": r.mode,
+                "inherited": r.inherited,
+                "profile": r.profile.name if r.profile else None,
+                "model": r.model,
+                "max_tokens": r.max_tokens,
+                "timeout_s": r.timeout_s,
+                "problem": r.problem,
+                "note": r.note,
+                "usage": self.usage[name].to_json(),
             }
-        return {"offline": self.offline, "breaker": self.breaker.snapshot(), "channels": channels,
-                "usage_since": self.usage_since}
+        return {
+            "offline": self.offline,
+            "breaker": self.breaker.snapshot(),
+            "channels": channels,
+            "usage_since": self.usage_since,
+        }
 
     async def aclose(self) -> None:
         self.save_usage()

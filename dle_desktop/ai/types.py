@@ -13,8 +13,22 @@ from urllib.parse import urlsplit
 
 from dle_desktop.errors import ConfigError
 
-OPENAI_FLAVORS = ("openai", "openrouter", "groq", "xai", "fireworks", "deepseek", "mistral", "azure",
-                  "llamacpp", "koboldcpp", "ollama", "vllm", "lmstudio", "custom")
+OPENAI_FLAVORS = (
+    "openai",
+    "openrouter",
+    "groq",
+    "xai",
+    "fireworks",
+    "deepseek",
+    "mistral",
+    "azure",
+    "llamacpp",
+    "koboldcpp",
+    "ollama",
+    "vllm",
+    "lmstudio",
+    "custom",
+)
 PROVIDERS = ("openai", "anthropic", "gemini", "ollama")
 
 #: (provider, flavor) → the URL used when a profile leaves `base_url` empty. Keyed by both because
@@ -38,10 +52,22 @@ DEFAULT_BASE_URLS: dict[tuple[str, str], str] = {
 }
 
 FLAVOR_LABELS: dict[str, str] = {
-    "openai": "OpenAI", "openrouter": "OpenRouter", "groq": "Groq", "xai": "xAI", "fireworks": "Fireworks",
-    "deepseek": "DeepSeek", "mistral": "Mistral", "azure": "Azure OpenAI", "llamacpp": "llama.cpp server",
-    "koboldcpp": "KoboldCpp", "ollama": "Ollama", "vllm": "vLLM", "lmstudio": "LM Studio",
-    "custom": "OpenAI-compatible server", "anthropic": "Anthropic", "gemini": "Gemini",
+    "openai": "OpenAI",
+    "openrouter": "OpenRouter",
+    "groq": "Groq",
+    "xai": "xAI",
+    "fireworks": "Fireworks",
+    "deepseek": "DeepSeek",
+    "mistral": "Mistral",
+    "azure": "Azure OpenAI",
+    "llamacpp": "llama.cpp server",
+    "koboldcpp": "KoboldCpp",
+    "ollama": "Ollama",
+    "vllm": "vLLM",
+    "lmstudio": "LM Studio",
+    "custom": "OpenAI-compatible server",
+    "anthropic": "Anthropic",
+    "gemini": "Gemini",
 }
 
 #: Servers that answer with whatever model they have loaded, so a profile may leave the model empty
@@ -110,10 +136,19 @@ class ConnectionProfile:
         return dict(self.extra_headers)
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "provider": self.provider, "flavor": self.flavor,
-                "base_url": self.base_url, "model": self.model, "secret_id": self.secret_id,
-                "extra_headers": dict(self.extra_headers), "timeout_s": self.timeout_s,
-                "thinking": self.thinking, "api_version": self.api_version}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "provider": self.provider,
+            "flavor": self.flavor,
+            "base_url": self.base_url,
+            "model": self.model,
+            "secret_id": self.secret_id,
+            "extra_headers": dict(self.extra_headers),
+            "timeout_s": self.timeout_s,
+            "thinking": self.thinking,
+            "api_version": self.api_version,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ConnectionProfile:
@@ -132,8 +167,9 @@ class ConnectionProfile:
             return value.strip()
 
         headers = data.get("extra_headers") or {}
-        if not isinstance(headers, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
-                                                       for k, v in headers.items()):
+        if not isinstance(headers, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+        ):
             raise ConfigError(f"{where}: 'extra_headers' must be an object of text values")
         timeout = data.get("timeout_s", 20.0)
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
@@ -141,10 +177,19 @@ class ConnectionProfile:
         thinking = data.get("thinking", False)
         if not isinstance(thinking, bool):
             raise ConfigError(f"{where}: 'thinking' must be true or false")
-        return cls(id=text("id"), name=text("name"), provider=text("provider"), flavor=text("flavor"),
-                   base_url=text("base_url"), model=text("model"), secret_id=text("secret_id"),
-                   extra_headers=_pairs(headers), timeout_s=float(timeout), thinking=thinking,
-                   api_version=text("api_version"))
+        return cls(
+            id=text("id"),
+            name=text("name"),
+            provider=text("provider"),
+            flavor=text("flavor"),
+            base_url=text("base_url"),
+            model=text("model"),
+            secret_id=text("secret_id"),
+            extra_headers=_pairs(headers),
+            timeout_s=float(timeout),
+            thinking=thinking,
+            api_version=text("api_version"),
+        )
 
 
 def _validate(p: ConnectionProfile) -> None:
@@ -153,8 +198,9 @@ def _validate(p: ConnectionProfile) -> None:
         raise ConfigError(f"{where}: unknown provider {p.provider!r}; use one of {', '.join(PROVIDERS)}")
     if p.provider == "openai":
         if p.flavor not in OPENAI_FLAVORS:
-            raise ConfigError(f"{where}: unknown OpenAI-compatible flavor {p.flavor!r}; "
-                              f"use one of {', '.join(OPENAI_FLAVORS)}")
+            raise ConfigError(
+                f"{where}: unknown OpenAI-compatible flavor {p.flavor!r}; use one of {', '.join(OPENAI_FLAVORS)}"
+            )
     elif p.flavor != p.provider:
         raise ConfigError(f"{where}: the {p.provider} provider has no flavor {p.flavor!r}")
     url = p.endpoint
@@ -245,8 +291,12 @@ class ChatRequest:
         if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 1:
             raise ConfigError("max_tokens must be a positive whole number")
         schema = self.json_schema
-        if schema is not None and not (isinstance(schema, Mapping) and isinstance(schema.get("name"), str)
-                                       and schema["name"] and isinstance(schema.get("schema"), Mapping)):
+        if schema is not None and not (
+            isinstance(schema, Mapping)
+            and isinstance(schema.get("name"), str)
+            and schema["name"]
+            and isinstance(schema.get("schema"), Mapping)
+        ):
             raise ConfigError("json_schema must be {'name': str, 'schema': {...}}")
 
     @property

@@ -68,8 +68,9 @@ def session_engine(ctx: AppContext, settings: Settings | None = None) -> Engine:
 class Runtime:
     """The engine and its HTTP server running on the engine thread: shared by GUI and headless."""
 
-    def __init__(self, ctx: AppContext, engine: Engine, host: str | None = None, port: int | None = None,
-                 serve: bool = True) -> None:
+    def __init__(
+        self, ctx: AppContext, engine: Engine, host: str | None = None, port: int | None = None, serve: bool = True
+    ) -> None:
         self.ctx = ctx
         self.engine = engine
         self.thread = EngineThread()
@@ -144,7 +145,10 @@ class Runtime:
         if old.server_port != new.server_port:
             self.port_override = None
         changed = (old.server_port, old.server_host, old.server_enabled) != (
-            new.server_port, new.server_host, new.server_enabled)
+            new.server_port,
+            new.server_host,
+            new.server_enabled,
+        )
         return changed or (self.server is None and self.should_serve(new))
 
     def restart_server(self) -> None:
@@ -248,8 +252,12 @@ def run_headless(ctx: AppContext, engine: Engine, host: str | None, port: int | 
     print(f"listening on {runtime.server.url}", flush=True)
     if runtime.olra is not None:
         olra = runtime.olra
-        print(f"Obsidian REST emulation on {olra.url}" + (f" and {olra.https_url}" if olra.https_url else "")
-              if olra.running else f"Obsidian REST emulation not started: {olra.error}", flush=True)
+        print(
+            f"Obsidian REST emulation on {olra.url}" + (f" and {olra.https_url}" if olra.https_url else "")
+            if olra.running
+            else f"Obsidian REST emulation not started: {olra.error}",
+            flush=True,
+        )
     try:
         while not stop.wait(0.5):
             pass

@@ -12,13 +12,22 @@ from dle_desktop.fileio import private_opener
 
 
 def add_diagnostics_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data-dir", metavar="DIR", default=argparse.SUPPRESS,
-                   help="DLE Desktop's settings, keys and logs folder (default: the platform's app folders)")
-    p.add_argument("--out", metavar="PATH",
-                   help="where to write it (default: dle-desktop-diagnostics-<time>.zip here; with --text, "
-                        "standard output; '-' is standard output too)")
+    p.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help="DLE Desktop's settings, keys and logs folder (default: the platform's app folders)",
+    )
+    p.add_argument(
+        "--out",
+        metavar="PATH",
+        help="where to write it (default: dle-desktop-diagnostics-<time>.zip here; with --text, "
+        "standard output; '-' is standard output too)",
+    )
     p.add_argument("--text", action="store_true", help="plain text instead of a zip")
-    p.add_argument("--log-lines", type=int, default=500, metavar="N", help="how many of the last log lines (default 500)")
+    p.add_argument(
+        "--log-lines", type=int, default=500, metavar="N", help="how many of the last log lines (default 500)"
+    )
 
 
 def run_diagnostics(args: Any) -> int:
@@ -30,8 +39,9 @@ def _diagnostics(args: Any) -> int:
     from dle_desktop.desktop import diagnostics
 
     ctx = make_context(getattr(args, "data_dir", None), log_to_stderr=False)
-    report = diagnostics.collect(ctx.paths, ctx.settings, ctx.secrets, settings_problem=ctx.store.problem,
-                                 log_lines=max(0, args.log_lines))
+    report = diagnostics.collect(
+        ctx.paths, ctx.settings, ctx.secrets, settings_problem=ctx.store.problem, log_lines=max(0, args.log_lines)
+    )
     if args.text:
         text = diagnostics.render_text(report)
         if args.out in (None, "-"):
@@ -44,8 +54,9 @@ def _diagnostics(args: Any) -> int:
     else:
         if args.out == "-":
             return fail("a zip cannot go to standard output; use --text, or --out FILE", 2)
-        out = diagnostics.write_zip(report, Path(args.out).expanduser() if args.out else
-                                    Path.cwd() / diagnostics.default_name())
+        out = diagnostics.write_zip(
+            report, Path(args.out).expanduser() if args.out else Path.cwd() / diagnostics.default_name()
+        )
     print(f"Diagnostics written to {out.resolve()}")
     print("API keys, tokens and passwords are replaced by ***; look it over before you attach it to a bug report.")
     return 0

@@ -47,12 +47,17 @@ def _embed(args: Any) -> int:
 
 def _print(values: list[float], profile: Any, args: Any) -> None:
     if args.json:
-        json.dump({"model": profile.model_id, "dim": len(values), "query": bool(args.query), "vector": values},
-                  sys.stdout)
+        json.dump(
+            {"model": profile.model_id, "dim": len(values), "query": bool(args.query), "vector": values}, sys.stdout
+        )
         sys.stdout.write("\n")
         sys.stdout.flush()
         return
     head = ", ".join(f"{v:.5f}" for v in values[:8])
-    print(f"model {profile.model_id} ({profile.quantisation or 'unknown quantisation'}), prompt {profile.prompt_version}, "
-          f"max {profile.max_tokens} tokens")
-    print(f"{'query' if args.query else 'document'} vector, {len(values)} dimensions: [{head}{', …' if len(values) > 8 else ''}]")
+    print(
+        f"model {profile.model_id} ({profile.quantisation or 'unknown quantisation'}), prompt {profile.prompt_version}, "
+        f"max {profile.max_tokens} tokens"
+    )
+    print(
+        f"{'query' if args.query else 'document'} vector, {len(values)} dimensions: [{head}{', …' if len(values) > 8 else ''}]"
+    )

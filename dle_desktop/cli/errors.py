@@ -29,8 +29,14 @@ def silence_stdout() -> None:
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def run_command(command: Callable[[], int], *, status: int = 2, errors: tuple[type[Exception], ...] = (DleError,),
-                os_error_status: int | None = None, unexpected: bool = False) -> int:
+def run_command(
+    command: Callable[[], int],
+    *,
+    status: int = 2,
+    errors: tuple[type[Exception], ...] = (DleError,),
+    os_error_status: int | None = None,
+    unexpected: bool = False,
+) -> int:
     """`command()`'s exit status; `errors` are reported with `status`. OSError is reported with
     `os_error_status` (None: not caught here), a broken stdout pipe ends quietly with 0, Ctrl+C
     with 130. `unexpected`: any other exception is reported too (with `status`)."""

@@ -41,7 +41,9 @@ def load_chat(path: str) -> ChatDocument:
         except ValueError:  # an integer longer than Python's digit limit
             raise InputError(f"chat file {path} is not valid JSON lines: a number in it is too long") from None
         if has_lone_surrogate([doc.character_name, [(m.name, m.mes, m.extra) for m in doc.messages]]):
-            raise InputError(f"chat file {path} has a \\u escape of an unpaired surrogate (\\ud800-\\udfff), which is not text")
+            raise InputError(
+                f"chat file {path} has a \\u escape of an unpaired surrogate (\\ud800-\\udfff), which is not text"
+            )
         return doc
     try:
         return parse_chat_document(read_json_file(path, "chat"))
@@ -51,8 +53,10 @@ def load_chat(path: str) -> ChatDocument:
 
 def _print_human(gens: list[dict]) -> None:
     for g in gens:
-        print(f"== generation after message {g['messages']}: {len(g['injected'])} entries, {g['total_tokens']} tokens "
-              f"({g['timings_ms'].get('total', 0):.1f} ms)")
+        print(
+            f"== generation after message {g['messages']}: {len(g['injected'])} entries, {g['total_tokens']} tokens "
+            f"({g['timings_ms'].get('total', 0):.1f} ms)"
+        )
         if g["skipped_reason"]:
             print(f"   skipped: {g['skipped_reason']}")
         for note in g.get("notes", ()):
@@ -72,7 +76,9 @@ def _embedding_progress(status) -> None:
             print(file=sys.stderr, flush=True)
 
 
-def _run(engine: Engine, doc: ChatDocument, cfg: MatchConfig, replay: bool, seed: int | None, quiet: bool) -> list[dict]:
+def _run(
+    engine: Engine, doc: ChatDocument, cfg: MatchConfig, replay: bool, seed: int | None, quiet: bool
+) -> list[dict]:
     """Index once; with the semantic stage on, embed new or changed entries first (they persist
     in the data folder, so the next run embeds only what changed) and look up each generation."""
 
@@ -134,7 +140,9 @@ def run_match(args) -> int:
     if getattr(args, "ai", None):
         settings = settings.replace(ai_search_enabled=True, ai_search_mode=args.ai)
     if getattr(args, "profile", None):
-        settings = settings.replace(ai_search_connection_mode="profile", ai_search_profile_id=_profile_id(settings, args.profile))
+        settings = settings.replace(
+            ai_search_connection_mode="profile", ai_search_profile_id=_profile_id(settings, args.profile)
+        )
     ctx.settings = settings  # the engine reads tags, the model path and the rest from the same settings
     engine = make_engine(ctx, getattr(args, "vault", None), ai_offline=getattr(args, "ai_offline", False))
     gens = _run(engine, doc, MatchConfig.from_object(settings), args.replay, args.seed, quiet=args.json)

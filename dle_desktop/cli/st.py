@@ -21,12 +21,21 @@ def add_st_arguments(p: argparse.ArgumentParser) -> None:
     sub.required = True
 
     def common(q: argparse.ArgumentParser) -> None:
-        q.add_argument("--data-dir", metavar="DIR", default=argparse.SUPPRESS,
-                       help="DLE Desktop's settings, keys and logs folder (default: the platform's app folders)")
+        q.add_argument(
+            "--data-dir",
+            metavar="DIR",
+            default=argparse.SUPPRESS,
+            help="DLE Desktop's settings, keys and logs folder (default: the platform's app folders)",
+        )
 
     q = sub.add_parser("find", help="list SillyTavern installs and the bridge copies in them")
-    q.add_argument("--st-dir", action="append", default=[], metavar="PATH",
-                   help="a SillyTavern folder to look at besides the usual places (repeatable)")
+    q.add_argument(
+        "--st-dir",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a SillyTavern folder to look at besides the usual places (repeatable)",
+    )
     q.add_argument("--json", action="store_true", help="print machine-readable JSON")
     common(q)
 
@@ -34,11 +43,15 @@ def add_st_arguments(p: argparse.ArgumentParser) -> None:
     q.add_argument("--st-dir", required=True, metavar="PATH", help="the SillyTavern folder (the one with server.js)")
     who = q.add_mutually_exclusive_group()
     who.add_argument("--user", metavar="NAME", help="the SillyTavern user to install for (default: default-user)")
-    who.add_argument("--all-users", action="store_true",
-                     help="install for every user (into public/scripts/extensions/third-party)")
-    q.add_argument("--server-url", metavar="URL",
-                   help="the address SillyTavern's page uses to reach DLE Desktop "
-                        "(default: http://127.0.0.1:<server port from settings>)")
+    who.add_argument(
+        "--all-users", action="store_true", help="install for every user (into public/scripts/extensions/third-party)"
+    )
+    q.add_argument(
+        "--server-url",
+        metavar="URL",
+        help="the address SillyTavern's page uses to reach DLE Desktop "
+        "(default: http://127.0.0.1:<server port from settings>)",
+    )
     common(q)
 
     q = sub.add_parser("remove", help="remove the bridge extension from a SillyTavern install")
@@ -91,17 +104,29 @@ def _canonical(origin: str) -> str | None:
 
 
 def _bridge_json(b, bundled: str | None) -> dict[str, Any]:
-    return {"scope": b.scope, "user": b.user, "path": str(b.path), "version": b.version,
-            "up_to_date": b.version is not None and b.version == bundled, "server_url": b.server_url,
-            "has_token": b.has_token}
+    return {
+        "scope": b.scope,
+        "user": b.user,
+        "path": str(b.path),
+        "version": b.version,
+        "up_to_date": b.version is not None and b.version == bundled,
+        "server_url": b.server_url,
+        "has_token": b.has_token,
+    }
 
 
 def _install_json(st, bundled: str | None) -> dict[str, Any]:
     from dle_desktop.st_bridge.install import installed
 
-    return {"root": str(st.root), "version": st.version, "data_root": str(st.data_root), "users": list(st.users),
-            "port": st.port, "origins": list(st.origins()),
-            "bridges": [_bridge_json(b, bundled) for b in installed(st)]}
+    return {
+        "root": str(st.root),
+        "version": st.version,
+        "data_root": str(st.data_root),
+        "users": list(st.users),
+        "port": st.port,
+        "origins": list(st.origins()),
+        "bridges": [_bridge_json(b, bundled) for b in installed(st)],
+    }
 
 
 def _where(b) -> str:
@@ -133,6 +158,7 @@ def _target_args(args) -> tuple[str | None, bool]:
 
 # -- commands ------------------------------------------------------------------------------------
 
+
 def _find(args) -> int:
     from pathlib import Path
 
@@ -152,8 +178,11 @@ def _find(args) -> int:
     installs = find_installs(extra)
     bundled = _bundled()
     if args.json:
-        json.dump({"bundled_version": bundled, "installs": [_install_json(st, bundled) for st in installs]},
-                  sys.stdout, indent=1)
+        json.dump(
+            {"bundled_version": bundled, "installs": [_install_json(st, bundled) for st in installs]},
+            sys.stdout,
+            indent=1,
+        )
         sys.stdout.write("\n")
     elif not installs:
         print("No SillyTavern install found. Give its folder with --st-dir PATH (the folder that holds server.js).")
@@ -185,8 +214,10 @@ def _status(args) -> int:
         return 0
     _print_install(st, bundled)
     if missing:
-        print(f"  DLE Desktop does not yet accept SillyTavern's page: {', '.join(missing)} "
-              "missing from server_allowed_origins (`dle-desktop st install` adds them)")
+        print(
+            f"  DLE Desktop does not yet accept SillyTavern's page: {', '.join(missing)} "
+            "missing from server_allowed_origins (`dle-desktop st install` adds them)"
+        )
     else:
         print("  DLE Desktop accepts requests from SillyTavern's page (its origins are allowed)")
     return 0
@@ -206,8 +237,10 @@ def _install(args) -> int:
     else:
         port = ctx.settings.server_port
         if not port:
-            return _err("the server port is 0 in settings (any free port), so the address SillyTavern should use "
-                        "is not known: give it with --server-url http://127.0.0.1:PORT")
+            return _err(
+                "the server port is 0 in settings (any free port), so the address SillyTavern should use "
+                "is not known: give it with --server-url http://127.0.0.1:PORT"
+            )
         url = f"http://127.0.0.1:{port}"
     user, all_users = _target_args(args)
     token = server_token(ctx.secrets)
@@ -215,13 +248,17 @@ def _install(args) -> int:
         bridge = install(st, server_url=url, token=token, user=user, all_users=all_users)
     except DleError as exc:
         return _err(str(exc).replace(token, "***"))
-    print(f"Installed the DLE Desktop bridge {bridge.version or ''} for {_where(bridge)} of SillyTavern "
-          f"{st.version or ''} at {st.root}".replace("  ", " "))
+    print(
+        f"Installed the DLE Desktop bridge {bridge.version or ''} for {_where(bridge)} of SillyTavern "
+        f"{st.version or ''} at {st.root}".replace("  ", " ")
+    )
     print(f"  folder: {bridge.path}")
     print(f"  it talks to DLE Desktop at {bridge.server_url}")
     if not ctx.secrets.persistent:
-        print(f"warning: {ctx.secrets.problem}; the token written into the extension lasts for this session only",
-              file=sys.stderr)
+        print(
+            f"warning: {ctx.secrets.problem}; the token written into the extension lasts for this session only",
+            file=sys.stderr,
+        )
     status = _allow_origins(ctx, st.origins())
     print("Reload SillyTavern's page (F5) to load it.")
     return status
@@ -238,8 +275,11 @@ def _allow_origins(ctx, origins) -> int:
     try:
         ctx.store.save(settings.replace(server_allowed_origins=tuple(allowed + added)))
     except (DleError, OSError) as exc:
-        print(f"error: the extension is installed, but DLE Desktop's settings could not be saved ({exc}); add "
-              f"{', '.join(added)} to the allowed web pages in Settings", file=sys.stderr)
+        print(
+            f"error: the extension is installed, but DLE Desktop's settings could not be saved ({exc}); add "
+            f"{', '.join(added)} to the allowed web pages in Settings",
+            file=sys.stderr,
+        )
         return 1
     print(f"  added to DLE Desktop's allowed web pages (server_allowed_origins): {', '.join(added)}")
     print("  (a DLE Desktop that is running now reads them when it restarts)")
@@ -264,5 +304,6 @@ def _remove(args) -> int:
 
 def run_st(args: Any) -> int:
     commands = {"find": _find, "status": _status, "install": _install, "remove": _remove}
-    return run_command(lambda: commands[args.st_command](args), status=ERROR_STATUS, os_error_status=ERROR_STATUS,
-                       unexpected=True)  # a command line never shows a traceback
+    return run_command(
+        lambda: commands[args.st_command](args), status=ERROR_STATUS, os_error_status=ERROR_STATUS, unexpected=True
+    )  # a command line never shows a traceback

@@ -59,9 +59,16 @@ class _BaseArrays:
 class Bm25Index:
     __slots__ = ("_arrays", "_base", "_dead", "_dead_mask", "_doc_len", "_doc_terms", "_extra", "_total_len")
 
-    def __init__(self, base: dict[str, dict[str, int]], dead: frozenset[str], extra: dict[str, dict[str, int]],
-                 doc_terms: dict[str, Counter[str]], doc_len: dict[str, int], total_len: int,
-                 arrays: _BaseArrays | None = None) -> None:
+    def __init__(
+        self,
+        base: dict[str, dict[str, int]],
+        dead: frozenset[str],
+        extra: dict[str, dict[str, int]],
+        doc_terms: dict[str, Counter[str]],
+        doc_len: dict[str, int],
+        total_len: int,
+        arrays: _BaseArrays | None = None,
+    ) -> None:
         self._base: dict[str, dict[str, int]] = base
         self._dead: frozenset[str] = dead
         self._extra: dict[str, dict[str, int]] = extra

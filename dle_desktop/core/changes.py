@@ -30,8 +30,11 @@ class ChangeSet:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "added": list(self.added), "removed": list(self.removed), "modified": list(self.modified),
-            "keys_changed": list(self.keys_changed), "has_changes": self.has_changes,
+            "added": list(self.added),
+            "removed": list(self.removed),
+            "modified": list(self.modified),
+            "keys_changed": list(self.keys_changed),
+            "has_changes": self.has_changes,
         }
 
 

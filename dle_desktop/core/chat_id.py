@@ -39,11 +39,15 @@ def check_chat_id(value: object, what: str = "chat id") -> str:
         raise ChatIdError(f"{what} is {len(value)} characters; the limit is {MAX_CHAT_ID_CHARS}")
     for i, ch in enumerate(value):
         if is_forbidden_char(ch):
-            raise ChatIdError(f"{what} has a control character (U+{ord(ch):04X}) at position {i}; "
-                              "newlines, tabs, NUL and other control characters are not allowed")
+            raise ChatIdError(
+                f"{what} has a control character (U+{ord(ch):04X}) at position {i}; "
+                "newlines, tabs, NUL and other control characters are not allowed"
+            )
     if value[0].isspace() or value[-1].isspace():
-        raise ChatIdError(f"{what} starts or ends with whitespace; send the id exactly as SillyTavern has it, "
-                          "without surrounding spaces")
+        raise ChatIdError(
+            f"{what} starts or ends with whitespace; send the id exactly as SillyTavern has it, "
+            "without surrounding spaces"
+        )
     return value
 
 

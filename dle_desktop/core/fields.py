@@ -18,7 +18,33 @@ OPERATORS = ("match_any", "match_all", "not_any", "exists", "not_exists", "eq", 
 TOLERANCES = ("strict", "moderate", "lenient")
 TYPES = ("string", "number", "boolean")
 RESERVED_NAMES = frozenset(
-    ["keys", "priority", "tags", "requires", "excludes", "position", "depth", "role", "scandepth", "excluderecursion", "refine_keys", "cascade_links", "cooldown", "warmup", "probability", "summary", "graph", "enabled", "constant", "seed", "bootstrap", "type", "fileclass", "status", "aliases"]
+    [
+        "keys",
+        "priority",
+        "tags",
+        "requires",
+        "excludes",
+        "position",
+        "depth",
+        "role",
+        "scandepth",
+        "excluderecursion",
+        "refine_keys",
+        "cascade_links",
+        "cooldown",
+        "warmup",
+        "probability",
+        "summary",
+        "graph",
+        "enabled",
+        "constant",
+        "seed",
+        "bootstrap",
+        "type",
+        "fileclass",
+        "status",
+        "aliases",
+    ]
 )
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -37,7 +63,10 @@ class FieldDefinition:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "name": self.name, "label": self.label, "type": self.type, "multi": self.multi,
+            "name": self.name,
+            "label": self.label,
+            "type": self.type,
+            "multi": self.multi,
             "context_key": self.context_key or self.name,
             "gating": {"enabled": self.gating_enabled, "operator": self.operator, "tolerance": self.tolerance},
             "values": list(self.values),
@@ -135,7 +164,9 @@ def parse_field_definitions(text: str, source: str = "field-definitions.yaml") -
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" (line {mark.line + 1})" if mark is not None else ""
-        return FieldDefinitions(problems=(f"{source}: not valid YAML{at}: {getattr(exc, 'problem', exc)}; using the default fields",))
+        return FieldDefinitions(
+            problems=(f"{source}: not valid YAML{at}: {getattr(exc, 'problem', exc)}; using the default fields",)
+        )
     if isinstance(data, dict) and "fields" in data:
         items = data.get("fields")
     elif isinstance(data, list):
@@ -143,7 +174,9 @@ def parse_field_definitions(text: str, source: str = "field-definitions.yaml") -
     else:
         items = None
     if not isinstance(items, list):
-        return FieldDefinitions(problems=(f"{source}: expected `fields:` followed by a list of fields; using the default fields",))
+        return FieldDefinitions(
+            problems=(f"{source}: expected `fields:` followed by a list of fields; using the default fields",)
+        )
     fields: list[FieldDefinition] = []
     seen: set[str] = set()
     for i, raw in enumerate(items):

@@ -72,17 +72,29 @@ def split_note(text: str) -> SplitNote:
         mark = exc.problem_mark or exc.context_mark
         line = (mark.line + 2) if mark is not None else 2
         problem = exc.problem or exc.context or "invalid YAML"
-        return SplitNote(data=None, body=body, body_line=body_line,
-                         error=FrontmatterError(line, f"frontmatter is not valid YAML: {problem}"))
+        return SplitNote(
+            data=None,
+            body=body,
+            body_line=body_line,
+            error=FrontmatterError(line, f"frontmatter is not valid YAML: {problem}"),
+        )
     except yaml.YAMLError as exc:
-        return SplitNote(data=None, body=body, body_line=body_line,
-                         error=FrontmatterError(2, f"frontmatter is not valid YAML: {exc}"))
+        return SplitNote(
+            data=None,
+            body=body,
+            body_line=body_line,
+            error=FrontmatterError(2, f"frontmatter is not valid YAML: {exc}"),
+        )
     if loaded is None:
         loaded = {}
     if not isinstance(loaded, dict):
         kind = type(loaded).__name__
-        return SplitNote(data=None, body=body, body_line=body_line,
-                         error=FrontmatterError(2, f"frontmatter must be a mapping of fields, found a {kind}"))
+        return SplitNote(
+            data=None,
+            body=body,
+            body_line=body_line,
+            error=FrontmatterError(2, f"frontmatter must be a mapping of fields, found a {kind}"),
+        )
     # YAML allows non-string keys (`1: x`); a field name is always text.
     data = {str(k): v for k, v in loaded.items()}
     return SplitNote(data=data, body=body, body_line=body_line)

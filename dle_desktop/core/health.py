@@ -62,10 +62,14 @@ class HealthReport:
     info: list[HealthFinding] = field(default_factory=list)
 
     def add(self, severity: str, code: str, message: str, entry: Entry | None = None, title: str | None = None) -> None:
-        f = HealthFinding(severity, code, message,
-                    entry=entry.title if entry else title,
-                    vault=entry.vault if entry else None,
-                    path=entry.path if entry else None)
+        f = HealthFinding(
+            severity,
+            code,
+            message,
+            entry=entry.title if entry else title,
+            vault=entry.vault if entry else None,
+            path=entry.path if entry else None,
+        )
         {"error": self.errors, "warning": self.warnings, "info": self.info}[severity].append(f)
 
     def to_json(self) -> dict[str, Any]:
@@ -80,26 +84,63 @@ def _config_checks(ctx: HealthContext, r: HealthReport) -> None:
     if ctx.enabled_vaults == 0:
         r.add("error", "no_enabled_vaults", "No vault is enabled: add a vault folder or enable one in Settings.")
     if ctx.scan_depth == 0 and not ctx.ai_search_enabled:
-        r.add("error", "scan_depth_zero_without_ai",
-              "Scan depth is 0 and AI search is off, so nothing can match by keyword: raise scan depth or enable AI search.")
+        r.add(
+            "error",
+            "scan_depth_zero_without_ai",
+            "Scan depth is 0 and AI search is off, so nothing can match by keyword: raise scan depth or enable AI search.",
+        )
     if ctx.ai_search_enabled:
-        if ctx.ai_search_connection_mode == "profile" and not ctx.ai_search_profile_id and ctx.ai_search_mode == "ai-only":
-            r.add("error", "ai_only_without_profile", "AI-only search is on but no connection profile is chosen: pick one in Channels.")
+        if (
+            ctx.ai_search_connection_mode == "profile"
+            and not ctx.ai_search_profile_id
+            and ctx.ai_search_mode == "ai-only"
+        ):
+            r.add(
+                "error",
+                "ai_only_without_profile",
+                "AI-only search is on but no connection profile is chosen: pick one in Channels.",
+            )
         if ctx.ai_search_connection_mode == "proxy" and not ctx.ai_search_proxy_url:
-            r.add("error", "ai_proxy_without_url", "AI search uses proxy mode but has no proxy URL: set one in Channels.")
+            r.add(
+                "error", "ai_proxy_without_url", "AI search uses proxy mode but has no proxy URL: set one in Channels."
+            )
     if ctx.scribe_enabled:
         if ctx.scribe_connection_mode == "profile" and not ctx.scribe_profile_id:
-            r.add("error", "scribe_without_profile", "Session Scribe uses profile mode but no profile is chosen: pick one in Channels.")
+            r.add(
+                "error",
+                "scribe_without_profile",
+                "Session Scribe uses profile mode but no profile is chosen: pick one in Channels.",
+            )
         if ctx.scribe_connection_mode == "proxy" and not ctx.scribe_proxy_url:
-            r.add("error", "scribe_proxy_without_url", "Session Scribe uses proxy mode but has no proxy URL: set one in Channels.")
+            r.add(
+                "error",
+                "scribe_proxy_without_url",
+                "Session Scribe uses proxy mode but has no proxy URL: set one in Channels.",
+            )
     for name in ctx.rest_vaults_without_key:
-        r.add("warning", "vault_without_key", f"Vault '{name}' has no API key: Obsidian's REST plugin will refuse every request. Add the key in Settings.")
+        r.add(
+            "warning",
+            "vault_without_key",
+            f"Vault '{name}' has no API key: Obsidian's REST plugin will refuse every request. Add the key in Settings.",
+        )
     if not ctx.unlimited_budget and ctx.max_tokens_budget < 200:
-        r.add("warning", "budget_too_small", f"The token budget is {ctx.max_tokens_budget}; most entries will not fit. 1000 or more is usual.")
+        r.add(
+            "warning",
+            "budget_too_small",
+            f"The token budget is {ctx.max_tokens_budget}; most entries will not fit. 1000 or more is usual.",
+        )
     if ctx.cache_ttl > 0 and ctx.index_age_s > 3 * ctx.cache_ttl:
-        r.add("warning", "index_stale", f"The index is {int(ctx.index_age_s)} s old, over 3x the cache TTL; sync now or check the vault connection.")
+        r.add(
+            "warning",
+            "index_stale",
+            f"The index is {int(ctx.index_age_s)} s old, over 3x the cache TTL; sync now or check the vault connection.",
+        )
     if ctx.recursive_scan and ctx.max_recursion_steps == 1:
-        r.add("info", "recursion_one_step", "Recursive scan is on with max steps 1, which is the same as no recursion beyond the first pass.")
+        r.add(
+            "info",
+            "recursion_one_step",
+            "Recursive scan is on with max steps 1, which is the same as no recursion beyond the first pass.",
+        )
     if ctx.cache_ttl == 0:
         r.add("info", "cache_ttl_zero", "Cache TTL is 0: remote vaults are re-read before every generation.")
 
@@ -113,14 +154,31 @@ def _entry_checks(snapshot: IndexSnapshot, ctx: HealthContext, r: HealthReport) 
         low_excludes = {t.lower() for t in e.original_excludes}
         for t in e.original_requires:
             if t.lower() not in titles:
-                r.add("error", "requires_missing", f"requires '{t}', which is not an entry; the requirement is ignored. Fix the title or remove it.", e)
+                r.add(
+                    "error",
+                    "requires_missing",
+                    f"requires '{t}', which is not an entry; the requirement is ignored. Fix the title or remove it.",
+                    e,
+                )
         for t in e.original_excludes:
             if t.lower() not in titles:
-                r.add("error", "excludes_missing", f"excludes '{t}', which is not an entry; the exclusion is ignored. Fix the title or remove it.", e)
+                r.add(
+                    "error",
+                    "excludes_missing",
+                    f"excludes '{t}', which is not an entry; the exclusion is ignored. Fix the title or remove it.",
+                    e,
+                )
         if e.title.lower() in low_excludes:
-            r.add("error", "excludes_self", "excludes itself, so it can never be injected. Remove its own title from excludes.", e)
+            r.add(
+                "error",
+                "excludes_self",
+                "excludes itself, so it can never be injected. Remove its own title from excludes.",
+                e,
+            )
         for t in sorted(low_requires & low_excludes):
-            r.add("error", "requires_and_excludes", f"both requires and excludes '{t}', so it can never be injected.", e)
+            r.add(
+                "error", "requires_and_excludes", f"both requires and excludes '{t}', so it can never be injected.", e
+            )
         for t in e.original_requires:
             others = titles.get(t.lower(), ())
             for other in others:
@@ -129,38 +187,85 @@ def _entry_checks(snapshot: IndexSnapshot, ctx: HealthContext, r: HealthReport) 
                     pair = (low, high)
                     if pair not in seen_pairs:
                         seen_pairs.add(pair)
-                        r.add("error", "circular_requires",
-                              f"'{e.title}' and '{other.title}' require each other, so neither can be injected by keywords alone.", e)
+                        r.add(
+                            "error",
+                            "circular_requires",
+                            f"'{e.title}' and '{other.title}' require each other, so neither can be injected by keywords alone.",
+                            e,
+                        )
         for t in e.original_cascade_links:
             if t.lower() not in titles:
                 r.add("warning", "cascade_missing", f"cascade link '{t}' is not an entry; it is ignored.", e)
         for t in e.excludes:
             target = titles.get(t.lower(), ())
             if any(x.constant or x.seed or x.bootstrap for x in target):
-                r.add("warning", "excludes_always_active",
-                      f"excludes '{t}', which is constant, seed or bootstrap and so often active: this entry will be blocked whenever it is.", e)
+                r.add(
+                    "warning",
+                    "excludes_always_active",
+                    f"excludes '{t}', which is constant, seed or bootstrap and so often active: this entry will be blocked whenever it is.",
+                    e,
+                )
         if not e.keys and not e.constant and not e.bootstrap and not e.guide:
-            r.add("warning", "no_keys", "has no keys, so only AI search or a cascade can select it. Add keys, or tag it lorebook-always.", e)
+            r.add(
+                "warning",
+                "no_keys",
+                "has no keys, so only AI search or a cascade can select it. Add keys, or tag it lorebook-always.",
+                e,
+            )
         if not e.content:
             r.add("warning", "empty_content", "has no content after cleaning, so injecting it adds nothing.", e)
         if e.token_estimate > _LONG_ENTRY_TOKENS:
-            r.add("warning", "long_entry", f"is about {e.token_estimate} tokens; over {_LONG_ENTRY_TOKENS} it crowds out other entries. Consider splitting it.", e)
+            r.add(
+                "warning",
+                "long_entry",
+                f"is about {e.token_estimate} tokens; over {_LONG_ENTRY_TOKENS} it crowds out other entries. Consider splitting it.",
+                e,
+            )
         if ctx.ai_search_enabled and not e.summary and not e.guide:
             r.add("warning", "no_summary", "has no summary; AI search then judges it by its first lines only.", e)
         if e.warmup and e.warmup > 1 and e.keys and all(len(k) <= 3 for k in e.keys):
-            r.add("warning", "warmup_short_keys", f"needs {e.warmup} keyword hits but all its keys are 3 characters or fewer, which match by accident often.", e)
+            r.add(
+                "warning",
+                "warmup_short_keys",
+                f"needs {e.warmup} keyword hits but all its keys are 3 characters or fewer, which match by accident often.",
+                e,
+            )
         if e.bootstrap and not e.keys:
-            r.add("warning", "bootstrap_without_keys", "is bootstrap but has no keys: after the first messages of a chat nothing can select it.", e)
+            r.add(
+                "warning",
+                "bootstrap_without_keys",
+                "is bootstrap but has no keys: after the first messages of a chat nothing can select it.",
+                e,
+            )
         if e.seed and e.token_estimate > _LONG_SEED_TOKENS:
-            r.add("warning", "long_seed", f"is a seed of about {e.token_estimate} tokens; seeds over {_LONG_SEED_TOKENS} make every new-chat AI call expensive.", e)
+            r.add(
+                "warning",
+                "long_seed",
+                f"is a seed of about {e.token_estimate} tokens; seeds over {_LONG_SEED_TOKENS} make every new-chat AI call expensive.",
+                e,
+            )
         effective_position = e.position or POSITION_NAMES.get(ctx.injection_position, "in_chat")
         if (e.depth is not None or e.role is not None) and effective_position != "in_chat":
-            r.add("warning", "depth_role_ignored", f"sets depth or role, which only apply in_chat, but its position is {effective_position}.", e)
+            r.add(
+                "warning",
+                "depth_role_ignored",
+                f"sets depth or role, which only apply in_chat, but its position is {effective_position}.",
+                e,
+            )
         if e.exclude_recursion and not e.keys:
-            r.add("warning", "exclude_recursion_without_keys", "sets excludeRecursion but has no keys, so the flag has no effect.", e)
+            r.add(
+                "warning",
+                "exclude_recursion_without_keys",
+                "sets excludeRecursion but has no keys, so the flag has no effect.",
+                e,
+            )
         if e.scan_depth == 0 and not ctx.ai_search_enabled and not e.constant and not e.bootstrap:
-            r.add("warning", "entry_scan_depth_zero_without_ai",
-                  "has scanDepth 0 (AI search only) but AI search is off, so only a cascade, recursion or a pin can inject it.", e)
+            r.add(
+                "warning",
+                "entry_scan_depth_zero_without_ai",
+                "has scanDepth 0 (AI search only) but AI search is off, so only a cascade, recursion or a pin can inject it.",
+                e,
+            )
         if e.probability == 0:
             r.add("warning", "probability_zero", "has probability 0 and will never be injected.", e)
         for k in e.keys:
@@ -184,22 +289,35 @@ def _vault_wide_checks(snapshot: IndexSnapshot, ctx: HealthContext, r: HealthRep
         for vault, copies in by_vault.items():
             if len(copies) > 1:
                 paths = ", ".join(c.path for c in copies)
-                r.add("error", "duplicate_title",
-                      f"{len(copies)} entries in vault '{vault}' share this title ({paths}); pins, cooldowns and links cannot tell them apart. Rename one.",
-                      copies[0])
+                r.add(
+                    "error",
+                    "duplicate_title",
+                    f"{len(copies)} entries in vault '{vault}' share this title ({paths}); pins, cooldowns and links cannot tell them apart. Rename one.",
+                    copies[0],
+                )
         if len(by_vault) > 1 and snapshot.conflict_mode == "all":
-            r.add("info", "cross_vault_duplicate",
-                  f"is in vaults {', '.join(by_vault)}; both copies can be injected (conflict mode 'all').", group[0])
+            r.add(
+                "info",
+                "cross_vault_duplicate",
+                f"is in vaults {', '.join(by_vault)}; both copies can be injected (conflict mode 'all').",
+                group[0],
+            )
     # Constants that count against the budget and the entry cap (outlets are outside both;
     # guides never reach the writing prompt).
     constants = [e for e in snapshot.entries if e.constant and not e.guide and not e.outlet]
     total = sum(e.token_estimate for e in constants)
     if constants and not ctx.unlimited_budget and total > ctx.max_tokens_budget:
-        r.add("warning", "constants_over_budget",
-              f"Constant entries total about {total} tokens, more than the budget of {ctx.max_tokens_budget}: some constants will be cut and nothing else fits.")
+        r.add(
+            "warning",
+            "constants_over_budget",
+            f"Constant entries total about {total} tokens, more than the budget of {ctx.max_tokens_budget}: some constants will be cut and nothing else fits.",
+        )
     if constants and not ctx.unlimited_entries and len(constants) >= ctx.max_entries:
-        r.add("warning", "constants_over_entry_cap",
-              f"{len(constants)} constant entries fill the entry cap of {ctx.max_entries}: no keyword or semantic match can be injected. Raise max entries or make fewer entries constant.")
+        r.add(
+            "warning",
+            "constants_over_entry_cap",
+            f"{len(constants)} constant entries fill the entry cap of {ctx.max_entries}: no keyword or semantic match can be injected. Raise max entries or make fewer entries constant.",
+        )
     key_owners: dict[str, list[str]] = {}
     for e in snapshot.entries:
         for k in e.keys:
@@ -207,12 +325,25 @@ def _vault_wide_checks(snapshot: IndexSnapshot, ctx: HealthContext, r: HealthRep
     for key, owners in sorted(key_owners.items()):
         owners = list(dict.fromkeys(owners))
         if len(owners) > 1:
-            r.add("info", "shared_keyword", f"the key '{key}' triggers {len(owners)} entries: {', '.join(owners[:6])}.", title=owners[0])
+            r.add(
+                "info",
+                "shared_keyword",
+                f"the key '{key}' triggers {len(owners)} entries: {', '.join(owners[:6])}.",
+                title=owners[0],
+            )
     for skip in snapshot.skipped:
         if skip.code in ("SKIP_BAD_FRONTMATTER", "SKIP_READ_ERROR"):
             where = f"{skip.path}" + (f", line {skip.line}" if skip.line else "")
-            r.warnings.append(HealthFinding("warning", skip.code.lower(), f"{where}: {skip.reason}. The note is not indexed until this is fixed.",
-                                      entry=None, vault=skip.vault, path=skip.path))
+            r.warnings.append(
+                HealthFinding(
+                    "warning",
+                    skip.code.lower(),
+                    f"{where}: {skip.reason}. The note is not indexed until this is fixed.",
+                    entry=None,
+                    vault=skip.vault,
+                    path=skip.path,
+                )
+            )
     for w in snapshot.warnings:
         r.add("warning", "index_warning", w)
 

@@ -26,7 +26,7 @@ def parse_host(value: str) -> tuple[str, int | None]:
         raise ValueError("it is empty")
     if text.startswith("["):
         end = text.find("]")
-        literal, rest = (text[1:end], text[end + 1:]) if end != -1 else ("", "")
+        literal, rest = (text[1:end], text[end + 1 :]) if end != -1 else ("", "")
         if end == -1 or "%" in literal:
             raise ValueError(f"{value!r} is not a bracketed IPv6 address")
         try:

@@ -50,14 +50,21 @@ def _merge_copies(copies: Sequence[Entry]) -> Entry:
     content = "\n\n---\n\n".join(e.content for e in copies)
     return dataclasses.replace(
         first,
-        keys=union("keys"), tags=union("tags"), links=union("links"),
-        original_requires=union("original_requires"), original_excludes=union("original_excludes"),
+        keys=union("keys"),
+        tags=union("tags"),
+        links=union("links"),
+        original_requires=union("original_requires"),
+        original_excludes=union("original_excludes"),
         original_cascade_links=union("original_cascade_links"),
-        requires=union("original_requires"), excludes=union("original_excludes"),
+        requires=union("original_requires"),
+        excludes=union("original_excludes"),
         cascade_links=union("original_cascade_links"),
-        content=content, token_estimate=estimate_tokens(content),
-        constant=any(e.constant for e in copies), seed=any(e.seed for e in copies),
-        bootstrap=any(e.bootstrap for e in copies), guide=any(e.guide for e in copies),
+        content=content,
+        token_estimate=estimate_tokens(content),
+        constant=any(e.constant for e in copies),
+        seed=any(e.seed for e in copies),
+        bootstrap=any(e.bootstrap for e in copies),
+        guide=any(e.guide for e in copies),
         summary=next((e.summary for e in copies if e.summary), ""),
         custom_fields=custom,
     )
@@ -312,8 +319,13 @@ def entry_values(e: Entry) -> tuple[Any, ...]:
 def same_view(old: IndexSnapshot, new: IndexSnapshot) -> bool:
     """Whether `new` shows readers exactly what `old` does: the same entries field by field, in
     the same order, the same notes not indexed, warnings and field definitions."""
-    if (len(old.entries) != len(new.entries) or old.skipped != new.skipped or old.warnings != new.warnings
-            or old.field_definitions != new.field_definitions or old.conflict_mode != new.conflict_mode):
+    if (
+        len(old.entries) != len(new.entries)
+        or old.skipped != new.skipped
+        or old.warnings != new.warnings
+        or old.field_definitions != new.field_definitions
+        or old.conflict_mode != new.conflict_mode
+    ):
         return False
     return all(a is b or entry_values(a) == entry_values(b) for a, b in zip(old.entries, new.entries))
 
@@ -343,12 +355,22 @@ def patch_snapshot(previous: IndexSnapshot, replacements: Sequence[tuple[Entry, 
         changed.append((held[1], fin))
     bm25 = None
     if previous.bm25_ready:
-        added = {new.uid: document_text(new.title, new.keys, new.content) for old, new in changed
-                 if (old.title, old.keys, old.content) != (new.title, new.keys, new.content)}
+        added = {
+            new.uid: document_text(new.title, new.keys, new.content)
+            for old, new in changed
+            if (old.title, old.keys, old.content) != (new.title, new.keys, new.content)
+        }
         bm25 = previous.bm25.with_changes(added=added) if added else previous.bm25
-    snap = IndexSnapshot(entries=entries, skipped=previous.skipped, warnings=previous.warnings,
-                         field_definitions=previous.field_definitions, slices=previous.slices,
-                         conflict_mode=previous.conflict_mode, bm25=bm25, by_uid=by_uid)
+    snap = IndexSnapshot(
+        entries=entries,
+        skipped=previous.skipped,
+        warnings=previous.warnings,
+        field_definitions=previous.field_definitions,
+        slices=previous.slices,
+        conflict_mode=previous.conflict_mode,
+        bm25=bm25,
+        by_uid=by_uid,
+    )
     snap._titles = titles
     snap._finalized = finalized
     snap._positions = previous._positions

@@ -19,7 +19,28 @@ DEFAULT_PRIORITY = 100
 #: Canonical frontmatter names, keyed by their spelling with case, `_` and `-` removed.
 CANONICAL_FIELDS = {
     n.lower().replace("_", ""): n
-    for n in ["tags", "keys", "priority", "summary", "requires", "excludes", "refine_keys", "cascade_links", "position", "depth", "role", "scanDepth", "excludeRecursion", "constant", "cooldown", "warmup", "probability", "outlet", "enabled", "graph"]
+    for n in [
+        "tags",
+        "keys",
+        "priority",
+        "summary",
+        "requires",
+        "excludes",
+        "refine_keys",
+        "cascade_links",
+        "position",
+        "depth",
+        "role",
+        "scanDepth",
+        "excludeRecursion",
+        "constant",
+        "cooldown",
+        "warmup",
+        "probability",
+        "outlet",
+        "enabled",
+        "graph",
+    ]
 }
 #: Accepted for round-trips from SillyTavern World Info, but not enforced.
 NOT_IMPLEMENTED_FIELDS = ("sticky", "delay", "group", "group_weight")
@@ -31,6 +52,8 @@ _SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxdi
 def _short(value: object) -> str:
     """A bounded repr for messages: YAML aliases can nest a value into gigabytes of text."""
     return _SHORT.repr(value)
+
+
 ROLES = ("system", "user", "assistant")
 
 
@@ -60,21 +83,31 @@ def _string_list(name: str, value: object, warnings: list[ParseWarning], split_c
         items = value
     elif isinstance(value, str):
         if split_commas and "," in value:
-            warnings.append(ParseWarning("W_COMMA_SPLIT", f"{name}: the text {_short(value)} was split at commas; write a YAML list instead"))
+            warnings.append(
+                ParseWarning(
+                    "W_COMMA_SPLIT", f"{name}: the text {_short(value)} was split at commas; write a YAML list instead"
+                )
+            )
             items = value.split(",")
         else:
             items = [value]
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         items = [value]
     else:
-        warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: expected a list of text, found {type(value).__name__}; ignored"))
+        warnings.append(
+            ParseWarning("W_BAD_VALUE", f"{name}: expected a list of text, found {type(value).__name__}; ignored")
+        )
         return []
     out: list[str] = []
     for item in items:
         if item is None:
             continue
         if isinstance(item, (dict, list)):
-            warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: item {_short(item)} is not text; ignored (quote it if it contains ': ')"))
+            warnings.append(
+                ParseWarning(
+                    "W_BAD_VALUE", f"{name}: item {_short(item)} is not text; ignored (quote it if it contains ': ')"
+                )
+            )
             continue
         if isinstance(item, bool):  # JS String(true) is "true", not Python's "True"
             item = "true" if item else "false"
@@ -102,7 +135,9 @@ def _number(name: str, value: object, warnings: list[ParseWarning]) -> float | N
             return None
         warnings.append(ParseWarning("W_COERCED_NUM", f"{name}: the text {_short(value)} was read as a number"))
     else:
-        warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: expected a number, found {type(value).__name__}; ignored"))
+        warnings.append(
+            ParseWarning("W_BAD_VALUE", f"{name}: expected a number, found {type(value).__name__}; ignored")
+        )
         return None
     if not math.isfinite(num):
         warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: {_short(value)} is not a finite number; ignored"))
@@ -125,12 +160,21 @@ def _choice(name: str, value: object, choices: tuple[str, ...], warnings: list[P
     if value is None:
         return None
     if not isinstance(value, (str, int, float)):
-        warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: expected one of {', '.join(choices)}, found {type(value).__name__}; the global setting applies"))
+        warnings.append(
+            ParseWarning(
+                "W_BAD_VALUE",
+                f"{name}: expected one of {', '.join(choices)}, found {type(value).__name__}; the global setting applies",
+            )
+        )
         return None
     text = str(value).strip().lower()
     if text in choices:
         return text
-    warnings.append(ParseWarning("W_BAD_VALUE", f"{name}: {_short(value)} is not one of {', '.join(choices)}; the global setting applies"))
+    warnings.append(
+        ParseWarning(
+            "W_BAD_VALUE", f"{name}: {_short(value)} is not one of {', '.join(choices)}; the global setting applies"
+        )
+    )
     return None
 
 
@@ -152,9 +196,15 @@ def parse_note(
     tags = [t.lower() for t in _string_list("tags", data.get("tags"), warnings)]
     if tags_config.lorebook not in tags and tags_config.guide not in tags:
         if not data:
-            return Skip(vault, path, "SKIP_NO_FRONTMATTER", "no frontmatter; add a `tags: [lorebook]` block at the very top")
-        return Skip(vault, path, "SKIP_NO_LOREBOOK_TAG",
-                    f"tags do not include '{tags_config.lorebook}' (tags: {tags or 'none'})")
+            return Skip(
+                vault, path, "SKIP_NO_FRONTMATTER", "no frontmatter; add a `tags: [lorebook]` block at the very top"
+            )
+        return Skip(
+            vault,
+            path,
+            "SKIP_NO_LOREBOOK_TAG",
+            f"tags do not include '{tags_config.lorebook}' (tags: {tags or 'none'})",
+        )
     enabled = _bool("enabled", data.get("enabled"), warnings)
     if enabled is False:
         return Skip(vault, path, "SKIP_ENABLED_FALSE", "enabled: false")
@@ -164,7 +214,9 @@ def parse_note(
     keys = _string_list("keys", data.get("keys"), warnings, split_commas=lenient)
     for i, key in enumerate(keys):
         if len(key) > MAX_KEY_LENGTH:
-            warnings.append(ParseWarning("W_TRUNCATED", f"keys: a key of {len(key)} characters was cut to {MAX_KEY_LENGTH}"))
+            warnings.append(
+                ParseWarning("W_TRUNCATED", f"keys: a key of {len(key)} characters was cut to {MAX_KEY_LENGTH}")
+            )
             keys[i] = key[:MAX_KEY_LENGTH]
 
     priority = _number("priority", data.get("priority"), warnings)
@@ -180,7 +232,12 @@ def parse_note(
     scan_depth = _number("scanDepth", data.get("scanDepth"), warnings)
     if scan_depth is not None:
         if scan_depth < 0:
-            warnings.append(ParseWarning("W_BAD_VALUE", f"scanDepth: {_int_or_float(scan_depth)} is negative; read as 0 (this entry never matches by keyword)"))
+            warnings.append(
+                ParseWarning(
+                    "W_BAD_VALUE",
+                    f"scanDepth: {_int_or_float(scan_depth)} is negative; read as 0 (this entry never matches by keyword)",
+                )
+            )
         scan_depth = max(0, int(scan_depth))
 
     cooldown = _number("cooldown", data.get("cooldown"), warnings)
@@ -191,11 +248,13 @@ def parse_note(
     probability = _number("probability", data.get("probability"), warnings)
     if probability is not None:
         if probability > 1:
-            warnings.append(ParseWarning(
-                "W_BAD_VALUE",
-                f"probability: {_int_or_float(probability)} is above 1 and is read as 1 (always); "
-                f"write {probability / 100:g} for {_int_or_float(probability)}%",
-            ))
+            warnings.append(
+                ParseWarning(
+                    "W_BAD_VALUE",
+                    f"probability: {_int_or_float(probability)} is above 1 and is read as 1 (always); "
+                    f"write {probability / 100:g} for {_int_or_float(probability)}%",
+                )
+            )
         probability = _int_or_float(min(max(probability, 0.0), 1.0))
 
     summary = data.get("summary")

@@ -30,11 +30,33 @@ LOG_LINES = 500
 RECORDS = 20
 ERRORS = 50
 #: Distributions whose versions say most about a bug (the Qt binding, llama.cpp's, the store's).
-PACKAGES = ("PySide6-Essentials", "PySide6", "shiboken6", "qasync", "llama-cpp-python", "numpy", "hnswlib",
-            "keyring", "httpx", "starlette", "uvicorn", "watchdog", "PyYAML", "rapidfuzz", "igraph", "platformdirs")
+PACKAGES = (
+    "PySide6-Essentials",
+    "PySide6",
+    "shiboken6",
+    "qasync",
+    "llama-cpp-python",
+    "numpy",
+    "hnswlib",
+    "keyring",
+    "httpx",
+    "starlette",
+    "uvicorn",
+    "watchdog",
+    "PyYAML",
+    "rapidfuzz",
+    "igraph",
+    "platformdirs",
+)
 #: Secrets the app stores under fixed names (besides vault:<name> and ai-profile:<id>).
-FIXED_SECRET_NAMES = ("server-token", "olra-api-key", "cli-obsidian-rest", "api_key_koboldcpp",
-                      "api_key_togetherai", "api_key_openrouter")
+FIXED_SECRET_NAMES = (
+    "server-token",
+    "olra-api-key",
+    "cli-obsidian-rest",
+    "api_key_koboldcpp",
+    "api_key_togetherai",
+    "api_key_openrouter",
+)
 _LEVELS = (" WARNING ", " ERROR ", " CRITICAL ")
 
 
@@ -72,8 +94,11 @@ def known_secret_values(settings, secrets) -> set[str]:
     values = set(environment_secrets())
     if secrets is None:
         return values
-    names = [*FIXED_SECRET_NAMES, *(v.secret_id for v in settings.vaults),
-             *(p.secret_id for p in settings.connection_profiles)]
+    names = [
+        *FIXED_SECRET_NAMES,
+        *(v.secret_id for v in settings.vaults),
+        *(p.secret_id for p in settings.connection_profiles),
+    ]
     for name in names:
         try:
             value = secrets.get(name)
@@ -88,8 +113,17 @@ def known_secret_values(settings, secrets) -> set[str]:
     return values
 
 
-def collect(paths, settings, secrets=None, *, status: dict | None = None, runtime: dict | None = None,
-            settings_problem: str | None = None, log_lines: int = LOG_LINES, records: int = RECORDS) -> Report:
+def collect(
+    paths,
+    settings,
+    secrets=None,
+    *,
+    status: dict | None = None,
+    runtime: dict | None = None,
+    settings_problem: str | None = None,
+    log_lines: int = LOG_LINES,
+    records: int = RECORDS,
+) -> Report:
     """The report for the app whose files are under `paths`. `status`: a running engine's
     `Engine.status()`; `runtime`: other live facts (server address and error...)."""
     redactor = Redactor(known_secret_values(settings, secrets))
@@ -126,9 +160,17 @@ def versions() -> dict:
             packages[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             continue
-    return {"os": platform.platform(), "system": platform.system(), "release": platform.release(),
-            "machine": platform.machine(), "python": sys.version, "implementation": platform.python_implementation(),
-            "qt": qt, "llama_cpp": packages.get("llama-cpp-python"), "packages": packages}
+    return {
+        "os": platform.platform(),
+        "system": platform.system(),
+        "release": platform.release(),
+        "machine": platform.machine(),
+        "python": sys.version,
+        "implementation": platform.python_implementation(),
+        "qt": qt,
+        "llama_cpp": packages.get("llama-cpp-python"),
+        "packages": packages,
+    }
 
 
 def _tail(files: list[Path], count: int) -> list[str]:
@@ -140,7 +182,7 @@ def _tail(files: list[Path], count: int) -> list[str]:
         except OSError as exc:
             out[:0] = [f"(cannot read {f.name}: {exc.strerror or exc})"]
             continue
-        out[:0] = lines[-(count - len(out)):]
+        out[:0] = lines[-(count - len(out)) :]
         if len(out) >= count:
             break
     return out[-count:]
@@ -175,15 +217,23 @@ def _index_cache(directory: Path) -> list[dict]:
 
     out = []
     for f in sorted(directory.glob("*.idx")) if directory.is_dir() else ():
-        info: dict = {"file": f.name, "bytes": f.stat().st_size,
-                      "written": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(f.stat().st_mtime))}
+        info: dict = {
+            "file": f.name,
+            "bytes": f.stat().st_size,
+            "written": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(f.stat().st_mtime)),
+        }
         try:
             with open(f, "rb") as fh:
                 payload = pickle.load(fh)
             kind, name, location, _ = str(payload.get("key", "")).split("|", 3)
             results = [r.result for r in payload.get("records", {}).values()]
-            info |= {"vault": name, "kind": kind, "location": location, "files": len(results),
-                     "entries": sum(isinstance(r, Entry) for r in results)}
+            info |= {
+                "vault": name,
+                "kind": kind,
+                "location": location,
+                "files": len(results),
+                "entries": sum(isinstance(r, Entry) for r in results),
+            }
         except Exception as exc:  # noqa: BLE001 - a damaged cache is worth reporting, not failing on
             info["problem"] = f"{type(exc).__name__}: {exc}"[:300]
         out.append(info)
@@ -199,7 +249,9 @@ def _vectors(root: Path, models: Path) -> dict:
             info = peek(sdir) if sdir.is_dir() else None
             size = sum(p.stat().st_size for p in sdir.rglob("*") if p.is_file())
             scopes.append((info or {"problem": "unreadable"}) | {"folder": sdir.name, "bytes": size})
-    gguf = [{"file": p.name, "bytes": p.stat().st_size} for p in sorted(models.glob("*.gguf"))] if models.is_dir() else []
+    gguf = (
+        [{"file": p.name, "bytes": p.stat().st_size} for p in sorted(models.glob("*.gguf"))] if models.is_dir() else []
+    )
     return {"scopes": scopes, "items": sum(s.get("count", 0) for s in scopes), "models": gguf}
 
 
@@ -210,8 +262,9 @@ def _records(db: Path, limit: int) -> list[dict]:
         # Read-only, so a report taken while the app runs never writes (or locks) its state.
         con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
         try:
-            rows = con.execute("SELECT chat_id, gen, created_at, record FROM generations "
-                               "ORDER BY created_at DESC LIMIT ?", (limit,)).fetchall()
+            rows = con.execute(
+                "SELECT chat_id, gen, created_at, record FROM generations ORDER BY created_at DESC LIMIT ?", (limit,)
+            ).fetchall()
         finally:
             con.close()
     except sqlite3.Error as exc:
@@ -222,30 +275,49 @@ def _records(db: Path, limit: int) -> list[dict]:
             record = json.loads(raw)
         except ValueError:
             record = {"problem": "unreadable record"}
-        out.append({"chat_id": chat, "gen": gen, "at": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at)),
-                    **(record if isinstance(record, dict) else {"record": record})})
+        out.append(
+            {
+                "chat_id": chat,
+                "gen": gen,
+                "at": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at)),
+                **(record if isinstance(record, dict) else {"record": record}),
+            }
+        )
     return out
 
 
 def summary(data: dict) -> str:
     p, idx, vec = data["platform"], data["index"], data["vectors"]
-    lines = [f"DLE Desktop {data['app']['version']}{' (frozen)' if data['app']['frozen'] else ''}, {data['generated_at']}",
-             f"OS: {p['os']} ({p['machine']})", f"Python: {p['python'].split()[0]} ({p['implementation']})",
-             f"Qt: {p['qt'] or 'not loaded'} (PySide6 {p['packages'].get('PySide6-Essentials') or p['packages'].get('PySide6')})",
-             f"llama.cpp (llama-cpp-python): {p['llama_cpp'] or 'not installed'}",
-             f"Keys kept in: {data['keyring']['location']}"]
+    lines = [
+        f"DLE Desktop {data['app']['version']}{' (frozen)' if data['app']['frozen'] else ''}, {data['generated_at']}",
+        f"OS: {p['os']} ({p['machine']})",
+        f"Python: {p['python'].split()[0]} ({p['implementation']})",
+        f"Qt: {p['qt'] or 'not loaded'} (PySide6 {p['packages'].get('PySide6-Essentials') or p['packages'].get('PySide6')})",
+        f"llama.cpp (llama-cpp-python): {p['llama_cpp'] or 'not installed'}",
+        f"Keys kept in: {data['keyring']['location']}",
+    ]
     running = idx.get("running")
     if running:
-        lines.append(f"Index: {running.get('entries')} entries, {running.get('skipped')} skipped, "
-                     f"built {_when(running.get('index_built_at'))}, last error: {running.get('last_error') or 'none'}")
-        lines += [f"  vault {v['name']} ({v['kind']}): {v['entries']} entries{', error: ' + v['error'] if v.get('error') else ''}"
-                  for v in running.get("vaults", [])]
+        lines.append(
+            f"Index: {running.get('entries')} entries, {running.get('skipped')} skipped, "
+            f"built {_when(running.get('index_built_at'))}, last error: {running.get('last_error') or 'none'}"
+        )
+        lines += [
+            f"  vault {v['name']} ({v['kind']}): {v['entries']} entries{', error: ' + v['error'] if v.get('error') else ''}"
+            for v in running.get("vaults", [])
+        ]
     for c in idx["cache"]:
-        lines.append(f"Index cache {c.get('vault', c['file'])}: {c.get('entries', '?')} entries in "
-                     f"{c.get('files', '?')} files, written {c['written']}")
-    lines.append(f"Vector store: {len(vec['scopes'])} scopes, {vec['items']} items; models: "
-                 f"{', '.join(m['file'] for m in vec['models']) or 'none'}")
-    lines.append(f"Decision records: {len(data['decision_records'])}; recent warnings and errors: {len(data['recent_errors'])}")
+        lines.append(
+            f"Index cache {c.get('vault', c['file'])}: {c.get('entries', '?')} entries in "
+            f"{c.get('files', '?')} files, written {c['written']}"
+        )
+    lines.append(
+        f"Vector store: {len(vec['scopes'])} scopes, {vec['items']} items; models: "
+        f"{', '.join(m['file'] for m in vec['models']) or 'none'}"
+    )
+    lines.append(
+        f"Decision records: {len(data['decision_records'])}; recent warnings and errors: {len(data['recent_errors'])}"
+    )
     if data.get("settings_problem"):
         lines.append(f"Settings problem: {data['settings_problem']}")
     return "\n".join(lines) + "\n"
@@ -267,8 +339,10 @@ def write_zip(report: Report, out: Path) -> Path:
 
 def render_text(report: Report) -> str:
     m = report.members()
-    return (f"{m['summary.txt']}\n===== diagnostics.json =====\n{m['diagnostics.json']}\n"
-            f"===== last {len(report.log_tail)} log lines =====\n{m['log-tail.txt']}")
+    return (
+        f"{m['summary.txt']}\n===== diagnostics.json =====\n{m['diagnostics.json']}\n"
+        f"===== last {len(report.log_tail)} log lines =====\n{m['log-tail.txt']}"
+    )
 
 
 def default_name(text: bool = False) -> str:

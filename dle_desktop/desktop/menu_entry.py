@@ -56,18 +56,28 @@ def targets(environ=None, home: Path | None = None) -> list[tuple[Path, Path]]:
 
 
 def menu_entry(command: list[str] | None = None) -> str:
-    return desktop_entry(command or launch_command(minimized=False), name="DLE Desktop",
-                         comment="Lore engine for SillyTavern: your Obsidian-style lore vaults, matched natively",
-                         extra={"GenericName": "Lore engine", "Categories": "Utility;TextTools;",
-                                "Keywords": "SillyTavern;lore;lorebook;Obsidian;vault;", "StartupNotify": "true"})
+    return desktop_entry(
+        command or launch_command(minimized=False),
+        name="DLE Desktop",
+        comment="Lore engine for SillyTavern: your Obsidian-style lore vaults, matched natively",
+        extra={
+            "GenericName": "Lore engine",
+            "Categories": "Utility;TextTools;",
+            "Keywords": "SillyTavern;lore;lorebook;Obsidian;vault;",
+            "StartupNotify": "true",
+        },
+    )
 
 
-def install(command: list[str] | None = None, environ=None, home: Path | None = None,
-            system: str | None = None) -> list[Path]:
+def install(
+    command: list[str] | None = None, environ=None, home: Path | None = None, system: str | None = None
+) -> list[Path]:
     """Write the menu entry and copy the icons; returns the written files, the entry first."""
     if (system or sys.platform) in ("win32", "darwin"):
-        raise ConfigError("menu entries are for freedesktop desktops (Linux, BSD); on macOS use the app bundle, "
-                          "on Windows a shortcut to dle-desktop.exe")
+        raise ConfigError(
+            "menu entries are for freedesktop desktops (Linux, BSD); on macOS use the app bundle, "
+            "on Windows a shortcut to dle-desktop.exe"
+        )
     missing = [str(src) for src, _ in targets(environ, home) if src is not None and not src.is_file()]
     if missing:
         raise ConfigError(f"the app's icons are missing from this installation: {', '.join(missing)}")

@@ -17,8 +17,26 @@ from dle_desktop.logging_setup import known_secrets, scrub
 
 MASK = "***"
 #: Name parts that mark a field as secret (names are split at `_`, `-`, spaces and camelCase).
-SECRET_WORDS = frozenset({"key", "apikey", "token", "secret", "password", "passwd", "pwd", "passphrase", "auth",
-                          "authorization", "credential", "credentials", "cookie", "bearer", "signature", "sig"})
+SECRET_WORDS = frozenset(
+    {
+        "key",
+        "apikey",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "passphrase",
+        "auth",
+        "authorization",
+        "credential",
+        "credentials",
+        "cookie",
+        "bearer",
+        "signature",
+        "sig",
+    }
+)
 #: Fields whose names sound secret but hold none (a vector scope's embedding profile name).
 NOT_SECRET = frozenset({"profile_key"})
 #: Values shorter than this are not scanned for: replacing a 3-letter string everywhere would

@@ -54,8 +54,7 @@ class EngineEvent:
 Subscriber = Callable[[EngineEvent], None]
 
 
-def source_from_spec(spec: str, secrets: SecretStore | None = None,
-                     saved: tuple[VaultConfig, ...] = ()) -> VaultSource:
+def source_from_spec(spec: str, secrets: SecretStore | None = None, saved: tuple[VaultConfig, ...] = ()) -> VaultSource:
     """A `--vault` argument: a folder path, or http(s)://HOST:PORT for an Obsidian REST vault. The
     REST key comes from DLE_OBSIDIAN_KEY, else from the saved vault at that address (keyring); the
     old http://KEY@HOST:PORT form still works but shows the key to every process list."""
@@ -65,12 +64,23 @@ def source_from_spec(spec: str, secrets: SecretStore | None = None,
 
         source = parse_vault_spec(spec)
         if source.has_api_key:
-            log.warning("the Obsidian REST key in --vault can be read by other programs in the process list; "
-                        "give it in %s or save the vault in Settings instead", CLI_VAULT_ENV)
+            log.warning(
+                "the Obsidian REST key in --vault can be read by other programs in the process list; "
+                "give it in %s or save the vault in Settings instead",
+                CLI_VAULT_ENV,
+            )
         elif secrets is not None:
             key = secrets.get(CLI_VAULT_SECRET) or next(
-                (secrets.get(v.secret_id) for v in saved if v.kind == "obsidian-rest" and v.host == source.host
-                 and v.port == source.port and v.https == source.https), None)
+                (
+                    secrets.get(v.secret_id)
+                    for v in saved
+                    if v.kind == "obsidian-rest"
+                    and v.host == source.host
+                    and v.port == source.port
+                    and v.https == source.https
+                ),
+                None,
+            )
             if key:
                 from dle_desktop.vault.obsidian_rest import ObsidianRestSource
 
@@ -87,26 +97,46 @@ def source_from_config(cfg: VaultConfig, secrets: SecretStore) -> VaultSource:
         return FolderSource(name=cfg.name, root=Path(cfg.path), enabled=cfg.enabled)
     from dle_desktop.vault.obsidian_rest import ObsidianRestSource
 
-    return ObsidianRestSource(name=cfg.name, host=cfg.host, port=cfg.port,
-                              api_key=secrets.get(cfg.secret_id) or "", https=cfg.https, enabled=cfg.enabled)
+    return ObsidianRestSource(
+        name=cfg.name,
+        host=cfg.host,
+        port=cfg.port,
+        api_key=secrets.get(cfg.secret_id) or "",
+        https=cfg.https,
+        enabled=cfg.enabled,
+    )
 
 
 class Engine:
-    def __init__(self, paths: AppPaths, settings: Settings, secrets: SecretStore | None = None,
-                 vault_override: list[VaultSource] | None = None, use_cache: bool = True,
-                 ai_offline: bool = False) -> None:
+    def __init__(
+        self,
+        paths: AppPaths,
+        settings: Settings,
+        secrets: SecretStore | None = None,
+        vault_override: list[VaultSource] | None = None,
+        use_cache: bool = True,
+        ai_offline: bool = False,
+    ) -> None:
         self.paths = paths
         self.settings = settings
         self.secrets = secrets or SecretStore()
         self.started_at = time.time()
         self._subscribers: list[Subscriber] = []
         self._sources = self._make_sources(vault_override)
-        self.using_sample_vault = bool(self._sources) and self._sources[0].name == SAMPLE_VAULT_NAME and vault_override is None
+        self.using_sample_vault = (
+            bool(self._sources) and self._sources[0].name == SAMPLE_VAULT_NAME and vault_override is None
+        )
         self.indexer = VaultIndexer(
             self._sources,
             ParseOptions(
-                tags=TagConfig(settings.lorebook_tag, settings.constant_tag, settings.never_insert_tag,
-                               settings.seed_tag, settings.bootstrap_tag, settings.librarian_guide_tag),
+                tags=TagConfig(
+                    settings.lorebook_tag,
+                    settings.constant_tag,
+                    settings.never_insert_tag,
+                    settings.seed_tag,
+                    settings.bootstrap_tag,
+                    settings.librarian_guide_tag,
+                ),
                 lenient=settings.lenient_authoring,
                 field_definitions_path=settings.field_definitions_path,
                 conflict_mode=settings.multi_vault_conflict_resolution,
@@ -127,7 +157,9 @@ class Engine:
             snapshot_getter=lambda: self.indexer.snapshot,
             config=MatchConfig.from_object(settings),
         )
-        self._vectors: VectorService | None = None  # the SillyTavern Vector API service, made on first use (see `vectors`)
+        self._vectors: VectorService | None = (
+            None  # the SillyTavern Vector API service, made on first use (see `vectors`)
+        )
         #: The port our HTTP server listens on (set by ServerRunner); vector scopes name it.
         self.server_port: int | None = None
         self._local_embedder: LocalEmbedder | None = None
@@ -135,16 +167,24 @@ class Engine:
         from dle_desktop.engine.semantic import SemanticSearch
 
         # The vault's semantic search shares the Vector API's store and the one local embedder.
-        self.semantic = SemanticSearch(lambda: self.vectors.get_store(), self.local_embedder,
-                                       on_status=lambda st: self._emit("semantic", **st.to_json()))
+        self.semantic = SemanticSearch(
+            lambda: self.vectors.get_store(),
+            self.local_embedder,
+            on_status=lambda st: self._emit("semantic", **st.to_json()),
+        )
         self.semantic.pause(settings.semantic_paused)
         self.retrieval.semantic_lookup = self.semantic.lookup
         from dle_desktop.ai.search import AiSearch
         from dle_desktop.ai.service import AiService
 
         # One AI client, breaker, throttle and cache for every channel of this engine.
-        self.ai = AiService(settings, self.secrets, offline=ai_offline, usage_path=paths.ai_usage_file,
-                            on_breaker=lambda snap: self._emit("ai_breaker", **snap))
+        self.ai = AiService(
+            settings,
+            self.secrets,
+            offline=ai_offline,
+            usage_path=paths.ai_usage_file,
+            on_breaker=lambda snap: self._emit("ai_breaker", **snap),
+        )
         self.retrieval.ai_select = AiSearch(self.ai).select
         self._writer: NoteWriter | None = None  # the note writer, made on first use (see `writer`)
         self._librarian: Librarian | None = None  # made on first use (see `librarian`)
@@ -180,10 +220,15 @@ class Engine:
 
             read_only = {}
             if self.using_sample_vault:
-                read_only[SAMPLE_VAULT_NAME] = ("the bundled sample vault is read-only; add your own vault folder in "
-                                                "Settings to write notes")
-            self._writer = NoteWriter(lambda: self._sources, history=WriteHistory.in_data_dir(self.paths.data_dir),
-                                      on_written=self.note_written, read_only=read_only)
+                read_only[SAMPLE_VAULT_NAME] = (
+                    "the bundled sample vault is read-only; add your own vault folder in Settings to write notes"
+                )
+            self._writer = NoteWriter(
+                lambda: self._sources,
+                history=WriteHistory.in_data_dir(self.paths.data_dir),
+                on_written=self.note_written,
+                read_only=read_only,
+            )
         return self._writer
 
     @property
@@ -286,8 +331,12 @@ class Engine:
             from dle_desktop.vectors.store import VectorStore
 
             root, threshold = self.paths.vectors_dir, self.settings.vector_ann_threshold
-            self._vectors = VectorService(lambda: VectorStore(root, ann_threshold=threshold), self.local_embedder,
-                                          self._remote_embedder, own_port=lambda: self.server_port)
+            self._vectors = VectorService(
+                lambda: VectorStore(root, ann_threshold=threshold),
+                self.local_embedder,
+                self._remote_embedder,
+                own_port=lambda: self.server_port,
+            )
         return self._vectors
 
     def _remote_embedder(self, source_settings):
@@ -310,11 +359,16 @@ class Engine:
                 raise EmbeddingError(
                     "no local embedding model is configured: download the default model or choose a GGUF "
                     "embedding model file in Settings → Embeddings (--embedding-model PATH on the command line; "
-                    "setting embedding_model_path)", 503)
+                    "setting embedding_model_path)",
+                    503,
+                )
             model = Path(path).expanduser()
             if not model.is_file():
-                raise EmbeddingError(f"the embedding model {model} does not exist; choose another in Settings → Embeddings "
-                                     "(setting embedding_model_path)", 503)
+                raise EmbeddingError(
+                    f"the embedding model {model} does not exist; choose another in Settings → Embeddings "
+                    "(setting embedding_model_path)",
+                    503,
+                )
             from dle_desktop.vectors.embedder import LocalEmbedder
 
             self._local_embedder = LocalEmbedder(model)
@@ -432,14 +486,16 @@ class Engine:
         if result.changes.has_changes or result.changes.first_build:
             self._spawn(self.retrieval.warm(result.snapshot))
             self.ai.clear_cache()  # DLE drops the AI-search cache on every index rebuild
-        if self.semantic_enabled and not self._stopping and (
-                first or result.changes.has_changes or result.changes.first_build):
+        if (
+            self.semantic_enabled
+            and not self._stopping
+            and (first or result.changes.has_changes or result.changes.first_build)
+        ):
             self.semantic.schedule(result.snapshot)
         self.last_error = "; ".join(f"{k} {v}" for k, v in result.vault_errors.items()) or None
         if self.last_error:
             self._emit("sync_error", message=self.last_error)
-        self._emit("index", snapshot=result.snapshot, changes=result.changes, source=reason,
-                   seconds=result.seconds)
+        self._emit("index", snapshot=result.snapshot, changes=result.changes, source=reason, seconds=result.seconds)
         if self.indexer.cache_dirty and reason != "file change":
             self.indexer.cache_dirty = False
             self._spawn(asyncio.to_thread(self.indexer.save_cache))
@@ -509,8 +565,13 @@ class Engine:
         self.retrieval.config = config
         if rebuild_ai:
             old_ai = self.ai
-            self.ai = AiService(settings, self.secrets, offline=old_ai.offline, usage_path=old_ai.usage_path,
-                                on_breaker=old_ai.on_breaker)
+            self.ai = AiService(
+                settings,
+                self.secrets,
+                offline=old_ai.offline,
+                usage_path=old_ai.usage_path,
+                on_breaker=old_ai.on_breaker,
+            )
             self.ai.usage, self.ai.usage_since = old_ai.usage, old_ai.usage_since
             self.retrieval.ai_select = AiSearch(self.ai).select
             await old_ai.aclose()
@@ -537,8 +598,9 @@ class Engine:
             raise DleError(self.last_error or "the index could not be built")
         return self.snapshot
 
-    async def test_chat(self, doc, replay: bool = False, seed: int | None = None,
-                        ai_mode: str | None = None) -> list[dict]:
+    async def test_chat(
+        self, doc, replay: bool = False, seed: int | None = None, ai_mode: str | None = None
+    ) -> list[dict]:
         """A dry run of the pipeline on a pasted chat (no stored chat state is read or written),
         with the semantic and AI stages as configured; `ai_mode` ("off", "two-stage", "ai-only")
         overrides AI search for this run only."""
@@ -560,22 +622,31 @@ class Engine:
             snap = IndexSnapshot([])
         s = self.settings
         rest_without_key = tuple(
-            src.name for src in self._sources
+            src.name
+            for src in self._sources
             if src.kind == "obsidian-rest" and src.enabled and not getattr(src, "has_api_key", True)
         )
         ctx = HealthContext(
             enabled_vaults=sum(1 for src in self._sources if src.enabled),
             rest_vaults_without_key=rest_without_key,
-            scan_depth=s.scan_depth, max_tokens_budget=s.max_tokens_budget, unlimited_budget=s.unlimited_budget,
-            max_entries=s.max_entries, unlimited_entries=s.unlimited_entries,
+            scan_depth=s.scan_depth,
+            max_tokens_budget=s.max_tokens_budget,
+            unlimited_budget=s.unlimited_budget,
+            max_entries=s.max_entries,
+            unlimited_entries=s.unlimited_entries,
             cache_ttl=s.cache_ttl,
             index_age_s=(time.time() - snap.built_at) if any(src.kind != "folder" for src in self._sources) else 0.0,
-            recursive_scan=s.recursive_scan, max_recursion_steps=s.max_recursion_steps,
+            recursive_scan=s.recursive_scan,
+            max_recursion_steps=s.max_recursion_steps,
             injection_position=s.injection_position,
-            ai_search_enabled=s.ai_search_enabled, ai_search_mode=s.ai_search_mode,
-            ai_search_connection_mode=s.ai_search_connection_mode, ai_search_profile_id=s.ai_search_profile_id,
-            ai_search_proxy_url=s.ai_search_proxy_url, scribe_enabled=s.scribe_enabled,
-            scribe_connection_mode=s.scribe_connection_mode, scribe_profile_id=s.scribe_profile_id,
+            ai_search_enabled=s.ai_search_enabled,
+            ai_search_mode=s.ai_search_mode,
+            ai_search_connection_mode=s.ai_search_connection_mode,
+            ai_search_profile_id=s.ai_search_profile_id,
+            ai_search_proxy_url=s.ai_search_proxy_url,
+            scribe_enabled=s.scribe_enabled,
+            scribe_connection_mode=s.scribe_connection_mode,
+            scribe_profile_id=s.scribe_profile_id,
             scribe_proxy_url=s.scribe_proxy_url,
         )
         return run_health_check(snap, ctx)
@@ -587,8 +658,14 @@ class Engine:
         return {
             "version": __version__,
             "vaults": [
-                {"name": s.name, "kind": s.kind, "location": s.describe(), "enabled": s.enabled,
-                 "entries": counts.get(s.name, 0), "error": errors.get(s.name)}
+                {
+                    "name": s.name,
+                    "kind": s.kind,
+                    "location": s.describe(),
+                    "enabled": s.enabled,
+                    "entries": counts.get(s.name, 0),
+                    "error": errors.get(s.name),
+                }
                 for s in self._sources
             ],
             "entries": len(snap) if snap else 0,
@@ -599,9 +676,13 @@ class Engine:
             "sync_paused": self.sync_paused,
             "sample_vault": self.using_sample_vault,
             "last_error": self.last_error,
-            "semantic": self.semantic.status.to_json() | {"enabled": self.semantic_enabled,
-                                                          "paused": self.semantic.paused}
+            "semantic": self.semantic.status.to_json()
+            | {"enabled": self.semantic_enabled, "paused": self.semantic.paused}
             | self.semantic.query_counters(),
-            "ai": {"enabled": self.settings.ai_search_enabled, "mode": self.settings.ai_search_mode,
-                   "breaker": self.ai.breaker.snapshot()["state"], "offline": self.ai.offline},
+            "ai": {
+                "enabled": self.settings.ai_search_enabled,
+                "mode": self.settings.ai_search_mode,
+                "breaker": self.ai.breaker.snapshot()["state"],
+                "offline": self.ai.offline,
+            },
         }

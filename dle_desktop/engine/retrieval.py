@@ -127,14 +127,18 @@ class RetrievalService:
             loaded = await asyncio.to_thread(self.store.load, doc.chat_id)
             state = self.apply_document(loaded, doc)
             rng = random.Random(doc.seed) if doc.seed is not None else random.Random()
-            result, new_state = await self._generate(snap, doc.messages, state, cfg, doc.character_name, rng,
-                                                     doc.swipe, hits, note, doc.chat_id)
+            result, new_state = await self._generate(
+                snap, doc.messages, state, cfg, doc.character_name, rng, doc.swipe, hits, note, doc.chat_id
+            )
             if not doc.dry_run and result.skipped_reason is not None and new_state is not loaded:
                 # Nothing was generated, but pins/context sent with the request still count.
                 await asyncio.to_thread(self.store.save, doc.chat_id, new_state)
             if not doc.dry_run and result.skipped_reason is None:
-                record = {"injected": [i["title"] for i in result.to_json()["injected"]],
-                          "verdicts": [v.to_json() for v in result.verdicts], "total_tokens": result.total_tokens}
+                record = {
+                    "injected": [i["title"] for i in result.to_json()["injected"]],
+                    "verdicts": [v.to_json() for v in result.verdicts],
+                    "total_tokens": result.total_tokens,
+                }
                 if result.semantic_query is not None:
                     record["semantic_query"] = result.semantic_query
                 await asyncio.to_thread(self.store.save, doc.chat_id, new_state, record)
@@ -151,13 +155,32 @@ class RetrievalService:
             return None, "semantic search is on but no embedding model is available here"
         return await self.semantic_lookup(query, cfg.semantic_top_k)
 
-    async def _generate(self, snap: IndexSnapshot, messages, state: ChatState, cfg: MatchConfig,
-                        character_name: str | None, rng: random.Random, swipe: bool | None,
-                        hits, note, chat_id: str | None) -> tuple[GenerationResult, ChatState]:
+    async def _generate(
+        self,
+        snap: IndexSnapshot,
+        messages,
+        state: ChatState,
+        cfg: MatchConfig,
+        character_name: str | None,
+        rng: random.Random,
+        swipe: bool | None,
+        hits,
+        note,
+        chat_id: str | None,
+    ) -> tuple[GenerationResult, ChatState]:
         """begin → (AI) → finish; the pure halves run off the event loop."""
         pending = await asyncio.to_thread(
-            begin_generation, snap, messages, state, cfg, character_name=character_name, rng=rng, swipe=swipe,
-            semantic_hits=hits, semantic_note=note)
+            begin_generation,
+            snap,
+            messages,
+            state,
+            cfg,
+            character_name=character_name,
+            rng=rng,
+            swipe=swipe,
+            semantic_hits=hits,
+            semantic_note=note,
+        )
         if isinstance(pending, GenerationResult):
             return pending, state
         outcome = None
@@ -168,8 +191,14 @@ class RetrievalService:
                 outcome = await self.ai_select(pending, chat_id)
         return await asyncio.to_thread(finish_generation, pending, outcome)
 
-    async def dry_run(self, snap: IndexSnapshot, doc: ChatDocument, cfg: MatchConfig | None = None,
-                      replay: bool = False, seed: int | None = None) -> list[dict]:
+    async def dry_run(
+        self,
+        snap: IndexSnapshot,
+        doc: ChatDocument,
+        cfg: MatchConfig | None = None,
+        replay: bool = False,
+        seed: int | None = None,
+    ) -> list[dict]:
         """The whole chat through the pipeline (once, or once per user message with the state
         carried along), with semantic and AI stages as configured; no stored state is touched."""
         cfg = cfg or self.config
@@ -179,8 +208,9 @@ class RetrievalService:
         out = []
         for cut in cut_points(doc, replay):
             hits, note = await self._semantic(messages[:cut], cfg)
-            result, state = await self._generate(snap, messages[:cut], state, cfg, doc.character_name, rng, None,
-                                                 hits, note, None)
+            result, state = await self._generate(
+                snap, messages[:cut], state, cfg, doc.character_name, rng, None, hits, note, None
+            )
             record = result.to_json()
             record["messages"] = cut
             out.append(record)

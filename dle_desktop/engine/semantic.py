@@ -56,8 +56,12 @@ class SemanticSearch:
     """One per engine. `store_getter` and `embedder_getter` return the engine's shared vector
     store and local embedder (a second store on the same folder would be refused)."""
 
-    def __init__(self, store_getter: Callable[[], Any], embedder_getter: Callable[[], Any],
-                 on_status: Callable[[SemanticStatus], None] | None = None) -> None:
+    def __init__(
+        self,
+        store_getter: Callable[[], Any],
+        embedder_getter: Callable[[], Any],
+        on_status: Callable[[SemanticStatus], None] | None = None,
+    ) -> None:
         self._store_getter = store_getter
         self._embedder_getter = embedder_getter
         self._on_status = on_status
@@ -113,8 +117,14 @@ class SemanticSearch:
             self._set(state="error", error=_describe(exc), done=0, total=0)
             return
         wanted = len(searchable(snapshot))
-        self._set(state="paused" if self._paused else "embedding", error=None, done=0, total=0, entries=wanted,
-                  model=_model_name(vault))
+        self._set(
+            state="paused" if self._paused else "embedding",
+            error=None,
+            done=0,
+            total=0,
+            entries=wanted,
+            model=_model_name(vault),
+        )
 
         def progress(done: int, total: int) -> None:
             self._set(done=done, total=total, state="paused" if self._paused else "embedding")
@@ -128,8 +138,13 @@ class SemanticSearch:
             self._set(state="error", error=_describe(exc))
             return
         embedded = await asyncio.to_thread(vault.embedded_entries, snapshot)
-        log.info("semantic index: %d new, %d removed, %d of %d entries embedded",
-                 stats.embedded, stats.removed, embedded, wanted)
+        log.info(
+            "semantic index: %d new, %d removed, %d of %d entries embedded",
+            stats.embedded,
+            stats.removed,
+            embedded,
+            wanted,
+        )
         self._set(state="ready", done=stats.total, total=stats.total, embedded=embedded)
 
     async def wait_idle(self) -> SemanticStatus:
@@ -179,15 +194,17 @@ class SemanticSearch:
             return [], f"semantic search unavailable: {_describe(exc)}"
         return hits, self._note()
 
-
     def query_counters(self) -> dict[str, int]:
         """The query cache's counters since the engine started: texts prefetched, lookups' texts
         found cached (a prefetch's included) and texts a lookup had to embed itself."""
         v = self._vault
         if v is None:
             return {"prefetched": 0, "query_cache_hits": 0, "query_cache_misses": 0}
-        return {"prefetched": v.prefetched, "query_cache_hits": v.query_cache_hits,
-                "query_cache_misses": v.query_cache_misses}
+        return {
+            "prefetched": v.prefetched,
+            "query_cache_hits": v.query_cache_hits,
+            "query_cache_misses": v.query_cache_misses,
+        }
 
     def prefetch(self, messages: Sequence[str]) -> asyncio.Task | None:
         """Embed chat messages as query parts in the background, cleaned as the semantic query

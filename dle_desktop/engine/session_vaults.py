@@ -62,8 +62,12 @@ class SessionVaults:
 
     @classmethod
     def from_command_line(cls, specs: list[str] | None) -> SessionVaults:
-        return cls([SessionVault(s if s.startswith(("http://", "https://")) else spec_location(s), COMMAND_LINE)
-                    for s in specs or ()])
+        return cls(
+            [
+                SessionVault(s if s.startswith(("http://", "https://")) else spec_location(s), COMMAND_LINE)
+                for s in specs or ()
+            ]
+        )
 
     def __bool__(self) -> bool:
         return bool(self.vaults)

@@ -24,11 +24,26 @@ OLRA_FIELDS = frozenset({"olra_enabled", "olra_port", "olra_https", "olra_https_
 #: Read by the window (or set through their own engine calls), never by a running engine.
 WINDOW_FIELDS = frozenset({"close_to_tray", "show_sync_toasts", "semantic_paused", "sync_paused", "st_folders"})
 #: Where AI calls go: a change starts a fresh AI service (new client, closed breaker, empty cache).
-AI_CONNECTION_FIELDS = frozenset({"connection_profiles", *(
-    f"{c}_{part}" for c in CHANNELS
-    for part in ("connection_mode", "profile_id", "proxy_url", "model", "max_tokens", "timeout"))})
-_AI_PREFIXES = ("ai_", "scribe_", "auto_suggest_", "librarian_", "optimize_keys_", "hierarchical_", "decay_",
-                "manifest_")
+AI_CONNECTION_FIELDS = frozenset(
+    {
+        "connection_profiles",
+        *(
+            f"{c}_{part}"
+            for c in CHANNELS
+            for part in ("connection_mode", "profile_id", "proxy_url", "model", "max_tokens", "timeout")
+        ),
+    }
+)
+_AI_PREFIXES = (
+    "ai_",
+    "scribe_",
+    "auto_suggest_",
+    "librarian_",
+    "optimize_keys_",
+    "hierarchical_",
+    "decay_",
+    "manifest_",
+)
 #: Read per generation (the pipeline's config, AI search's options, the health check's limits):
 #: the running engine takes them and keeps its index.
 IN_PLACE_FIELDS = frozenset(
@@ -55,8 +70,9 @@ class ApplyPlan:
     @property
     def in_place(self) -> bool:
         """The running engine takes the new settings (it keeps its index)."""
-        return not self.new_engine and bool(self.changed - SERVER_FIELDS - OLRA_FIELDS - WINDOW_FIELDS
-                                            or self.rebuild_ai)
+        return not self.new_engine and bool(
+            self.changed - SERVER_FIELDS - OLRA_FIELDS - WINDOW_FIELDS or self.rebuild_ai
+        )
 
     def describe(self) -> str:
         """What applying does, for the status bar."""

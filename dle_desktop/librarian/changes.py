@@ -47,15 +47,18 @@ class ProposedChange:
 
 
 def unified_diff(old: str, new: str, path: str) -> str:
-    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                        fromfile=f"a/{path}", tofile=f"b/{path}"))
+    return "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=f"a/{path}", tofile=f"b/{path}"
+        )
+    )
 
 
 def _read_keys(text: str) -> tuple[list[str], str]:
     obj = find_object(text)
     keys = obj.get("suggested") if isinstance(obj, dict) else None
     if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
-        raise ProposalFailed("the AI did not answer with {\"suggested\": [keys…]}; nothing changed")
+        raise ProposalFailed('the AI did not answer with {"suggested": [keys…]}; nothing changed')
     keys = list(dict.fromkeys(k.strip() for k in keys if k.strip()))[:10]
     if not keys:
         raise ProposalFailed("the AI suggested no keys; nothing changed")
@@ -64,15 +67,21 @@ def _read_keys(text: str) -> tuple[list[str], str]:
 
 
 def keys_request(entry: Entry, prompt: str, mode: str, max_tokens: int) -> ChatRequest:
-    hint = ("KEYWORD-ONLY: keys are the only way this entry is found; cover every way the chat names it"
-            if mode == "keyword" else "TWO-STAGE: keys pre-select candidates, then AI search chooses; keep them precise")
-    user = (f"Mode: {hint}\nTitle: {entry.title}\nCurrent keys: {json.dumps(list(entry.keys), ensure_ascii=False)}\n\n"
-            f"Content:\n{entry.content[:1500]}")
+    hint = (
+        "KEYWORD-ONLY: keys are the only way this entry is found; cover every way the chat names it"
+        if mode == "keyword"
+        else "TWO-STAGE: keys pre-select candidates, then AI search chooses; keep them precise"
+    )
+    user = (
+        f"Mode: {hint}\nTitle: {entry.title}\nCurrent keys: {json.dumps(list(entry.keys), ensure_ascii=False)}\n\n"
+        f"Content:\n{entry.content[:1500]}"
+    )
     return ChatRequest(system=prompt, user_parts=(user,), max_tokens=max_tokens)
 
 
-async def optimize_keys(call: Caller, read: Reader, entry: Entry, *, prompt: str, mode: str = "two-stage",
-                        max_tokens: int = 1024) -> ProposedChange:
+async def optimize_keys(
+    call: Caller, read: Reader, entry: Entry, *, prompt: str, mode: str = "two-stage", max_tokens: int = 1024
+) -> ProposedChange:
     base = await read(entry.vault, entry.path)
     if base.text is None:
         raise ProposalFailed(f"{entry.path} is no longer in the vault")
@@ -94,18 +103,27 @@ async def summarize(call: Caller, read: Reader, entry: Entry, *, prompt: str, ma
     base = await read(entry.vault, entry.path)
     if base.text is None:
         raise ProposalFailed(f"{entry.path} is no longer in the vault")
-    answer = await call(ChatRequest(system=prompt, user_parts=(f"Title: {entry.title}\n\n{entry.content[:4000]}",),
-                                    max_tokens=max_tokens))
+    answer = await call(
+        ChatRequest(
+            system=prompt, user_parts=(f"Title: {entry.title}\n\n{entry.content[:4000]}",), max_tokens=max_tokens
+        )
+    )
     summary = _clean_summary(answer.text)
     if not summary:
         raise ProposalFailed(f"the AI wrote no summary for '{entry.title}'")
     return ProposedChange("summarize", entry.title, base, edit_fields(base.text, {"summary": summary}))
 
 
-async def summarize_many(call: Caller, read: Reader, entries: Sequence[Entry], *, prompt: str,
-                         on_progress: Callable[[int, int, str], None],
-                         on_result: Callable[[ProposedChange | None, Entry, str | None], None],
-                         max_tokens: int = 1024) -> int:
+async def summarize_many(
+    call: Caller,
+    read: Reader,
+    entries: Sequence[Entry],
+    *,
+    prompt: str,
+    on_progress: Callable[[int, int, str], None],
+    on_result: Callable[[ProposedChange | None, Entry, str | None], None],
+    max_tokens: int = 1024,
+) -> int:
     """One summary per entry, in order; each proposal (or failure) is handed to `on_result` as it
     comes, so a cancel keeps what was done. Returns how many proposals were made."""
     made = 0

@@ -47,7 +47,9 @@ class Draft:
 
     def merged(self, partial: Mapping[str, Any]) -> Draft:
         """This draft with the fields of a (validated) partial draft from the AI; absent fields stay."""
-        changes: dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v) for k, v in partial.items() if k in _DRAFT_FIELDS}
+        changes: dict[str, Any] = {
+            k: (tuple(v) if isinstance(v, list) else v) for k, v in partial.items() if k in _DRAFT_FIELDS
+        }
         return replace(self, **changes)
 
     @property
@@ -78,8 +80,15 @@ class Draft:
         fields: dict[str, Any] = {}
         if self.type != "story":
             fields["fileClass"] = self.type
-        fields.update({"type": self.type, "status": "active", "priority": int(self.priority), "tags": tags,
-                       "keys": [k.strip() for k in self.keys if k.strip()]})
+        fields.update(
+            {
+                "type": self.type,
+                "status": "active",
+                "priority": int(self.priority),
+                "tags": tags,
+                "keys": [k.strip() for k in self.keys if k.strip()],
+            }
+        )
         if self.summary.strip():
             fields["summary"] = self.summary.strip()[:SUMMARY_MAX]
         return fields
@@ -100,8 +109,13 @@ class DraftReport:
     problems: tuple[str, ...] = field(default=())  # what stops a write (no title, bad frontmatter)
 
 
-def analyse(draft: Draft, chat_text: str = "", snapshot: IndexSnapshot | None = None,
-            tags_config: TagConfig = TagConfig(), whole_words: bool = True) -> DraftReport:
+def analyse(
+    draft: Draft,
+    chat_text: str = "",
+    snapshot: IndexSnapshot | None = None,
+    tags_config: TagConfig = TagConfig(),
+    whole_words: bool = True,
+) -> DraftReport:
     """Token count, key preview and health warnings of the note the draft would write: the same
     parser, matcher and health rules the index uses, so what is shown is what the vault will see."""
     problems: list[str] = []
@@ -116,13 +130,17 @@ def analyse(draft: Draft, chat_text: str = "", snapshot: IndexSnapshot | None = 
         return DraftReport(0, (), (), (*problems, parsed.reason))
     warnings: list[str] = []
     existing = snapshot.find(draft.title.strip()) if snapshot is not None and draft.title.strip() else None
-    if existing is not None and (draft.target is None or (existing.vault, existing.path) != (draft.target.vault,
-                                                                                          draft.target.path)):
-        warnings.append(f"an entry titled '{existing.title}' already exists ({existing.path}); writing a new "
-                        "note with this title is refused")
+    if existing is not None and (
+        draft.target is None or (existing.vault, existing.path) != (draft.target.vault, draft.target.path)
+    ):
+        warnings.append(
+            f"an entry titled '{existing.title}' already exists ({existing.path}); writing a new "
+            "note with this title is refused"
+        )
     report: HealthReport = run_health_check(IndexSnapshot([parsed]))
-    warnings += [f.message for f in (*report.errors, *report.warnings) if f.code not in ("requires_missing",
-                                                                                    "excludes_missing")]
+    warnings += [
+        f.message for f in (*report.errors, *report.warnings) if f.code not in ("requires_missing", "excludes_missing")
+    ]
     if len(draft.summary.strip()) > SUMMARY_MAX:
         warnings.append(f"the summary is over {SUMMARY_MAX} characters and will be cut")
     hits: list[tuple[str, int]] = []
@@ -140,6 +158,13 @@ def analyse(draft: Draft, chat_text: str = "", snapshot: IndexSnapshot | None = 
 def draft_from_entry(entry: Entry, base_hash: str) -> Draft:
     """An existing entry loaded into the editor (an update of that note)."""
     t = entry.custom_fields.get("type") if isinstance(entry.custom_fields.get("type"), str) else None
-    return Draft(title=entry.title, type=t if t in TYPES else "lore", priority=int(entry.priority),
-                 tags=tuple(entry.tags), keys=tuple(entry.keys), summary=entry.summary, content=entry.content,
-                 target=Target(entry.vault, entry.path, base_hash))
+    return Draft(
+        title=entry.title,
+        type=t if t in TYPES else "lore",
+        priority=int(entry.priority),
+        tags=tuple(entry.tags),
+        keys=tuple(entry.keys),
+        summary=entry.summary,
+        content=entry.content,
+        target=Target(entry.vault, entry.path, base_hash),
+    )

@@ -86,12 +86,22 @@ class GapStore:
     def record_search_miss(self, query: str, reason: str = "", failure: str = "no results") -> GapRecord:
         return self._add(GapRecord(self._id(), "search", query.strip(), reason or failure, subtype="gap"))
 
-    def flag(self, title: str, reason: str, urgency: str = "medium", subtype: str = "gap",
-             entry_title: str = "") -> GapRecord:
+    def flag(
+        self, title: str, reason: str, urgency: str = "medium", subtype: str = "gap", entry_title: str = ""
+    ) -> GapRecord:
         urgency = urgency if urgency in URGENCIES else "medium"
         subtype = subtype if subtype in ("gap", "update") else "gap"
-        return self._add(GapRecord(self._id(), "flag", title.strip(), reason.strip(), subtype=subtype,
-                                   entry_title=entry_title.strip(), urgency=urgency))
+        return self._add(
+            GapRecord(
+                self._id(),
+                "flag",
+                title.strip(),
+                reason.strip(),
+                subtype=subtype,
+                entry_title=entry_title.strip(),
+                urgency=urgency,
+            )
+        )
 
     def _add(self, new: GapRecord) -> GapRecord:
         with self._lock:
@@ -161,9 +171,11 @@ class GapStore:
     def list(self, status: str | None = None, include_hidden: bool = False) -> list[GapRecord]:
         """Most urgent first, then most frequent, then newest; copies."""
         with self._lock:
-            out = [GapRecord(**asdict(g)) for g in self._gaps
-                   if (status is None or g.status == status)
-                   and (include_hidden or not (g.hidden or g.dismissed))]
+            out = [
+                GapRecord(**asdict(g))
+                for g in self._gaps
+                if (status is None or g.status == status) and (include_hidden or not (g.hidden or g.dismissed))
+            ]
         return sorted(out, key=lambda g: (-URGENCIES.index(g.urgency), -g.frequency, -g.updated))
 
     # -- plumbing -------------------------------------------------------------------------------

@@ -54,19 +54,25 @@ def _cut(text: str, limit: int) -> str:
 def build_system(base: str, session: Session, ctx: ToolContext, gap_text: str = "") -> str:
     """The prompt plus the session's context: kind, gap, manifest, chat and the current draft."""
     snap = ctx.snapshot()
-    manifest = "\n".join(f"- {e.title}" + (f" ({e.summary[:80]})" if e.summary else "")
-                         for e in (snap.entries if snap is not None else ()))
+    manifest = "\n".join(
+        f"- {e.title}" + (f" ({e.summary[:80]})" if e.summary else "")
+        for e in (snap.entries if snap is not None else ())
+    )
     parts = [base]
-    task = {"new": "The user wants a new entry.",
-            "gap": "The user wants to fill a gap record: lore the story asked for and the vault lacked.",
-            "review": "Review the chat below and propose a queue of entries to create or update (propose_queue).",
-            "audit": "Audit the vault for stale entries: compare entries with the chat and flag what is out of "
-                     "date (flag_entry_update)."}[session.kind]
+    task = {
+        "new": "The user wants a new entry.",
+        "gap": "The user wants to fill a gap record: lore the story asked for and the vault lacked.",
+        "review": "Review the chat below and propose a queue of entries to create or update (propose_queue).",
+        "audit": "Audit the vault for stale entries: compare entries with the chat and flag what is out of "
+        "date (flag_entry_update).",
+    }[session.kind]
     parts.append(f"## This session\n{task}" + (f"\n\nGap record: {gap_text}" if gap_text else ""))
     parts.append(f"## Entries in the vault (titles; do not duplicate)\n{_cut(manifest, MANIFEST_CHARS) or '(none)'}")
     if session.chat_text.strip():
         parts.append(f"## Recent chat\n{session.chat_text[-CHAT_CHARS:]}")
-    parts.append(f"## Current draft (editor state)\n{_cut(json.dumps(session.draft.to_json(), ensure_ascii=False), DRAFT_CHARS)}")
+    parts.append(
+        f"## Current draft (editor state)\n{_cut(json.dumps(session.draft.to_json(), ensure_ascii=False), DRAFT_CHARS)}"
+    )
     return "\n\n".join(parts)
 
 
@@ -75,14 +81,22 @@ def _history_turns(session: Session) -> tuple[str, list[Turn]]:
     while history and history[0].role != "user":
         history = history[1:]
     first = history[0].text if history else "Hello."
-    turns = [Turn("assistant", m.raw or m.text) if m.role == "assistant" else Turn("user", m.text)
-             for m in history[1:]]
+    turns = [Turn("assistant", m.raw or m.text) if m.role == "assistant" else Turn("user", m.text) for m in history[1:]]
     return first, turns
 
 
-async def run_turn(call: Caller, session: Session, user_text: str, ctx: ToolContext, emit: Emit, *,
-                   system_prompt: str, max_tokens: int = 4096, gap_text: str = "",
-                   native_tools: bool = True) -> protocol.SessionResponse:
+async def run_turn(
+    call: Caller,
+    session: Session,
+    user_text: str,
+    ctx: ToolContext,
+    emit: Emit,
+    *,
+    system_prompt: str,
+    max_tokens: int = 4096,
+    gap_text: str = "",
+    native_tools: bool = True,
+) -> protocol.SessionResponse:
     """Add the user's message to `session`, run the turn, leave the answer and draft in `session`.
     Raises LibrarianFailed (said in the session too) when no usable answer came."""
     session.messages.append(Message("user", user_text))
@@ -102,8 +116,16 @@ async def run_turn(call: Caller, session: Session, user_text: str, ctx: ToolCont
         raise failed from None
 
 
-async def _run(call: Caller, session: Session, ctx: ToolContext, emit: Emit, system_prompt: str, max_tokens: int,
-               gap_text: str, native_tools: bool) -> protocol.SessionResponse:
+async def _run(
+    call: Caller,
+    session: Session,
+    ctx: ToolContext,
+    emit: Emit,
+    system_prompt: str,
+    max_tokens: int,
+    gap_text: str,
+    native_tools: bool,
+) -> protocol.SessionResponse:
     first, turns = _history_turns(session)
     tools = specs_for(ctx.snapshot()) if native_tools else ()
     calls_made = 0
@@ -112,8 +134,9 @@ async def _run(call: Caller, session: Session, ctx: ToolContext, emit: Emit, sys
         system = build_system(system_prompt, session, ctx, gap_text)
         offered = tools if calls_made < MAX_TOOL_CALLS else ()  # past the limit: answer now
         emit(Event("status", "Thinking…"))
-        answer = await call(ChatRequest(system=system, user_parts=(first,), max_tokens=max_tokens,
-                                        turns=tuple(turns), tools=offered))
+        answer = await call(
+            ChatRequest(system=system, user_parts=(first,), max_tokens=max_tokens, turns=tuple(turns), tools=offered)
+        )
         if answer.tool_calls:
             turns.append(Turn("assistant", answer.text, answer.tool_calls))
             for c in answer.tool_calls:
@@ -127,18 +150,27 @@ async def _run(call: Caller, session: Session, ctx: ToolContext, emit: Emit, sys
                 errors = [*errors, "the answer was cut at the token limit; keep it shorter"]
             repairs += 1
             if repairs > protocol.MAX_REPAIRS:
-                raise LibrarianFailed(f"The librarian's answer could not be read after {protocol.MAX_REPAIRS} "
-                                      f"repair attempts ({'; '.join(errors)}). Nothing was changed; try again "
-                                      "or use a stronger model.")
-            emit(Event("repair", f"The answer could not be read ({'; '.join(errors)}); asking again "
-                                 f"({repairs}/{protocol.MAX_REPAIRS})"))
+                raise LibrarianFailed(
+                    f"The librarian's answer could not be read after {protocol.MAX_REPAIRS} "
+                    f"repair attempts ({'; '.join(errors)}). Nothing was changed; try again "
+                    "or use a stronger model."
+                )
+            emit(
+                Event(
+                    "repair",
+                    f"The answer could not be read ({'; '.join(errors)}); asking again "
+                    f"({repairs}/{protocol.MAX_REPAIRS})",
+                )
+            )
             turns += [Turn("assistant", answer.text or "(empty)"), Turn("user", protocol.repair_prompt(errors))]
             continue
         if parsed.action == "tool_call" and parsed.tool_calls:
             results = []
             for i, raw in enumerate(parsed.tool_calls):
                 args = raw.get("args", raw.get("arguments", {}))
-                c = ToolCall(id=f"text-{calls_made}-{i}", name=raw["name"], args=args if isinstance(args, dict) else None)
+                c = ToolCall(
+                    id=f"text-{calls_made}-{i}", name=raw["name"], args=args if isinstance(args, dict) else None
+                )
                 result = _execute(ctx, session, emit, c, calls_made)
                 calls_made += 1
                 results.append(f"### {c.name}\n{result.text}")
@@ -153,8 +185,10 @@ async def _run(call: Caller, session: Session, ctx: ToolContext, emit: Emit, sys
 def _execute(ctx: ToolContext, session: Session, emit: Emit, c: ToolCall, calls_made: int) -> ToolResult:
     emit(Event("tool_call", f"{c.name}({_args_text(c.args)})", {"name": c.name, "args": c.args}))
     if calls_made >= MAX_TOOL_CALLS:
-        result = ToolResult(f"error: the limit of {MAX_TOOL_CALLS} tool calls per turn is reached; answer now "
-                            "with what you have", error=True)
+        result = ToolResult(
+            f"error: the limit of {MAX_TOOL_CALLS} tool calls per turn is reached; answer now with what you have",
+            error=True,
+        )
     else:
         result = run_tool(ctx, c.name, c.args)
     if result.draft is not None:
@@ -191,12 +225,11 @@ def _first_line(text: str) -> str:
         value = None
     if isinstance(value, list):
         names = [v.get("title") if isinstance(v, dict) else str(v) for v in value]
-        line = f"{len(value)} result{'s' if len(value) != 1 else ''}" + (f": {', '.join(n for n in names if n)}"
-                                                                        if names else "")
+        line = f"{len(value)} result{'s' if len(value) != 1 else ''}" + (
+            f": {', '.join(n for n in names if n)}" if names else ""
+        )
     elif isinstance(value, dict) and isinstance(value.get("title"), str):
         line = f"{value['title']} ({value.get('path', '')})"
     else:
         line = text.strip().splitlines()[0] if text.strip() else "(empty)"
     return line if len(line) <= 120 else line[:119] + "…"
-
-

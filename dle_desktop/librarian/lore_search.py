@@ -34,11 +34,15 @@ class LoreSearchResult:
         if self.best is not None:
             e = self.best
             best = {"title": e.title, "vault": e.vault, "path": e.path, "content": f"### {e.title}\n{e.content}"}
-        return {"best": best,
-                "linked": [{"title": e.title, "vault": e.vault, "summary": e.summary, "manifest": manifest_line(e)}
-                           for e in self.linked],
-                "misses": list(self.misses),
-                "gap_ids": [g.id for g in self.gaps]}
+        return {
+            "best": best,
+            "linked": [
+                {"title": e.title, "vault": e.vault, "summary": e.summary, "manifest": manifest_line(e)}
+                for e in self.linked
+            ],
+            "misses": list(self.misses),
+            "gap_ids": [g.id for g in self.gaps],
+        }
 
 
 def manifest_line(entry: Entry) -> str:
@@ -50,9 +54,16 @@ def _excluded(entry: Entry, exclude: set[str]) -> bool:
     return entry.guide or entry.title.lower() in exclude
 
 
-def search_lore(snap: IndexSnapshot, gaps: GapStore, queries: Sequence[str], *, reason: str = "",
-                exclude_titles: Sequence[str] = (), top_k: int = MAX_RESULTS,
-                min_score: float = 0.5) -> LoreSearchResult:
+def search_lore(
+    snap: IndexSnapshot,
+    gaps: GapStore,
+    queries: Sequence[str],
+    *,
+    reason: str = "",
+    exclude_titles: Sequence[str] = (),
+    top_k: int = MAX_RESULTS,
+    min_score: float = 0.5,
+) -> LoreSearchResult:
     exclude = {t.strip().lower() for t in exclude_titles if t.strip()}
     # Guides and excluded titles are dropped after ranking, so ask for enough to still fill top_k.
     room = top_k + len(exclude) + sum(1 for e in snap.entries if e.guide)
@@ -74,8 +85,12 @@ def search_lore(snap: IndexSnapshot, gaps: GapStore, queries: Sequence[str], *, 
     if best is not None:
         for title in best[1].resolved_links:
             e = snap.find(title)
-            if e is not None and e.uid != best[1].uid and not _excluded(e, exclude) \
-                    and all(e.uid != other.uid for other in linked):
+            if (
+                e is not None
+                and e.uid != best[1].uid
+                and not _excluded(e, exclude)
+                and all(e.uid != other.uid for other in linked)
+            ):
                 linked.append(e)
             if len(linked) == MAX_LINKED:
                 break
@@ -83,8 +98,9 @@ def search_lore(snap: IndexSnapshot, gaps: GapStore, queries: Sequence[str], *, 
     return LoreSearchResult(best[1] if best else None, linked, misses, recorded)
 
 
-def flag_lore(gaps: GapStore, title: str, reason: str, urgency: str = "medium", flag_type: str = "gap",
-              entry_title: str = "") -> GapRecord:
+def flag_lore(
+    gaps: GapStore, title: str, reason: str, urgency: str = "medium", flag_type: str = "gap", entry_title: str = ""
+) -> GapRecord:
     # An update is about an existing entry; without an entry_title, the flagged title is it.
     entry = entry_title.strip() or (title.strip() if flag_type == "update" else "")
     return gaps.flag(title, reason, urgency=urgency, subtype=flag_type, entry_title=entry)

@@ -107,13 +107,16 @@ def validate(obj: Any) -> tuple[SessionResponse | None, list[str]]:
     if action is not None and action not in ACTIONS:
         errors.append(f"'action' must be one of {', '.join(ACTIONS)} or null (got {action!r})")
     queue = obj.get("queue") or []
-    if not isinstance(queue, list) or not all(isinstance(q, dict) and isinstance(q.get("title"), str)
-                                              and q.get("action", "create") in ("create", "update") for q in queue):
+    if not isinstance(queue, list) or not all(
+        isinstance(q, dict) and isinstance(q.get("title"), str) and q.get("action", "create") in ("create", "update")
+        for q in queue
+    ):
         errors.append("'queue' must be a list of {title, action: create|update, reason}")
         queue = []
     options = obj.get("options") or []
-    if not isinstance(options, list) or not all(isinstance(o, dict) and isinstance(o.get("label"), str)
-                                                for o in options):
+    if not isinstance(options, list) or not all(
+        isinstance(o, dict) and isinstance(o.get("label"), str) for o in options
+    ):
         errors.append("'options' must be a list of {label, fields}")
         options = []
     calls = obj.get("tool_calls") or []
@@ -139,5 +142,7 @@ def parse(text: str) -> tuple[SessionResponse | None, list[str]]:
 
 def repair_prompt(errors: list[str]) -> str:
     listed = "\n".join(f"- {e}" for e in errors)
-    return (f"Your last reply could not be used:\n{listed}\n\nReply again with only one JSON object in the "
-            "response format (a 'message' field, and 'draft' / 'action' as needed). No text outside the JSON.")
+    return (
+        f"Your last reply could not be used:\n{listed}\n\nReply again with only one JSON object in the "
+        "response format (a 'message' field, and 'draft' / 'action' as needed). No text outside the JSON."
+    )

@@ -87,20 +87,26 @@ class Librarian:
         return self.engine.tag_config
 
     def tool_context(self, session: Session) -> ToolContext:
-        return ToolContext(snapshot=lambda: self.engine.snapshot, gaps=self.gaps,
-                           chat_lines=lambda: [ln for ln in session.chat_text.splitlines() if ln.strip()])
+        return ToolContext(
+            snapshot=lambda: self.engine.snapshot,
+            gaps=self.gaps,
+            chat_lines=lambda: [ln for ln in session.chat_text.splitlines() if ln.strip()],
+        )
 
     async def call(self, channel: str, req: ChatRequest) -> ChatResponse:
         """One request on `channel`, its max tokens the channel's (the user's setting wins)."""
+
         def build(resolved, _profile) -> ChatRequest:
             return dataclasses.replace(req, max_tokens=resolved.max_tokens)
+
         return await self.engine.ai.call(channel, build, lambda resp: resp, skip_throttle=True)
 
     # -- sessions --------------------------------------------------------------------------------
     def new_session(self, kind: str = "new", *, gap_id: str = "", chat_text: str = "", title: str = "") -> Session:
         gap = self.gaps.get(gap_id) if gap_id else None
-        session = Session.new(kind, title=title or (f"Gap: {gap.query}" if gap else ""), gap_id=gap_id,
-                              chat_text=chat_text)
+        session = Session.new(
+            kind, title=title or (f"Gap: {gap.query}" if gap else ""), gap_id=gap_id, chat_text=chat_text
+        )
         if gap is not None and gap.subtype == "gap":
             session.draft = Draft(title=gap.query)
         self.sessions.save(session)
@@ -111,9 +117,15 @@ class Librarian:
         gap = self.gaps.get(session.gap_id) if session.gap_id else None
         gap_text = f"{gap.query} — {gap.reason} (urgency {gap.urgency}, seen {gap.frequency}×)" if gap else ""
         try:
-            return await loop.run_turn(lambda req: self.call("librarian", req), session, text,
-                                       self.tool_context(session), emit, system_prompt=load_prompt(SYSTEM_PROMPT),
-                                       gap_text=gap_text)
+            return await loop.run_turn(
+                lambda req: self.call("librarian", req),
+                session,
+                text,
+                self.tool_context(session),
+                emit,
+                system_prompt=load_prompt(SYSTEM_PROMPT),
+                gap_text=gap_text,
+            )
         finally:
             self.sessions.save(session)
 
@@ -135,13 +147,22 @@ class Librarian:
             existing = snap.find(draft.title.strip()) if snap is not None else None
             path = note_path_for_title(draft.title, folder)
             if existing is not None:
-                raise NoteExists(f"an entry titled '{existing.title}' already exists ({existing.path} in "
-                                 f"{existing.vault}); nothing written. Open it to update it, or choose another "
-                                 "title", existing.vault, existing.path, None)
+                raise NoteExists(
+                    f"an entry titled '{existing.title}' already exists ({existing.path} in "
+                    f"{existing.vault}); nothing written. Open it to update it, or choose another "
+                    "title",
+                    existing.vault,
+                    existing.path,
+                    None,
+                )
             current = await writer.read(vault, path)
             if current.exists:
-                raise NoteExists(f"{path} already exists in {vault}; nothing written (choose another title)",
-                                 vault, path, current.text)
+                raise NoteExists(
+                    f"{path} already exists in {vault}; nothing written (choose another title)",
+                    vault,
+                    path,
+                    current.text,
+                )
             return WritePlan(vault, path, draft.note_text(self.tags), None)
         base = await writer.read(draft.target.vault, draft.target.path)
         if base.text is None:
@@ -155,10 +176,16 @@ class Librarian:
         snap = self.engine.snapshot
         entry = next((e for e in (snap.entries if snap else ()) if (e.vault, e.path) == (base.vault, base.path)), None)
         fm = draft.frontmatter(self.tags)
-        was = {"priority": entry.priority, "tags": list(entry.tags), "keys": list(entry.keys),
-               "summary": entry.summary} if entry else {}
-        changed: dict[str, Any] = {k: fm[k] for k in ("priority", "tags", "keys", "summary")
-                   if k in fm and (not entry or _differs(was.get(k), fm[k]))}
+        was = (
+            {"priority": entry.priority, "tags": list(entry.tags), "keys": list(entry.keys), "summary": entry.summary}
+            if entry
+            else {}
+        )
+        changed: dict[str, Any] = {
+            k: fm[k]
+            for k in ("priority", "tags", "keys", "summary")
+            if k in fm and (not entry or _differs(was.get(k), fm[k]))
+        }
         if entry and draft.summary.strip() == "" and entry.summary:
             changed.pop("summary", None)
         text = edit_fields(base.text or "", changed) if changed else base.text or ""
@@ -184,23 +211,41 @@ class Librarian:
 
     # -- Optimize Keys / Summarize ----------------------------------------------------------------
     async def optimize_keys(self, entry: Entry) -> ProposedChange:
-        return await changes.optimize_keys(lambda req: self.call("optimize_keys", req), self.engine.writer.read, entry,
-                                           prompt=load_prompt(OPTIMIZE_KEYS_PROMPT),
-                                           mode=getattr(self.engine.settings, "optimize_keys_mode", "two-stage"))
+        return await changes.optimize_keys(
+            lambda req: self.call("optimize_keys", req),
+            self.engine.writer.read,
+            entry,
+            prompt=load_prompt(OPTIMIZE_KEYS_PROMPT),
+            mode=getattr(self.engine.settings, "optimize_keys_mode", "two-stage"),
+        )
 
     async def summarize(self, entry: Entry) -> ProposedChange:
-        return await changes.summarize(lambda req: self.call("ai_search", req), self.engine.writer.read, entry,
-                                       prompt=load_prompt(SUMMARIZE_PROMPT))
+        return await changes.summarize(
+            lambda req: self.call("ai_search", req),
+            self.engine.writer.read,
+            entry,
+            prompt=load_prompt(SUMMARIZE_PROMPT),
+        )
 
-    async def summarize_many(self, entries: Sequence[Entry], on_progress: Callable[[int, int, str], None],
-                             on_result: Callable[[ProposedChange | None, Entry, str | None], None]) -> int:
-        return await changes.summarize_many(lambda req: self.call("ai_search", req), self.engine.writer.read, entries,
-                                            prompt=load_prompt(SUMMARIZE_PROMPT), on_progress=on_progress,
-                                            on_result=on_result)
+    async def summarize_many(
+        self,
+        entries: Sequence[Entry],
+        on_progress: Callable[[int, int, str], None],
+        on_result: Callable[[ProposedChange | None, Entry, str | None], None],
+    ) -> int:
+        return await changes.summarize_many(
+            lambda req: self.call("ai_search", req),
+            self.engine.writer.read,
+            entries,
+            prompt=load_prompt(SUMMARIZE_PROMPT),
+            on_progress=on_progress,
+            on_result=on_result,
+        )
 
     async def apply(self, change: ProposedChange) -> WriteResult:
-        return await self.engine.writer.write(change.base.vault, change.base.path, change.new_text, base=change.base,
-                                              feature=change.feature)
+        return await self.engine.writer.write(
+            change.base.vault, change.base.path, change.new_text, base=change.base, feature=change.feature
+        )
 
 
 def _differs(old: Any, new: Any) -> bool:
@@ -209,4 +254,3 @@ def _differs(old: Any, new: Any) -> bool:
     if isinstance(old, (int, float)) and isinstance(new, (int, float)):
         return float(old) != float(new)
     return old != new
-

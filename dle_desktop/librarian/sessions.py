@@ -37,8 +37,12 @@ class Message:
             return None
         at = raw.get("at")
         answer = raw.get("raw")
-        return cls(raw["role"], raw["text"], at if isinstance(at, (int, float)) else time.time(),
-                   answer if isinstance(answer, str) else "")
+        return cls(
+            raw["role"],
+            raw["text"],
+            at if isinstance(at, (int, float)) else time.time(),
+            answer if isinstance(answer, str) else "",
+        )
 
 
 @dataclass
@@ -65,10 +69,19 @@ class Session:
         return [m for m in self.messages if m.role in ("user", "assistant")][-HISTORY_SENT:]
 
     def to_json(self) -> dict:
-        return {"version": 1, "id": self.id, "kind": self.kind, "title": self.title, "created": self.created,
-                "updated": self.updated, "messages": [m.to_json() for m in self.messages],
-                "draft": self.draft.to_json(), "gap_id": self.gap_id, "chat_text": self.chat_text,
-                "queue": self.queue}
+        return {
+            "version": 1,
+            "id": self.id,
+            "kind": self.kind,
+            "title": self.title,
+            "created": self.created,
+            "updated": self.updated,
+            "messages": [m.to_json() for m in self.messages],
+            "draft": self.draft.to_json(),
+            "gap_id": self.gap_id,
+            "chat_text": self.chat_text,
+            "queue": self.queue,
+        }
 
     @classmethod
     def from_json(cls, raw: Any) -> Session | None:
@@ -87,9 +100,18 @@ class Session:
 
         queued = raw.get("queue")
         queue = queued if isinstance(queued, list) else []
-        return cls(id=raw["id"], kind=kind, title=text("title") or KINDS[kind], created=num("created"),
-                   updated=num("updated"), messages=messages, draft=Draft.from_json(raw.get("draft")),
-                   gap_id=text("gap_id"), chat_text=text("chat_text"), queue=[q for q in queue if isinstance(q, dict)])
+        return cls(
+            id=raw["id"],
+            kind=kind,
+            title=text("title") or KINDS[kind],
+            created=num("created"),
+            updated=num("updated"),
+            messages=messages,
+            draft=Draft.from_json(raw.get("draft")),
+            gap_id=text("gap_id"),
+            chat_text=text("chat_text"),
+            queue=[q for q in queue if isinstance(q, dict)],
+        )
 
 
 class SessionStore:

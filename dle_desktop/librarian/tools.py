@@ -43,34 +43,66 @@ def _obj(props: dict, required: Sequence[str] = ()) -> dict:
 _TITLE = _s("the entry's title (or its vault-relative note path)")
 _VAULT = _s("which vault, when several have the title")
 SPECS: tuple[ToolSpec, ...] = (
-    ToolSpec("search_vault", "BM25 search over the vault: titles, types, priorities, scores, keys and a snippet.",
-             _obj({"query": _s("what to look for"), "top_k": _n("how many results (default 10, at most 20)")},
-                  ["query"])),
-    ToolSpec("get_entry", "One entry's metadata and a ~2000-character preview.", _obj({"title": _TITLE,
-                                                                                     "vault_source": _VAULT}, ["title"])),
-    ToolSpec("get_full_content", "One entry's full content (up to 16000 characters); it is loaded into the "
-                                 "draft editor as an update of that entry.",
-             _obj({"title": _TITLE, "vault_source": _VAULT}, ["title"])),
-    ToolSpec("find_similar", "Entries that may duplicate a proposed entry.",
-             _obj({"query": _s("title or description"), "threshold": {"type": "number",
-                                                                      "description": "0..1 (default 0.5)"}},
-                  ["query"])),
-    ToolSpec("list_flags", "The gap records (lore the story asked for and the vault lacked).",
-             _obj({"status": _s("pending or written (default: all)")})),
+    ToolSpec(
+        "search_vault",
+        "BM25 search over the vault: titles, types, priorities, scores, keys and a snippet.",
+        _obj({"query": _s("what to look for"), "top_k": _n("how many results (default 10, at most 20)")}, ["query"]),
+    ),
+    ToolSpec(
+        "get_entry",
+        "One entry's metadata and a ~2000-character preview.",
+        _obj({"title": _TITLE, "vault_source": _VAULT}, ["title"]),
+    ),
+    ToolSpec(
+        "get_full_content",
+        "One entry's full content (up to 16000 characters); it is loaded into the "
+        "draft editor as an update of that entry.",
+        _obj({"title": _TITLE, "vault_source": _VAULT}, ["title"]),
+    ),
+    ToolSpec(
+        "find_similar",
+        "Entries that may duplicate a proposed entry.",
+        _obj(
+            {"query": _s("title or description"), "threshold": {"type": "number", "description": "0..1 (default 0.5)"}},
+            ["query"],
+        ),
+    ),
+    ToolSpec(
+        "list_flags",
+        "The gap records (lore the story asked for and the vault lacked).",
+        _obj({"status": _s("pending or written (default: all)")}),
+    ),
     ToolSpec("get_links", "The entries an entry links to.", _obj({"title": _TITLE}, ["title"])),
     ToolSpec("get_backlinks", "The entries that link to an entry.", _obj({"title": _TITLE}, ["title"])),
-    ToolSpec("list_entries", "Titles, types and priorities, optionally filtered.",
-             _obj({"type": _s("only this type"), "tag": _s("only entries with a tag containing this")})),
+    ToolSpec(
+        "list_entries",
+        "Titles, types and priorities, optionally filtered.",
+        _obj({"type": _s("only this type"), "tag": _s("only entries with a tag containing this")}),
+    ),
     ToolSpec("get_recent_chat", "The last chat lines.", _obj({"count": _n("how many (default 10, at most 50)")})),
-    ToolSpec("flag_entry_update", "Record that an entry needs an update (a gap record; nothing is written).",
-             _obj({"title": _TITLE, "reason": _s("what is out of date or missing"),
-                   "fields": {"type": "array", "items": {"type": "string"}, "description": "fields to change"},
-                   "vault_source": _VAULT}, ["title", "reason"])),
-    ToolSpec("compare_entry_to_chat", "An entry and the recent chat side by side, to spot what is stale.",
-             _obj({"title": _TITLE, "chat_count": _n("chat lines (default 15)"), "vault_source": _VAULT},
-                  ["title"])),
-    ToolSpec("get_writing_guide", "A writing guide entry of this vault (tagged lorebook-guide).",
-             _obj({"name": _s("the guide's name, kebab-case")}, ["name"])),
+    ToolSpec(
+        "flag_entry_update",
+        "Record that an entry needs an update (a gap record; nothing is written).",
+        _obj(
+            {
+                "title": _TITLE,
+                "reason": _s("what is out of date or missing"),
+                "fields": {"type": "array", "items": {"type": "string"}, "description": "fields to change"},
+                "vault_source": _VAULT,
+            },
+            ["title", "reason"],
+        ),
+    ),
+    ToolSpec(
+        "compare_entry_to_chat",
+        "An entry and the recent chat side by side, to spot what is stale.",
+        _obj({"title": _TITLE, "chat_count": _n("chat lines (default 15)"), "vault_source": _VAULT}, ["title"]),
+    ),
+    ToolSpec(
+        "get_writing_guide",
+        "A writing guide entry of this vault (tagged lorebook-guide).",
+        _obj({"name": _s("the guide's name, kebab-case")}, ["name"]),
+    ),
 )
 NAMES = frozenset(s.name for s in SPECS)
 
@@ -132,8 +164,16 @@ def _type_of(e: Entry) -> str:
 
 
 def _meta(e: Entry) -> dict:
-    return {"title": e.title, "type": _type_of(e), "priority": e.priority, "vaultSource": e.vault, "path": e.path,
-            "keys": list(e.keys), "tags": list(e.tags), "summary": e.summary}
+    return {
+        "title": e.title,
+        "type": _type_of(e),
+        "priority": e.priority,
+        "vaultSource": e.vault,
+        "path": e.path,
+        "keys": list(e.keys),
+        "tags": list(e.tags),
+        "summary": e.summary,
+    }
 
 
 def _entry(snap: IndexSnapshot, args: dict) -> Entry:
@@ -181,8 +221,13 @@ def _search_vault(ctx: ToolContext, snap: IndexSnapshot, args: dict) -> ToolResu
     for uid, score in hits:
         e = snap.by_uid.get(uid)
         if e is not None:
-            out.append({**{k: v for k, v in _meta(e).items() if k not in ("tags", "summary", "path")},
-                        "score": round(score, 3), "snippet": e.content[:SNIPPET]})
+            out.append(
+                {
+                    **{k: v for k, v in _meta(e).items() if k not in ("tags", "summary", "path")},
+                    "score": round(score, 3),
+                    "snippet": e.content[:SNIPPET],
+                }
+            )
     return ToolResult(_dump(out))
 
 
@@ -204,16 +249,38 @@ def _find_similar(ctx: ToolContext, snap: IndexSnapshot, args: dict) -> ToolResu
     if not hits:
         return ToolResult("no similar entries")
     best = hits[0][1] or 1.0
-    out = [{"title": snap.by_uid[uid].title, "similarity": round(score / best, 2)}
-           for uid, score in hits if uid in snap.by_uid and score / best >= threshold]
+    out = [
+        {"title": snap.by_uid[uid].title, "similarity": round(score / best, 2)}
+        for uid, score in hits
+        if uid in snap.by_uid and score / best >= threshold
+    ]
     return ToolResult(_dump(out[:10]))
 
 
 def _list_flags(ctx: ToolContext, snap: IndexSnapshot, args: dict) -> ToolResult:
     status = _text(args, "status", required=False) or None
     gaps = ctx.gaps.list(status=status)
-    return ToolResult(_dump([{k: getattr(g, k) for k in ("id", "type", "subtype", "query", "reason", "urgency",
-                                                          "frequency", "status", "entry_title")} for g in gaps[:50]]))
+    return ToolResult(
+        _dump(
+            [
+                {
+                    k: getattr(g, k)
+                    for k in (
+                        "id",
+                        "type",
+                        "subtype",
+                        "query",
+                        "reason",
+                        "urgency",
+                        "frequency",
+                        "status",
+                        "entry_title",
+                    )
+                }
+                for g in gaps[:50]
+            ]
+        )
+    )
 
 
 def _get_links(ctx: ToolContext, snap: IndexSnapshot, args: dict) -> ToolResult:
@@ -228,8 +295,11 @@ def _get_backlinks(ctx: ToolContext, snap: IndexSnapshot, args: dict) -> ToolRes
 def _list_entries(ctx: ToolContext, snap: IndexSnapshot, args: dict) -> ToolResult:
     want_type = _text(args, "type", required=False).lower()
     tag = _text(args, "tag", required=False).lower()
-    out = [{"title": e.title, "type": _type_of(e), "priority": e.priority} for e in snap.entries
-           if (not want_type or _type_of(e).lower() == want_type) and (not tag or any(tag in t for t in e.tags))]
+    out = [
+        {"title": e.title, "type": _type_of(e), "priority": e.priority}
+        for e in snap.entries
+        if (not want_type or _type_of(e).lower() == want_type) and (not tag or any(tag in t for t in e.tags))
+    ]
     return ToolResult(_dump(out[:300]) + (f"\n({len(out) - 300} more not shown)" if len(out) > 300 else ""))
 
 
@@ -265,8 +335,17 @@ def _get_writing_guide(ctx: ToolContext, snap: IndexSnapshot, args: dict) -> Too
     return ToolResult(guides[name].content[:FULL])
 
 
-_TOOLS = {"search_vault": _search_vault, "get_entry": _get_entry, "get_full_content": _get_full_content,
-          "find_similar": _find_similar, "list_flags": _list_flags, "get_links": _get_links,
-          "get_backlinks": _get_backlinks, "list_entries": _list_entries, "get_recent_chat": _get_recent_chat,
-          "flag_entry_update": _flag_entry_update, "compare_entry_to_chat": _compare_entry_to_chat,
-          "get_writing_guide": _get_writing_guide}
+_TOOLS = {
+    "search_vault": _search_vault,
+    "get_entry": _get_entry,
+    "get_full_content": _get_full_content,
+    "find_similar": _find_similar,
+    "list_flags": _list_flags,
+    "get_links": _get_links,
+    "get_backlinks": _get_backlinks,
+    "list_entries": _list_entries,
+    "get_recent_chat": _get_recent_chat,
+    "flag_entry_update": _flag_entry_update,
+    "compare_entry_to_chat": _compare_entry_to_chat,
+    "get_writing_guide": _get_writing_guide,
+}

@@ -41,23 +41,38 @@ CERT_ROUTE = "/obsidian-local-rest-api.crt"
 CORS_METHODS = b"GET,HEAD,PUT,PATCH,POST,DELETE"
 #: How long a PUT waits for the engine to index the note it wrote before answering anyway.
 INDEX_WAIT_S = 15.0
-AUTH_MESSAGE = ("Authorization required. Find your API Key in DLE Desktop: the Obsidian REST emulation's "
-                "settings (it stands in for the 'Local REST API' section of Obsidian's settings).")
+AUTH_MESSAGE = (
+    "Authorization required. Find your API Key in DLE Desktop: the Obsidian REST emulation's "
+    "settings (it stands in for the 'Local REST API' section of Obsidian's settings)."
+)
 MANIFEST = {
     "id": "dle-desktop-olra",
     "name": "DLE Desktop (Obsidian Local REST API emulation)",
     "version": __version__,
-    "description": ("DLE Desktop serving its folder vaults with the subset of the Obsidian Local REST API that "
-                    "DeepLore Enhanced uses; Obsidian is not running."),
+    "description": (
+        "DLE Desktop serving its folder vaults with the subset of the Obsidian Local REST API that "
+        "DeepLore Enhanced uses; Obsidian is not running."
+    ),
     "author": "DLE Desktop",
     "isDesktopOnly": True,
 }
 
 _ACAO = (b"access-control-allow-origin", b"*")
-_TEXT_TYPES = {".md": "text/markdown", ".markdown": "text/markdown", ".yaml": "text/yaml", ".yml": "text/yaml",
-               ".txt": "text/plain", ".json": "application/json", ".canvas": "application/json",
-               ".css": "text/css", ".csv": "text/csv", ".html": "text/html", ".js": "text/javascript",
-               ".svg": "image/svg+xml", ".base": "text/yaml"}
+_TEXT_TYPES = {
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".yaml": "text/yaml",
+    ".yml": "text/yaml",
+    ".txt": "text/plain",
+    ".json": "application/json",
+    ".canvas": "application/json",
+    ".css": "text/css",
+    ".csv": "text/csv",
+    ".html": "text/html",
+    ".js": "text/javascript",
+    ".svg": "image/svg+xml",
+    ".base": "text/yaml",
+}
 _ENCODE_URI_SAFE = ";/?:@&=+$-_.!~*'()#"
 
 ServedFn = Callable[[], vault_ops.ServedVaults]
@@ -96,9 +111,15 @@ class OlraApp:
     accepted besides the loopback ones; `certificate()` the PEM served at `/obsidian-local-rest-api.crt`
     (None: 404, HTTPS off); `on_written(vault, paths)` re-indexes what a PUT wrote."""
 
-    def __init__(self, served: ServedFn, key: Callable[[], str], hosts: frozenset[str] = frozenset(),
-                 certificate: Callable[[], bytes | None] = lambda: None, on_written: WrittenFn | None = None,
-                 max_body_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self,
+        served: ServedFn,
+        key: Callable[[], str],
+        hosts: frozenset[str] = frozenset(),
+        certificate: Callable[[], bytes | None] = lambda: None,
+        on_written: WrittenFn | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
+    ) -> None:
         self.served = served
         self.key = key
         self.hosts = LOOPBACK_HOSTS | hosts
@@ -110,8 +131,14 @@ class OlraApp:
 
     # -- plumbing ---------------------------------------------------------------------------
     @staticmethod
-    async def _send(send, status: int, body: bytes = b"", headers: list[tuple[bytes, bytes]] | None = None,
-                    head: bool = False, cors: bool = True) -> None:
+    async def _send(
+        send,
+        status: int,
+        body: bytes = b"",
+        headers: list[tuple[bytes, bytes]] | None = None,
+        head: bool = False,
+        cors: bool = True,
+    ) -> None:
         out = [_ACAO] if cors else []
         out += headers or []
         if status not in (204, 304):
@@ -121,14 +148,29 @@ class OlraApp:
 
     async def _json(self, send, status: int, payload: dict, headers=None, head: bool = False, cors: bool = True):
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-        await self._send(send, status, body, [(b"content-type", b"application/json; charset=utf-8"), *(headers or [])],
-                         head=head, cors=cors)
+        await self._send(
+            send,
+            status,
+            body,
+            [(b"content-type", b"application/json; charset=utf-8"), *(headers or [])],
+            head=head,
+            cors=cors,
+        )
 
-    async def _error(self, send, status: int, message: str, error_code: int | None = None, headers=None,
-                     head: bool = False, cors: bool = True) -> None:
+    async def _error(
+        self,
+        send,
+        status: int,
+        message: str,
+        error_code: int | None = None,
+        headers=None,
+        head: bool = False,
+        cors: bool = True,
+    ) -> None:
         self.stats["refused"] += 1
-        await self._json(send, status, {"message": message, "errorCode": error_code or status * 100}, headers,
-                         head=head, cors=cors)
+        await self._json(
+            send, status, {"message": message, "errorCode": error_code or status * 100}, headers, head=head, cors=cors
+        )
 
     def _host_ok(self, headers: dict[bytes, bytes], repeated: set[bytes]) -> tuple[int, str] | None:
         host = headers.get(b"host")
@@ -139,8 +181,10 @@ class OlraApp:
         except ValueError as exc:
             return 400, f"the Host header is not valid: {exc}"
         if name not in self.hosts:
-            return 403, (f"Host {name[:100]!r} is not served: connect through 127.0.0.1 or localhost "
-                         "(a web page reaching this port under another name is refused)")
+            return 403, (
+                f"Host {name[:100]!r} is not served: connect through 127.0.0.1 or localhost "
+                "(a web page reaching this port under another name is refused)"
+            )
         return None
 
     def _authenticated(self, headers: dict[bytes, bytes], repeated: set[bytes]) -> bool:
@@ -182,22 +226,41 @@ class OlraApp:
                 return await self._not_allowed(send, method, CERT_ROUTE, b"GET, HEAD", head)
             pem = self.certificate()
             if pem is None:
-                return await self._error(send, 404, "Not Found: HTTPS is off in DLE Desktop, so there is no certificate",
-                                         head=head)
-            return await self._send(send, 200, pem, [(b"content-type", b"application/x-x509-ca-cert"),
-                                                     (b"content-disposition",
-                                                      b'attachment; filename="obsidian-local-rest-api.crt"')], head)
+                return await self._error(
+                    send, 404, "Not Found: HTTPS is off in DLE Desktop, so there is no certificate", head=head
+                )
+            return await self._send(
+                send,
+                200,
+                pem,
+                [
+                    (b"content-type", b"application/x-x509-ca-cert"),
+                    (b"content-disposition", b'attachment; filename="obsidian-local-rest-api.crt"'),
+                ],
+                head,
+            )
         if not self._authenticated(headers, repeated):
-            return await self._error(send, 401, AUTH_MESSAGE, 40101, [(b"www-authenticate", b'Bearer realm="DLE Desktop"')],
-                                     head=head)
+            return await self._error(
+                send, 401, AUTH_MESSAGE, 40101, [(b"www-authenticate", b'Bearer realm="DLE Desktop"')], head=head
+            )
         if raw == b"/vault" or raw.startswith(b"/vault/"):
-            return await self._vault(scope, receive, send, method, raw[len(b"/vault/"):], headers)
-        return await self._error(send, 404, "Not Found: DLE Desktop serves only the parts of the Obsidian Local REST API "
-                                            "that DeepLore Enhanced uses (GET /, GET and PUT /vault/...)", head=head)
+            return await self._vault(scope, receive, send, method, raw[len(b"/vault/") :], headers)
+        return await self._error(
+            send,
+            404,
+            "Not Found: DLE Desktop serves only the parts of the Obsidian Local REST API "
+            "that DeepLore Enhanced uses (GET /, GET and PUT /vault/...)",
+            head=head,
+        )
 
     async def _not_allowed(self, send, method: str, where: str, allow: bytes, head: bool = False) -> None:
-        await self._error(send, 405, f"Method Not Allowed: DLE Desktop does not support {method} on {where} "
-                                     "(DeepLore Enhanced never uses it)", headers=[(b"allow", allow)], head=head)
+        await self._error(
+            send,
+            405,
+            f"Method Not Allowed: DLE Desktop does not support {method} on {where} (DeepLore Enhanced never uses it)",
+            headers=[(b"allow", allow)],
+            head=head,
+        )
 
     async def _preflight(self, send, headers: dict[bytes, bytes]) -> None:
         out = [(b"access-control-allow-methods", CORS_METHODS)]
@@ -213,17 +276,25 @@ class OlraApp:
     async def _root(self, send, headers, repeated, head: bool) -> None:
         served = self.served()
         label = served.label
-        await self._json(send, 200, {
-            "status": "OK",
-            "service": SERVICE,
-            "authenticated": self._authenticated(headers, repeated),
-            "versions": {"obsidian": f"none (DLE Desktop {__version__})", "self": __version__},
-            "manifest": MANIFEST,
-            "name": f"DLE Desktop: {label}",
-            "vault": label,
-            "dleDesktop": {"version": __version__, "vaults": [v.name for v in served.vaults],
-                           "problem": served.problem},
-        }, head=head)
+        await self._json(
+            send,
+            200,
+            {
+                "status": "OK",
+                "service": SERVICE,
+                "authenticated": self._authenticated(headers, repeated),
+                "versions": {"obsidian": f"none (DLE Desktop {__version__})", "self": __version__},
+                "manifest": MANIFEST,
+                "name": f"DLE Desktop: {label}",
+                "vault": label,
+                "dleDesktop": {
+                    "version": __version__,
+                    "vaults": [v.name for v in served.vaults],
+                    "problem": served.problem,
+                },
+            },
+            head=head,
+        )
 
     async def _vault(self, scope, receive, send, method: str, rest: bytes, headers) -> None:
         head = method == "HEAD"
@@ -254,8 +325,16 @@ class OlraApp:
             return await self._error(send, 404, "Not Found", head=head)
         self.stats["reads"] += 1
         name = path.parts[-1]
-        await self._send(send, 200, data, [(b"content-type", content_type(name).encode()),
-                                           (b"content-disposition", content_disposition(name).encode("ascii"))], head)
+        await self._send(
+            send,
+            200,
+            data,
+            [
+                (b"content-type", content_type(name).encode()),
+                (b"content-disposition", content_disposition(name).encode("ascii")),
+            ],
+            head,
+        )
 
     async def _put(self, receive, send, served, path, headers) -> None:
         declared = headers.get(b"content-length")
@@ -263,11 +342,16 @@ class OlraApp:
             try:
                 size = int(declared)
             except ValueError:
-                return await self._error(send, 400, "Content-Length is not a number", headers=[(b"connection", b"close")])
+                return await self._error(
+                    send, 400, "Content-Length is not a number", headers=[(b"connection", b"close")]
+                )
             if size > self.max_body_bytes:
-                return await self._error(send, 413, f"Payload Too Large: a note may be at most "
-                                                    f"{self.max_body_bytes // (1024 * 1024)} MiB",
-                                         headers=[(b"connection", b"close")])
+                return await self._error(
+                    send,
+                    413,
+                    f"Payload Too Large: a note may be at most {self.max_body_bytes // (1024 * 1024)} MiB",
+                    headers=[(b"connection", b"close")],
+                )
         body = bytearray()
         while True:
             message = await receive()
@@ -276,9 +360,12 @@ class OlraApp:
                 return
             body += message.get("body", b"")
             if len(body) > self.max_body_bytes:
-                return await self._error(send, 413, f"Payload Too Large: a note may be at most "
-                                                    f"{self.max_body_bytes // (1024 * 1024)} MiB",
-                                         headers=[(b"connection", b"close")])
+                return await self._error(
+                    send,
+                    413,
+                    f"Payload Too Large: a note may be at most {self.max_body_bytes // (1024 * 1024)} MiB",
+                    headers=[(b"connection", b"close")],
+                )
             if not message.get("more_body", False):
                 break
         try:
@@ -292,7 +379,9 @@ class OlraApp:
             try:
                 await asyncio.wait_for(self.on_written(vault.name, changed), INDEX_WAIT_S)
             except TimeoutError:
-                log.warning("indexing %s took longer than %g s; the file watcher will pick it up", path.rel, INDEX_WAIT_S)
+                log.warning(
+                    "indexing %s took longer than %g s; the file watcher will pick it up", path.rel, INDEX_WAIT_S
+                )
             except Exception:
                 log.exception("indexing %s after writing it failed", path.rel)
         await self._send(send, 204)

@@ -52,9 +52,19 @@ class OlraRunner:
     `stop()`. `url` / `https_url` say where it listens, `running` whether it does, `error` why
     not (a busy port, in words), or what is wrong with the vault it should serve."""
 
-    def __init__(self, engine: OlraEngine, secrets: SecretStore, paths: AppPaths, *, port: int = DEFAULT_PORT, https: bool = False,
-                 https_port: int = DEFAULT_HTTPS_PORT, vault: str = "", host: str = "127.0.0.1",
-                 limits: OlraLimits = OlraLimits()) -> None:
+    def __init__(
+        self,
+        engine: OlraEngine,
+        secrets: SecretStore,
+        paths: AppPaths,
+        *,
+        port: int = DEFAULT_PORT,
+        https: bool = False,
+        https_port: int = DEFAULT_HTTPS_PORT,
+        vault: str = "",
+        host: str = "127.0.0.1",
+        limits: OlraLimits = OlraLimits(),
+    ) -> None:
         self.engine = engine
         self.secrets = secrets
         self.paths = paths
@@ -77,8 +87,15 @@ class OlraRunner:
 
     @classmethod
     def from_settings(cls, engine: OlraEngine, secrets: SecretStore, paths: AppPaths, settings: Settings) -> OlraRunner:
-        return cls(engine, secrets, paths, port=settings.olra_port, https=settings.olra_https,
-                   https_port=settings.olra_https_port, vault=settings.olra_vault)
+        return cls(
+            engine,
+            secrets,
+            paths,
+            port=settings.olra_port,
+            https=settings.olra_https,
+            https_port=settings.olra_https_port,
+            vault=settings.olra_vault,
+        )
 
     # -- what the app page shows ------------------------------------------------------------
     @property
@@ -105,8 +122,13 @@ class OlraRunner:
 
     def connection_values(self) -> dict:
         """What to type into DLE's vault settings (without the key: `olra_key(secrets)`)."""
-        return {"host": "127.0.0.1", "port": self.https_port if self.https else self.port, "https": self.https,
-                "http_port": self.port, "https_port": self.https_port if self.https else None}
+        return {
+            "host": "127.0.0.1",
+            "port": self.https_port if self.https else self.port,
+            "https": self.https,
+            "http_port": self.port,
+            "https_port": self.https_port if self.https else None,
+        }
 
     # -- serving ----------------------------------------------------------------------------
     def served(self) -> ServedVaults:
@@ -137,9 +159,11 @@ class OlraRunner:
             sock.bind((self.host, port))
         except OSError as exc:
             sock.close()
-            raise OSError(f"the Obsidian REST emulation cannot listen on {self.host}:{port} ({what}): "
-                          f"{exc.strerror or exc}; another program (Obsidian with its Local REST API plugin?) "
-                          "may be using it: close it or choose another port") from exc
+            raise OSError(
+                f"the Obsidian REST emulation cannot listen on {self.host}:{port} ({what}): "
+                f"{exc.strerror or exc}; another program (Obsidian with its Local REST API plugin?) "
+                "may be using it: close it or choose another port"
+            ) from exc
         sock.listen(self.limits.backlog)
         sock.setblocking(False)
         return sock
@@ -152,8 +176,10 @@ class OlraRunner:
         socks: list[tuple[socket.socket, ssl.SSLContext | None]] = []
         try:
             if self.https and self.https_port == self.port and self.port != 0:
-                raise OSError(f"the HTTP and HTTPS ports of the Obsidian REST emulation are both {self.port}; "
-                              "choose two different ports")
+                raise OSError(
+                    f"the HTTP and HTTPS ports of the Obsidian REST emulation are both {self.port}; "
+                    "choose two different ports"
+                )
             self.key()  # created (and stored) the first time the server starts
             socks.append((self._bind(self.port, "HTTP"), None))
             self.port = socks[0][0].getsockname()[1]
@@ -173,8 +199,13 @@ class OlraRunner:
             self._start_error = str(exc)
             log.error("%s", exc)
             return False
-        self.app = OlraApp(self.served, self.key, hosts=frozenset(self._host_names()),
-                           certificate=lambda: self._cert_pem, on_written=self._on_written)
+        self.app = OlraApp(
+            self.served,
+            self.key,
+            hosts=frozenset(self._host_names()),
+            certificate=lambda: self._cert_pem,
+            on_written=self._on_written,
+        )
         ready: concurrent.futures.Future[bool] = concurrent.futures.Future()
         self._thread = threading.Thread(target=self._run, args=(socks, ready), name="dle-olra", daemon=True)
         self._thread.start()
@@ -185,8 +216,7 @@ class OlraRunner:
             log.error("%s", self._start_error)
             self.stop()
             return False
-        log.info("Obsidian REST emulation listening on %s%s", self.url,
-                 f" and {self.https_url}" if self.https else "")
+        log.info("Obsidian REST emulation listening on %s%s", self.url, f" and {self.https_url}" if self.https else "")
         return True
 
     def _host_names(self) -> set[str]:
@@ -197,8 +227,9 @@ class OlraRunner:
         loop = asyncio.SelectorEventLoop()
         self._loop = loop
         asyncio.set_event_loop(loop)
-        loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(self.limits.io_threads,
-                                                                        thread_name_prefix="dle-olra-io"))
+        loop.set_default_executor(
+            concurrent.futures.ThreadPoolExecutor(self.limits.io_threads, thread_name_prefix="dle-olra-io")
+        )
         try:
             loop.run_until_complete(self._serve(socks, ready))
         except Exception as exc:
@@ -218,16 +249,30 @@ class OlraRunner:
         assert self.app is not None  # start() makes it before the thread
         limits = self.limits
         # One guard for the HTTP and the HTTPS socket: the cap is on the process's sockets.
-        protocol = protocol_class(ServerLimits(max_connections=limits.max_connections,
-                                               header_timeout=limits.header_timeout,
-                                               keep_alive_timeout=limits.keep_alive_timeout))
+        protocol = protocol_class(
+            ServerLimits(
+                max_connections=limits.max_connections,
+                header_timeout=limits.header_timeout,
+                keep_alive_timeout=limits.keep_alive_timeout,
+            )
+        )
         for sock, context in socks:
             # log_config=None: uvicorn logs through our (scrubbed) handlers. No proxy headers, no
             # WebSockets, no lifespan: nothing here needs them.
-            config = uvicorn.Config(self.app, log_config=None, log_level="warning", access_log=False,
-                                    lifespan="off", server_header=False, proxy_headers=False, ws="none",
-                                    http=protocol, timeout_keep_alive=limits.keep_alive_timeout,
-                                    limit_concurrency=limits.max_concurrency, backlog=limits.backlog)
+            config = uvicorn.Config(
+                self.app,
+                log_config=None,
+                log_level="warning",
+                access_log=False,
+                lifespan="off",
+                server_header=False,
+                proxy_headers=False,
+                ws="none",
+                http=protocol,
+                timeout_keep_alive=limits.keep_alive_timeout,
+                limit_concurrency=limits.max_concurrency,
+                backlog=limits.backlog,
+            )
             if context is not None:
                 config.load()
                 config.ssl = context  # our own context (the certificate made above)
@@ -250,9 +295,11 @@ class OlraRunner:
         if thread is None:
             return
         if loop is not None and not loop.is_closed():
+
             def exit_all() -> None:
                 for server in self._servers:
                     server.should_exit = True
+
             try:
                 loop.call_soon_threadsafe(exit_all)
             except RuntimeError:
@@ -260,9 +307,11 @@ class OlraRunner:
         thread.join(timeout)
         if thread.is_alive():
             assert loop is not None  # the thread sets it first thing
+
             def force() -> None:
                 for server in self._servers:
                     server.force_exit = True
+
             try:
                 loop.call_soon_threadsafe(force)
             except RuntimeError:

@@ -74,15 +74,19 @@ def served_vaults(engine: OlraEngine | None, vault_name: str = "") -> ServedVaul
         chosen = [s for s in sources if s.name == vault_name]
         if not chosen:
             names = ", ".join(repr(s.name) for s in sources) or "none"
-            return ServedVaults((), f"no enabled folder vault is named {vault_name!r} (setting olra_vault); "
-                                    f"folder vaults open now: {names}")
+            return ServedVaults(
+                (),
+                f"no enabled folder vault is named {vault_name!r} (setting olra_vault); "
+                f"folder vaults open now: {names}",
+            )
         sources = chosen
     if not sources:
         return ServedVaults((), "no folder vault is open: the Obsidian REST emulation serves folder vaults only")
     read_only = None
     if getattr(engine, "using_sample_vault", False):
-        read_only = ("the bundled sample vault is read-only; add your own vault folder in DLE Desktop's Settings "
-                     "to write notes")
+        read_only = (
+            "the bundled sample vault is read-only; add your own vault folder in DLE Desktop's Settings to write notes"
+        )
     return ServedVaults(tuple(ServedVault(s.name, s.root, real_root(s.root)) for s in sources), None, read_only)
 
 
@@ -195,11 +199,12 @@ def write_file(served: ServedVaults, path: VaultPath, data: bytes) -> tuple[Serv
     if served.read_only:
         raise PutRefused(403, served.read_only)
     if path.is_dir or not path.parts:
-        raise PutRefused(405, "Request method is valid only for files: PUT a file's path, not a folder's",
-                           40510)
+        raise PutRefused(405, "Request method is valid only for files: PUT a file's path, not a folder's", 40510)
     if path.hidden:
-        raise PutRefused(403, "DLE Desktop does not write hidden files or folders (names starting with '.', "
-                                "such as .obsidian or .git)")
+        raise PutRefused(
+            403,
+            "DLE Desktop does not write hidden files or folders (names starting with '.', such as .obsidian or .git)",
+        )
     target_vault = served.vaults[0]
     for vault in served.vaults:
         try:

@@ -15,8 +15,9 @@ from dle_desktop.server.schemas import ref
 
 #: A pin or block as the chat state stores it (the request's schema: the same shapes).
 EntryRef = Annotated[Any, WithJsonSchema(ref("EntryRef"))]
-StoredContext = Annotated[dict[str, str | list[str]],
-                          Field(description="Gating context as stored: text or lists of text.")]
+StoredContext = Annotated[
+    dict[str, str | list[str]], Field(description="Gating context as stored: text or lists of text.")
+]
 
 #: Where a number tells a place in the prompt, and whose voice.
 POSITIONS = "0 after the prompt (IN_PROMPT), 1 in chat at `depth`, 2 before the prompt, -1 an outlet"
@@ -33,12 +34,12 @@ class Answer(BaseModel):
 
 
 class Error(Answer):
-    error: str = Field(description='what went wrong, fit for a user')
+    error: str = Field(description="what went wrong, fit for a user")
 
 
 class VaultStatus(Answer):
     name: str
-    kind: Literal['folder', 'obsidian-rest']
+    kind: Literal["folder", "obsidian-rest"]
     location: str
     enabled: bool
     entries: int
@@ -46,25 +47,27 @@ class VaultStatus(Answer):
 
 
 class SemanticStatus(Answer):
-    enabled: bool = Field(description='the semantic stage is on (setting semantic_enabled)')
-    state: Literal['off', 'waiting', 'embedding', 'paused', 'ready', 'error']
-    done: int = Field(description='entries embedded in the current pass')
-    total: int = Field(description='entries the current pass embeds (new or changed ones)')
-    embedded: int = Field(description='entries with a vector for the current model')
-    entries: int = Field(description='entries that should have one')
+    enabled: bool = Field(description="the semantic stage is on (setting semantic_enabled)")
+    state: Literal["off", "waiting", "embedding", "paused", "ready", "error"]
+    done: int = Field(description="entries embedded in the current pass")
+    total: int = Field(description="entries the current pass embeds (new or changed ones)")
+    embedded: int = Field(description="entries with a vector for the current model")
+    entries: int = Field(description="entries that should have one")
     error: str | None
     model: str | None
     paused: bool
-    prefetched: int = Field(description='messages embedded ahead of their generation (POST /semantic/prefetch) since the engine started')
-    query_cache_hits: int = Field(description='query texts a lookup found embedded already')
-    query_cache_misses: int = Field(description='query texts a lookup had to embed itself')
+    prefetched: int = Field(
+        description="messages embedded ahead of their generation (POST /semantic/prefetch) since the engine started"
+    )
+    query_cache_hits: int = Field(description="query texts a lookup found embedded already")
+    query_cache_misses: int = Field(description="query texts a lookup had to embed itself")
 
 
 class Breaker(Answer):
     """DLE's AI circuit breaker: 2 failures in a row open it for 30 s, then one probe"""
 
-    state: Literal['closed', 'open', 'half-open']
-    failures: int = Field(description='breaker-tripping failures in a row')
+    state: Literal["closed", "open", "half-open"]
+    failures: int = Field(description="breaker-tripping failures in a row")
     opened_at: float | None
     retry_in_seconds: float
     probe_in_flight: bool
@@ -79,7 +82,7 @@ class ChannelUsage(Answer):
     output_tokens: int
     cache_read_tokens: int
     cache_write_tokens: int
-    cache_hits: int = Field(description='AI-search answers replayed from the cache')
+    cache_hits: int = Field(description="AI-search answers replayed from the cache")
     last_error: str | None
     last_latency_ms: int | None
     last_call_at: float | None
@@ -87,13 +90,13 @@ class ChannelUsage(Answer):
 
 class Channel(Answer):
     label: str
-    mode: Literal['profile', 'proxy']
+    mode: Literal["profile", "proxy"]
     inherited: bool = Field(description="uses AI search's connection")
     profile: str | None
     model: str
     max_tokens: int
     timeout_s: float
-    problem: str | None = Field(description='why the channel cannot call (what to set)')
+    problem: str | None = Field(description="why the channel cannot call (what to set)")
     note: str | None
     usage: ChannelUsage
 
@@ -110,7 +113,7 @@ class AiStateChannels(Answer):
 class AiState(Answer):
     offline: bool
     breaker: Breaker
-    usage_since: float = Field(description='when the usage counts started (Unix time); they survive restarts')
+    usage_since: float = Field(description="when the usage counts started (Unix time); they survive restarts")
     channels: AiStateChannels
 
 
@@ -122,8 +125,8 @@ class ConnectionTest(Answer):
 
 class StatusAi(Answer):
     enabled: bool
-    mode: Literal['two-stage', 'ai-only']
-    breaker: Literal['closed', 'open', 'half-open']
+    mode: Literal["two-stage", "ai-only"]
+    breaker: Literal["closed", "open", "half-open"]
     offline: bool
 
 
@@ -155,7 +158,7 @@ class EntrySummary(Answer):
     title: str
     keys: list[str]
     refine_keys: list[str]
-    priority: float = Field(description='lower runs first; default 100')
+    priority: float = Field(description="lower runs first; default 100")
     constant: bool
     seed: bool
     bootstrap: bool
@@ -168,9 +171,9 @@ class EntrySummary(Answer):
     warmup: int | None
     cooldown: int | None
     probability: float | None
-    position: str | None = Field(description='before | after | in_chat')
+    position: str | None = Field(description="before | after | in_chat")
     depth: int | None
-    role: str | None = Field(description='system | user | assistant')
+    role: str | None = Field(description="system | user | assistant")
     outlet: str | None
     graph: bool
     tags: list[str]
@@ -245,8 +248,8 @@ class SyncResult(Answer):
 
 
 class PrefetchResult(Answer):
-    queued: int = Field(description='messages handed to the embedder')
-    reason: str = may_be_left_out(description='why nothing was queued')
+    queued: int = Field(description="messages handed to the embedder")
+    reason: str = may_be_left_out(description="why nothing was queued")
 
 
 class LoreSearchResultBest(Answer):
@@ -255,7 +258,7 @@ class LoreSearchResultBest(Answer):
     title: str
     vault: str
     path: str
-    content: str = Field(description='`### Title` then the full content')
+    content: str = Field(description="`### Title` then the full content")
 
 
 class LoreSearchResultLinked(Answer):
@@ -266,49 +269,49 @@ class LoreSearchResultLinked(Answer):
 
 
 class LoreSearchResult(Answer):
-    best: LoreSearchResultBest | None = Field(description='the single best hit across all queries')
-    linked: list[LoreSearchResultLinked] = Field(description='up to 3 entries the best hit links to')
-    misses: list[str] = Field(description='the queries that found nothing; each became or merged into a gap record')
-    gap_ids: list[str] = Field(description='the gap records the misses went to, in order')
+    best: LoreSearchResultBest | None = Field(description="the single best hit across all queries")
+    linked: list[LoreSearchResultLinked] = Field(description="up to 3 entries the best hit links to")
+    misses: list[str] = Field(description="the queries that found nothing; each became or merged into a gap record")
+    gap_ids: list[str] = Field(description="the gap records the misses went to, in order")
 
 
 class GapRecord(Answer):
     """What the story asked for and the vault lacked; the Librarian view's Gaps panel"""
 
     id: str
-    type: Literal['search', 'flag']
-    query: str = Field(description='the search query or flagged title')
-    reason: str = Field(description='every distinct reason given, joined with `; `')
-    subtype: Literal['gap', 'update']
+    type: Literal["search", "flag"]
+    query: str = Field(description="the search query or flagged title")
+    reason: str = Field(description="every distinct reason given, joined with `; `")
+    subtype: Literal["gap", "update"]
     entry_title: str
-    urgency: Literal['low', 'medium', 'high']
-    frequency: int = Field(description='how often it was asked for (similar records merge)')
-    status: Literal['pending', 'written']
-    hidden: bool = Field(description='hidden by the user; flagged again, it comes back')
-    dismissed: bool = Field(description='dismissed by the user; it stays buried')
+    urgency: Literal["low", "medium", "high"]
+    frequency: int = Field(description="how often it was asked for (similar records merge)")
+    status: Literal["pending", "written"]
+    hidden: bool = Field(description="hidden by the user; flagged again, it comes back")
+    dismissed: bool = Field(description="dismissed by the user; it stays buried")
     had_results: bool
     created: float
     updated: float
 
 
 class GapList(Answer):
-    gaps: list[GapRecord] = Field(description='pending first, then by urgency, frequency and recency')
+    gaps: list[GapRecord] = Field(description="pending first, then by urgency, frequency and recency")
 
 
 class BridgeInfoAiSearch(Answer):
     enabled: bool
-    mode: Literal['two-stage', 'ai-only']
+    mode: Literal["two-stage", "ai-only"]
     timeout_ms: int = Field(description="AI search's timeout (a retrieve may take this long and more)")
 
 
 class BridgeInfo(Answer):
     server_version: str
-    bundled_extension_version: str | None = Field(description='the version of the extension this DLE Desktop ships')
+    bundled_extension_version: str | None = Field(description="the version of the extension this DLE Desktop ships")
     entries: int
     index_ready: bool
     index_version: int | None
     vector_routing: bool = Field(description="setting st_vector_routing: route SillyTavern's Vector Storage here")
-    forget_deleted_chats: bool = Field(description='setting st_forget_deleted_chats')
+    forget_deleted_chats: bool = Field(description="setting st_forget_deleted_chats")
     ai_search: BridgeInfoAiSearch
     semantic_enabled: bool
 
@@ -316,16 +319,16 @@ class BridgeInfo(Answer):
 class BridgeState(Answer):
     """What the bridge extension last told the server (its hellos, and requests sent with X-DLE-Client: st-bridge)."""
 
-    connected: bool = Field(description='the extension was heard from in the last 90 s')
-    last_contact: float | None = Field(description='Unix time')
+    connected: bool = Field(description="the extension was heard from in the last 90 s")
+    last_contact: float | None = Field(description="Unix time")
     last_contact_age_s: float | None
     origin: str | None
     extension_version: str | None
     st_version: str | None
     chat_id: str | None
     character: str | None
-    generations: int = Field(description='retrieves the extension ran since DLE Desktop started')
-    last_injected: list[str] = Field(description='titles the last one injected')
+    generations: int = Field(description="retrieves the extension ran since DLE Desktop started")
+    last_injected: list[str] = Field(description="titles the last one injected")
     last_total_tokens: int | None
     last_ms: float | None
     last_error: str | None

@@ -12,10 +12,12 @@ from dle_desktop.server.answers import POSITIONS, ROLES, Answer, EntryRef, Store
 class Injected(Answer):
     title: str
     vault: str
-    tokens: int = Field(description='estimated tokens as injected (after truncation)')
+    tokens: int = Field(description="estimated tokens as injected (after truncation)")
     truncated: bool
-    original_tokens: int | None = Field(description='before truncation; null if not truncated')
-    matched_by: str = Field(description='the key, or (constant), (pinned), (bootstrap), (cascade from: X), (fuzzy, score: n), ...')
+    original_tokens: int | None = Field(description="before truncation; null if not truncated")
+    matched_by: str = Field(
+        description="the key, or (constant), (pinned), (bootstrap), (cascade from: X), (fuzzy, score: n), ..."
+    )
     position: int = Field(description=POSITIONS)
     depth: int
     role: int = Field(description=ROLES)
@@ -23,24 +25,28 @@ class Injected(Answer):
 
 
 class Group(Answer):
-    key: str = Field(description='e.g. deeplore_p1_d4_r0, deeplore_notebook')
+    key: str = Field(description="e.g. deeplore_p1_d4_r0, deeplore_notebook")
     position: int = Field(description=POSITIONS)
     position_name: str
     depth: int
     role: int = Field(description=ROLES)
     role_name: str
     outlet: str | None
-    text: str = Field(description='the text to inject')
-    entries: list[str] = Field(description='titles in this group')
+    text: str = Field(description="the text to inject")
+    entries: list[str] = Field(description="titles in this group")
     scan: bool = Field(description="SillyTavern's allowWIScan for this prompt (setting allow_wi_scan)")
 
 
 class Verdict(Answer):
     title: str
     vault: str
-    stage: str = Field(description=('constants, bootstrap, keywords, character, cascade, recursion N, fuzzy, contextual gating, folder '
-        'filter, pins, blocks, reinjection cooldown, requires/excludes, strip duplicates, budget, ...'))
-    outcome: Literal['matched', 'skipped', 'removed', 'injected', 'truncated', 'cut', 'info']
+    stage: str = Field(
+        description=(
+            "constants, bootstrap, keywords, character, cascade, recursion N, fuzzy, contextual gating, folder "
+            "filter, pins, blocks, reinjection cooldown, requires/excludes, strip duplicates, budget, ..."
+        )
+    )
+    outcome: Literal["matched", "skipped", "removed", "injected", "truncated", "cut", "info"]
     reason: str
 
 
@@ -49,13 +55,17 @@ class Generation(Answer):
     groups: list[Group]
     total_tokens: int
     verdicts: list[Verdict] = Field(description="the decision record: every stage's verdict on every entry it touched")
-    timings_ms: dict[str, float] = Field(description='milliseconds per stage, and `total`')
-    skipped_reason: str | None = Field(description="set when DLE would not run at all (the last message is a system "
-                                                   "message or a tool call); nothing is saved then")
+    timings_ms: dict[str, float] = Field(description="milliseconds per stage, and `total`")
+    skipped_reason: str | None = Field(
+        description="set when DLE would not run at all (the last message is a system "
+        "message or a tool call); nothing is saved then"
+    )
     notes: list[str]
     swipe_rollback: bool = Field(description="the previous generation's state was rolled back first")
-    semantic_query: str | None = Field(description="what the semantic stage searched with (the newest message and the "
-                                                   "window before it); null when semantic search is off")
+    semantic_query: str | None = Field(
+        description="what the semantic stage searched with (the newest message and the "
+        "window before it); null when semantic search is off"
+    )
 
 
 class Analytics(Answer):
@@ -74,28 +84,28 @@ class ChatState(Answer):
     context: StoredContext
     folder_filter: list[str] | None
     notebook: str
-    cooldowns: dict[str, int] = Field(description='vault:title → generations of cooldown left')
-    counts: dict[str, int] = Field(description='vault:title → times injected in this chat')
-    analytics: dict[str, Analytics] = Field(description='vault:title → match and injection counts')
+    cooldowns: dict[str, int] = Field(description="vault:title → generations of cooldown left")
+    counts: dict[str, int] = Field(description="vault:title → times injected in this chat")
+    analytics: dict[str, Analytics] = Field(description="vault:title → match and injection counts")
 
 
 class ChatDeleted(Answer):
     chat_id: str
-    deleted: bool = Field(description='false if there was no state')
+    deleted: bool = Field(description="false if there was no state")
 
 
 class DecisionRecord(Answer):
-    gen: int = Field(description='generation count after this generation')
-    created_at: float = Field(description='Unix time')
+    gen: int = Field(description="generation count after this generation")
+    created_at: float = Field(description="Unix time")
     injected: list[str]
     verdicts: list[Verdict]
     total_tokens: int
-    semantic_query: str = may_be_left_out(description='what the semantic stage searched with (only when it was on)')
+    semantic_query: str = may_be_left_out(description="what the semantic stage searched with (only when it was on)")
 
 
 class Records(Answer):
     chat_id: str
-    records: list[DecisionRecord] = Field(description='newest first')
+    records: list[DecisionRecord] = Field(description="newest first")
 
 
 class Pins(Answer):
@@ -122,15 +132,15 @@ class ChatSummary(Answer):
     chat_id: str
     generation_count: int
     updated_at: float = Field(description="when the chat's state was last saved (Unix time, seconds)")
-    records: int = Field(description='decision records kept for the chat (at most 50)')
+    records: int = Field(description="decision records kept for the chat (at most 50)")
 
 
 class ForkResult(Answer):
     chat_id: str
-    from_: str = Field(alias='from')
-    copied: bool = Field(description='false when the chat had state already, the source had none, or both are one chat')
-    reason: str | None = Field(description='why nothing was copied')
+    from_: str = Field(alias="from")
+    copied: bool = Field(description="false when the chat had state already, the source had none, or both are one chat")
+    reason: str | None = Field(description="why nothing was copied")
 
 
 class ChatList(Answer):
-    chats: list[ChatSummary] = Field(description='chats with stored state, most recently saved first')
+    chats: list[ChatSummary] = Field(description="chats with stored state, most recently saved first")

@@ -14,10 +14,18 @@ class VectorError(Answer):
     """TauriTavern's error shape, which SillyTavern 1.18 reads."""
 
     error: Literal[True]
-    message: str = Field(description='what went wrong')
-    cause: Literal['invalid_request', 'embedding_auth_failed', 'forbidden_origin', 'vector_endpoint_unavailable',
-                   'vector_index_conflict', 'request_too_large', 'embedding_rate_limited', 'embedding_unavailable',
-                   'vector_store_unavailable']
+    message: str = Field(description="what went wrong")
+    cause: Literal[
+        "invalid_request",
+        "embedding_auth_failed",
+        "forbidden_origin",
+        "vector_endpoint_unavailable",
+        "vector_index_conflict",
+        "request_too_large",
+        "embedding_rate_limited",
+        "embedding_unavailable",
+        "vector_store_unavailable",
+    ]
 
 
 class VectorMetadata(Answer):
@@ -50,7 +58,7 @@ class OpenAiError(Answer):
 
 
 class OpenAiEmbeddingsData(Answer):
-    object: Literal['embedding']
+    object: Literal["embedding"]
     index: int
     embedding: list[float] | str
 
@@ -61,7 +69,7 @@ class OpenAiEmbeddingsUsage(Answer):
 
 
 class OpenAiEmbeddings(Answer):
-    object: Literal['list']
+    object: Literal["list"]
     data: list[OpenAiEmbeddingsData]
     model: str
     usage: OpenAiEmbeddingsUsage

@@ -72,12 +72,27 @@ def build_app(engine: LoreEngine, bridge_monitor: BridgeEvents | None = None) ->
     # routes_vector: SillyTavern's /api/vector/*; routes_embeddings: the embedding-backend endpoints
     # (llama.cpp, Ollama, KoboldCpp, Extras formats) a stock ST can point its sources at.
     # routes_bridge's middleware sees the bridge's generations (requests with X-DLE-Client: st-bridge).
-    handlers: dict[Any, Any] = {DleError: _dle_error, ClientDisconnect: _client_gone, 404: _not_found,
-                                405: _method_not_allowed, Exception: _unexpected}
-    app = Starlette(routes=[*routes_lore.routes, *routes_gaps.routes, *routes_bridge.routes, *routes_chat.routes, *routes_ai.routes,
-                            *openapi.routes, *routes_vector.routes, *routes_embeddings.routes],
-                    middleware=[Middleware(routes_bridge.BridgeObserver)],
-                    exception_handlers=handlers)
+    handlers: dict[Any, Any] = {
+        DleError: _dle_error,
+        ClientDisconnect: _client_gone,
+        404: _not_found,
+        405: _method_not_allowed,
+        Exception: _unexpected,
+    }
+    app = Starlette(
+        routes=[
+            *routes_lore.routes,
+            *routes_gaps.routes,
+            *routes_bridge.routes,
+            *routes_chat.routes,
+            *routes_ai.routes,
+            *openapi.routes,
+            *routes_vector.routes,
+            *routes_embeddings.routes,
+        ],
+        middleware=[Middleware(routes_bridge.BridgeObserver)],
+        exception_handlers=handlers,
+    )
     app.state.services = ServerServices(engine, bridge_monitor if bridge_monitor is not None else BridgeMonitor())
     return app
 
@@ -100,8 +115,14 @@ class ServerRunner:
     """Binds the socket ourselves (so a busy port is a clear error, not uvicorn's sys.exit),
     then serves with uvicorn on the current loop."""
 
-    def __init__(self, engine: LoreEngine, host: str = "127.0.0.1", port: int = 8765, limits: ServerLimits = ServerLimits(),
-                 bridge_monitor: BridgeEvents | None = None) -> None:
+    def __init__(
+        self,
+        engine: LoreEngine,
+        host: str = "127.0.0.1",
+        port: int = 8765,
+        limits: ServerLimits = ServerLimits(),
+        bridge_monitor: BridgeEvents | None = None,
+    ) -> None:
         self.engine = engine
         self.host = host
         self.port = port
@@ -130,8 +151,10 @@ class ServerRunner:
             sock.bind((self.host, self.port))
         except OSError as exc:
             sock.close()
-            raise ConfigError(f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}; "
-                              "choose another port in Settings or with --port") from exc
+            raise ConfigError(
+                f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}; "
+                "choose another port in Settings or with --port"
+            ) from exc
         sock.listen(128)
         sock.setblocking(False)
         self.port = sock.getsockname()[1]
@@ -149,11 +172,20 @@ class ServerRunner:
         # whether a token is needed is the socket's, never an X-Forwarded-For header.
         # limit_concurrency caps running requests; the protocol caps the sockets themselves.
         # ws="none": there are no WebSocket routes, so no upgrade may slip past the socket cap.
-        config = uvicorn.Config(self._access, log_config=None, log_level="warning", access_log=False,
-                                lifespan="off", server_header=False, proxy_headers=False, ws="none",
-                                http=protocol_class(limits), timeout_keep_alive=limits.keep_alive_timeout,
-                                limit_concurrency=limits.max_connections + 1,
-                                h11_max_incomplete_event_size=limits.max_header_bytes)
+        config = uvicorn.Config(
+            self._access,
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            server_header=False,
+            proxy_headers=False,
+            ws="none",
+            http=protocol_class(limits),
+            timeout_keep_alive=limits.keep_alive_timeout,
+            limit_concurrency=limits.max_connections + 1,
+            h11_max_incomplete_event_size=limits.max_header_bytes,
+        )
         self._server = uvicorn.Server(config)
         self._task = asyncio.get_running_loop().create_task(self._server.serve(sockets=[self._sock]))
         while not self._server.started:
@@ -168,11 +200,16 @@ class ServerRunner:
     def _warn_lan(self, policy: AccessPolicy) -> None:
         policy.token()  # created now, so that it can be looked up before the first client comes
         names = ", ".join(sorted(policy.hosts))
-        log.warning("LAN mode: %s is reachable from other machines. Clients there must send the server token "
-                    "(Authorization: Bearer <token>; `dle-desktop server-token` prints it) and reach the server "
-                    "by one of these host names: %s%s", self.url, names,
-                    "" if self.engine.settings.server_allowed_hosts or self.host not in ("0.0.0.0", "::")
-                    else " (list the name or address LAN clients use in server_allowed_hosts)")
+        log.warning(
+            "LAN mode: %s is reachable from other machines. Clients there must send the server token "
+            "(Authorization: Bearer <token>; `dle-desktop server-token` prints it) and reach the server "
+            "by one of these host names: %s%s",
+            self.url,
+            names,
+            ""
+            if self.engine.settings.server_allowed_hosts or self.host not in ("0.0.0.0", "::")
+            else " (list the name or address LAN clients use in server_allowed_hosts)",
+        )
 
     def set_engine(self, engine: LoreEngine) -> None:
         """Serve another engine from now on (after the vault configuration changed)."""

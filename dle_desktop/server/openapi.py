@@ -35,22 +35,48 @@ def _ref(name: str) -> dict:
 
 #: Every answer model the document names (and, through them, the models they use).
 ANSWERS: list[type[BaseModel]] = [
-    answers.Error, answers.Status, answers.EntryList, answers.Entry, answers.HealthReport, answers.Skipped,
-    answers.SyncResult, answers.LoreSearchResult, answers.GapRecord, answers.GapList, answers.BridgeInfo,
-    answers.PrefetchResult, answers.BridgeState, answers.AiState, answers.BreakerReset, answers.CacheCleared,
-    answers.ConnectionTest, answers_chat.Generation, answers_chat.ChatList, answers_chat.ChatState,
-    answers_chat.ChatDeleted, answers_chat.ForkResult, answers_chat.Records, answers_chat.Pins, answers_chat.Blocks,
-    answers_chat.ChatContext, answers_chat.ChatFolderFilter, answers_chat.Notebook, *openapi_vectors.ANSWERS,
+    answers.Error,
+    answers.Status,
+    answers.EntryList,
+    answers.Entry,
+    answers.HealthReport,
+    answers.Skipped,
+    answers.SyncResult,
+    answers.LoreSearchResult,
+    answers.GapRecord,
+    answers.GapList,
+    answers.BridgeInfo,
+    answers.PrefetchResult,
+    answers.BridgeState,
+    answers.AiState,
+    answers.BreakerReset,
+    answers.CacheCleared,
+    answers.ConnectionTest,
+    answers_chat.Generation,
+    answers_chat.ChatList,
+    answers_chat.ChatState,
+    answers_chat.ChatDeleted,
+    answers_chat.ForkResult,
+    answers_chat.Records,
+    answers_chat.Pins,
+    answers_chat.Blocks,
+    answers_chat.ChatContext,
+    answers_chat.ChatFolderFilter,
+    answers_chat.Notebook,
+    *openapi_vectors.ANSWERS,
 ]
 _SCHEMAS: dict[str, dict] = schemas.components(ANSWERS)
 
 
 #: Request bodies, by component name: generated from the models the routes validate with.
 REQUEST_BODIES: dict[str, type[schemas.RequestModel]] = {
-    "RetrieveRequest": schemas_chat.RetrieveRequest, "ForkRequest": schemas_chat.ForkRequest,
+    "RetrieveRequest": schemas_chat.RetrieveRequest,
+    "ForkRequest": schemas_chat.ForkRequest,
     **{model.__name__: model for model, _ in schemas_chat.FIELD_UPDATES.values()},
-    "PrefetchRequest": schemas_lore.PrefetchRequest, "LoreSearchRequest": schemas_lore.LoreSearchRequest,
-    "LoreFlagRequest": schemas_lore.LoreFlagRequest, "BridgeHello": schemas_lore.BridgeHello,
+    "PrefetchRequest": schemas_lore.PrefetchRequest,
+    "LoreSearchRequest": schemas_lore.LoreSearchRequest,
+    "LoreFlagRequest": schemas_lore.LoreFlagRequest,
+    "BridgeHello": schemas_lore.BridgeHello,
 }
 _SCHEMAS.update(schemas_chat.SHARED_SCHEMAS)
 _SCHEMAS.update({name: schemas.request_schema(model) for name, model in REQUEST_BODIES.items()})
@@ -72,6 +98,7 @@ def _query(model: type[schemas.QueryModel]) -> list[dict[str, Any]]:
 
 # -- operations --------------------------------------------------------------------------------
 
+
 def _json(schema: dict, description: str) -> dict:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
@@ -80,10 +107,15 @@ def _err(description: str) -> dict:
     return _json(_ref("Error"), description)
 
 
-_CHAT_ID = {"name": "chat_id", "in": "path", "required": True, "schema": _ref("ChatId"),
-            "description": "the chat's id, percent-encoded. A `/` in it may be sent as is (`chats/group/abc`) or "
-                           "as `%2F`; only before a part's name (`.../records`, `.../pins`, ...) must it be `%2F`, "
-                           "else the name is read as that part"}
+_CHAT_ID = {
+    "name": "chat_id",
+    "in": "path",
+    "required": True,
+    "schema": _ref("ChatId"),
+    "description": "the chat's id, percent-encoded. A `/` in it may be sent as is (`chats/group/abc`) or "
+    "as `%2F`; only before a part's name (`.../records`, `.../pins`, ...) must it be `%2F`, "
+    "else the name is read as that part",
+}
 _BAD_CHAT_ID = {"400": _err("bad chat id (empty, over 512 characters, a control character, or whitespace at an end)")}
 _BODY_ERRORS = {
     "400": _err("the body is empty, not UTF-8, not JSON, or has the wrong shape; `error` names the problem"),
@@ -91,9 +123,23 @@ _BODY_ERRORS = {
 }
 
 
-def _op(op_id: str, summary: str, ok: dict, *, tag: str, params: list | None = None, body: dict | None = None,
-        errors: dict | None = None, description: str | None = None) -> dict:
-    out: dict[str, Any] = {"operationId": op_id, "summary": summary, "tags": [tag], "responses": {"200": ok, **(errors or {})}}
+def _op(
+    op_id: str,
+    summary: str,
+    ok: dict,
+    *,
+    tag: str,
+    params: list | None = None,
+    body: dict | None = None,
+    errors: dict | None = None,
+    description: str | None = None,
+) -> dict:
+    out: dict[str, Any] = {
+        "operationId": op_id,
+        "summary": summary,
+        "tags": [tag],
+        "responses": {"200": ok, **(errors or {})},
+    }
     if description:
         out["description"] = description
     if params:
@@ -115,113 +161,269 @@ def _field_paths() -> dict[str, dict]:
     for seg, schema, update, what in fields:
         name = "".join(p.capitalize() for p in seg.split("-"))
         out[f"{API}/chats/{{chat_id}}/{seg}"] = {
-            "get": _op(f"get{name}", f"Read a chat's {what}", _json(_ref(schema), what), tag="chats",
-                       params=[_CHAT_ID], errors=_BAD_CHAT_ID),
-            "put": _op(f"put{name}", f"Set a chat's {what}", _json(_ref(schema), f"{what}, as saved"), tag="chats",
-                       params=[_CHAT_ID], body=_ref(update), errors=_BODY_ERRORS),
+            "get": _op(
+                f"get{name}",
+                f"Read a chat's {what}",
+                _json(_ref(schema), what),
+                tag="chats",
+                params=[_CHAT_ID],
+                errors=_BAD_CHAT_ID,
+            ),
+            "put": _op(
+                f"put{name}",
+                f"Set a chat's {what}",
+                _json(_ref(schema), f"{what}, as saved"),
+                tag="chats",
+                params=[_CHAT_ID],
+                body=_ref(update),
+                errors=_BODY_ERRORS,
+            ),
         }
     return out
 
 
 def build_document() -> dict:
     paths: dict[str, dict] = {
-        f"{API}/status": {"get": _op("getStatus", "Engine and vault status", _json(_ref("Status"), "status"), tag="lore")},
-        f"{API}/entries": {"get": _op(
-            "listEntries", "List entries (without content)", _json(_ref("EntryList"), "entries"), tag="lore",
-            params=_query(schemas_lore.EntriesQuery))},
-        f"{API}/entries/{{vault}}/{{path}}": {"get": _op(
-            "getEntry", "One entry in full", _json(_ref("Entry"), "the entry"), tag="lore",
-            params=[{"name": "vault", "in": "path", "required": True, "schema": STR},
-                    {"name": "path", "in": "path", "required": True, "schema": STR,
-                     "description": "vault-relative path; may contain '/'"}],
-            errors={"404": _err("no entry at that vault and path")})},
-        f"{API}/health": {"get": _op("getHealth", "Vault health check", _json(_ref("HealthReport"), "findings"), tag="lore")},
-        f"{API}/skipped": {"get": _op("getSkipped", "Notes that were not indexed, and index warnings",
-                                      _json(_ref("Skipped"), "skipped notes"), tag="lore")},
-        f"{API}/sync": {"post": _op(
-            "syncNow", "Sync the vaults now", _json(_ref("SyncResult"), "what changed"), tag="lore",
-            params=_query(schemas_lore.SyncQuery),
-            errors={"400": _err("force is not 0 or 1"), "502": _err("the sync failed (vault unreachable, ...)")})},
-        f"{API}/retrieve": {"post": _op(
-            "retrieve", "Run the retrieval pipeline for one generation of a chat",
-            _json(_ref("Generation"), "what to inject, and why"), tag="retrieval", body=_ref("RetrieveRequest"),
-            errors={**_BODY_ERRORS, "503": _err("the vault index is not ready yet; retry shortly")},
-            description="Requests for the same chat are serialised; different chats run side by side and never see "
-                        "each other's state.")},
-        f"{API}/chats": {"get": _op(
-            "listChats", "Chats with stored state", _json(_ref("ChatList"), "the chats, most recently saved first"),
-            tag="chats",
-            params=_query(schemas_chat.ChatsQuery),
-            errors={"400": _err("limit is not a whole number from 1 to 500")})},
-        f"{API}/lore/search": {"post": _op(
-            "searchLore", "Search the vault for a tool-calling model (DLE's librarian `search`)",
-            _json(_ref("LoreSearchResult"), "the best hit in full, its linked entries, and the misses"), tag="gaps",
-            body=_ref("LoreSearchRequest"),
-            errors={**_BODY_ERRORS, "503": _err("the vault index is not ready yet; retry shortly")},
-            description="Guide entries and exclude_titles are never returned. A query with no hit records a gap "
-                        "(or merges into a similar one: frequency +1). A refused body records nothing.")},
-        f"{API}/lore/flag": {"post": _op(
-            "flagLore", "Record missing or outdated lore (DLE's librarian `flag`)",
-            _json(_ref("GapRecord"), "the gap record, after merging"), tag="gaps", body=_ref("LoreFlagRequest"),
-            errors=_BODY_ERRORS,
-            description="A flag like an existing pending record of its type merges into it: frequency +1, the "
-                        "higher urgency, the reason appended.")},
-        f"{API}/gaps": {"get": _op(
-            "listGaps", "The gap records", _json(_ref("GapList"), "the records"), tag="gaps",
-            params=_query(schemas_lore.GapsQuery),
-            errors={"400": _err("status or include_hidden is not one of its values")})},
-        f"{API}/bridge/hello": {"post": _op(
-            "bridgeHello", "The SillyTavern bridge extension says who it is; the answer is what it needs to know",
-            _json(_ref("BridgeInfo"), "the server's side"), tag="bridge", body=_ref("BridgeHello"),
-            errors=_BODY_ERRORS,
-            description="Sent on load, on a chat change and as a heartbeat (the bridge counts as connected for "
-                        "90 s after its last request).")},
-        f"{API}/semantic/prefetch": {"post": _op(
-            "semanticPrefetch", "Embed chat messages for the semantic query before the generation that needs them",
-            _json(_ref("PrefetchResult"), "how many messages are being embedded in the background (0 with the "
-                  "reason when semantic search is off or there is no model)"), tag="bridge",
-            body=_ref("PrefetchRequest"), errors=_BODY_ERRORS,
-            description="Messages are cleaned as the semantic query cleans them (no speaker names, no OOC asides) "
-                        "and kept in the query cache, so the next generation's lookup finds them embedded. "
-                        "Best effort: a failure only costs that cache hit.")},
-        f"{API}/bridge": {"get": _op("getBridge", "What the SillyTavern bridge extension last told the server",
-                                     _json(_ref("BridgeState"), "the bridge's state"), tag="bridge")},
-        f"{API}/chats/{{chat_id}}": {
-            "get": _op("getChat", "A chat's state", _json(_ref("ChatState"), "the state"), tag="chats",
-                       params=[_CHAT_ID], errors=_BAD_CHAT_ID),
-            "delete": _op("deleteChat", "Forget a chat's state and decision records",
-                          _json(_ref("ChatDeleted"), "done"), tag="chats", params=[_CHAT_ID], errors=_BAD_CHAT_ID),
+        f"{API}/status": {
+            "get": _op("getStatus", "Engine and vault status", _json(_ref("Status"), "status"), tag="lore")
         },
-        f"{API}/chats/{{chat_id}}/fork": {"post": _op(
-            "forkChat", "Start a branched chat with the state of the chat it came from",
-            _json(_ref("ForkResult"), "copied, or why not"), tag="chats", params=[_CHAT_ID], body=_ref("ForkRequest"),
-            errors={**_BODY_ERRORS, "400": _err("bad chat id, or a bad `from`")},
-            description="A chat that has state of its own is never overwritten. Decision records are not copied.")},
-        f"{API}/chats/{{chat_id}}/records": {"get": _op(
-            "getChatRecords", "A chat's recent decision records", _json(_ref("Records"), "records, newest first"),
-            tag="chats",
-            params=[_CHAT_ID, *_query(schemas_chat.RecordsQuery)],
-            errors={"400": _err("bad chat id, or limit is not a whole number from 1 to 50")})},
+        f"{API}/entries": {
+            "get": _op(
+                "listEntries",
+                "List entries (without content)",
+                _json(_ref("EntryList"), "entries"),
+                tag="lore",
+                params=_query(schemas_lore.EntriesQuery),
+            )
+        },
+        f"{API}/entries/{{vault}}/{{path}}": {
+            "get": _op(
+                "getEntry",
+                "One entry in full",
+                _json(_ref("Entry"), "the entry"),
+                tag="lore",
+                params=[
+                    {"name": "vault", "in": "path", "required": True, "schema": STR},
+                    {
+                        "name": "path",
+                        "in": "path",
+                        "required": True,
+                        "schema": STR,
+                        "description": "vault-relative path; may contain '/'",
+                    },
+                ],
+                errors={"404": _err("no entry at that vault and path")},
+            )
+        },
+        f"{API}/health": {
+            "get": _op("getHealth", "Vault health check", _json(_ref("HealthReport"), "findings"), tag="lore")
+        },
+        f"{API}/skipped": {
+            "get": _op(
+                "getSkipped",
+                "Notes that were not indexed, and index warnings",
+                _json(_ref("Skipped"), "skipped notes"),
+                tag="lore",
+            )
+        },
+        f"{API}/sync": {
+            "post": _op(
+                "syncNow",
+                "Sync the vaults now",
+                _json(_ref("SyncResult"), "what changed"),
+                tag="lore",
+                params=_query(schemas_lore.SyncQuery),
+                errors={"400": _err("force is not 0 or 1"), "502": _err("the sync failed (vault unreachable, ...)")},
+            )
+        },
+        f"{API}/retrieve": {
+            "post": _op(
+                "retrieve",
+                "Run the retrieval pipeline for one generation of a chat",
+                _json(_ref("Generation"), "what to inject, and why"),
+                tag="retrieval",
+                body=_ref("RetrieveRequest"),
+                errors={**_BODY_ERRORS, "503": _err("the vault index is not ready yet; retry shortly")},
+                description="Requests for the same chat are serialised; different chats run side by side and never see "
+                "each other's state.",
+            )
+        },
+        f"{API}/chats": {
+            "get": _op(
+                "listChats",
+                "Chats with stored state",
+                _json(_ref("ChatList"), "the chats, most recently saved first"),
+                tag="chats",
+                params=_query(schemas_chat.ChatsQuery),
+                errors={"400": _err("limit is not a whole number from 1 to 500")},
+            )
+        },
+        f"{API}/lore/search": {
+            "post": _op(
+                "searchLore",
+                "Search the vault for a tool-calling model (DLE's librarian `search`)",
+                _json(_ref("LoreSearchResult"), "the best hit in full, its linked entries, and the misses"),
+                tag="gaps",
+                body=_ref("LoreSearchRequest"),
+                errors={**_BODY_ERRORS, "503": _err("the vault index is not ready yet; retry shortly")},
+                description="Guide entries and exclude_titles are never returned. A query with no hit records a gap "
+                "(or merges into a similar one: frequency +1). A refused body records nothing.",
+            )
+        },
+        f"{API}/lore/flag": {
+            "post": _op(
+                "flagLore",
+                "Record missing or outdated lore (DLE's librarian `flag`)",
+                _json(_ref("GapRecord"), "the gap record, after merging"),
+                tag="gaps",
+                body=_ref("LoreFlagRequest"),
+                errors=_BODY_ERRORS,
+                description="A flag like an existing pending record of its type merges into it: frequency +1, the "
+                "higher urgency, the reason appended.",
+            )
+        },
+        f"{API}/gaps": {
+            "get": _op(
+                "listGaps",
+                "The gap records",
+                _json(_ref("GapList"), "the records"),
+                tag="gaps",
+                params=_query(schemas_lore.GapsQuery),
+                errors={"400": _err("status or include_hidden is not one of its values")},
+            )
+        },
+        f"{API}/bridge/hello": {
+            "post": _op(
+                "bridgeHello",
+                "The SillyTavern bridge extension says who it is; the answer is what it needs to know",
+                _json(_ref("BridgeInfo"), "the server's side"),
+                tag="bridge",
+                body=_ref("BridgeHello"),
+                errors=_BODY_ERRORS,
+                description="Sent on load, on a chat change and as a heartbeat (the bridge counts as connected for "
+                "90 s after its last request).",
+            )
+        },
+        f"{API}/semantic/prefetch": {
+            "post": _op(
+                "semanticPrefetch",
+                "Embed chat messages for the semantic query before the generation that needs them",
+                _json(
+                    _ref("PrefetchResult"),
+                    "how many messages are being embedded in the background (0 with the "
+                    "reason when semantic search is off or there is no model)",
+                ),
+                tag="bridge",
+                body=_ref("PrefetchRequest"),
+                errors=_BODY_ERRORS,
+                description="Messages are cleaned as the semantic query cleans them (no speaker names, no OOC asides) "
+                "and kept in the query cache, so the next generation's lookup finds them embedded. "
+                "Best effort: a failure only costs that cache hit.",
+            )
+        },
+        f"{API}/bridge": {
+            "get": _op(
+                "getBridge",
+                "What the SillyTavern bridge extension last told the server",
+                _json(_ref("BridgeState"), "the bridge's state"),
+                tag="bridge",
+            )
+        },
+        f"{API}/chats/{{chat_id}}": {
+            "get": _op(
+                "getChat",
+                "A chat's state",
+                _json(_ref("ChatState"), "the state"),
+                tag="chats",
+                params=[_CHAT_ID],
+                errors=_BAD_CHAT_ID,
+            ),
+            "delete": _op(
+                "deleteChat",
+                "Forget a chat's state and decision records",
+                _json(_ref("ChatDeleted"), "done"),
+                tag="chats",
+                params=[_CHAT_ID],
+                errors=_BAD_CHAT_ID,
+            ),
+        },
+        f"{API}/chats/{{chat_id}}/fork": {
+            "post": _op(
+                "forkChat",
+                "Start a branched chat with the state of the chat it came from",
+                _json(_ref("ForkResult"), "copied, or why not"),
+                tag="chats",
+                params=[_CHAT_ID],
+                body=_ref("ForkRequest"),
+                errors={**_BODY_ERRORS, "400": _err("bad chat id, or a bad `from`")},
+                description="A chat that has state of its own is never overwritten. Decision records are not copied.",
+            )
+        },
+        f"{API}/chats/{{chat_id}}/records": {
+            "get": _op(
+                "getChatRecords",
+                "A chat's recent decision records",
+                _json(_ref("Records"), "records, newest first"),
+                tag="chats",
+                params=[_CHAT_ID, *_query(schemas_chat.RecordsQuery)],
+                errors={"400": _err("bad chat id, or limit is not a whole number from 1 to 50")},
+            )
+        },
         **_field_paths(),
-        f"{API}/ai": {"get": _op("getAi", "AI channels, usage counts and the circuit breaker",
-                                 _json(_ref("AiState"), "the AI side"), tag="ai")},
-        f"{API}/ai/breaker/reset": {"post": _op("resetBreaker", "Close the AI circuit breaker now",
-                                                _json(_ref("BreakerReset"), "the breaker"), tag="ai")},
-        f"{API}/ai/cache/clear": {"post": _op(
-            "clearAiCache", "Forget cached AI-search answers", _json(_ref("CacheCleared"), "which chat, or all"),
-            tag="ai", params=_query(schemas_chat.CacheClearQuery),
-            errors={"400": _err("bad chat id")})},
-        f"{API}/ai/channels/{{channel}}/test": {"post": _op(
-            "testChannel", "DLE's connection test (\"Reply OK.\" / \"ping\") on a channel's connection",
-            _json(_ref("ConnectionTest"), "the result; a failure is ok=false with the reason, not an error status"),
-            tag="ai", params=[{"name": "channel", "in": "path", "required": True,
-                               "schema": {"type": "string", "enum": ["ai_search", "scribe", "auto_suggest",
-                                                                     "ai_notepad", "librarian", "optimize_keys"]}}],
-            errors={"404": _err("unknown channel")})},
-        f"{API}/openapi.json": {"get": _op("getOpenApi", "This document",
-                                           {"description": "the OpenAPI document",
-                                            "content": {"application/json": {"schema": {"type": "object"}}}},
-                                           tag="meta")},
+        f"{API}/ai": {
+            "get": _op(
+                "getAi",
+                "AI channels, usage counts and the circuit breaker",
+                _json(_ref("AiState"), "the AI side"),
+                tag="ai",
+            )
+        },
+        f"{API}/ai/breaker/reset": {
+            "post": _op(
+                "resetBreaker", "Close the AI circuit breaker now", _json(_ref("BreakerReset"), "the breaker"), tag="ai"
+            )
+        },
+        f"{API}/ai/cache/clear": {
+            "post": _op(
+                "clearAiCache",
+                "Forget cached AI-search answers",
+                _json(_ref("CacheCleared"), "which chat, or all"),
+                tag="ai",
+                params=_query(schemas_chat.CacheClearQuery),
+                errors={"400": _err("bad chat id")},
+            )
+        },
+        f"{API}/ai/channels/{{channel}}/test": {
+            "post": _op(
+                "testChannel",
+                'DLE\'s connection test ("Reply OK." / "ping") on a channel\'s connection',
+                _json(_ref("ConnectionTest"), "the result; a failure is ok=false with the reason, not an error status"),
+                tag="ai",
+                params=[
+                    {
+                        "name": "channel",
+                        "in": "path",
+                        "required": True,
+                        "schema": {
+                            "type": "string",
+                            "enum": ["ai_search", "scribe", "auto_suggest", "ai_notepad", "librarian", "optimize_keys"],
+                        },
+                    }
+                ],
+                errors={"404": _err("unknown channel")},
+            )
+        },
+        f"{API}/openapi.json": {
+            "get": _op(
+                "getOpenApi",
+                "This document",
+                {
+                    "description": "the OpenAPI document",
+                    "content": {"application/json": {"schema": {"type": "object"}}},
+                },
+                tag="meta",
+            )
+        },
         **openapi_vectors.VECTOR_PATHS,
         **openapi_vectors.EMBEDDING_PATHS,
     }
@@ -231,26 +433,31 @@ def build_document() -> dict:
             "title": "DLE Desktop API",
             "version": __version__,
             "description": "The local lore engine's HTTP API. Host must be a loopback name or one listed in "
-                           "server_allowed_hosts (403 otherwise); a browser Origin must be listed in "
-                           "server_allowed_origins (403 otherwise); listed origins and clients on other machines "
-                           "send the server token as Authorization: Bearer or X-DLE-Token (401 otherwise). "
-                           "Listed origins get CORS answers: their preflights are answered on every path, and "
-                           "every answer to them (refusals included) carries Access-Control-Allow-Origin. "
-                           "Bodies over 64 MiB get 413. Every error of /api/dle/v1 and every refusal is JSON "
-                           "{\"error\": \"...\"}; the SillyTavern-facing routes answer other errors in the shape "
-                           "their callers read.",
+            "server_allowed_hosts (403 otherwise); a browser Origin must be listed in "
+            "server_allowed_origins (403 otherwise); listed origins and clients on other machines "
+            "send the server token as Authorization: Bearer or X-DLE-Token (401 otherwise). "
+            "Listed origins get CORS answers: their preflights are answered on every path, and "
+            "every answer to them (refusals included) carries Access-Control-Allow-Origin. "
+            "Bodies over 64 MiB get 413. Every error of /api/dle/v1 and every refusal is JSON "
+            '{"error": "..."}; the SillyTavern-facing routes answer other errors in the shape '
+            "their callers read.",
         },
         "servers": [{"url": "http://127.0.0.1:8765", "description": "the default address (setting server_port)"}],
-        "tags": [{"name": "lore", "description": "the index"},
-                 {"name": "retrieval", "description": "the retrieval pipeline"},
-                 {"name": "chats", "description": "per-chat state"},
-                 {"name": "ai", "description": "AI connection channels"},
-                 {"name": "gaps", "description": "the lore API for tool-calling models, and the gap records it leaves"},
-                 {"name": "bridge", "description": "the SillyTavern bridge extension (dle-desktop-bridge)"},
-                 {"name": "vectors", "description": "SillyTavern's Vector API (its wire format, not ours)"},
-                 {"name": "embeddings", "description": "embedding-backend endpoints in the formats SillyTavern's "
-                                                       "sources call, served by the local model"},
-                 {"name": "meta", "description": "this document"}],
+        "tags": [
+            {"name": "lore", "description": "the index"},
+            {"name": "retrieval", "description": "the retrieval pipeline"},
+            {"name": "chats", "description": "per-chat state"},
+            {"name": "ai", "description": "AI connection channels"},
+            {"name": "gaps", "description": "the lore API for tool-calling models, and the gap records it leaves"},
+            {"name": "bridge", "description": "the SillyTavern bridge extension (dle-desktop-bridge)"},
+            {"name": "vectors", "description": "SillyTavern's Vector API (its wire format, not ours)"},
+            {
+                "name": "embeddings",
+                "description": "embedding-backend endpoints in the formats SillyTavern's "
+                "sources call, served by the local model",
+            },
+            {"name": "meta", "description": "this document"},
+        ],
         "paths": paths,
         "components": {"schemas": _SCHEMAS},
         "x-catch-all-routes": openapi_vectors.UNSUPPORTED,

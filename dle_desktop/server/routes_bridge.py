@@ -54,8 +54,11 @@ def bridge_info(engine: LoreEngine) -> dict:
         "index_version": snap.version if snap is not None else None,
         "vector_routing": settings.st_vector_routing,
         "forget_deleted_chats": settings.st_forget_deleted_chats,
-        "ai_search": {"enabled": settings.ai_search_enabled, "mode": settings.ai_search_mode,
-                      "timeout_ms": settings.ai_search_timeout},
+        "ai_search": {
+            "enabled": settings.ai_search_enabled,
+            "mode": settings.ai_search_mode,
+            "timeout_ms": settings.ai_search_timeout,
+        },
         "semantic_enabled": bool(engine.semantic_enabled),
     }
 
@@ -131,9 +134,14 @@ class BridgeObserver:
             real = [(doc, result) for doc, result in seen if not doc.dry_run]
             if real:
                 doc, result = real[-1]
-                monitor.generation(origin=origin, chat_id=doc.chat_id, character=doc.character_name,
-                                   injected=[i.entry.title for i in result.injected], total_tokens=result.total_tokens,
-                                   ms=(time.perf_counter() - started) * 1000)
+                monitor.generation(
+                    origin=origin,
+                    chat_id=doc.chat_id,
+                    character=doc.character_name,
+                    injected=[i.entry.title for i in result.injected],
+                    total_tokens=result.total_tokens,
+                    ms=(time.perf_counter() - started) * 1000,
+                )
             else:
                 monitor.touch(origin=origin)
         except Exception:

@@ -96,8 +96,10 @@ def _make_field_routes(name: str) -> list[ChatRoute]:
         state = await _service(request).update(chat_id, **{attr: parsed})
         return JSONResponse({attr: state_json(chat_id, state)[attr]})
 
-    return [ChatRoute(f"{CHATS}/{{chat_id:path}}/{name}", get, methods=["GET"]),
-            ChatRoute(f"{CHATS}/{{chat_id:path}}/{name}", put, methods=["PUT"])]
+    return [
+        ChatRoute(f"{CHATS}/{{chat_id:path}}/{name}", get, methods=["GET"]),
+        ChatRoute(f"{CHATS}/{{chat_id:path}}/{name}", put, methods=["PUT"]),
+    ]
 
 
 routes = [

@@ -64,7 +64,9 @@ EMBED_MAX_BODY_BYTES = VECTOR_MAX_BODY_BYTES
 
 
 def _openai_error(exc: EndpointError) -> dict:
-    kind = "invalid_request_error" if exc.status < 500 else ("unavailable_error" if exc.status == 503 else "server_error")
+    kind = (
+        "invalid_request_error" if exc.status < 500 else ("unavailable_error" if exc.status == 503 else "server_error")
+    )
     return {"error": {"message": exc.message, "type": kind, "code": exc.status}}
 
 
@@ -131,8 +133,11 @@ def _json(request: Request, payload: Any, status: int = 200, headers: dict | Non
     return JSONResponse(payload, status_code=status, headers={**connection_headers(request), **(headers or {})} or None)
 
 
-def _endpoint(handler: Callable[[Request, Any], Awaitable[Response]], model: type[EmbedBody],
-              error_shape: Callable[[EndpointError], dict]) -> Callable[[Request], Awaitable[Response]]:
+def _endpoint(
+    handler: Callable[[Request, Any], Awaitable[Response]],
+    model: type[EmbedBody],
+    error_shape: Callable[[EndpointError], dict],
+) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         try:
             body = parse_st_body(model, await _read_object(request))
@@ -163,8 +168,10 @@ async def _openai_embeddings(request: Request, body: OpenAiEmbeddingsBody) -> Re
         else:
             emb = _row(vec)
         data.append({"object": "embedding", "index": i, "embedding": emb})
-    return _json(request, {"object": "list", "data": data, "model": model_id,
-                           "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+    return _json(
+        request,
+        {"object": "list", "data": data, "model": model_id, "usage": {"prompt_tokens": tokens, "total_tokens": tokens}},
+    )
 
 
 async def models(request: Request) -> Response:
@@ -190,9 +197,16 @@ async def _ollama_embed(request: Request, body: OllamaEmbedBody) -> Response:
     if not texts:
         return _json(request, {"model": model or "", "embeddings": []})
     vectors, model_id, tokens = await _embed(request, texts, body.query)
-    return _json(request, {"model": model or model_id, "embeddings": [_row(v) for v in vectors],
-                           "total_duration": time.perf_counter_ns() - started, "load_duration": 0,
-                           "prompt_eval_count": tokens})
+    return _json(
+        request,
+        {
+            "model": model or model_id,
+            "embeddings": [_row(v) for v in vectors],
+            "total_duration": time.perf_counter_ns() - started,
+            "load_duration": 0,
+            "prompt_eval_count": tokens,
+        },
+    )
 
 
 async def _ollama_embeddings(request: Request, body: OllamaEmbeddingsBody) -> Response:
@@ -214,12 +228,26 @@ async def _kobold_embeddings(request: Request, body: KoboldEmbeddingsBody) -> Re
             model_id = service.local_embedder().profile.model_id
         except EmbeddingError as exc:
             raise EndpointError(503, str(exc)) from None
-        return _json(request, {"object": "list", "data": [], "model": model_id or "dle-desktop",
-                               "usage": {"prompt_tokens": 0, "total_tokens": 0}})
+        return _json(
+            request,
+            {
+                "object": "list",
+                "data": [],
+                "model": model_id or "dle-desktop",
+                "usage": {"prompt_tokens": 0, "total_tokens": 0},
+            },
+        )
     vectors, model_id, tokens = await _embed(request, texts, body.query)
     data = [{"object": "embedding", "index": i, "embedding": _row(v)} for i, v in enumerate(vectors)]
-    return _json(request, {"object": "list", "data": data, "model": model_id or "dle-desktop",
-                           "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+    return _json(
+        request,
+        {
+            "object": "list",
+            "data": data,
+            "model": model_id or "dle-desktop",
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        },
+    )
 
 
 # -- SillyTavern-Extras --------------------------------------------------------------------------

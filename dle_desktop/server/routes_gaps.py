@@ -37,15 +37,23 @@ async def search(request: Request) -> JSONResponse:
     snap = _snapshot(request)
     min_score = float(getattr(lore.settings, "fuzzy_search_min_score", 0.5))
     # Off the loop: BM25 over a big vault and the store's fsync would hold up other requests.
-    result = await asyncio.to_thread(search_lore, snap, lore.gaps, body.queries, reason=body.reason,
-                                     exclude_titles=body.exclude_titles, min_score=min_score)
+    result = await asyncio.to_thread(
+        search_lore,
+        snap,
+        lore.gaps,
+        body.queries,
+        reason=body.reason,
+        exclude_titles=body.exclude_titles,
+        min_score=min_score,
+    )
     return JSONResponse(result.to_json())
 
 
 async def flag(request: Request) -> JSONResponse:
     body = parse_body(LoreFlagRequest, await read_json(request))
-    gap = await asyncio.to_thread(flag_lore, engine(request).gaps, body.title, body.reason, body.urgency,
-                                  body.flag_type, body.entry_title)
+    gap = await asyncio.to_thread(
+        flag_lore, engine(request).gaps, body.title, body.reason, body.urgency, body.flag_type, body.entry_title
+    )
     return JSONResponse(gap.to_json())
 
 

@@ -23,9 +23,9 @@ async def list_entries(request: Request) -> JSONResponse:
     query = parse_query(EntriesQuery, request.query_params)
     q, vault = query.q.strip().lower(), query.vault
     entries = [
-        e.to_json(with_content=False) for e in snap.entries
-        if (not vault or e.vault == vault)
-        and (not q or q in e.title.lower() or any(q in k.lower() for k in e.keys))
+        e.to_json(with_content=False)
+        for e in snap.entries
+        if (not vault or e.vault == vault) and (not q or q in e.title.lower() or any(q in k.lower() for k in e.keys))
     ]
     return JSONResponse({"entries": entries, "ready": True, "index_version": snap.version})
 
@@ -45,8 +45,12 @@ async def health(request: Request) -> JSONResponse:
 
 async def skipped(request: Request) -> JSONResponse:
     snap = _engine(request).snapshot
-    return JSONResponse({"skipped": [s.to_json() for s in snap.skipped] if snap else [],
-                         "warnings": list(snap.warnings) if snap else []})
+    return JSONResponse(
+        {
+            "skipped": [s.to_json() for s in snap.skipped] if snap else [],
+            "warnings": list(snap.warnings) if snap else [],
+        }
+    )
 
 
 async def sync(request: Request) -> JSONResponse:
@@ -58,8 +62,9 @@ async def sync(request: Request) -> JSONResponse:
         return JSONResponse({"error": str(exc)}, status_code=exc.http_status)
     if result is None:
         return JSONResponse({"error": engine.last_error or "sync failed"}, status_code=502)
-    return JSONResponse({"changes": result.changes.to_json(), "seconds": round(result.seconds, 4),
-                         "entries": len(result.snapshot)})
+    return JSONResponse(
+        {"changes": result.changes.to_json(), "seconds": round(result.seconds, 4), "entries": len(result.snapshot)}
+    )
 
 
 routes = [

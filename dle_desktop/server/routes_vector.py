@@ -71,8 +71,10 @@ class STJSONResponse(JSONResponse):
 
 class BodyTooLarge(Exception):
     def __init__(self, size: int | None, limit: int) -> None:
-        super().__init__(f"request body{'' if size is None else f' of {size} bytes'} is over the limit "
-                         f"of {limit} bytes for this route")
+        super().__init__(
+            f"request body{'' if size is None else f' of {size} bytes'} is over the limit "
+            f"of {limit} bytes for this route"
+        )
 
 
 async def read_body_limited(request: Request, limit: int) -> bytes:
@@ -137,7 +139,9 @@ def _service(request: Request):
         raise
     except Exception as exc:
         log.exception("the vector service could not be started")
-        raise VectorApiError(500, f"the vector backend could not be started: {exc}", "vector_store_unavailable") from None
+        raise VectorApiError(
+            500, f"the vector backend could not be started: {exc}", "vector_store_unavailable"
+        ) from None
     if service is None:
         raise VectorApiError(500, "the vector backend is not available", "vector_store_unavailable")
     return service
@@ -238,8 +242,9 @@ async def _kobold_embed(service: VectorService, body: KoboldEmbed, request: Requ
         rows.sort(key=lambda x: x["index"])
         embeddings = [x["embedding"] for x in rows]
     except (ValueError, TypeError, KeyError, IndexError):
-        raise VectorApiError(500, f"KoboldCpp at {target} answered {r.status_code} without embeddings: "
-                                  f"{r.text[:200]!r}") from None
+        raise VectorApiError(
+            500, f"KoboldCpp at {target} answered {r.status_code} without embeddings: {r.text[:200]!r}"
+        ) from None
     if len(embeddings) != len(items):
         raise VectorApiError(500, f"KoboldCpp returned {len(embeddings)} embeddings for {len(items)} texts")
     if embeddings:
@@ -274,12 +279,20 @@ async def unsupported(request: Request) -> Response:
     name = request.path_params.get("name", "")
     allow = "POST" if name in ROUTE_NAMES else "GET, HEAD" if name == "scopes-enabled" else None
     if allow is not None:
-        return STJSONResponse({"error": True, "cause": "vector_endpoint_unavailable",
-                               "message": f"{request.method} is not allowed on /api/vector/{name}; use {allow}"},
-                              status_code=405, headers={"Allow": allow, **connection_headers(request)})
-    return STJSONResponse({"error": True, "cause": "vector_endpoint_unavailable",
-                           "message": f"Unsupported vector endpoint: {name}"},
-                          status_code=404, headers=connection_headers(request) or None)
+        return STJSONResponse(
+            {
+                "error": True,
+                "cause": "vector_endpoint_unavailable",
+                "message": f"{request.method} is not allowed on /api/vector/{name}; use {allow}",
+            },
+            status_code=405,
+            headers={"Allow": allow, **connection_headers(request)},
+        )
+    return STJSONResponse(
+        {"error": True, "cause": "vector_endpoint_unavailable", "message": f"Unsupported vector endpoint: {name}"},
+        status_code=404,
+        headers=connection_headers(request) or None,
+    )
 
 
 routes = [

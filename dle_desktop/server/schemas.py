@@ -180,5 +180,3 @@ def zero_or_one(raw: str, name: str) -> str:
     if raw not in ("0", "1"):
         raise ValueError(f"{name} must be 0 or 1, not {raw[:40]!r}")
     return raw
-
-

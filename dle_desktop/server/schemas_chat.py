@@ -28,8 +28,19 @@ from dle_desktop.state.chat_store import KEEP_RECORDS
 
 MAX_CHATS = 500
 MAX_NOTEBOOK_BYTES = 64 * 1024
-RETRIEVE_FIELDS = {"chat_id", "messages", "character_name", "context", "swipe", "dry_run", "seed", "pins", "blocks",
-                   "folder_filter", "notebook"}
+RETRIEVE_FIELDS = {
+    "chat_id",
+    "messages",
+    "character_name",
+    "context",
+    "swipe",
+    "dry_run",
+    "seed",
+    "pins",
+    "blocks",
+    "folder_filter",
+    "notebook",
+}
 
 
 def checked_chat_id(value: Any) -> str:
@@ -50,60 +61,96 @@ def check_notebook(value: Any) -> str:
 
 def _core(parse: Any) -> Any:
     """A core parser as a field validator: its ChatInputError / ChatIdError is the field's message."""
+
     def run(value: Any) -> Any:
         try:
             return parse(value)
         except (ChatInputError, ChatIdError) as exc:
             raise ValueError(str(exc)) from None
+
     return run
 
 
 # -- shared pieces ----------------------------------------------------------------------------------
 
 CHAT_ID_SCHEMA: dict[str, Any] = {
-    "type": "string", "minLength": 1, "maxLength": MAX_CHAT_ID_CHARS, "pattern": CHAT_ID_PATTERN,
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_CHAT_ID_CHARS,
+    "pattern": CHAT_ID_PATTERN,
     "description": "SillyTavern's chat id, exactly (never trimmed): 1-512 characters, `/` allowed (group chats), no "
-                   "control characters (newlines, tabs, NUL, ...) and no whitespace at either end"}
+    "control characters (newlines, tabs, NUL, ...) and no whitespace at either end",
+}
 ChatId = Annotated[str, BeforeValidator(_core(check_chat_id)), WithJsonSchema(ref("ChatId"))]
 
 ENTRY_REF_SCHEMA: dict[str, Any] = {
     "description": "A pin or block: a bare title (any vault) or {title, vault}. Titles match case-insensitively.",
     "oneOf": [
         {"type": "string", "pattern": NOT_BLANK, "description": "a title (not blank; surrounding spaces are dropped)"},
-        {"type": "object", "required": ["title"], "not": {"required": ["vault", "vaultSource"]},
-         "properties": {"title": {"type": "string", "pattern": NOT_BLANK}, "vault": {"type": ["string", "null"]},
-                        "vaultSource": {"type": ["string", "null"],
-                                        "description": "DLE's name for `vault` (input only; not beside `vault`)"}}},
+        {
+            "type": "object",
+            "required": ["title"],
+            "not": {"required": ["vault", "vaultSource"]},
+            "properties": {
+                "title": {"type": "string", "pattern": NOT_BLANK},
+                "vault": {"type": ["string", "null"]},
+                "vaultSource": {
+                    "type": ["string", "null"],
+                    "description": "DLE's name for `vault` (input only; not beside `vault`)",
+                },
+            },
+        },
     ],
 }
 CONTEXT_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "additionalProperties": {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"},
-                                       {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "number"}]}},
-                                       {"type": "null"}]},
+    "additionalProperties": {
+        "anyOf": [
+            {"type": "string"},
+            {"type": "number"},
+            {"type": "boolean"},
+            {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "number"}]}},
+            {"type": "null"},
+        ]
+    },
     "description": "Gating context: field (or its contextKey) → value or list of values. Numbers and booleans are "
-                   "stored as text, null values are dropped."}
+    "stored as text, null values are dropped.",
+}
 FOLDER_FILTER_SCHEMA: dict[str, Any] = {
-    "type": ["array", "string", "null"], "items": {"type": "string"},
-    "description": "Folder paths (a single string is one folder); null or [] turns the filter off."}
+    "type": ["array", "string", "null"],
+    "items": {"type": "string"},
+    "description": "Folder paths (a single string is one folder); null or [] turns the filter off.",
+}
 CHAT_MESSAGE_SCHEMA: dict[str, Any] = {
-    "type": "object", "required": ["mes"], "description": "A SillyTavern chat message; other fields are ignored.",
+    "type": "object",
+    "required": ["mes"],
+    "description": "A SillyTavern chat message; other fields are ignored.",
     "properties": {
         "name": {"type": ["string", "null"], "maxLength": MAX_NAME_CHARS},
-        "mes": {"type": "string", "maxLength": MAX_MESSAGE_CHARS,
-                "description": f"the message text (at most {MAX_MESSAGE_CHARS:,} characters)"},
-        "is_user": {"type": ["boolean", "null"]}, "is_system": {"type": ["boolean", "null"]},
+        "mes": {
+            "type": "string",
+            "maxLength": MAX_MESSAGE_CHARS,
+            "description": f"the message text (at most {MAX_MESSAGE_CHARS:,} characters)",
+        },
+        "is_user": {"type": ["boolean", "null"]},
+        "is_system": {"type": ["boolean", "null"]},
         "is_thoughts": {"type": ["boolean", "null"], "description": "a reasoning message: not scanned"},
         "swipe_id": {"type": ["integer", "null"], "minimum": 0},
-        "extra": {"type": ["object", "null"], "description": "SillyTavern's extra: is_thoughts, tool_invocations, "
-                                                             "type: narrator, isSmallSys mark messages that are not scanned"},
-    }}
+        "extra": {
+            "type": ["object", "null"],
+            "description": "SillyTavern's extra: is_thoughts, tool_invocations, "
+            "type: narrator, isSmallSys mark messages that are not scanned",
+        },
+    },
+}
 #: Schemas of the core parsers' inputs, shared by several requests (components of the document).
 SHARED_SCHEMAS: dict[str, dict[str, Any]] = {
-    "ChatId": CHAT_ID_SCHEMA, "EntryRef": ENTRY_REF_SCHEMA, "Context": CONTEXT_SCHEMA,
-    "FolderFilter": FOLDER_FILTER_SCHEMA, "ChatMessage": CHAT_MESSAGE_SCHEMA,
+    "ChatId": CHAT_ID_SCHEMA,
+    "EntryRef": ENTRY_REF_SCHEMA,
+    "Context": CONTEXT_SCHEMA,
+    "FolderFilter": FOLDER_FILTER_SCHEMA,
+    "ChatMessage": CHAT_MESSAGE_SCHEMA,
 }
-
 
 
 class ForkRequest(RequestModel):
@@ -157,14 +204,20 @@ class FolderFilterUpdate(_FieldUpdate):
 class NotebookUpdate(_FieldUpdate):
     shape: ClassVar[str] = 'send {"notebook": ...}'
     missing: ClassVar[dict[str, str]] = {"notebook": shape}
-    notebook: Annotated[Any, BeforeValidator(_core(check_notebook)),
-                        WithJsonSchema({"type": "string", "description": "at most 64 KiB as UTF-8"})]
+    notebook: Annotated[
+        Any,
+        BeforeValidator(_core(check_notebook)),
+        WithJsonSchema({"type": "string", "description": "at most 64 KiB as UTF-8"}),
+    ]
 
 
 #: PUT /chats/{id}/<segment>: the model and the field it sets.
 FIELD_UPDATES: dict[str, tuple[type[_FieldUpdate], str]] = {
-    "pins": (PinsUpdate, "pins"), "blocks": (BlocksUpdate, "blocks"), "context": (ContextUpdate, "context"),
-    "folder-filter": (FolderFilterUpdate, "folder_filter"), "notebook": (NotebookUpdate, "notebook"),
+    "pins": (PinsUpdate, "pins"),
+    "blocks": (BlocksUpdate, "blocks"),
+    "context": (ContextUpdate, "context"),
+    "folder-filter": (FolderFilterUpdate, "folder_filter"),
+    "notebook": (NotebookUpdate, "notebook"),
 }
 
 
@@ -188,26 +241,54 @@ class RetrieveRequest(RequestModel):
     unknown_ok: ClassVar[bool] = True  # the core's parser names them, in its own words
 
     chat_id: Annotated[Any, _described("whose state to use and update (also `chatId`)", ref("ChatId"))] = None
-    messages: Annotated[Any, _described("the chat so far, oldest first (at most 20,000)",
-                                  {"type": "array", "items": ref("ChatMessage"), "maxItems": MAX_MESSAGES})]
-    character_name: Annotated[Any, _described("the active character (also `characterName`)",
-                                        {"type": ["string", "null"]})] = None
-    context: Annotated[Any, _described("replaces the chat's gating context; null clears it", nullable(ref("Context")))] = None
-    swipe: Annotated[Any, _described("true: this regenerates the last generation, so roll its state back first; false: "
-                               "never roll back; absent or null: roll back when the same message slot is generated "
-                               "again", {"type": ["boolean", "null"]})] = None
-    dry_run: Annotated[Any, _described("compute without changing the chat's state (also `dryRun`)",
-                                 {"type": "boolean", "default": False})] = None
-    seed: Annotated[Any, _described("seed for the probability rolls (reproducible results)",
-                              {"type": ["integer", "null"]})] = None
-    pins: Annotated[Any, _described("replaces the chat's pins; null clears them",
-                              {"type": ["array", "null"], "items": ref("EntryRef")})] = None
-    blocks: Annotated[Any, _described("replaces the chat's blocks; null clears them",
-                                {"type": ["array", "null"], "items": ref("EntryRef")})] = None
-    folder_filter: Annotated[Any, _described("replaces the chat's folder filter (also `folderFilter`)",
-                                       ref("FolderFilter"))] = None
-    notebook: Annotated[Any, _described("replaces the chat's notebook (at most 64 KiB as UTF-8); null keeps it",
-                                  {"type": ["string", "null"]})] = None
+    messages: Annotated[
+        Any,
+        _described(
+            "the chat so far, oldest first (at most 20,000)",
+            {"type": "array", "items": ref("ChatMessage"), "maxItems": MAX_MESSAGES},
+        ),
+    ]
+    character_name: Annotated[
+        Any, _described("the active character (also `characterName`)", {"type": ["string", "null"]})
+    ] = None
+    context: Annotated[
+        Any, _described("replaces the chat's gating context; null clears it", nullable(ref("Context")))
+    ] = None
+    swipe: Annotated[
+        Any,
+        _described(
+            "true: this regenerates the last generation, so roll its state back first; false: "
+            "never roll back; absent or null: roll back when the same message slot is generated "
+            "again",
+            {"type": ["boolean", "null"]},
+        ),
+    ] = None
+    dry_run: Annotated[
+        Any,
+        _described("compute without changing the chat's state (also `dryRun`)", {"type": "boolean", "default": False}),
+    ] = None
+    seed: Annotated[
+        Any, _described("seed for the probability rolls (reproducible results)", {"type": ["integer", "null"]})
+    ] = None
+    pins: Annotated[
+        Any,
+        _described("replaces the chat's pins; null clears them", {"type": ["array", "null"], "items": ref("EntryRef")}),
+    ] = None
+    blocks: Annotated[
+        Any,
+        _described(
+            "replaces the chat's blocks; null clears them", {"type": ["array", "null"], "items": ref("EntryRef")}
+        ),
+    ] = None
+    folder_filter: Annotated[
+        Any, _described("replaces the chat's folder filter (also `folderFilter`)", ref("FolderFilter"))
+    ] = None
+    notebook: Annotated[
+        Any,
+        _described(
+            "replaces the chat's notebook (at most 64 KiB as UTF-8); null keeps it", {"type": ["string", "null"]}
+        ),
+    ] = None
     chatId: Annotated[Any, WithJsonSchema(ref("ChatId"))] = None
     characterName: Annotated[Any, WithJsonSchema({"type": ["string", "null"]})] = None
     dryRun: Annotated[Any, WithJsonSchema({"type": "boolean"})] = None
@@ -258,10 +339,10 @@ class RecordsQuery(QueryModel):
 
 class CacheClearQuery(QueryModel):
     chat_id: Annotated[str | None, WithJsonSchema(ref("ChatId"))] = Field(
-        None, description="only this chat's answers (absent: every chat's)")
+        None, description="only this chat's answers (absent: every chat's)"
+    )
 
     @field_validator("chat_id", mode="before")
     @classmethod
     def _chat_id(cls, value: Any) -> str:
         return _core(check_chat_id)(value)
-

@@ -39,11 +39,14 @@ class LoreSearchRequest(RequestModel):
     missing: ClassVar[dict[str, str]] = {"queries": "queries is required: a list of 1 to 4 texts"}
 
     queries: list[Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=NOT_BLANK)]] = Field(
-        min_length=1, max_length=MAX_QUERIES, description="1-4 things to look for (BM25 each); none may be blank")
+        min_length=1, max_length=MAX_QUERIES, description="1-4 things to look for (BM25 each); none may be blank"
+    )
     reason: str = Field("", max_length=MAX_REASON_CHARS, description="why the model is looking (kept on a gap)")
     exclude_titles: list[Annotated[str, Field(max_length=MAX_TITLE_CHARS)]] = Field(
-        default_factory=list, max_length=MAX_EXCLUDED,
-        description="titles never to return (the lore already injected), case-insensitive")
+        default_factory=list,
+        max_length=MAX_EXCLUDED,
+        description="titles never to return (the lore already injected), case-insensitive",
+    )
 
     @field_validator("queries", mode="before")
     @classmethod
@@ -67,13 +70,18 @@ class LoreSearchRequest(RequestModel):
 class LoreFlagRequest(RequestModel):
     shape: ClassVar[str] = "send an object: {title, reason, urgency?, flag_type?, entry_title?}"
 
-    title: str = Field(min_length=1, max_length=MAX_TITLE_CHARS, pattern=NOT_BLANK,
-                       description="the missing topic, or the entry that needs an update")
+    title: str = Field(
+        min_length=1,
+        max_length=MAX_TITLE_CHARS,
+        pattern=NOT_BLANK,
+        description="the missing topic, or the entry that needs an update",
+    )
     reason: str = Field(max_length=MAX_REASON_CHARS, description="what is missing or out of date")
     urgency: Literal["low", "medium", "high"] = "medium"
     flag_type: Literal["gap", "update"] = "gap"
-    entry_title: str = Field("", max_length=MAX_TITLE_CHARS,
-                             description="the existing entry an update is about (default: title)")
+    entry_title: str = Field(
+        "", max_length=MAX_TITLE_CHARS, description="the existing entry an update is about (default: title)"
+    )
 
     @field_validator("title", mode="before")
     @classmethod
@@ -132,8 +140,10 @@ class PrefetchRequest(RequestModel):
     missing: ClassVar[dict[str, str]] = {"messages": f"messages must be a list of 1 to {MAX_PREFETCH_MESSAGES} texts"}
 
     messages: list[Annotated[str, Field(max_length=MAX_PREFETCH_CHARS)]] = Field(
-        min_length=1, max_length=MAX_PREFETCH_MESSAGES,
-        description="chat message texts (a reply that just arrived, the message being typed)")
+        min_length=1,
+        max_length=MAX_PREFETCH_MESSAGES,
+        description="chat message texts (a reply that just arrived, the message being typed)",
+    )
 
     @field_validator("messages", mode="before")
     @classmethod
@@ -158,7 +168,8 @@ class EntriesQuery(QueryModel):
 
 class SyncQuery(QueryModel):
     force: Literal["0", "1"] = Field(
-        "0", description="1: re-read every note, ignoring the cache; 0 (the default): only changed notes")
+        "0", description="1: re-read every note, ignoring the cache; 0 (the default): only changed notes"
+    )
 
     @field_validator("force", mode="before")
     @classmethod

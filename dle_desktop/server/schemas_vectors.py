@@ -81,22 +81,31 @@ def parse_st_body(model: type[Body], data: Any, headers: Mapping[str, str] | Non
 
 # -- the Vector API ---------------------------------------------------------------------------------
 
-_INT64 = {"type": "integer", "minimum": -2 ** 63, "maximum": 2 ** 63 - 1}
+_INT64 = {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1}
 #: Schemas the requests share (components of the document).
 SHARED_SCHEMAS: dict[str, dict[str, Any]] = {
     "CollectionId": {
         "description": "ST's `String(collectionId)`: a chat id, `world_<hash>`, `file_<hash>`, ... (a number is read "
-                       "as its text)",
-        "anyOf": [{"type": "string", "minLength": 1, "maxLength": MAX_COLLECTION_ID_CHARS, "pattern": NON_BLANK_NO_NUL},
-                  {"type": "number"}],
+        "as its text)",
+        "anyOf": [
+            {"type": "string", "minLength": 1, "maxLength": MAX_COLLECTION_ID_CHARS, "pattern": NON_BLANK_NO_NUL},
+            {"type": "number"},
+        ],
     },
     "VectorHash": _INT64 | {"description": "ST's getStringHash of the text (a signed 64-bit whole number)"},
-    "VectorItem": {"type": "object", "required": ["hash", "text", "index"],
-                   "properties": {"hash": {"$ref": "#/components/schemas/VectorHash"}, "text": {"type": "string"},
-                                  "index": _INT64}},
-    "EmbeddingInput": {"description": "one text or a list of texts",
-                       "anyOf": [{"type": "string"},
-                                 {"type": "array", "items": {"type": "string"}, "maxItems": MAX_INSERT_ITEMS}]},
+    "VectorItem": {
+        "type": "object",
+        "required": ["hash", "text", "index"],
+        "properties": {
+            "hash": {"$ref": "#/components/schemas/VectorHash"},
+            "text": {"type": "string"},
+            "index": _INT64,
+        },
+    },
+    "EmbeddingInput": {
+        "description": "one text or a list of texts",
+        "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "maxItems": MAX_INSERT_ITEMS}],
+    },
 }
 
 _SETTING = {"type": ["string", "null"], "maxLength": MAX_SETTING_CHARS}
@@ -106,7 +115,8 @@ SOURCE_DESCRIPTION = (
     "X-Vllm-URL, X-Vllm-Model, X-Ollama-URL, X-Ollama-Model, X-Ollama-Keep, X-Extras-Url, X-Extras-Key, "
     "X-OpenAI-Model, X-Togetherai-Model, X-Cohere-Model headers. `transformers` is DLE Desktop's local model; "
     "`koboldcpp` and `webllm` send their vectors in `embeddings`; the others call the server or cloud the settings "
-    "name.")
+    "name."
+)
 
 
 def _precomputed_need_a_model(schema: dict[str, Any]) -> None:
@@ -122,18 +132,31 @@ class SourceBody(StBody):
 
     model_config = ConfigDict(extra="ignore", validate_default=True, json_schema_extra=_precomputed_need_a_model)
 
-    source: Annotated[Any, WithJsonSchema({"enum": ["", None, *KNOWN_SOURCES],
-                                    "description": "absent, null or empty means transformers. " + SOURCE_DESCRIPTION})] = None
+    source: Annotated[
+        Any,
+        WithJsonSchema(
+            {
+                "enum": ["", None, *KNOWN_SOURCES],
+                "description": "absent, null or empty means transformers. " + SOURCE_DESCRIPTION,
+            }
+        ),
+    ] = None
     apiUrl: _Setting = None
     model: _Setting = None
     keep: Annotated[Any, WithJsonSchema({"type": ["boolean", "null"]})] = None
     extrasUrl: _Setting = None
     extrasKey: _Setting = None
-    embeddings: Annotated[Any, WithJsonSchema({
-        "type": ["object", "null"],
-        "description": "koboldcpp / webllm: text → its vector (an array of numbers). Read only by the routes that "
-                       "embed (insert, query) for these sources; a text they need without a vector of the "
-                       "collection's length is a 400"})] = None
+    embeddings: Annotated[
+        Any,
+        WithJsonSchema(
+            {
+                "type": ["object", "null"],
+                "description": "koboldcpp / webllm: text → its vector (an array of numbers). Read only by the routes that "
+                "embed (insert, query) for these sources; a text they need without a vector of the "
+                "collection's length is a 400",
+            }
+        ),
+    ] = None
 
     _settings: SourceSettings | None = PrivateAttr(None)
 
@@ -151,19 +174,43 @@ class SourceBody(StBody):
 
 
 _CollectionId = Annotated[Any, BeforeValidator(parse_collection_id), WithJsonSchema(ref("CollectionId"))]
-_SearchText = Annotated[Any, BeforeValidator(parse_search_text), WithJsonSchema(
-    {"type": "string", "pattern": NON_BLANK_NO_NUL,
-     "description": "the text to search for (not blank)"})]
-_TopK = Annotated[Any, BeforeValidator(parse_top_k), WithJsonSchema(
-    {"anyOf": [{"type": "integer", "minimum": 0, "maximum": MAX_TOP_K}, {"type": "null"},
-               {"type": "string", "pattern": _TOP_K_TEXT}],
-     "description": f"how many hits (1-{MAX_TOP_K}); 0 or none means {DEFAULT_TOP_K}. As in ST, a numeric string is "
-                    "read as its number"})]
-_Threshold = Annotated[Any, BeforeValidator(parse_threshold), WithJsonSchema(
-    {"anyOf": [{"type": "number", "minimum": -1, "maximum": 1}, {"type": "null"},
-               {"type": "string", "pattern": _THRESHOLD_TEXT}],
-     "description": "the least similarity a hit needs (-1 to 1; none means 0). As in ST, a numeric string is read "
-                    "as its number"})]
+_SearchText = Annotated[
+    Any,
+    BeforeValidator(parse_search_text),
+    WithJsonSchema(
+        {"type": "string", "pattern": NON_BLANK_NO_NUL, "description": "the text to search for (not blank)"}
+    ),
+]
+_TopK = Annotated[
+    Any,
+    BeforeValidator(parse_top_k),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "integer", "minimum": 0, "maximum": MAX_TOP_K},
+                {"type": "null"},
+                {"type": "string", "pattern": _TOP_K_TEXT},
+            ],
+            "description": f"how many hits (1-{MAX_TOP_K}); 0 or none means {DEFAULT_TOP_K}. As in ST, a numeric string is "
+            "read as its number",
+        }
+    ),
+]
+_Threshold = Annotated[
+    Any,
+    BeforeValidator(parse_threshold),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "number", "minimum": -1, "maximum": 1},
+                {"type": "null"},
+                {"type": "string", "pattern": _THRESHOLD_TEXT},
+            ],
+            "description": "the least similarity a hit needs (-1 to 1; none means 0). As in ST, a numeric string is read "
+            "as its number",
+        }
+    ),
+]
 
 
 class VectorList(SourceBody):
@@ -172,15 +219,27 @@ class VectorList(SourceBody):
 
 class VectorInsert(SourceBody):
     collectionId: _CollectionId
-    items: Annotated[Any, BeforeValidator(parse_items), WithJsonSchema(
-        {"type": "array", "items": ref("VectorItem"), "maxItems": MAX_INSERT_ITEMS})]
+    items: Annotated[
+        Any,
+        BeforeValidator(parse_items),
+        WithJsonSchema({"type": "array", "items": ref("VectorItem"), "maxItems": MAX_INSERT_ITEMS}),
+    ]
 
 
 class VectorDelete(SourceBody):
     collectionId: _CollectionId
-    hashes: Annotated[Any, BeforeValidator(parse_hashes), WithJsonSchema(
-        {"type": "array", "items": ref("VectorHash"), "maxItems": MAX_HASHES,
-         "description": "numeric strings are read as numbers"})]
+    hashes: Annotated[
+        Any,
+        BeforeValidator(parse_hashes),
+        WithJsonSchema(
+            {
+                "type": "array",
+                "items": ref("VectorHash"),
+                "maxItems": MAX_HASHES,
+                "description": "numeric strings are read as numbers",
+            }
+        ),
+    ]
 
 
 class VectorQuery(SourceBody):
@@ -191,8 +250,11 @@ class VectorQuery(SourceBody):
 
 
 class VectorQueryMulti(SourceBody):
-    collectionIds: Annotated[Any, BeforeValidator(parse_collection_ids), WithJsonSchema(
-        {"type": "array", "items": ref("CollectionId"), "maxItems": MAX_COLLECTIONS})]
+    collectionIds: Annotated[
+        Any,
+        BeforeValidator(parse_collection_ids),
+        WithJsonSchema({"type": "array", "items": ref("CollectionId"), "maxItems": MAX_COLLECTIONS}),
+    ]
     searchText: _SearchText
     topK: _TopK = None
     threshold: _Threshold = None
@@ -211,8 +273,9 @@ class VectorPurgeAll(StBody):
 class KoboldEmbed(StBody):
     """ST's hop to KoboldCpp: the KoboldCpp at `server` (also `apiUrl`) embeds `items`."""
 
-    server: Annotated[Any, WithJsonSchema({"type": "string", "format": "uri", "description": "the KoboldCpp URL (also "
-                                                                                      "`apiUrl`)"})]
+    server: Annotated[
+        Any, WithJsonSchema({"type": "string", "format": "uri", "description": "the KoboldCpp URL (also `apiUrl`)"})
+    ]
     items: Annotated[Any, WithJsonSchema({"type": "array", "items": {"type": "string"}, "maxItems": MAX_INSERT_ITEMS})]
 
     @model_validator(mode="before")
@@ -270,8 +333,11 @@ def texts(value: Any, name: str, *, missing_ok: bool = False) -> tuple[list[str]
             raise EndpointError(400, f"{name} has {len(value)} texts; the limit is {MAX_INPUTS} per request")
         for i, t in enumerate(value):
             if not isinstance(t, str):
-                what = "token ids are not supported; send text" if isinstance(t, (int, list)) and not isinstance(t, bool) \
+                what = (
+                    "token ids are not supported; send text"
+                    if isinstance(t, (int, list)) and not isinstance(t, bool)
                     else "must be a string"
+                )
                 raise EndpointError(400, f"{name}[{i}] {what}")
         return list(value), True
     raise EndpointError(400, f"{name} must be a string or an array of strings")
@@ -285,9 +351,10 @@ def _model_name(model: Any) -> str | None:
 
 _QUERY_FLAG_DOCS = {
     "input_type": "`query` (or search_query, retrieval.query) embeds with the query instruction; any other value "
-                  "does not",
+    "does not",
     "isQuery": "true embeds with the query instruction; a value other than true or false is ignored",
-    "is_query": "the same as isQuery"}
+    "is_query": "the same as isQuery",
+}
 
 
 class EmbedBody(StBody):
@@ -314,9 +381,14 @@ class OpenAiEmbeddingsBody(EmbedBody):
     """`input` is required; `model` is not used to pick a model."""
 
     input: Annotated[Any, BeforeValidator(lambda v: texts(v, "input")), WithJsonSchema(ref("EmbeddingInput"))]
-    model: Annotated[Any, BeforeValidator(_model_name),
-                     WithJsonSchema({"type": ["string", "null"], "description": "not used to pick a model"})] = None
-    encoding_format: Annotated[Any, WithJsonSchema({"enum": ["float", "base64", None], "description": "null means float"})] = None
+    model: Annotated[
+        Any,
+        BeforeValidator(_model_name),
+        WithJsonSchema({"type": ["string", "null"], "description": "not used to pick a model"}),
+    ] = None
+    encoding_format: Annotated[
+        Any, WithJsonSchema({"enum": ["float", "base64", None], "description": "null means float"})
+    ] = None
 
     @field_validator("encoding_format", mode="before")
     @classmethod
@@ -328,12 +400,16 @@ class OpenAiEmbeddingsBody(EmbedBody):
 
 class OllamaEmbedBody(EmbedBody):
     model: _NullableText = None
-    input: Annotated[Any, BeforeValidator(lambda v: texts(v, "input", missing_ok=True)), WithJsonSchema(_NO_INPUT)] = None
+    input: Annotated[Any, BeforeValidator(lambda v: texts(v, "input", missing_ok=True)), WithJsonSchema(_NO_INPUT)] = (
+        None
+    )
 
 
 class OllamaEmbeddingsBody(EmbedBody):
     model: _NullableText = None
-    prompt: Annotated[Any, WithJsonSchema({"type": ["string", "null"], "description": "null or empty: no vector"})] = None
+    prompt: Annotated[Any, WithJsonSchema({"type": ["string", "null"], "description": "null or empty: no vector"})] = (
+        None
+    )
 
     @field_validator("prompt", mode="before")
     @classmethod
@@ -346,7 +422,9 @@ class OllamaEmbeddingsBody(EmbedBody):
 
 
 class KoboldEmbeddingsBody(EmbedBody):
-    input: Annotated[Any, BeforeValidator(lambda v: texts(v, "input", missing_ok=True)), WithJsonSchema(_NO_INPUT)] = None
+    input: Annotated[Any, BeforeValidator(lambda v: texts(v, "input", missing_ok=True)), WithJsonSchema(_NO_INPUT)] = (
+        None
+    )
 
 
 class ExtrasComputeBody(EmbedBody):

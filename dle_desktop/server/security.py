@@ -41,9 +41,20 @@ CORS_METHODS = "GET, POST, PUT, DELETE"
 #: Request headers a listed page may send: the token, JSON, the bridge's client name, and what
 #: SillyTavern's own fetches to its Vector API carry (its CSRF token, 1.12's `X-*` source headers);
 #: and the CORS-safelisted ones, should a browser name them anyway (an unusual value makes it).
-CORS_REQUEST_HEADERS = frozenset({"content-type", "authorization", "x-dle-token", "x-csrf-token", "x-requested-with",
-                                  "x-dle-client", *(h.lower() for h in HEADER_FALLBACKS.values()),
-                                  "accept", "accept-language", "content-language"})
+CORS_REQUEST_HEADERS = frozenset(
+    {
+        "content-type",
+        "authorization",
+        "x-dle-token",
+        "x-csrf-token",
+        "x-requested-with",
+        "x-dle-client",
+        *(h.lower() for h in HEADER_FALLBACKS.values()),
+        "accept",
+        "accept-language",
+        "content-language",
+    }
+)
 #: Answer headers a page may read besides the CORS-safelisted ones.
 CORS_EXPOSED_HEADERS = "Allow, Content-Length, Retry-After, WWW-Authenticate"
 CORS_MAX_AGE = 600
@@ -111,8 +122,12 @@ class AccessPolicy:
         except ValueError as exc:
             return Refusal(400, "bad_host", f"the Host header is not valid: {exc}")
         if name not in self.hosts:
-            return Refusal(403, "forbidden_host", f"Host {name!r} is not allowed; connect through 127.0.0.1 or "
-                                                  "localhost, or add it to server_allowed_hosts for LAN use")
+            return Refusal(
+                403,
+                "forbidden_host",
+                f"Host {name!r} is not allowed; connect through 127.0.0.1 or "
+                "localhost, or add it to server_allowed_hosts for LAN use",
+            )
         origin = headers.get(b"origin")
         needs_token = not is_loopback_address((scope.get("client") or (None,))[0])
         if origin is not None:
@@ -121,8 +136,12 @@ class AccessPolicy:
             except ValueError:
                 canonical = None
             if canonical is None or canonical not in self.origins:
-                return Refusal(403, "forbidden_origin", f"requests from web pages of {origin[:100]!r} are not accepted; "
-                                                        "a page must be listed in server_allowed_origins")
+                return Refusal(
+                    403,
+                    "forbidden_origin",
+                    f"requests from web pages of {origin[:100]!r} are not accepted; "
+                    "a page must be listed in server_allowed_origins",
+                )
             if scope.get("method") == "OPTIONS" and b"access-control-request-method" in headers:
                 return None  # a CORS preflight never carries credentials; the real request will
             needs_token = True
@@ -148,8 +167,11 @@ class AccessPolicy:
         if given is None and auth[:7].lower() == "bearer ":
             given = auth[7:].strip()
         if not given:
-            return Refusal(401, "token_required", "this request needs the server token "
-                                                  "(Authorization: Bearer <token> or X-DLE-Token)")
+            return Refusal(
+                401,
+                "token_required",
+                "this request needs the server token (Authorization: Bearer <token> or X-DLE-Token)",
+            )
         expected = self.token()
         if not expected or not hmac.compare_digest(given.encode("utf-8", "replace"), expected.encode()):
             return Refusal(401, "bad_token", "the server token is wrong")
@@ -168,20 +190,32 @@ def _headers(scope) -> dict[bytes, str]:
 
 async def send_json(send, status: int, payload: dict, extra_headers: list | None = None) -> None:
     body = json.dumps(payload).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            *(extra_headers or [])]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(extra_headers or []),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
 def is_preflight(scope) -> bool:
     return scope.get("method") == "OPTIONS" and any(
-        name == b"access-control-request-method" for name, _ in scope.get("headers", ()))
+        name == b"access-control-request-method" for name, _ in scope.get("headers", ())
+    )
 
 
 def _cors_headers(origin: str) -> list[tuple[bytes, bytes]]:
-    return [(b"access-control-allow-origin", origin.encode("latin-1")),
-            (b"access-control-expose-headers", CORS_EXPOSED_HEADERS.encode()), (b"vary", b"Origin")]
+    return [
+        (b"access-control-allow-origin", origin.encode("latin-1")),
+        (b"access-control-expose-headers", CORS_EXPOSED_HEADERS.encode()),
+        (b"vary", b"Origin"),
+    ]
 
 
 def with_cors(headers, origin: str) -> list[tuple[bytes, bytes]]:
@@ -210,11 +244,19 @@ def _preflight_answer(scope, origin: str) -> tuple[int, dict | None, list[tuple[
     if headers.get(b"content-length", "0").strip() not in ("", "0") or b"transfer-encoding" in headers:
         out.append((b"connection", b"close"))
     if refused:
-        return 403, {"error": f"web pages may not send the header {refused[0][:100]!r} to DLE Desktop; the headers "
-                              f"allowed are {', '.join(sorted(CORS_REQUEST_HEADERS))}",
-                     "cause": "forbidden_header"}, out
-    out += [(b"access-control-allow-methods", CORS_METHODS.encode()),
-            (b"access-control-max-age", str(CORS_MAX_AGE).encode())]
+        return (
+            403,
+            {
+                "error": f"web pages may not send the header {refused[0][:100]!r} to DLE Desktop; the headers "
+                f"allowed are {', '.join(sorted(CORS_REQUEST_HEADERS))}",
+                "cause": "forbidden_header",
+            },
+            out,
+        )
+    out += [
+        (b"access-control-allow-methods", CORS_METHODS.encode()),
+        (b"access-control-max-age", str(CORS_MAX_AGE).encode()),
+    ]
     if asked:
         out.append((b"access-control-allow-headers", ", ".join(dict.fromkeys(asked)).encode("latin-1")))
     if headers.get(b"access-control-request-private-network", "").strip().lower() == "true":
@@ -244,8 +286,9 @@ class AccessMiddleware:
                 status, payload, headers = _preflight_answer(scope, origin)
                 if payload is not None:
                     return await send_json(send, status, payload, headers)
-                await send({"type": "http.response.start", "status": status,
-                            "headers": [(b"content-length", b"0"), *headers]})
+                await send(
+                    {"type": "http.response.start", "status": status, "headers": [(b"content-length", b"0"), *headers]}
+                )
                 return await send({"type": "http.response.body", "body": b""})
 
             async def send_with_cors(message):
@@ -284,7 +327,9 @@ class BodyLimitMiddleware:
                 except ValueError:
                     return await _refuse(send, 400, "Content-Length is not a number")
                 if declared > self.limit:
-                    return await _refuse(send, 413, f"request body of {declared} bytes is over the limit of {self.limit}")
+                    return await _refuse(
+                        send, 413, f"request body of {declared} bytes is over the limit of {self.limit}"
+                    )
         received = 0
         refusal: tuple[int, str] | None = None
         started = False

@@ -89,10 +89,26 @@ class LoreEngine(Protocol):
 class BridgeEvents(Protocol):
     """What the SillyTavern bridge's calls are recorded in (st_bridge.monitor.BridgeMonitor)."""
 
-    def hello(self, *, origin: str | None, extension_version: str | None, st_version: str | None,
-              chat_id: str | None, character: str | None, last_error: str | None) -> None: ...
-    def generation(self, *, origin: str | None, chat_id: str | None, character: str | None, injected: list[str],
-                   total_tokens: int, ms: float) -> None: ...
+    def hello(
+        self,
+        *,
+        origin: str | None,
+        extension_version: str | None,
+        st_version: str | None,
+        chat_id: str | None,
+        character: str | None,
+        last_error: str | None,
+    ) -> None: ...
+    def generation(
+        self,
+        *,
+        origin: str | None,
+        chat_id: str | None,
+        character: str | None,
+        injected: list[str],
+        total_tokens: int,
+        ms: float,
+    ) -> None: ...
     def touch(self, *, origin: str | None = None) -> None: ...
     def snapshot(self, now: float | None = None) -> dict: ...
 

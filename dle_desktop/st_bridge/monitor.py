@@ -36,8 +36,16 @@ class BridgeMonitor:
         self._last_total_tokens: int | None = None
         self._last_ms: float | None = None
 
-    def hello(self, *, origin: str | None, extension_version: str | None, st_version: str | None,
-              chat_id: str | None, character: str | None, last_error: str | None) -> None:
+    def hello(
+        self,
+        *,
+        origin: str | None,
+        extension_version: str | None,
+        st_version: str | None,
+        chat_id: str | None,
+        character: str | None,
+        last_error: str | None,
+    ) -> None:
         """The extension says who it is and where it stands (on load, on a chat change, and as a
         heartbeat). Every field is taken as sent: None clears it (`last_error` None: no error)."""
         with self._lock:
@@ -49,8 +57,16 @@ class BridgeMonitor:
             self._character = _text(character)
             self._last_error = _text(last_error)
 
-    def generation(self, *, origin: str | None, chat_id: str | None, character: str | None, injected: list[str],
-                   total_tokens: int, ms: float) -> None:
+    def generation(
+        self,
+        *,
+        origin: str | None,
+        chat_id: str | None,
+        character: str | None,
+        injected: list[str],
+        total_tokens: int,
+        ms: float,
+    ) -> None:
         """A retrieve for the extension finished: one more generation, and what it injected."""
         with self._lock:
             self._last_contact = self._clock()

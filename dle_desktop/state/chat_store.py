@@ -51,8 +51,10 @@ SCHEMA_VERSION = 2
 def _written_out(chat_id: str) -> str:
     """`chat_id` with its control characters (and whitespace at its ends) as `\\uXXXX` text."""
     last = len(chat_id) - 1
-    return "".join(f"\\u{ord(ch):04x}" if is_forbidden_char(ch) or (ch.isspace() and i in (0, last)) else ch
-                   for i, ch in enumerate(chat_id))
+    return "".join(
+        f"\\u{ord(ch):04x}" if is_forbidden_char(ch) or (ch.isspace() and i in (0, last)) else ch
+        for i, ch in enumerate(chat_id)
+    )
 
 
 def _is_int(v) -> bool:
@@ -112,7 +114,8 @@ def check_state_shape(raw) -> None:
             raise ValueError(f"{name} is not a list")
     context = raw.get("context") or {}
     if not isinstance(context, dict) or not all(
-            isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)) for v in context.values()):
+        isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)) for v in context.values()
+    ):
         raise ValueError("context is not an object of text values")
     for name in ("notebook", "last_swipe_key"):
         if raw.get(name) is not None and not isinstance(raw[name], str):
@@ -152,8 +155,10 @@ class ChatStore:
                     log.warning("chat %r has an id that requests can no longer name; it is now chat %r", old, new)
                 else:
                     problem = f"chat id {old[:100]!r} breaks the chat-id rule and {new[:100]!r} was taken or too long"
-                    self._db.execute("INSERT INTO broken_chats SELECT chat_id, state, ?, ? FROM chats WHERE chat_id = ?",
-                                     (problem, time.time(), old))
+                    self._db.execute(
+                        "INSERT INTO broken_chats SELECT chat_id, state, ?, ? FROM chats WHERE chat_id = ?",
+                        (problem, time.time(), old),
+                    )
                     self._db.execute("DELETE FROM chats WHERE chat_id = ?", (old,))
                     log.warning("%s; its state was moved to broken_chats", problem)
             self._db.execute("COMMIT")
@@ -175,9 +180,15 @@ class ChatStore:
                 check_state_shape(raw)
                 return ChatState.from_json(raw)
             except (ValueError, TypeError, AttributeError, RecursionError) as exc:
-                log.warning("chat %r had unreadable state (%s); it was moved to broken_chats and the chat starts fresh", chat_id, exc)
+                log.warning(
+                    "chat %r had unreadable state (%s); it was moved to broken_chats and the chat starts fresh",
+                    chat_id,
+                    exc,
+                )
                 self._db.execute("BEGIN")
-                self._db.execute("INSERT INTO broken_chats VALUES (?, ?, ?, ?)", (chat_id, row[0], str(exc)[:500], time.time()))
+                self._db.execute(
+                    "INSERT INTO broken_chats VALUES (?, ?, ?, ?)", (chat_id, row[0], str(exc)[:500], time.time())
+                )
                 self._db.execute("DELETE FROM chats WHERE chat_id = ?", (chat_id,))
                 self._db.execute("COMMIT")
                 return ChatState()
@@ -191,12 +202,17 @@ class ChatStore:
                 self._db.execute(
                     "INSERT INTO chats (chat_id, state, updated_at) VALUES (?, ?, ?) "
                     "ON CONFLICT(chat_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
-                    (chat_id, payload, now))
+                    (chat_id, payload, now),
+                )
                 if record is not None:
                     gen = state.generation_count
-                    self._db.execute("INSERT OR REPLACE INTO generations VALUES (?, ?, ?, ?)",
-                                     (chat_id, gen, now, json.dumps(record, ensure_ascii=False, separators=(",", ":"))))
-                    self._db.execute("DELETE FROM generations WHERE chat_id = ? AND gen <= ?", (chat_id, gen - KEEP_RECORDS))
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO generations VALUES (?, ?, ?, ?)",
+                        (chat_id, gen, now, json.dumps(record, ensure_ascii=False, separators=(",", ":"))),
+                    )
+                    self._db.execute(
+                        "DELETE FROM generations WHERE chat_id = ? AND gen <= ?", (chat_id, gen - KEEP_RECORDS)
+                    )
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -206,7 +222,8 @@ class ChatStore:
         with self._lock:
             rows = self._db.execute(
                 "SELECT gen, created_at, record FROM generations WHERE chat_id = ? ORDER BY gen DESC LIMIT ?",
-                (chat_id, limit)).fetchall()
+                (chat_id, limit),
+            ).fetchall()
         return [{"gen": g, "created_at": t, **json.loads(r)} for g, t, r in rows]
 
     def chats(self) -> list[dict]:
@@ -224,12 +241,20 @@ class ChatStore:
             try:
                 rows = self._db.execute(
                     "SELECT c.chat_id, c.updated_at, CASE WHEN json_valid(c.state) THEN "
-                    f"json_extract(c.state, '$.generation_count') END, {count} {order}", (max(0, int(limit)),)).fetchall()
+                    f"json_extract(c.state, '$.generation_count') END, {count} {order}",
+                    (max(0, int(limit)),),
+                ).fetchall()
             except sqlite3.OperationalError:  # an SQLite built without its JSON functions
-                rows = [(c, t, _generation_count(s), n) for c, t, s, n in self._db.execute(
-                    f"SELECT c.chat_id, c.updated_at, c.state, {count} {order}", (max(0, int(limit)),)).fetchall()]
-        return [{"chat_id": c, "generation_count": g if _is_int(g) and g >= 0 else 0, "updated_at": t, "records": n}
-                for c, t, g, n in rows]
+                rows = [
+                    (c, t, _generation_count(s), n)
+                    for c, t, s, n in self._db.execute(
+                        f"SELECT c.chat_id, c.updated_at, c.state, {count} {order}", (max(0, int(limit)),)
+                    ).fetchall()
+                ]
+        return [
+            {"chat_id": c, "generation_count": g if _is_int(g) and g >= 0 else 0, "updated_at": t, "records": n}
+            for c, t, g, n in rows
+        ]
 
     def copy_state(self, source: str, target: str) -> str | None:
         """Give `target` a copy of `source`'s state (its decision records stay with `source`), in
@@ -245,8 +270,10 @@ class ChatStore:
                     row = self._db.execute("SELECT state FROM chats WHERE chat_id = ?", (source,)).fetchone()
                     reason = None if row else "the chat it came from has no state"
                     if row:
-                        self._db.execute("INSERT INTO chats (chat_id, state, updated_at) VALUES (?, ?, ?)",
-                                         (target, row[0], time.time()))
+                        self._db.execute(
+                            "INSERT INTO chats (chat_id, state, updated_at) VALUES (?, ?, ?)",
+                            (target, row[0], time.time()),
+                        )
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")

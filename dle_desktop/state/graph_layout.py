@@ -37,9 +37,14 @@ class SavedLayout:
     vaults: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
-        return {"format": FORMAT, "vaults": list(self.vaults), "preset": self.preset, "seed": self.seed,
-                "positions": {u: [x, y] for u, (x, y) in self.positions.items()},
-                "pinned": sorted(u for u in self.pinned if u in self.positions)}
+        return {
+            "format": FORMAT,
+            "vaults": list(self.vaults),
+            "preset": self.preset,
+            "seed": self.seed,
+            "positions": {u: [x, y] for u, (x, y) in self.positions.items()},
+            "pinned": sorted(u for u in self.pinned if u in self.positions),
+        }
 
     @classmethod
     def from_json(cls, raw) -> SavedLayout:
@@ -47,8 +52,12 @@ class SavedLayout:
             raise ValueError("not a graph layout file")
         positions: dict[str, tuple[float, float]] = {}
         for uid, xy in (raw.get("positions") or {}).items():
-            if (isinstance(uid, str) and isinstance(xy, list) and len(xy) == 2
-                    and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in xy)):
+            if (
+                isinstance(uid, str)
+                and isinstance(xy, list)
+                and len(xy) == 2
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in xy)
+            ):
                 positions[uid] = (float(xy[0]), float(xy[1]))
         pinned = {u for u in raw.get("pinned") or () if isinstance(u, str) and u in positions}
         raw_preset, raw_seed = raw.get("preset"), raw.get("seed")
@@ -78,11 +87,22 @@ class LayoutStore:
             log.warning("graph layout %s is unreadable (%s); the graph will be laid out afresh", path, exc)
             return None
 
-    def save(self, vaults: Iterable[str], positions: Mapping[str, tuple[float, float]],
-             pinned: Iterable[str] = (), preset: str = "balanced", seed: int = 0) -> Path:
+    def save(
+        self,
+        vaults: Iterable[str],
+        positions: Mapping[str, tuple[float, float]],
+        pinned: Iterable[str] = (),
+        preset: str = "balanced",
+        seed: int = 0,
+    ) -> Path:
         names = tuple(sorted(set(vaults)))
-        saved = SavedLayout({u: (float(x), float(y)) for u, (x, y) in positions.items()
-                             if math.isfinite(x) and math.isfinite(y)}, set(pinned), preset, seed, names)
+        saved = SavedLayout(
+            {u: (float(x), float(y)) for u, (x, y) in positions.items() if math.isfinite(x) and math.isfinite(y)},
+            set(pinned),
+            preset,
+            seed,
+            names,
+        )
         make_private_dir(self.folder)
         path = self.path_for(names)
         write_private_atomic(path, json.dumps(saved.to_json(), ensure_ascii=False, separators=(",", ":")))

@@ -44,7 +44,7 @@ def env_name(secret_id: str) -> str:
         return CLI_VAULT_ENV
     for prefix, env_prefix in ENV_PREFIXES.items():
         if secret_id.startswith(prefix):
-            return env_prefix + _env_part(secret_id[len(prefix):])
+            return env_prefix + _env_part(secret_id[len(prefix) :])
     return OTHER_ENV_PREFIX + _env_part(secret_id)
 
 
@@ -63,8 +63,10 @@ def read_keys_file(path: str | os.PathLike) -> dict[str, str]:
     try:
         st = p.stat()
         if os.name == "posix" and stat.S_IMODE(st.st_mode) & 0o077:
-            raise ConfigError(f"the keys file {p} can be read by other users (mode {stat.S_IMODE(st.st_mode):04o}); "
-                              f"run: chmod 600 {p}")
+            raise ConfigError(
+                f"the keys file {p} can be read by other users (mode {stat.S_IMODE(st.st_mode):04o}); "
+                f"run: chmod 600 {p}"
+            )
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read the keys file {p}: {exc.strerror or exc}") from exc
@@ -76,8 +78,10 @@ def read_keys_file(path: str | os.PathLike) -> dict[str, str]:
         name, sep, value = line.partition("=")
         name, value = name.strip(), value.strip()
         if not sep or not _is_key_name(name) or not value:
-            raise ConfigError(f"keys file {p}, line {number}: expected NAME=KEY with NAME {CLI_VAULT_ENV} or "
-                              f"starting with {', '.join((*ENV_PREFIXES.values(), OTHER_ENV_PREFIX))}")
+            raise ConfigError(
+                f"keys file {p}, line {number}: expected NAME=KEY with NAME {CLI_VAULT_ENV} or "
+                f"starting with {', '.join((*ENV_PREFIXES.values(), OTHER_ENV_PREFIX))}"
+            )
         keys[name] = value
     return keys
 
@@ -106,10 +110,16 @@ class _SecretFile:
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as exc:
-            log.warning("the keys file %s cannot be read (%s); stored keys are unavailable", self.path, type(exc).__name__)
+            log.warning(
+                "the keys file %s cannot be read (%s); stored keys are unavailable", self.path, type(exc).__name__
+            )
             return {}
         keys = raw.get("keys") if isinstance(raw, dict) else None
-        return {k: v for k, v in keys.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(keys, dict) else {}
+        return (
+            {k: v for k, v in keys.items() if isinstance(k, str) and isinstance(v, str)}
+            if isinstance(keys, dict)
+            else {}
+        )
 
     def _write(self, keys: dict[str, str]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -131,8 +141,9 @@ class _SecretFile:
 
 
 class SecretStore:
-    def __init__(self, use_keyring: bool | None = None, file_path: Path | None = None,
-                 run_keys: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, use_keyring: bool | None = None, file_path: Path | None = None, run_keys: Mapping[str, str] | None = None
+    ) -> None:
         """`file_path`: where keys go when there is no keyring. `run_keys`: the environment (or a
         keys file's names) to take this run's keys from; only `DLE_*KEY*`/`DLE_SECRET_*` names count."""
         self.use_keyring = _backend_usable() if use_keyring is None else use_keyring
@@ -146,12 +157,16 @@ class SecretStore:
             self.problem: str | None = None
         elif self._file is not None:
             self.location = f"{self._file.path}, a file only you can read (no system keyring)"
-            self.problem = (f"No system keyring is available: API keys are stored in {self._file.path}, "
-                            "a file only your user account can read.")
+            self.problem = (
+                f"No system keyring is available: API keys are stored in {self._file.path}, "
+                "a file only your user account can read."
+            )
         else:
             self.location = "memory for this session only (no system keyring)"
-            self.problem = ("No system keyring is available: API keys are kept in memory for this session only "
-                            "and must be entered again after a restart.")
+            self.problem = (
+                "No system keyring is available: API keys are kept in memory for this session only "
+                "and must be entered again after a restart."
+            )
 
     def add_run_keys(self, keys: Mapping[str, str]) -> None:
         """Keys for this run only (environment, keys file): they win over stored ones."""

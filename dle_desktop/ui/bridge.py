@@ -36,8 +36,17 @@ if TYPE_CHECKING:
     from dle_desktop.ui.ports import RuntimePort
 
 __all__ = [
-    "ADDED", "COMMAND_LINE", "SAMPLE", "SAVED", "SECOND_LAUNCH", "ApplyPlan", "EngineBridge", "SessionVaults", "VaultRow",
-    "plan_settings_change", "spec_location",
+    "ADDED",
+    "COMMAND_LINE",
+    "SAMPLE",
+    "SAVED",
+    "SECOND_LAUNCH",
+    "ApplyPlan",
+    "EngineBridge",
+    "SessionVaults",
+    "VaultRow",
+    "plan_settings_change",
+    "spec_location",
 ]
 
 T = TypeVar("T")

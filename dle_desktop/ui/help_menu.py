@@ -34,8 +34,10 @@ class HelpActions:
         self.bridge = bridge
         self.last_box: QMessageBox | None = None
         self.diagnostics_action = QAction("Copy diagnostics…", window)
-        self.diagnostics_action.setStatusTip("Write a zip for a bug report: versions, settings without "
-                                             "secrets, the last log lines, index stats, recent errors")
+        self.diagnostics_action.setStatusTip(
+            "Write a zip for a bug report: versions, settings without "
+            "secrets, the last log lines, index stats, recent errors"
+        )
         self.diagnostics_action.triggered.connect(lambda *_: asyncio.ensure_future(self.write_diagnostics()))
         self.guide_action = QAction("Getting started…", window)
         self.guide_action.setStatusTip("The first-run guide: your vault, the embedding model, SillyTavern")
@@ -68,16 +70,27 @@ class HelpActions:
             except Exception as exc:  # noqa: BLE001 - a stuck engine is one more thing to report
                 status = {"problem": f"the engine did not answer: {type(exc).__name__}: {exc}"}
             server = getattr(runtime, "server", None)
-            live = {"server": getattr(server, "url", None), "server_error": runtime.server_error,
-                    "olra_running": bool(runtime.olra and runtime.olra.running),
-                    "olra_error": getattr(runtime.olra, "error", None), "tray": getattr(self.window, "tray_available", None)}
+            live = {
+                "server": getattr(server, "url", None),
+                "server_error": runtime.server_error,
+                "olra_running": bool(runtime.olra and runtime.olra.running),
+                "olra_error": getattr(runtime.olra, "error", None),
+                "tray": getattr(self.window, "tray_available", None),
+            }
             ctx = runtime.ctx
             out = (folder or output_folder()) / diagnostics.default_name()
             path = await asyncio.to_thread(self._write, ctx, ctx.secrets, status, live, out)
         except Exception as exc:
             log.exception("writing diagnostics failed")
-            self._show(QMessageBox(QMessageBox.Icon.Warning, "Diagnostics", f"The diagnostics could not be written: {exc}",
-                                   QMessageBox.StandardButton.Close, self.window))
+            self._show(
+                QMessageBox(
+                    QMessageBox.Icon.Warning,
+                    "Diagnostics",
+                    f"The diagnostics could not be written: {exc}",
+                    QMessageBox.StandardButton.Close,
+                    self.window,
+                )
+            )
             return None
         finally:
             self.diagnostics_action.setEnabled(True)
@@ -87,18 +100,24 @@ class HelpActions:
     @staticmethod
     def _write(ctx, secrets, status, live, out: Path) -> Path:
         started = time.monotonic()
-        report = diagnostics.collect(ctx.paths, ctx.settings, secrets, status=status, runtime=live,
-                                     settings_problem=ctx.store.problem)
+        report = diagnostics.collect(
+            ctx.paths, ctx.settings, secrets, status=status, runtime=live, settings_problem=ctx.store.problem
+        )
         path = diagnostics.write_zip(report, out)
         log.info("diagnostics written to %s in %.2f s", path, time.monotonic() - started)
         return path
 
     def _tell(self, path: Path) -> None:
         QGuiApplication.clipboard().setText(str(path))
-        box = QMessageBox(QMessageBox.Icon.Information, "Diagnostics",
-                          f"Diagnostics written to<br><b>{path}</b><br><br>The path is on the clipboard: attach "
-                          "the file to your bug report. API keys, tokens and passwords were replaced by ***; "
-                          "vault, note and chat names are kept, so look it over first.", QMessageBox.StandardButton.Close, self.window)
+        box = QMessageBox(
+            QMessageBox.Icon.Information,
+            "Diagnostics",
+            f"Diagnostics written to<br><b>{path}</b><br><br>The path is on the clipboard: attach "
+            "the file to your bug report. API keys, tokens and passwords were replaced by ***; "
+            "vault, note and chat names are kept, so look it over first.",
+            QMessageBox.StandardButton.Close,
+            self.window,
+        )
         box.setObjectName("diagnostics-written")
         opener = box.addButton("Open folder", QMessageBox.ButtonRole.ActionRole)
         opener.clicked.connect(lambda: open_folder(path.parent))

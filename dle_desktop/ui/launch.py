@@ -54,8 +54,15 @@ log = logging.getLogger(__name__)
 class DesktopApp:
     """Wires window, tray, notifier and runtime together; owns the order of shutdown."""
 
-    def __init__(self, qapp: QApplication, runtime: RuntimePort, ui_state: QSettings, start_hidden: bool = False,
-                 tray_available: bool | None = None, offer_guide: bool = False) -> None:
+    def __init__(
+        self,
+        qapp: QApplication,
+        runtime: RuntimePort,
+        ui_state: QSettings,
+        start_hidden: bool = False,
+        tray_available: bool | None = None,
+        offer_guide: bool = False,
+    ) -> None:
         """`offer_guide`: show the first-run guide on a first start (run_gui asks for it; tests
         and the packaged smoke test do not, and Help → Getting started… opens it anyway)."""
         self.qapp = qapp
@@ -153,15 +160,24 @@ class DesktopApp:
 
     def _closed_to_tray(self) -> None:
         if not self.window.told_about_tray:
-            self.tray.show_message("DLE Desktop is still running",
-                                   "Vaults keep syncing and SillyTavern stays connected. Quit from the tray menu.")
+            self.tray.show_message(
+                "DLE Desktop is still running",
+                "Vaults keep syncing and SillyTavern stays connected. Quit from the tray menu.",
+            )
             self.window.mark_told_about_tray()
 
     # -- settings -----------------------------------------------------------------------------
     def open_settings(self, add_folder: str | None = None, page: str | None = None) -> SettingsDialog:
         ctx = self.runtime.ctx
-        dlg = SettingsDialog(ctx.settings, ctx.secrets, self.window, self.bridge, self.model_download,
-                             session=ctx.session, sample_folder=self._sample_folder())
+        dlg = SettingsDialog(
+            ctx.settings,
+            ctx.secrets,
+            self.window,
+            self.bridge,
+            self.model_download,
+            session=ctx.session,
+            sample_folder=self._sample_folder(),
+        )
         if add_folder:
             dlg.add_folder(add_folder)
         if page:
@@ -190,9 +206,13 @@ class DesktopApp:
             self.window.statusBar().showMessage(f"{path} is already a vault", 5000)
             return
         name = unique_name(path.name, {v["name"].lower() for v in existing})
-        if ctx.session and ctx.session.replaces_saved:  # the command line chose the vaults: open this one next to them now
+        if (
+            ctx.session and ctx.session.replaces_saved
+        ):  # the command line chose the vaults: open this one next to them now
             ctx.session.add(str(path), ADDED)
-        self.apply_settings(ctx.settings.replace(vaults=[*existing, {"name": name, "kind": "folder", "path": str(path)}]), {})
+        self.apply_settings(
+            ctx.settings.replace(vaults=[*existing, {"name": name, "kind": "folder", "path": str(path)}]), {}
+        )
 
     def apply_settings(self, settings, new_keys: dict[str, str], reopen_vaults: bool = False) -> asyncio.Task | None:
         """Save at once, then apply in the background (the window stays usable; the status bar
@@ -231,8 +251,9 @@ class DesktopApp:
                     try:  # keeps the vaults this session opened (--vault, a second launch)
                         engine = self.runtime.new_session_engine(settings)
                     except DleError as exc:  # e.g. a folder given with --vault was removed since
-                        QMessageBox.warning(self.window, "Settings",
-                                            f"Settings were saved, but the vaults could not be opened: {exc}")
+                        QMessageBox.warning(
+                            self.window, "Settings", f"Settings were saved, but the vaults could not be opened: {exc}"
+                        )
                         return
                     self.bridge.rebind(engine)
                     self.window.reset_semantic(settings)
@@ -280,8 +301,9 @@ class DesktopApp:
         try:
             ctx.store.save(ctx.settings)
         except (OSError, DleError) as exc:
-            self.window.statusBar().showMessage(f"The pause holds until DLE Desktop quits; it could not be saved: {exc}",
-                                                10000)
+            self.window.statusBar().showMessage(
+                f"The pause holds until DLE Desktop quits; it could not be saved: {exc}", 10000
+            )
 
     def _model_downloaded(self, path: str) -> None:
         self.window.statusBar().showMessage(f"Embedding model ready: {Path(path).name}", 5000)
@@ -301,7 +323,7 @@ class DesktopApp:
             self.window.bring_forward()
         elif message.startswith(OPEN_VAULTS):
             try:
-                specs = [s for s in json.loads(message[len(OPEN_VAULTS):]) if isinstance(s, str) and s]
+                specs = [s for s in json.loads(message[len(OPEN_VAULTS) :]) if isinstance(s, str) and s]
             except ValueError:
                 log.warning("ignored an unreadable message from a second launch")
                 return
@@ -318,10 +340,16 @@ class DesktopApp:
             return
         spec = self._vault_requests.pop(0)
         shown = spec_location(spec)
-        box = QMessageBox(QMessageBox.Icon.Question, "Open a vault?",
-                          f"DLE Desktop was started again with --vault {shown}.", parent=self.window)
-        box.setInformativeText("Open for this session: the vault opens now, next to the open ones, until DLE "
-                               "Desktop quits.\n\nAdd to saved vaults: it opens now and at every start.")
+        box = QMessageBox(
+            QMessageBox.Icon.Question,
+            "Open a vault?",
+            f"DLE Desktop was started again with --vault {shown}.",
+            parent=self.window,
+        )
+        box.setInformativeText(
+            "Open for this session: the vault opens now, next to the open ones, until DLE "
+            "Desktop quits.\n\nAdd to saved vaults: it opens now and at every start."
+        )
         session = box.addButton("Open for this session", QMessageBox.ButtonRole.AcceptRole)
         saved = box.addButton("Add to saved vaults", QMessageBox.ButtonRole.AcceptRole)
         box.addButton("Ignore", QMessageBox.ButtonRole.RejectRole)
@@ -365,12 +393,19 @@ class DesktopApp:
         ctx = self.runtime.ctx
         source = parse_vault_spec(spec)
         existing = [v.to_json() for v in ctx.settings.vaults]
-        cfg = VaultConfig(name=unique_name(f"Obsidian {source.port}", {v["name"].lower() for v in existing}),
-                          kind="obsidian-rest", host=source.host, port=source.port, https=source.https)
+        cfg = VaultConfig(
+            name=unique_name(f"Obsidian {source.port}", {v["name"].lower() for v in existing}),
+            kind="obsidian-rest",
+            host=source.host,
+            port=source.port,
+            https=source.https,
+        )
         key = source.reveal_api_key() or ctx.secrets.get(CLI_VAULT_SECRET)
         if ctx.session and ctx.session.replaces_saved:
             ctx.session.add(spec, ADDED)
-        self.apply_settings(ctx.settings.replace(vaults=[*existing, cfg.to_json()]), {cfg.secret_id: key} if key else {})
+        self.apply_settings(
+            ctx.settings.replace(vaults=[*existing, cfg.to_json()]), {cfg.secret_id: key} if key else {}
+        )
 
     def quit(self) -> None:
         self.model_download.cancel()  # the bytes so far are kept: the next start resumes
@@ -401,8 +436,11 @@ def second_launch(name: str, args, check_vault_spec: Callable[[str], None]) -> i
             return None
         shown = ", ".join(spec_location(s) for s in specs)
         if answer != ACK:
-            print(f"DLE Desktop is already running and did not take the vault: --vault {shown} was NOT applied. "
-                  "Open it there (File → Add vault folder…) or quit DLE Desktop and start it again.", file=sys.stderr)
+            print(
+                f"DLE Desktop is already running and did not take the vault: --vault {shown} was NOT applied. "
+                "Open it there (File → Add vault folder…) or quit DLE Desktop and start it again.",
+                file=sys.stderr,
+            )
             return 1
         print(f"DLE Desktop is already running; it asks in its window whether to open {shown}.")
     if getattr(args, "port", None) is not None:
@@ -413,6 +451,7 @@ def second_launch(name: str, args, check_vault_spec: Callable[[str], None]) -> i
 def _exit_when_shown(desktop: DesktopApp) -> None:
     """The packaged build's smoke test (scripts/package --smoke): say when the window is on the
     screen with its first index shown, then quit the normal way (which must end the process)."""
+
     def check() -> None:
         shown = desktop.window.index_label.text().strip()
         if desktop.window.isVisible() and shown and not shown.startswith("Loading"):
@@ -458,6 +497,7 @@ def run_gui(args, composition: Composition[Any]) -> int:
     desktop = DesktopApp(qapp, runtime, ui_state, start_hidden=minimized, offer_guide=offered_at_start(minimized))
     runtime.start()
     instance.messageReceived.connect(desktop.on_instance_message)
+
     def quit_once() -> None:
         if not desktop.done.is_set():
             desktop.quit()

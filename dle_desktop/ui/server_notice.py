@@ -14,8 +14,10 @@ class ServerNotice(QFrame):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setObjectName("server-notice")
-        self.setStyleSheet("#server-notice { background: #fff4e5; border: 1px solid #e0a84f; border-radius: 4px; }"
-                           "#server-notice QLabel { color: #5c3800; }")
+        self.setStyleSheet(
+            "#server-notice { background: #fff4e5; border: 1px solid #e0a84f; border-radius: 4px; }"
+            "#server-notice QLabel { color: #5c3800; }"
+        )
         self.label = QLabel()
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

@@ -67,8 +67,9 @@ def check_note_path(path: str) -> str:
     rel = check_relative_path(path)
     parts = rel.split("/")
     if any(part.startswith(".") for part in parts):
-        raise VaultPathError(f"{rel}: names starting with '.' are hidden from the vault (the index skips them); "
-                             "choose another name")
+        raise VaultPathError(
+            f"{rel}: names starting with '.' are hidden from the vault (the index skips them); choose another name"
+        )
     if not rel.lower().endswith(NOTE_SUFFIX):
         raise VaultPathError(f"{rel}: only Markdown notes ({NOTE_SUFFIX}) are written by the note writer")
     if any(len(part.encode("utf-8")) > MAX_NAME_BYTES for part in parts):
@@ -86,6 +87,7 @@ def confine_note(root: Path, rel: str) -> str:
     root_real = os.path.realpath(root)
     target = os.path.realpath(os.path.join(root_real, *rel.split("/")))
     if not inside(target, root_real):
-        raise VaultPathError(f"{rel}: the path leads outside the vault folder (through a symbolic link); "
-                             "nothing written")
+        raise VaultPathError(
+            f"{rel}: the path leads outside the vault folder (through a symbolic link); nothing written"
+        )
     return target

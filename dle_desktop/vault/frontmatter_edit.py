@@ -36,8 +36,7 @@ from dle_desktop.core.note_parser import CANONICAL_FIELDS
 from dle_desktop.errors import FrontmatterEditError
 from dle_desktop.vault.frontmatter_scan import BOM, Field, NoteParts, scan_fields, split_parts
 
-__all__ = ["BOM", "REMOVE", "NoteParts", "compose_note", "edit_fields", "match_newlines", "replace_body",
-           "split_parts"]
+__all__ = ["BOM", "REMOVE", "NoteParts", "compose_note", "edit_fields", "match_newlines", "replace_body", "split_parts"]
 
 _COMMENT_TAIL = re.compile(r"^[ \t]+(#.*)$")
 
@@ -49,6 +48,7 @@ class _Remove:
 
 #: The value that removes a field: `edit_fields(text, {"old_field": REMOVE})`.
 REMOVE = _Remove()
+
 
 def replace_body(text: str, body: str) -> str:
     """`text` with its body (everything after the frontmatter) replaced; the BOM and frontmatter
@@ -130,12 +130,13 @@ def _to_yaml(value: Any, style: str | None, lists: _ListStyle, flow_map: bool, f
         if flow_map:
             out.fa.set_flow_style()
         return out
-    raise FrontmatterEditError(f"a frontmatter value must be text, a number, true/false, empty, a list or a "
-                               f"mapping, not {type(value).__name__}")
+    raise FrontmatterEditError(
+        f"a frontmatter value must be text, a number, true/false, empty, a list or a "
+        f"mapping, not {type(value).__name__}"
+    )
 
 
-def _render(name: str, value: Any, f: Field | None, note_lists: _ListStyle, force_quotes: bool,
-            map_indent: int) -> str:
+def _render(name: str, value: Any, f: Field | None, note_lists: _ListStyle, force_quotes: bool, map_indent: int) -> str:
     """`name: value` as YAML text (no final line break, '\n' inside), styled like field `f`."""
     lists = _list_style(f) if f is not None and f.kind in ("flow-seq", "block-seq") else note_lists
     style = f.scalar_style if f is not None and f.kind == "scalar" else None
@@ -205,8 +206,10 @@ def _splice(block: str, fields: list[Field], changes: Mapping[str, Any], nl: str
     for name, value in changes.items():
         found = _find(fields, name)
         if len(found) > 1:
-            raise FrontmatterEditError(f"the field {found[0].name!r} is written {len(found)} times in the frontmatter; "
-                                       "remove the extra ones by hand first")
+            raise FrontmatterEditError(
+                f"the field {found[0].name!r} is written {len(found)} times in the frontmatter; "
+                "remove the extra ones by hand first"
+            )
         if not found:
             if value is not REMOVE:
                 appended.append(_render(name, value, None, note_lists, force_quotes, map_indent))
@@ -222,10 +225,10 @@ def _splice(block: str, fields: list[Field], changes: Mapping[str, Any], nl: str
         # Rendered under a stand-in name, so the field name keeps its own spelling and quoting.
         rendered = _render("k", value, f, note_lists, force_quotes, map_indent)
         rendered = rendered[1:]
-        gap = block[f.colon_end:f.value_start]
+        gap = block[f.colon_end : f.value_start]
         if rendered.startswith(": ") and f.value_start < first_line_end and gap.strip(" \t") == "":
             rendered = ":" + gap + rendered[2:]  # `keys:   [a, b]` keeps its spacing
-        lines = (block[f.key_start:f.colon_end - 1] + rendered).split("\n")
+        lines = (block[f.key_start : f.colon_end - 1] + rendered).split("\n")
         lines[0] += comment
         edits.append((f.key_start, line_end, (_line_break_at(block, f.key_start, nl) + " " * f.key_col).join(lines)))
     edits += [(start, end, "") for start, end in _merge_removals(block, fields, removed)]
@@ -233,7 +236,7 @@ def _splice(block: str, fields: list[Field], changes: Mapping[str, Any], nl: str
         block = block[:start] + text + block[end:]
     if appended:
         lines = [" " * indent + line for item in appended for line in item.split("\n")]
-        if fields and _open_scalar(block, fields[-1]) and not block[fields[-1].value_end:].strip(" \t\r\n"):
+        if fields and _open_scalar(block, fields[-1]) and not block[fields[-1].value_end :].strip(" \t\r\n"):
             # After a `|`/`>` scalar that ends the block, new lines would give it the line break
             # it does not have; they go in before it instead.
             at = block.rfind("\n", 0, fields[-1].key_start) + 1
@@ -268,7 +271,7 @@ def _merge_removals(block: str, fields: list[Field], removed: list[tuple[int, in
 def _open_scalar(block: str, f: Field) -> bool:
     """Whether `f` is a `|` or `>` scalar without strip chomping: one that the parser reads without
     its final line break when it ends the block."""
-    header = re.match(r"[|>][0-9+-]*", block[f.value_start:])
+    header = re.match(r"[|>][0-9+-]*", block[f.value_start :])
     return f.kind == "scalar" and f.scalar_style in ("|", ">") and header is not None and "-" not in header.group(0)
 
 
@@ -324,13 +327,18 @@ def _verified(old_text: str, build: Callable[[bool], str], targets: Mapping[str,
         if not wrong:
             return new_text
     if "<yaml>" in wrong:
-        raise FrontmatterEditError("this change would leave the frontmatter unreadable (does another field use an "
-                                   "anchor '&' of this one with '*'?); nothing written: edit this note by hand")
+        raise FrontmatterEditError(
+            "this change would leave the frontmatter unreadable (does another field use an "
+            "anchor '&' of this one with '*'?); nothing written: edit this note by hand"
+        )
     if "<others>" in wrong:
-        raise FrontmatterEditError("this change would also change other fields of the note (an anchor '&' that "
-                                   "another field uses with '*'?); nothing written: edit this note by hand")
-    raise FrontmatterEditError(f"{', '.join(repr(w) for w in wrong)} would not read back as the value given; "
-                               "nothing written")
+        raise FrontmatterEditError(
+            "this change would also change other fields of the note (an anchor '&' that "
+            "another field uses with '*'?); nothing written: edit this note by hand"
+        )
+    raise FrontmatterEditError(
+        f"{', '.join(repr(w) for w in wrong)} would not read back as the value given; nothing written"
+    )
 
 
 def _check_names(changes: Mapping[str, Any]) -> None:
@@ -350,11 +358,14 @@ def edit_fields(text: str, changes: Mapping[str, Any]) -> str:
         if not sets:
             return text
         if re.match(r"---[ \t]*\r?\n", parts.body):
-            raise FrontmatterEditError("the note starts with '---' but its frontmatter is never closed by a second "
-                                       "'---' line; fix it by hand first")
+            raise FrontmatterEditError(
+                "the note starts with '---' but its frontmatter is never closed by a second "
+                "'---' line; fix it by hand first"
+            )
         nl = "\r\n" if re.match(r"[^\n]*\r\n", parts.body) else "\n"
-        return _verified(text, lambda force: f"{parts.bom}---{nl}{_splice('', [], sets, nl, force)}{nl}---{nl}"
-                                             f"{parts.body}", sets)
+        return _verified(
+            text, lambda force: f"{parts.bom}---{nl}{_splice('', [], sets, nl, force)}{nl}---{nl}{parts.body}", sets
+        )
     checked = split_note(text)
     if checked.error is not None:
         raise FrontmatterEditError(f"{checked.error.message} (line {checked.error.line}); nothing written")
@@ -365,8 +376,9 @@ def edit_fields(text: str, changes: Mapping[str, Any]) -> str:
     for name, value in changes.items():
         found = _find(fields, name)
         targets[found[0].name if found else name] = value
-    return _verified(text, lambda force: parts.with_block(_splice(parts.block, fields, changes, parts.opening_nl,
-                                                                    force)), targets)
+    return _verified(
+        text, lambda force: parts.with_block(_splice(parts.block, fields, changes, parts.opening_nl, force)), targets
+    )
 
 
 def compose_note(fields: Mapping[str, Any], body: str, newline: str = "\n") -> str:
@@ -376,5 +388,6 @@ def compose_note(fields: Mapping[str, Any], body: str, newline: str = "\n") -> s
     if not fields:
         return body
     sets = {k: v for k, v in fields.items() if v is not REMOVE}
-    return _verified(body, lambda force: f"---{newline}{_splice('', [], sets, newline, force)}{newline}---{newline}"
-                                         f"{body}", sets)
+    return _verified(
+        body, lambda force: f"---{newline}{_splice('', [], sets, newline, force)}{newline}---{newline}{body}", sets
+    )

@@ -60,13 +60,13 @@ class NoteParts:
 
 def split_parts(text: str) -> NoteParts:
     bom = BOM if text.startswith(BOM) else ""
-    rest = text[len(bom):]
+    rest = text[len(bom) :]
     m = _EMPTY_FM_RE.match(rest)
     if m:
-        return NoteParts(bom, rest[:m.start(3)], m.group(1), "", "", m.group(2), m.group(3))
+        return NoteParts(bom, rest[: m.start(3)], m.group(1), "", "", m.group(2), m.group(3))
     m = _FM_RE.match(rest)
     if m:
-        return NoteParts(bom, rest[:m.start(5)], m.group(1), m.group(2), m.group(3), m.group(4), m.group(5))
+        return NoteParts(bom, rest[: m.start(5)], m.group(1), m.group(2), m.group(3), m.group(4), m.group(5))
     return NoteParts(bom, "", "", "", "", "", rest)
 
 
@@ -155,7 +155,9 @@ def scan_fields(block: str) -> list[Field]:
     try:
         events = list(YAML(typ="rt").parse(block))
     except (YAMLError, ValueError) as exc:
-        raise FrontmatterEditError(f"the frontmatter is not valid YAML: {_yaml_problem(exc)}; nothing written") from None
+        raise FrontmatterEditError(
+            f"the frontmatter is not valid YAML: {_yaml_problem(exc)}; nothing written"
+        ) from None
     i = 0
     while i < len(events) and isinstance(events[i], (StreamStartEvent, DocumentStartEvent)):
         i += 1
@@ -165,8 +167,10 @@ def scan_fields(block: str) -> list[Field]:
     if not isinstance(root, MappingStartEvent):
         raise FrontmatterEditError("the frontmatter is not a list of `name: value` fields; nothing written")
     if root.flow_style:
-        raise FrontmatterEditError("the frontmatter is one `{...}` flow mapping; its fields cannot be changed one "
-                                   "by one without rewriting it: edit this note by hand")
+        raise FrontmatterEditError(
+            "the frontmatter is one `{...}` flow mapping; its fields cannot be changed one "
+            "by one without rewriting it: edit this note by hand"
+        )
     i += 1
     fields: list[Field] = []
     while not isinstance(events[i], MappingEndEvent):
@@ -183,9 +187,21 @@ def scan_fields(block: str) -> list[Field]:
             end = node.end
             while end > node.start and block[end - 1] in " \t\r\n":
                 end -= 1
-        fields.append(Field(
-            name=str(key.value), key_start=key.start_mark.index, key_end=key.end_mark.index,
-            key_col=key.start_mark.column, colon_end=colon.end(), value_start=node.start, value_end=end,
-            kind=node.kind, scalar_style=node.style, item_styles=node.item_styles, dash_col=node.dash_col,
-            item_col=node.item_col, child_col=node.child_col))
+        fields.append(
+            Field(
+                name=str(key.value),
+                key_start=key.start_mark.index,
+                key_end=key.end_mark.index,
+                key_col=key.start_mark.column,
+                colon_end=colon.end(),
+                value_start=node.start,
+                value_end=end,
+                kind=node.kind,
+                scalar_style=node.style,
+                item_styles=node.item_styles,
+                dash_col=node.dash_col,
+                item_col=node.item_col,
+                child_col=node.child_col,
+            )
+        )
     return fields

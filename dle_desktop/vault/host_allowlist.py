@@ -11,8 +11,7 @@ from dle_desktop.errors import ConfigError
 
 _LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain"})
 _V4_ALLOWED = tuple(
-    ipaddress.IPv4Network(n)
-    for n in ("127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16")
+    ipaddress.IPv4Network(n) for n in ("127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16")
 )
 _V6_ALLOWED = tuple(ipaddress.IPv6Network(n) for n in ("::1/128", "fd00::/8", "fe80::/10"))
 # Cloud metadata services sit inside link-local / ULA space; a Bearer key has no business there.

@@ -64,8 +64,9 @@ class SyncResult:
 
 
 class VaultIndexer:
-    def __init__(self, sources: Sequence[VaultSource], options: ParseOptions = ParseOptions(),
-                 cache: IndexCache | None = None) -> None:
+    def __init__(
+        self, sources: Sequence[VaultSource], options: ParseOptions = ParseOptions(), cache: IndexCache | None = None
+    ) -> None:
         self.sources = [s for s in sources if s.enabled]
         self.options = options
         self.cache = cache
@@ -91,8 +92,15 @@ class VaultIndexer:
         return f"{source.kind}|{source.name}|{source.describe()}|{self.options.signature()}"
 
     def _parse(self, source: VaultSource, path: str, text: str, digest: str | None = None) -> Entry | Skip:
-        return parse_note(source.name, path, text, self.options.tags, self.field_definitions, self.options.lenient,
-                          content_hash=digest)
+        return parse_note(
+            source.name,
+            path,
+            text,
+            self.options.tags,
+            self.field_definitions,
+            self.options.lenient,
+            content_hash=digest,
+        )
 
     def _slices(self) -> list[VaultSlice]:
         out = []
@@ -103,7 +111,11 @@ class VaultIndexer:
                 # Re-sorting 10k paths on every keystroke adds up; the path order only changes
                 # when a note appears or disappears.
                 prev = order[1] if order is not None else None
-                paths = prev if prev is not None and len(prev) == len(records) and all(p in records for p in prev) else sorted(records)
+                paths = (
+                    prev
+                    if prev is not None and len(prev) == len(records) and all(p in records for p in prev)
+                    else sorted(records)
+                )
                 order = (records, paths)
                 self._order[s.name] = order
             results = [records[p].result for p in order[1]]
@@ -137,8 +149,16 @@ class VaultIndexer:
                 if prev is not None and prev[0] is not rec.result and entry_values(prev[0]) == entry_values(rec.result):
                     records[path] = FileRecord(rec.stamp, rec.content_hash, prev[0])
 
-    def _patch(self, vault: str, paths: list[str], prior: dict[str, FileRecord], records: dict[str, FileRecord],
-               started: float, parsed: int, read: int) -> SyncResult | None:
+    def _patch(
+        self,
+        vault: str,
+        paths: list[str],
+        prior: dict[str, FileRecord],
+        records: dict[str, FileRecord],
+        started: float,
+        parsed: int,
+        read: int,
+    ) -> SyncResult | None:
         """The fast path for edits that change no title and add or remove no note: swap the
         edited entries into the current snapshot (a keystroke in a 10k vault costs milliseconds)."""
         old = self.snapshot
@@ -162,8 +182,14 @@ class VaultIndexer:
         modified = tuple(f"{a.vault}:{a.path}" for a, b in replacements if a.content_hash != b.content_hash)
         keys_changed = tuple(f"{a.vault}:{a.path}" for a, b in replacements if a.keys != b.keys)
         self.snapshot = new
-        return SyncResult(new, ChangeSet(modified=modified, keys_changed=keys_changed),
-                          time.perf_counter() - started, parsed, read, dict(self._errors))
+        return SyncResult(
+            new,
+            ChangeSet(modified=modified, keys_changed=keys_changed),
+            time.perf_counter() - started,
+            parsed,
+            read,
+            dict(self._errors),
+        )
 
     # -- warm start -----------------------------------------------------------------------
     def load_cache(self) -> IndexSnapshot | None:
@@ -193,13 +219,22 @@ class VaultIndexer:
         reuse = None
         if titles is not None and finalized:
             raw_by_uid = {e.uid: e for sl in slices for e in sl.entries}
-            checked = {uid: f for uid, f in finalized.items()
-                       if isinstance(f, Entry) and (r := raw_by_uid.get(uid)) is not None
-                       and r.content_hash == f.content_hash and r.title == f.title}
+            checked = {
+                uid: f
+                for uid, f in finalized.items()
+                if isinstance(f, Entry)
+                and (r := raw_by_uid.get(uid)) is not None
+                and r.content_hash == f.content_hash
+                and r.title == f.title
+            }
             reuse = (titles, checked)
-        self.snapshot = build_snapshot(slices, self.field_definitions, self.options.conflict_mode,
-                                       extra_warnings=("index loaded from cache; checking the vaults for changes",),
-                                       reuse=reuse)
+        self.snapshot = build_snapshot(
+            slices,
+            self.field_definitions,
+            self.options.conflict_mode,
+            extra_warnings=("index loaded from cache; checking the vaults for changes",),
+            reuse=reuse,
+        )
         return self.snapshot
 
     def save_cache(self) -> None:
@@ -212,8 +247,11 @@ class VaultIndexer:
                 if snap is not None and snap._titles is not None:
                     # Finalized entries that differ from their parsed form: a warm start then
                     # publishes without resolving 70k links again.
-                    meta["finalized"] = {uid: fin for uid, (raw, fin) in list(snap._finalized.items())
-                                         if fin is not raw and fin.vault == s.name}
+                    meta["finalized"] = {
+                        uid: fin
+                        for uid, (raw, fin) in list(snap._finalized.items())
+                        if fin is not raw and fin.vault == s.name
+                    }
                     if s is self.primary:
                         meta["titles"] = snap._titles
                 try:
@@ -239,8 +277,14 @@ class VaultIndexer:
         return changed
 
     # -- reading --------------------------------------------------------------------------
-    async def _read_parse(self, source: VaultSource, paths: list[str], stamps: dict[str, str | None],
-                          prior: dict[str, FileRecord], force: bool) -> dict[str, FileRecord]:
+    async def _read_parse(
+        self,
+        source: VaultSource,
+        paths: list[str],
+        stamps: dict[str, str | None],
+        prior: dict[str, FileRecord],
+        force: bool,
+    ) -> dict[str, FileRecord]:
         """Read `paths`, re-parsing only files whose content hash changed (or all with `force`)."""
 
         def one(path: str, text: str | None, error: str | None) -> FileRecord:
@@ -254,6 +298,7 @@ class VaultIndexer:
             return FileRecord(stamps.get(path), digest, self._parse(source, path, text, digest))
 
         if isinstance(source, FolderSource):
+
             def work() -> dict[str, FileRecord]:
                 out = {}
                 for path in paths:
@@ -264,6 +309,7 @@ class VaultIndexer:
                     except VaultError as exc:
                         out[path] = one(path, None, str(exc))
                 return out
+
             return await asyncio.to_thread(work)
 
         sem = asyncio.Semaphore(source.max_concurrency)
@@ -281,8 +327,9 @@ class VaultIndexer:
         present = [(p, t, e) for p, t, e in fetched if e != "missing"]
         return await asyncio.to_thread(lambda: {p: one(p, t, e) for p, t, e in present})
 
-    async def _sync_vault(self, source: VaultSource, force: bool, progress: ProgressFn | None,
-                          counters: list[int], total_hint: list[int]) -> None:
+    async def _sync_vault(
+        self, source: VaultSource, force: bool, progress: ProgressFn | None, counters: list[int], total_hint: list[int]
+    ) -> None:
         prior = self._records.get(source.name, {})
         try:
             listing = await source.list_notes()
@@ -304,10 +351,12 @@ class VaultIndexer:
                 to_read.append(path)
         total_hint[0] += len(to_read)
         for i in range(0, len(to_read), BATCH):
-            chunk = to_read[i:i + BATCH]
+            chunk = to_read[i : i + BATCH]
             records.update(await self._read_parse(source, chunk, stamps, prior, force))
             counters[0] += len(chunk)
-            counters[1] += sum(1 for p in chunk if p in records and (p not in prior or records[p].result is not prior[p].result))
+            counters[1] += sum(
+                1 for p in chunk if p in records and (p not in prior or records[p].result is not prior[p].result)
+            )
             if progress:
                 progress(counters[0], total_hint[0], f"reading {source.name}")
         if listing.partial:
@@ -318,14 +367,20 @@ class VaultIndexer:
         self._problems[source.name] = listing.problems
 
     # -- public ---------------------------------------------------------------------------
-    async def sync_all(self, progress: ProgressFn | None = None, force: bool = False,
-                       save_cache: bool = True) -> SyncResult:
+    async def sync_all(
+        self, progress: ProgressFn | None = None, force: bool = False, save_cache: bool = True
+    ) -> SyncResult:
         """Reconcile every vault with the index. `force` re-parses every file. With
         `save_cache=False` the cache is only marked dirty, for a caller that saves it after
         announcing the new index."""
         async with self._lock:
             started = time.perf_counter()
-            saved = ({k: dict(v) for k, v in self._records.items()}, dict(self._problems), dict(self._errors), self.field_definitions)
+            saved = (
+                {k: dict(v) for k, v in self._records.items()},
+                dict(self._problems),
+                dict(self._errors),
+                self.field_definitions,
+            )
             try:
                 if await self._load_field_definitions():
                     force = True

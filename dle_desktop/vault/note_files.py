@@ -61,8 +61,10 @@ def read_note(real: str) -> str | None:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise WriteRefused(f"{os.path.basename(real)} is not UTF-8 text; the app does not rewrite it (its odd bytes "
-                           "would be lost): convert it to UTF-8 in an editor first") from None
+        raise WriteRefused(
+            f"{os.path.basename(real)} is not UTF-8 text; the app does not rewrite it (its odd bytes "
+            "would be lost): convert it to UTF-8 in an editor first"
+        ) from None
 
 
 def matches(current: str | None, expected: str) -> bool:
@@ -95,7 +97,9 @@ def _os_error(exc: OSError, what: str) -> WriteError:
     return WriteError(f"{what} could not be written: {exc.strerror or exc}")
 
 
-def commit(real: str, expected: str, new_text: str | None, make_folders: Callable[[str], None] | None = None) -> str | None:
+def commit(
+    real: str, expected: str, new_text: str | None, make_folders: Callable[[str], None] | None = None
+) -> str | None:
     """Make the file at `real` hold `new_text` (None: delete it), but only if it now holds the
     version `expected` (its content hash, or ABSENT). Returns the text it held before; raises
     Changed (nothing written) when it held something else."""

@@ -46,8 +46,13 @@ READ_CONCURRENCY = 50
 def parse_vault_spec(spec: str, name: str | None = None) -> ObsidianRestSource:
     """Build a source from `http[s]://[KEY@]HOST[:PORT][/]`. The key may be percent-encoded."""
     address = parse_rest_address(spec)
-    return ObsidianRestSource(name or f"{url_host(address.host)}:{address.port}", address.host, address.port,
-                              address.api_key, https=address.https)
+    return ObsidianRestSource(
+        name or f"{url_host(address.host)}:{address.port}",
+        address.host,
+        address.port,
+        address.api_key,
+        https=address.https,
+    )
 
 
 def _accept_for(path: str) -> str:
@@ -225,7 +230,7 @@ class ObsidianRestSource(VaultSource):
                 f"{self.describe()}: the API key was refused{said}. "
                 "Copy the current key from Obsidian → Settings → Local REST API."
             )
-        snippet = self._scrub(resp.content[:ERROR_BODY_CHARS * 4].decode("utf-8", "replace")[:ERROR_BODY_CHARS])
+        snippet = self._scrub(resp.content[: ERROR_BODY_CHARS * 4].decode("utf-8", "replace")[:ERROR_BODY_CHARS])
         return VaultError(f"{self.describe()}: {what}: HTTP {resp.status_code}: {snippet}")
 
     # ---- listing
@@ -295,9 +300,14 @@ class ObsidianRestSource(VaultSource):
             return _test_result(False, False, str(self._status_error(hello, "")), olra_version(hello))
         if status is None:
             found = self._scrub(describe_answer(hello))
-            return _test_result(False, False, f"{self.describe()} answered, but it is not the Obsidian Local REST "
-                                f"API ({found}). Check the port: the plugin listens on {DEFAULT_HTTP_PORT} (http) "
-                                f"and {DEFAULT_HTTPS_PORT} (https).", None)
+            return _test_result(
+                False,
+                False,
+                f"{self.describe()} answered, but it is not the Obsidian Local REST "
+                f"API ({found}). Check the port: the plugin listens on {DEFAULT_HTTP_PORT} (http) "
+                f"and {DEFAULT_HTTPS_PORT} (https).",
+                None,
+            )
         version = olra_version(hello)
         if status.get("authenticated") is False:
             return _test_result(False, False, str(self._status_error(hello, "", refused=True)), version)
@@ -322,6 +332,18 @@ def _test_result(ok: bool, authenticated: bool, message: str, version: str | Non
     return {"ok": ok, "authenticated": authenticated, "message": message, "version": version}
 
 
-__all__ = ["CONNECTION_TEST_TIMEOUT_S", "DEFAULT_HTTPS_PORT", "DEFAULT_HTTP_PORT", "DEFAULT_TIMEOUT_S", "READ_CONCURRENCY",
-           "ObsidianRestSource", "RestHostBreaker", "breaker_backoff_ms", "breaker_for", "check_host_allowed",
-           "encode_vault_path", "parse_vault_spec", "reset_circuit_breakers"]
+__all__ = [
+    "CONNECTION_TEST_TIMEOUT_S",
+    "DEFAULT_HTTPS_PORT",
+    "DEFAULT_HTTP_PORT",
+    "DEFAULT_TIMEOUT_S",
+    "READ_CONCURRENCY",
+    "ObsidianRestSource",
+    "RestHostBreaker",
+    "breaker_backoff_ms",
+    "breaker_for",
+    "check_host_allowed",
+    "encode_vault_path",
+    "parse_vault_spec",
+    "reset_circuit_breakers",
+]

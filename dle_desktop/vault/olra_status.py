@@ -44,8 +44,9 @@ def describe_answer(resp: httpx.Response) -> str:
             data = json.loads(text)
         except ValueError:
             data = None
-        named = next((data[k] for k in ("service", "name") if isinstance(data, dict) and isinstance(data.get(k), str)),
-                     None)
+        named = next(
+            (data[k] for k in ("service", "name") if isinstance(data, dict) and isinstance(data.get(k), str)), None
+        )
         snippet = " ".join(text.split())[:ERROR_BODY_CHARS]
         if named:
             found.append(f'service "{named[:ERROR_BODY_CHARS]}"')

@@ -30,7 +30,7 @@ def _redact_spec(spec: str) -> str:
     if not sep:
         return REDACTED if "@" in spec else spec
     at = rest.rfind("@")
-    return f"{scheme}://{REDACTED}@{rest[at + 1:]}" if at >= 0 else spec
+    return f"{scheme}://{REDACTED}@{rest[at + 1 :]}" if at >= 0 else spec
 
 
 def _split_host_port(hostport: str, shown: str) -> tuple[str, str | None]:

@@ -18,7 +18,9 @@ BREAKER_MAX_MS = 15000
 
 def breaker_backoff_ms(failures: int) -> int:
     """How long the circuit stays open after `failures` consecutive failures (>= 3)."""
-    backoff: int = min(BREAKER_BASE_MS * 2 ** min(failures - BREAKER_THRESHOLD, 3), BREAKER_MAX_MS)  # int ** int is Any to mypy
+    backoff: int = min(
+        BREAKER_BASE_MS * 2 ** min(failures - BREAKER_THRESHOLD, 3), BREAKER_MAX_MS
+    )  # int ** int is Any to mypy
     return backoff
 
 
@@ -69,8 +71,12 @@ class RestHostBreaker:
             if self.failures >= BREAKER_THRESHOLD:
                 pause_ms = breaker_backoff_ms(self.failures)
                 self.open_until = self._clock() + pause_ms / 1000.0
-                log.warning("Obsidian REST %s: %d failures in a row, pausing requests for %.1f s",
-                            self.address, self.failures, pause_ms / 1000.0)
+                log.warning(
+                    "Obsidian REST %s: %d failures in a row, pausing requests for %.1f s",
+                    self.address,
+                    self.failures,
+                    pause_ms / 1000.0,
+                )
 
     def release(self) -> None:
         """The request ended without telling us anything (cancelled): free the probe slot."""

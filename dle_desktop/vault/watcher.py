@@ -64,8 +64,9 @@ class FolderWatcher:
     """One watchdog observer for all folder vaults; reports coalesced batches to `callback`
     from its own thread (the caller hops onto its loop)."""
 
-    def __init__(self, callback: ChangeCallback, debounce_s: float = DEBOUNCE_S,
-                 on_held: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self, callback: ChangeCallback, debounce_s: float = DEBOUNCE_S, on_held: Callable[[int], None] | None = None
+    ) -> None:
         self.callback = callback
         self.on_held = on_held  # told how many changes wait, each time a paused batch is held
         self.debounce_s = debounce_s

@@ -93,9 +93,20 @@ class WriteHistory:
             self._db = db
         return self._db
 
-    def record(self, *, vault: str, path: str, feature: str, action: str, before_text: str | None,
-               after_text: str | None, before_hash: str | None, after_hash: str | None,
-               undoes: int | None = None, at: float | None = None) -> WriteRecord:
+    def record(
+        self,
+        *,
+        vault: str,
+        path: str,
+        feature: str,
+        action: str,
+        before_text: str | None,
+        after_text: str | None,
+        before_hash: str | None,
+        after_hash: str | None,
+        undoes: int | None = None,
+        at: float | None = None,
+    ) -> WriteRecord:
         with self._lock:
             db = self._conn()
             db.execute("BEGIN IMMEDIATE")
@@ -103,8 +114,19 @@ class WriteHistory:
                 cur = db.execute(
                     "INSERT INTO writes (at, vault, path, feature, action, before_text, after_text, before_hash, "
                     "after_hash, undoes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (time.time() if at is None else at, vault, path, feature, action, before_text, after_text,
-                     before_hash, after_hash, undoes))
+                    (
+                        time.time() if at is None else at,
+                        vault,
+                        path,
+                        feature,
+                        action,
+                        before_text,
+                        after_text,
+                        before_hash,
+                        after_hash,
+                        undoes,
+                    ),
+                )
                 record_id = cur.lastrowid
                 assert record_id is not None  # sqlite3 sets it after an INSERT
                 if undoes is not None:
@@ -112,7 +134,8 @@ class WriteHistory:
                 db.execute(
                     "DELETE FROM writes WHERE vault = ? AND path = ? AND id NOT IN "
                     "(SELECT id FROM writes WHERE vault = ? AND path = ? ORDER BY id DESC LIMIT ?)",
-                    (vault, path, vault, path, self.keep_per_note))
+                    (vault, path, vault, path, self.keep_per_note),
+                )
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -128,9 +151,14 @@ class WriteHistory:
     def for_note(self, vault: str, path: str, limit: int = 100) -> list[WriteRecord]:
         """The note's writes, newest first."""
         with self._lock:
-            rows = self._conn().execute(
-                f"SELECT {_COLUMNS} FROM writes WHERE vault = ? AND path = ? ORDER BY id DESC LIMIT ?",
-                (vault, path, limit)).fetchall()
+            rows = (
+                self._conn()
+                .execute(
+                    f"SELECT {_COLUMNS} FROM writes WHERE vault = ? AND path = ? ORDER BY id DESC LIMIT ?",
+                    (vault, path, limit),
+                )
+                .fetchall()
+            )
         return [WriteRecord(*row) for row in rows]
 
     def recent(self, limit: int = 100) -> list[WriteRecord]:

@@ -113,8 +113,10 @@ class _SourceBackend:
         if not note_files.matches(current, expected):
             raise Changed(current)
         if new_text is None:
-            raise WriteRefused(f"{rel}: notes cannot be deleted through {self.source.describe()} (DLE's Obsidian REST "
-                               "subset has no DELETE); delete it in Obsidian")
+            raise WriteRefused(
+                f"{rel}: notes cannot be deleted through {self.source.describe()} (DLE's Obsidian REST "
+                "subset has no DELETE); delete it in Obsidian"
+            )
         await self.source.write_text(rel, new_text)
         return {rel}
 
@@ -122,9 +124,14 @@ class _SourceBackend:
 class NoteWriter:
     """Writes notes into the vaults `sources` names (a list, or a callable giving the current one)."""
 
-    def __init__(self, sources: Iterable[VaultSource] | Callable[[], Iterable[VaultSource]], *,
-                 history: WriteHistory | None = None, on_written: OnWritten | None = None,
-                 read_only: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        sources: Iterable[VaultSource] | Callable[[], Iterable[VaultSource]],
+        *,
+        history: WriteHistory | None = None,
+        on_written: OnWritten | None = None,
+        read_only: Mapping[str, str] | None = None,
+    ) -> None:
         self._sources = sources if callable(sources) else list(sources)
         self.history = history
         self.on_written = on_written
@@ -166,17 +173,22 @@ class NoteWriter:
         try:
             changed = await backend.commit(rel, ABSENT, text)
         except Changed as exc:
-            raise NoteExists(f"{rel} already exists in {vault}; nothing written (open it and edit it instead, or "
-                             "choose another title)", vault, rel, exc.current) from None
+            raise NoteExists(
+                f"{rel} already exists in {vault}; nothing written (open it and edit it instead, or "
+                "choose another title)",
+                vault,
+                rel,
+                exc.current,
+            ) from None
         return await self._finish(vault, rel, changed, feature, "create", None, text)
 
-    async def create_titled(self, vault: str, title: str, text: str, *, folder: str = "",
-                            feature: str) -> WriteResult:
+    async def create_titled(self, vault: str, title: str, text: str, *, folder: str = "", feature: str) -> WriteResult:
         """A new note named after `title` the way DLE names it (`folder/<sanitised title>.md`)."""
         return await self.create(vault, note_path_for_title(title, folder), text, feature=feature)
 
-    async def write(self, vault: str, path: str, text: str, *, base: Base, feature: str,
-                    action: str = "replace") -> WriteResult:
+    async def write(
+        self, vault: str, path: str, text: str, *, base: Base, feature: str, action: str = "replace"
+    ) -> WriteResult:
         """Replace the whole note with `text`, if it is still the version `base`."""
         return await self._edit(vault, path, base, feature, action, lambda _current: text)
 
@@ -184,13 +196,17 @@ class NoteWriter:
         """Replace what follows the frontmatter; the frontmatter stays byte for byte."""
         return await self._edit(vault, path, base, feature, "edit-body", lambda current: replace_body(current, body))
 
-    async def set_fields(self, vault: str, path: str, changes: Mapping[str, Any], *, base: Base,
-                         feature: str) -> WriteResult:
+    async def set_fields(
+        self, vault: str, path: str, changes: Mapping[str, Any], *, base: Base, feature: str
+    ) -> WriteResult:
         """Set frontmatter fields (a value of REMOVE removes that field); only their text changes."""
-        return await self._edit(vault, path, base, feature, "edit-fields", lambda current: edit_fields(current, changes))
+        return await self._edit(
+            vault, path, base, feature, "edit-fields", lambda current: edit_fields(current, changes)
+        )
 
-    async def remove_fields(self, vault: str, path: str, names: Sequence[str], *, base: Base,
-                            feature: str) -> WriteResult:
+    async def remove_fields(
+        self, vault: str, path: str, names: Sequence[str], *, base: Base, feature: str
+    ) -> WriteResult:
         return await self.set_fields(vault, path, dict.fromkeys(names, REMOVE), base=base, feature=feature)
 
     async def undo(self, record_id: int, *, feature: str = "undo") -> WriteResult:
@@ -208,15 +224,23 @@ class NoteWriter:
         try:
             changed = await backend.commit(record.path, expected, record.before_text)
         except Changed as exc:
-            raise self._conflict(record.vault, record.path, expected if expected != ABSENT else None,
-                                 record.after_text, exc.current, record.before_text,
-                                 f"{record.path} changed after the write being undone; nothing was undone") from None
-        return await self._finish(record.vault, record.path, changed, feature, "undo", record.after_text,
-                                  record.before_text, undoes=record.id)
+            raise self._conflict(
+                record.vault,
+                record.path,
+                expected if expected != ABSENT else None,
+                record.after_text,
+                exc.current,
+                record.before_text,
+                f"{record.path} changed after the write being undone; nothing was undone",
+            ) from None
+        return await self._finish(
+            record.vault, record.path, changed, feature, "undo", record.after_text, record.before_text, undoes=record.id
+        )
 
     # -- the common path ------------------------------------------------------------------------
-    async def _edit(self, vault: str, path: str, base: Base, feature: str, action: str,
-                    transform: Callable[[str], str]) -> WriteResult:
+    async def _edit(
+        self, vault: str, path: str, base: Base, feature: str, action: str, transform: Callable[[str], str]
+    ) -> WriteResult:
         rel = check_note_path(path)
         backend = self._backend(vault)
         base_hash, base_text = (base.hash, base.text) if isinstance(base, NoteVersion) else (base, None)
@@ -234,8 +258,15 @@ class NoteWriter:
             raise self._conflict_for(vault, rel, base_hash, current, exc.current, transform) from None
         return await self._finish(vault, rel, changed, feature, action, current, new_text)
 
-    def _conflict_for(self, vault: str, rel: str, base_hash: str, base_text: str | None, current: str | None,
-                      transform: Callable[[str], str]) -> WriteConflict:
+    def _conflict_for(
+        self,
+        vault: str,
+        rel: str,
+        base_hash: str,
+        base_text: str | None,
+        current: str | None,
+        transform: Callable[[str], str],
+    ) -> WriteConflict:
         # What would have been written: the change applied to the version it was meant for, or,
         # when only its hash is known, to the note as it is now.
         proposed = None
@@ -247,24 +278,62 @@ class NoteWriter:
                     proposed = None
                 break
         why = "was deleted" if current is None else "changed on disk"
-        return self._conflict(vault, rel, base_hash, base_text, current, proposed,
-                              f"{rel} {why} since it was read; nothing written. Compare the versions and choose")
+        return self._conflict(
+            vault,
+            rel,
+            base_hash,
+            base_text,
+            current,
+            proposed,
+            f"{rel} {why} since it was read; nothing written. Compare the versions and choose",
+        )
 
     @staticmethod
-    def _conflict(vault: str, rel: str, expected_hash: str | None, expected_text: str | None,
-                  current: str | None, proposed: str | None, message: str) -> WriteConflict:
-        return WriteConflict(message, vault=vault, path=rel, expected_hash=expected_hash, expected_text=expected_text,
-                             current_text=current, proposed_text=proposed)
+    def _conflict(
+        vault: str,
+        rel: str,
+        expected_hash: str | None,
+        expected_text: str | None,
+        current: str | None,
+        proposed: str | None,
+        message: str,
+    ) -> WriteConflict:
+        return WriteConflict(
+            message,
+            vault=vault,
+            path=rel,
+            expected_hash=expected_hash,
+            expected_text=expected_text,
+            current_text=current,
+            proposed_text=proposed,
+        )
 
-    async def _finish(self, vault: str, rel: str, changed: set[str], feature: str, action: str,
-                      before: str | None, after: str | None, undoes: int | None = None) -> WriteResult:
+    async def _finish(
+        self,
+        vault: str,
+        rel: str,
+        changed: set[str],
+        feature: str,
+        action: str,
+        before: str | None,
+        after: str | None,
+        undoes: int | None = None,
+    ) -> WriteResult:
         record = None
         if self.history is not None:
             try:
                 record = await asyncio.to_thread(
-                    self.history.record, vault=vault, path=rel, feature=feature, action=action, before_text=before,
-                    after_text=after, before_hash=None if before is None else simple_hash(before),
-                    after_hash=None if after is None else simple_hash(after), undoes=undoes)
+                    self.history.record,
+                    vault=vault,
+                    path=rel,
+                    feature=feature,
+                    action=action,
+                    before_text=before,
+                    after_text=after,
+                    before_hash=None if before is None else simple_hash(before),
+                    after_hash=None if after is None else simple_hash(after),
+                    undoes=undoes,
+                )
             except Exception:
                 log.exception("%s/%s was written but its write history could not be saved", vault, rel)
         await self._reindex(vault, changed)
@@ -280,6 +349,8 @@ class NoteWriter:
             if inspect.isawaitable(result):
                 await asyncio.wait_for(result, INDEX_WAIT_S)
         except TimeoutError:
-            log.warning("indexing %s took longer than %g s; the next sync picks it up", ", ".join(changed), INDEX_WAIT_S)
+            log.warning(
+                "indexing %s took longer than %g s; the next sync picks it up", ", ".join(changed), INDEX_WAIT_S
+            )
         except Exception:
             log.exception("re-indexing %s after writing it failed", ", ".join(sorted(changed)))

@@ -44,8 +44,9 @@ BATCH_TOKENS_DEFAULT = 256
 PACK_TEXT_TOKENS_DEFAULT = 32
 
 
-def plan_batches(lengths: Sequence[int], batch_tokens: int, pack_text_tokens: int | None,
-                 n_seq_max: int) -> list[list[int]]:
+def plan_batches(
+    lengths: Sequence[int], batch_tokens: int, pack_text_tokens: int | None, n_seq_max: int
+) -> list[list[int]]:
     """Which texts share a llama_decode. Texts longer than `pack_text_tokens` (None: no limit)
     go alone; the others are packed in their order, greedily, up to `batch_tokens` tokens and
     `n_seq_max` texts per group. `batch_tokens` 0 puts every text alone. Groups come in the
@@ -95,13 +96,15 @@ class PackedDecoding:
         self._clear_memory(lc, loaded)
         rc = lc.llama_decode(loaded.ctx, loaded.batch)
         if rc != 0:
-            raise EmbeddingError(f"llama.cpp failed to decode a text of {n} tokens (code {rc}) {llama_reason('')}".rstrip(),
-                                 502)
+            raise EmbeddingError(
+                f"llama.cpp failed to decode a text of {n} tokens (code {rc}) {llama_reason('')}".rstrip(), 502
+            )
         self.tokens_processed += n
         self._read_pooled(lc, loaded, 0, out, row)
 
-    def _decode_packed(self, lc: Any, loaded: LoadedModel, seqs: list[list[int]], out: np.ndarray,
-                       cancel: threading.Event) -> None:
+    def _decode_packed(
+        self, lc: Any, loaded: LoadedModel, seqs: list[list[int]], out: np.ndarray, cancel: threading.Event
+    ) -> None:
         """Texts in the groups `plan_batches` makes: a group of one is decoded alone; a bigger
         group is one llama_decode with each text its own sequence (positions from 0, its own seq
         id)."""
@@ -119,9 +122,9 @@ class PackedDecoding:
             for s, k in enumerate(group):
                 toks = seqs[k]
                 m = len(toks)
-                loaded.token_view[n:n + m] = toks
-                loaded.pos_view[n:n + m] = np.arange(m, dtype=np.int32)
-                for ptr in loaded.seq_views[n:n + m]:
+                loaded.token_view[n : n + m] = toks
+                loaded.pos_view[n : n + m] = np.arange(m, dtype=np.int32)
+                for ptr in loaded.seq_views[n : n + m]:
                     ptr[0] = s
                 n += m
             self._clear_memory(lc, loaded)
@@ -129,8 +132,9 @@ class PackedDecoding:
             for s, k in enumerate(group):
                 self._read_pooled(lc, loaded, s, out, k)
 
-    def _decode_last_tokens(self, lc: Any, loaded: LoadedModel, seqs: list[list[int]], out: np.ndarray,
-                            rows: Sequence[int]) -> None:
+    def _decode_last_tokens(
+        self, lc: Any, loaded: LoadedModel, seqs: list[list[int]], out: np.ndarray, rows: Sequence[int]
+    ) -> None:
         """Last-token pooling on a causal model, in two steps. With embeddings on, llama.cpp makes
         every token of a decode an output, with a row of the whole vocabulary each, and keeps its
         output buffer at the largest size it ever needed (a 2,048-token text with Qwen3's 151,669
@@ -145,7 +149,7 @@ class PackedDecoding:
         """Decode (sequence, tokens, first position) parts with embeddings off and no outputs:
         only the KV cache fills (in as few llama_decode calls as the batch allows)."""
         ctx = loaded.ctx
-        loaded.logits_view[:loaded.capacity] = 0
+        loaded.logits_view[: loaded.capacity] = 0
         lc.llama_set_embeddings(ctx, False)
         try:
             n = 0
@@ -153,9 +157,9 @@ class PackedDecoding:
                 start = 0
                 while start < len(body):
                     m = min(len(body) - start, loaded.capacity - n)
-                    loaded.token_view[n:n + m] = body[start:start + m]
-                    loaded.pos_view[n:n + m] = np.arange(first + start, first + start + m, dtype=np.int32)
-                    for ptr in loaded.seq_views[n:n + m]:
+                    loaded.token_view[n : n + m] = body[start : start + m]
+                    loaded.pos_view[n : n + m] = np.arange(first + start, first + start + m, dtype=np.int32)
+                    for ptr in loaded.seq_views[n : n + m]:
                         ptr[0] = s
                     n += m
                     start += m
@@ -166,10 +170,11 @@ class PackedDecoding:
                 self._decode_batch(lc, loaded, n)
         finally:
             lc.llama_set_embeddings(ctx, True)
-            loaded.logits_view[:loaded.capacity] = 1
+            loaded.logits_view[: loaded.capacity] = 1
 
-    def _decode_final_tokens(self, lc: Any, loaded: LoadedModel, seqs: Sequence[Sequence[int]], out: np.ndarray,
-                             rows: Sequence[int]) -> None:
+    def _decode_final_tokens(
+        self, lc: Any, loaded: LoadedModel, seqs: Sequence[Sequence[int]], out: np.ndarray, rows: Sequence[int]
+    ) -> None:
         """Each text's last token (text `s` is sequence `s`, its KV cache filled up to there),
         with embeddings on: the pooled vector of every text."""
         for s, toks in enumerate(seqs):
@@ -188,8 +193,9 @@ class PackedDecoding:
         for ptr in loaded.seq_views[:n]:
             ptr[0] = 0
         if rc != 0:
-            raise EmbeddingError(f"llama.cpp failed to decode a batch of {n} tokens (code {rc}) "
-                                 f"{llama_reason('')}".rstrip(), 502)
+            raise EmbeddingError(
+                f"llama.cpp failed to decode a batch of {n} tokens (code {rc}) {llama_reason('')}".rstrip(), 502
+            )
         self.tokens_processed += n
 
     @staticmethod
@@ -199,4 +205,3 @@ class PackedDecoding:
         if not ptr:
             raise EmbeddingError("llama.cpp returned no pooled embedding (is this an embedding model?)", 502)
         ctypes.memmove(out[row].ctypes.data, ptr, loaded.n_out * 4)
-

@@ -23,8 +23,10 @@ class EmbeddingProfile:
 
     def key(self) -> str:
         """A stable, human-readable text form (stored in each scope's metadata)."""
-        return (f"model={self.model_id}\nquant={self.quantisation}\nprompt={self.prompt_version}\n"
-                f"max={self.max_tokens}\nendpoint={self.endpoint}")
+        return (
+            f"model={self.model_id}\nquant={self.quantisation}\nprompt={self.prompt_version}\n"
+            f"max={self.max_tokens}\nendpoint={self.endpoint}"
+        )
 
 
 class Embedder(Protocol):

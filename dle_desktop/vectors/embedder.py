@@ -74,12 +74,20 @@ class LocalEmbedder(QueryHeadDecoding):
     seen to crash the process with SIGILL under virtualisation, and leaves them on elsewhere.
     """
 
-    def __init__(self, model_path: str | os.PathLike[str], *, n_ctx: int = DEFAULT_MAX_TOKENS,
-                 n_threads: int | None = None, query_instruction: str | None = AUTO,
-                 batch_tokens: int = BATCH_TOKENS_DEFAULT, pack_text_tokens: int | None = PACK_TEXT_TOKENS_DEFAULT,
-                 pooling: str | None = None,
-                 cpu_extra_buffers: bool | None = None, prompt_version: str | None = None,
-                 last_token_outputs: bool = True) -> None:
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str],
+        *,
+        n_ctx: int = DEFAULT_MAX_TOKENS,
+        n_threads: int | None = None,
+        query_instruction: str | None = AUTO,
+        batch_tokens: int = BATCH_TOKENS_DEFAULT,
+        pack_text_tokens: int | None = PACK_TEXT_TOKENS_DEFAULT,
+        pooling: str | None = None,
+        cpu_extra_buffers: bool | None = None,
+        prompt_version: str | None = None,
+        last_token_outputs: bool = True,
+    ) -> None:
         if n_ctx < 8:
             raise ValueError("n_ctx must be at least 8 tokens")
         if pooling is not None and pooling not in ("mean", "cls", "last"):
@@ -185,8 +193,13 @@ class LocalEmbedder(QueryHeadDecoding):
         stem = self._model_path.name
         if stem.lower().endswith(".gguf"):
             stem = stem[:-5]
-        return EmbeddingProfile(model_id=stem, quantisation=info.quantisation if info else "",
-                                prompt_version=version, max_tokens=self._max_tokens(info), endpoint="")
+        return EmbeddingProfile(
+            model_id=stem,
+            quantisation=info.quantisation if info else "",
+            prompt_version=version,
+            max_tokens=self._max_tokens(info),
+            endpoint="",
+        )
 
     @property
     def dim(self) -> int | None:
@@ -244,6 +257,7 @@ class LocalEmbedder(QueryHeadDecoding):
     def run_on_worker(self, fn: Callable[[], Any]) -> concurrent.futures.Future:
         """Run `fn` on the embedder's worker thread (benchmarks use it to time raw llama.cpp on
         the same thread and context)."""
+
         def job() -> Any:
             if self._loaded is not None:
                 self._loaded.kv_prefix = ()  # `fn` may use the context's memory
@@ -328,19 +342,34 @@ class LocalEmbedder(QueryHeadDecoding):
         self._free()
         t0 = time.perf_counter()
         self._loaded = self._load(path, info, stamp)
-        log.info("embedding model %s loaded in %.2f s (dim %d, pooling %s, max %d tokens, %d threads)",
-                 path.name, time.perf_counter() - t0, self._loaded.n_out, _POOLING_BY_ID.get(self._loaded.pooling),
-                 self.profile.max_tokens, self.n_threads)
+        log.info(
+            "embedding model %s loaded in %.2f s (dim %d, pooling %s, max %d tokens, %d threads)",
+            path.name,
+            time.perf_counter() - t0,
+            self._loaded.n_out,
+            _POOLING_BY_ID.get(self._loaded.pooling),
+            self.profile.max_tokens,
+            self.n_threads,
+        )
         return self._loaded
 
     def _load(self, path: Path, info: GgufInfo, stamp: tuple[int, int]) -> LoadedModel:
         pooling = POOLING_NAMES[self._pooling_override] if self._pooling_override else info.pooling()
-        return load_model(path, info, stamp, pooling=pooling, max_tokens=self._max_tokens(info),
-                          batch_tokens=self.batch_tokens, n_threads=self.n_threads,
-                          cpu_extra_buffers=self.cpu_extra_buffers, last_token_outputs=self.last_token_outputs)
+        return load_model(
+            path,
+            info,
+            stamp,
+            pooling=pooling,
+            max_tokens=self._max_tokens(info),
+            batch_tokens=self.batch_tokens,
+            n_threads=self.n_threads,
+            cpu_extra_buffers=self.cpu_extra_buffers,
+            last_token_outputs=self.last_token_outputs,
+        )
 
-    def _tokens_for(self, lc: Any, loaded: LoadedModel, text: str, instruction: str, max_tokens: int,
-                    count: bool = True) -> list[int]:
+    def _tokens_for(
+        self, lc: Any, loaded: LoadedModel, text: str, instruction: str, max_tokens: int, count: bool = True
+    ) -> list[int]:
         full = instruction + text
         room = max_tokens - len(loaded.prefix) - len(loaded.suffix)
         # Tokenizing a 10 MB text to keep its first 2,048 tokens wastes time: cut the characters
@@ -366,7 +395,9 @@ class LocalEmbedder(QueryHeadDecoding):
         except EmbeddingError:
             raise
         except Exception as exc:
-            raise EmbeddingError(f"the embedding model {self._model_path.name} could not be loaded: {exc}", 503) from exc
+            raise EmbeddingError(
+                f"the embedding model {self._model_path.name} could not be loaded: {exc}", 503
+            ) from exc
         info = loaded.info
         instruction = self._instruction_for(info) if query else ""
         max_tokens = self._max_tokens(info)

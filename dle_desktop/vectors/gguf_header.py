@@ -15,15 +15,56 @@ from typing import Any
 POOLING_NAMES = {"none": 0, "mean": 1, "cls": 2, "last": 3, "rank": 4}
 # Encoder (bidirectional) architectures pool by mean when the file does not say; every other
 # architecture is a decoder whose last token has seen the whole text.
-_ENCODER_ARCHS = {"bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "jina-bert-v3", "modern-bert",
-                  "neo-bert", "t5encoder", "xlm-roberta", "roberta", "gemma-embedding"}
+_ENCODER_ARCHS = {
+    "bert",
+    "nomic-bert",
+    "nomic-bert-moe",
+    "jina-bert-v2",
+    "jina-bert-v3",
+    "modern-bert",
+    "neo-bert",
+    "t5encoder",
+    "xlm-roberta",
+    "roberta",
+    "gemma-embedding",
+}
 
 # general.file_type → name (llama.h `enum llama_ftype`).
-_FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K",
-               11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S",
-               17: "Q5_K_M", 18: "Q6_K", 19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS",
-               23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S",
-               29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0", 37: "TQ2_0", 38: "MXFP4_MOE"}
+_FILE_TYPES = {
+    0: "F32",
+    1: "F16",
+    2: "Q4_0",
+    3: "Q4_1",
+    7: "Q8_0",
+    8: "Q5_0",
+    9: "Q5_1",
+    10: "Q2_K",
+    11: "Q3_K_S",
+    12: "Q3_K_M",
+    13: "Q3_K_L",
+    14: "Q4_K_S",
+    15: "Q4_K_M",
+    16: "Q5_K_S",
+    17: "Q5_K_M",
+    18: "Q6_K",
+    19: "IQ2_XXS",
+    20: "IQ2_XS",
+    21: "Q2_K_S",
+    22: "IQ3_XS",
+    23: "IQ3_XXS",
+    24: "IQ1_S",
+    25: "IQ4_NL",
+    26: "IQ3_S",
+    27: "IQ3_M",
+    28: "IQ2_S",
+    29: "IQ2_M",
+    30: "IQ4_XS",
+    31: "IQ1_M",
+    32: "BF16",
+    36: "TQ1_0",
+    37: "TQ2_0",
+    38: "MXFP4_MOE",
+}
 _QUANT_IN_NAME = re.compile(r"(?i)(?:^|[-_.])((?:I?Q\d(?:_[A-Z0-9]+)*)|BF16|F16|F32)$")
 
 GGUF_MAGIC = b"GGUF"
@@ -129,7 +170,7 @@ def _parse_header(p: Path, mm: mmap.mmap, size: int) -> GgufInfo:
     def string() -> str:
         n = u64()
         start = take(n)
-        return bytes(mm[start:start + n]).decode("utf-8", errors="replace")
+        return bytes(mm[start : start + n]).decode("utf-8", errors="replace")
 
     def value(vtype: int) -> Any:
         nonlocal pos
@@ -146,11 +187,14 @@ def _parse_header(p: Path, mm: mmap.mmap, size: int) -> GgufInfo:
                 off, unpack = pos, _U64.unpack_from
                 for _ in range(count):
                     if off + 8 > size:
-                        raise GgufFormatError(f"{p.name} is truncated or corrupt (its header runs past the end "
-                                              "of the file)")
+                        raise GgufFormatError(
+                            f"{p.name} is truncated or corrupt (its header runs past the end of the file)"
+                        )
                     off += 8 + unpack(mm, off)[0]
                 if off > size:
-                    raise GgufFormatError(f"{p.name} is truncated or corrupt (its header runs past the end of the file)")
+                    raise GgufFormatError(
+                        f"{p.name} is truncated or corrupt (its header runs past the end of the file)"
+                    )
                 pos = off
             elif itype == 9:
                 raise GgufFormatError(f"{p.name} has nested arrays in its metadata, which GGUF does not allow")
@@ -170,4 +214,3 @@ def _parse_header(p: Path, mm: mmap.mmap, size: int) -> GgufInfo:
         key = string()
         meta[key] = value(u32())
     return GgufInfo(path=p, version=version, n_tensors=n_tensors, metadata=meta, size=size)
-

@@ -95,7 +95,6 @@ def default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-
 class DecodeCancelled(Exception):
     """The request was cancelled: the job stops before its next text."""
 
@@ -129,8 +128,18 @@ class LoadedModel:
     kv_prefix: tuple[int, ...] = ()
 
 
-def load_model(path: Path, info: GgufInfo, stamp: tuple[int, int], *, pooling: int, max_tokens: int,
-               batch_tokens: int, n_threads: int, cpu_extra_buffers: bool, last_token_outputs: bool) -> LoadedModel:
+def load_model(
+    path: Path,
+    info: GgufInfo,
+    stamp: tuple[int, int],
+    *,
+    pooling: int,
+    max_tokens: int,
+    batch_tokens: int,
+    n_threads: int,
+    cpu_extra_buffers: bool,
+    last_token_outputs: bool,
+) -> LoadedModel:
     """Load `path` with a context for texts of up to `max_tokens` tokens and, with `batch_tokens`
     above 0, up to 64 sequences packed in one batch. Raises EmbeddingError (503) with llama.cpp's
     reason."""
@@ -180,8 +189,9 @@ def load_model(path: Path, info: GgufInfo, stamp: tuple[int, int], *, pooling: i
         lc.llama_model_free(model)
         raise
     try:
-        n_out = (lc.llama_model_n_embd_out(model) if hasattr(lc, "llama_model_n_embd_out") else 0) \
-            or lc.llama_model_n_embd(model)
+        n_out = (
+            lc.llama_model_n_embd_out(model) if hasattr(lc, "llama_model_n_embd_out") else 0
+        ) or lc.llama_model_n_embd(model)
         vocab = lc.llama_model_get_vocab(model)
         prefix, suffix = special_tokens(lc, vocab, pooling)
         if len(prefix) + len(suffix) >= max_tokens:
@@ -199,10 +209,26 @@ def load_model(path: Path, info: GgufInfo, stamp: tuple[int, int], *, pooling: i
         lc.llama_free(ctx)
         lc.llama_model_free(model)
         raise
-    return LoadedModel(path=path, stamp=stamp, info=info, model=model, ctx=ctx, batch=batch, n_out=n_out, capacity=n_batch,
-                       n_seq_max=n_seq_max, prefix=prefix, suffix=suffix, vocab=vocab, pooling=pooling,
-                       token_view=token_view, pos_view=pos_view, seq_views=seq_views, logits_view=logits_view,
-                       last_token_only=last_only)
+    return LoadedModel(
+        path=path,
+        stamp=stamp,
+        info=info,
+        model=model,
+        ctx=ctx,
+        batch=batch,
+        n_out=n_out,
+        capacity=n_batch,
+        n_seq_max=n_seq_max,
+        prefix=prefix,
+        suffix=suffix,
+        vocab=vocab,
+        pooling=pooling,
+        token_view=token_view,
+        pos_view=pos_view,
+        seq_views=seq_views,
+        logits_view=logits_view,
+        last_token_only=last_only,
+    )
 
 
 def free_model(loaded: LoadedModel) -> None:
@@ -237,8 +263,8 @@ def special_tokens(lc: Any, vocab: Any, pooling: int) -> tuple[list[int], list[i
     prefix: list[int] = []
     suffix: list[int] = []
     for i in range(len(full) - len(plain) + 1):
-        if full[i:i + len(plain)] == plain:
-            prefix, suffix = full[:i], full[i + len(plain):]
+        if full[i : i + len(plain)] == plain:
+            prefix, suffix = full[:i], full[i + len(plain) :]
             break
     eos = lc.llama_vocab_eos(vocab)
     if pooling == POOLING_NAMES["last"] and eos != lc.LLAMA_TOKEN_NULL and not suffix:

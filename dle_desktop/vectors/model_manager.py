@@ -45,9 +45,10 @@ log = logging.getLogger(__name__)
 #: The SHA-256 of the default model file, once pinned. Unknown when this was written (no network
 #: here); while it is None the checksum comes from the server's X-Linked-Etag (see the module).
 DEFAULT_MODEL_SHA256: str | None = None
-DEFAULT_MODEL_URL = ("https://huggingface.co/Qwen/Qwen3-Embedding-0.6B-GGUF/resolve/main/"
-                     "Qwen3-Embedding-0.6B-Q8_0.gguf")
-LOCAL_MODEL_HINT = "You can choose a local GGUF embedding model instead (--embedding-model PATH, or the app's embedding settings)."
+DEFAULT_MODEL_URL = "https://huggingface.co/Qwen/Qwen3-Embedding-0.6B-GGUF/resolve/main/Qwen3-Embedding-0.6B-Q8_0.gguf"
+LOCAL_MODEL_HINT = (
+    "You can choose a local GGUF embedding model instead (--embedding-model PATH, or the app's embedding settings)."
+)
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -74,8 +75,12 @@ class ModelSpec:
     description: str = ""
 
 
-DEFAULT_MODEL = ModelSpec(filename="Qwen3-Embedding-0.6B-Q8_0.gguf", url=DEFAULT_MODEL_URL, sha256=DEFAULT_MODEL_SHA256,
-                          description="Qwen3-Embedding-0.6B (Q8_0, ~640 MB)")
+DEFAULT_MODEL = ModelSpec(
+    filename="Qwen3-Embedding-0.6B-Q8_0.gguf",
+    url=DEFAULT_MODEL_URL,
+    sha256=DEFAULT_MODEL_SHA256,
+    description="Qwen3-Embedding-0.6B (Q8_0, ~640 MB)",
+)
 
 
 @dataclass(frozen=True)
@@ -119,8 +124,16 @@ class ModelManager:
     """Model files under `models_dir`. `transport` lets tests route httpx elsewhere (they use a
     real loopback server instead); `timeout` bounds connecting and each read."""
 
-    def __init__(self, models_dir: str | os.PathLike[str], *, timeout: float = 30.0, chunk_size: int = 1 << 20,
-                 retries: int = 3, retry_delay: float = 1.0, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        models_dir: str | os.PathLike[str],
+        *,
+        timeout: float = 30.0,
+        chunk_size: int = 1 << 20,
+        retries: int = 3,
+        retry_delay: float = 1.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
         self.models_dir = Path(models_dir)
         self.timeout = timeout
         self.chunk_size = chunk_size
@@ -189,20 +202,35 @@ class ModelManager:
 
     # -- download ------------------------------------------------------------------------------
 
-    async def ensure(self, spec: ModelSpec = DEFAULT_MODEL, *, progress: ProgressCallback | None = None,
-                     cancel: threading.Event | None = None) -> Path:
+    async def ensure(
+        self,
+        spec: ModelSpec = DEFAULT_MODEL,
+        *,
+        progress: ProgressCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Path:
         """The model file, downloading it first if it is not there yet."""
         if self.is_available(spec):
             return self.path_for(spec)
         return await self.download(spec, progress=progress, cancel=cancel)
 
-    def download_sync(self, spec: ModelSpec = DEFAULT_MODEL, *, progress: ProgressCallback | None = None,
-                      cancel: threading.Event | None = None) -> Path:
+    def download_sync(
+        self,
+        spec: ModelSpec = DEFAULT_MODEL,
+        *,
+        progress: ProgressCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Path:
         """`download` for scripts and the CLI (runs its own event loop)."""
         return asyncio.run(self.download(spec, progress=progress, cancel=cancel))
 
-    async def download(self, spec: ModelSpec = DEFAULT_MODEL, *, progress: ProgressCallback | None = None,
-                       cancel: threading.Event | None = None) -> Path:
+    async def download(
+        self,
+        spec: ModelSpec = DEFAULT_MODEL,
+        *,
+        progress: ProgressCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Path:
         """Download `spec` into `models_dir` (resuming a `.part` file), verify it and move it into
         place. Raises ModelDownloadCancelled, ModelChecksumError or ModelError."""
         final = self.path_for(spec)
@@ -213,20 +241,30 @@ class ModelManager:
                 return final
             self.models_dir.mkdir(parents=True, exist_ok=True)
             attempt = 0
-            async with httpx.AsyncClient(transport=self._transport, follow_redirects=True,
-                                         timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 15.0)),
-                                         headers={"User-Agent": "dle-desktop model manager"}) as client:
+            async with httpx.AsyncClient(
+                transport=self._transport,
+                follow_redirects=True,
+                timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 15.0)),
+                headers={"User-Agent": "dle-desktop model manager"},
+            ) as client:
                 while True:
                     try:
                         return await self._attempt(client, spec, progress, cancel)
                     except _Interrupted as exc:
                         attempt += 1
                         if attempt > self.retries:
-                            raise ModelError(f"the download of {spec.filename} was interrupted ({exc}); "
-                                             f"{self._part_size(spec) / 1e6:.1f} MB are kept and the next attempt "
-                                             "resumes from there") from None
-                        log.info("download of %s interrupted (%s); resuming (attempt %d of %d)", spec.filename,
-                                 exc, attempt, self.retries)
+                            raise ModelError(
+                                f"the download of {spec.filename} was interrupted ({exc}); "
+                                f"{self._part_size(spec) / 1e6:.1f} MB are kept and the next attempt "
+                                "resumes from there"
+                            ) from None
+                        log.info(
+                            "download of %s interrupted (%s); resuming (attempt %d of %d)",
+                            spec.filename,
+                            exc,
+                            attempt,
+                            self.retries,
+                        )
                         await asyncio.sleep(self.retry_delay)
 
     def partial_download(self, spec: ModelSpec = DEFAULT_MODEL) -> tuple[int, int | None] | None:
@@ -262,8 +300,13 @@ class ModelManager:
         part.unlink(missing_ok=True)
         part.with_suffix(".part.json").unlink(missing_ok=True)
 
-    async def _attempt(self, client: httpx.AsyncClient, spec: ModelSpec, progress: ProgressCallback | None,
-                       cancel: threading.Event | None) -> Path:
+    async def _attempt(
+        self,
+        client: httpx.AsyncClient,
+        spec: ModelSpec,
+        progress: ProgressCallback | None,
+        cancel: threading.Event | None,
+    ) -> Path:
         part = self.part_path(spec)
         have = self._part_size(spec)
         meta = self._read_meta(spec)
@@ -285,17 +328,29 @@ class ModelManager:
         except httpx.TimeoutException as exc:
             if self._part_size(spec) > have:
                 raise _Interrupted("the server stopped sending") from exc
-            raise ModelError(f"the model server did not answer in time ({type(exc).__name__}) while downloading "
-                             f"{spec.filename}. {LOCAL_MODEL_HINT}") from exc
+            raise ModelError(
+                f"the model server did not answer in time ({type(exc).__name__}) while downloading "
+                f"{spec.filename}. {LOCAL_MODEL_HINT}"
+            ) from exc
         except (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.LocalProtocolError) as exc:
             host = httpx.URL(spec.url).host or spec.url
-            raise ModelError(f"cannot reach {host} to download {spec.filename}: there seems to be no network "
-                             f"connection ({exc}). {LOCAL_MODEL_HINT}") from exc
+            raise ModelError(
+                f"cannot reach {host} to download {spec.filename}: there seems to be no network "
+                f"connection ({exc}). {LOCAL_MODEL_HINT}"
+            ) from exc
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.NetworkError) as exc:
             raise _Interrupted(f"{type(exc).__name__}: {exc}") from exc
 
-    async def _receive(self, resp: httpx.Response, spec: ModelSpec, part: Path, have: int, meta: dict,
-                       progress: ProgressCallback | None, cancel: threading.Event | None) -> Path:
+    async def _receive(
+        self,
+        resp: httpx.Response,
+        spec: ModelSpec,
+        part: Path,
+        have: int,
+        meta: dict,
+        progress: ProgressCallback | None,
+        cancel: threading.Event | None,
+    ) -> Path:
         status = resp.status_code
         if status == 416 and have:
             # Nothing left to send: the .part is probably complete already.
@@ -309,8 +364,9 @@ class ModelManager:
         if status == 404:
             raise ModelError(f"the model file was not found on the server (HTTP 404): {spec.url}")
         if status >= 500 or status == 429:
-            raise ModelError(f"the model server answered HTTP {status} for {spec.filename}; try again later. "
-                             f"{LOCAL_MODEL_HINT}")
+            raise ModelError(
+                f"the model server answered HTTP {status} for {spec.filename}; try again later. {LOCAL_MODEL_HINT}"
+            )
         if status not in (200, 206):
             raise ModelError(f"unexpected answer from the model server: HTTP {status}")
 
@@ -343,8 +399,10 @@ class ModelManager:
         if total is not None:
             free = shutil.disk_usage(self.models_dir).free
             if total - start > free:
-                raise ModelError(f"not enough disk space for {spec.filename}: {(total - start) / 1e6:.0f} MB needed, "
-                                 f"{free / 1e6:.0f} MB free in {self.models_dir}")
+                raise ModelError(
+                    f"not enough disk space for {spec.filename}: {(total - start) / 1e6:.0f} MB needed, "
+                    f"{free / 1e6:.0f} MB free in {self.models_dir}"
+                )
 
         hasher = hashlib.sha256()
         mode = "r+b" if start else "wb"
@@ -361,14 +419,18 @@ class ModelManager:
                 try:
                     async for chunk in resp.aiter_bytes(self.chunk_size):
                         if cancel is not None and cancel.is_set():
-                            raise ModelDownloadCancelled(f"the download of {spec.filename} was cancelled; "
-                                                         f"{done / 1e6:.1f} MB are kept for a later resume")
+                            raise ModelDownloadCancelled(
+                                f"the download of {spec.filename} was cancelled; "
+                                f"{done / 1e6:.1f} MB are kept for a later resume"
+                            )
                         f.write(chunk)
                         hasher.update(chunk)
                         done += len(chunk)
                         if progress is not None:
                             elapsed = time.monotonic() - t0
-                            progress(DownloadProgress(done, total, start, (done - start) / elapsed if elapsed > 0 else 0.0))
+                            progress(
+                                DownloadProgress(done, total, start, (done - start) / elapsed if elapsed > 0 else 0.0)
+                            )
                 except (httpx.RemoteProtocolError, httpx.ReadError, httpx.NetworkError, httpx.ReadTimeout) as exc:
                     f.flush()
                     raise _Interrupted(f"connection lost after {done / 1e6:.1f} MB: {type(exc).__name__}") from exc
@@ -388,8 +450,10 @@ class ModelManager:
             actual = sha256_file(part)
         if expected is not None and actual != expected:
             self._clear_part(spec)
-            raise ModelChecksumError(f"the downloaded {spec.filename} is corrupt: its SHA-256 is {actual}, "
-                                     f"expected {expected}. The partial file was removed; try again.")
+            raise ModelChecksumError(
+                f"the downloaded {spec.filename} is corrupt: its SHA-256 is {actual}, "
+                f"expected {expected}. The partial file was removed; try again."
+            )
         with open(part, "rb") as f:
             if f.read(4) != GGUF_MAGIC:
                 self._clear_part(spec)

@@ -37,8 +37,15 @@ class QueryHeadDecoding(PackedDecoding):
     """Query decoding on the kept KV cache of the texts' common head (special tokens and query
     instruction)."""
 
-    def _decode_after_head(self, lc: Any, loaded: LoadedModel, head: tuple[int, ...], seqs: list[list[int]],
-                           out: np.ndarray, rows: Sequence[int]) -> None:
+    def _decode_after_head(
+        self,
+        lc: Any,
+        loaded: LoadedModel,
+        head: tuple[int, ...],
+        seqs: list[list[int]],
+        out: np.ndarray,
+        rows: Sequence[int],
+    ) -> None:
         """Query texts that all start with `head` (the special tokens and the query instruction:
         about half of a chat message's tokens with Qwen3): the head's KV cache is computed once
         and kept in sequence 0 between requests, each text's sequence shares its cells, and only
@@ -64,8 +71,15 @@ class QueryHeadDecoding(PackedDecoding):
                 for s in range(1, len(seqs)):
                     lc.llama_memory_seq_rm(mem, s, -1, -1)  # its share of the head
 
-    def _decode_queries(self, lc: Any, loaded: LoadedModel, head: tuple[int, ...], seqs: list[list[int]],
-                        out: np.ndarray, cancel: threading.Event) -> list[int]:
+    def _decode_queries(
+        self,
+        lc: Any,
+        loaded: LoadedModel,
+        head: tuple[int, ...],
+        seqs: list[list[int]],
+        out: np.ndarray,
+        cancel: threading.Event,
+    ) -> list[int]:
         """Decode the query texts that start with `head` on its kept KV cache, as many per call as
         the batch and the sequences allow; returns the indexes of the texts left for the usual path
         (texts that do not start with the head's tokens, or are too long to share a batch)."""

@@ -65,15 +65,28 @@ class ProviderInfo:
 
 
 PROVIDERS: dict[str, ProviderInfo] = {
-    "openai": ProviderInfo("OpenAI-compatible", "https://api.openai.com/v1", "text-embedding-3-small",
-                           "api_key_openai", False, 256, model_required=True),
+    "openai": ProviderInfo(
+        "OpenAI-compatible",
+        "https://api.openai.com/v1",
+        "text-embedding-3-small",
+        "api_key_openai",
+        False,
+        256,
+        model_required=True,
+    ),
     "llamacpp": ProviderInfo("llama.cpp server", "", "", "api_key_llamacpp", False, 32),
     "vllm": ProviderInfo("vLLM", "", "", "api_key_vllm", False, 64, model_required=True),
     "ollama": ProviderInfo("Ollama", "http://127.0.0.1:11434", "", "api_key_ollama", False, 32, model_required=True),
     "koboldcpp": ProviderInfo("KoboldCpp", "", "", "api_key_koboldcpp", False, 32),
     "cohere": ProviderInfo("Cohere", "https://api.cohere.com", "embed-multilingual-v3.0", "api_key_cohere", True, 96),
-    "google": ProviderInfo("Google AI Studio", "https://generativelanguage.googleapis.com", "text-embedding-004",
-                           "api_key_makersuite", True, 100),
+    "google": ProviderInfo(
+        "Google AI Studio",
+        "https://generativelanguage.googleapis.com",
+        "text-embedding-004",
+        "api_key_makersuite",
+        True,
+        100,
+    ),
     "mistral": ProviderInfo("Mistral", "https://api.mistral.ai", "mistral-embed", "api_key_mistralai", True, 64),
     "nomic": ProviderInfo("Nomic", "https://api-atlas.nomic.ai", "nomic-embed-text-v1.5", "api_key_nomicai", True, 64),
     "extras": ProviderInfo("SillyTavern Extras", "", "", "", False, 32),
@@ -119,8 +132,9 @@ def _short(text: str, limit: int = 300) -> str:
 class RemoteEmbedder:
     """An `Embedder` backed by a remote server. Reuses one httpx client per event loop."""
 
-    def __init__(self, source: RemoteSource, secrets: Any | None = None, *,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(
+        self, source: RemoteSource, secrets: Any | None = None, *, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
         if source.kind not in PROVIDERS:
             raise EmbeddingError(f"unknown embedding source {source.kind!r}; known: {', '.join(PROVIDERS)}", 400)
         self.source = source
@@ -155,8 +169,13 @@ class RemoteEmbedder:
         version = "raw" if not qi else ("v1" if qi == QWEN3_QUERY_INSTRUCTION else "i-" + _hash(qi))
         if self.source.kind in ("cohere", "google", "nomic"):
             version = "task-type"
-        return EmbeddingProfile(model_id=self.model or self.source.kind, quantisation="", prompt_version=version,
-                                max_tokens=0, endpoint=self.endpoint)
+        return EmbeddingProfile(
+            model_id=self.model or self.source.kind,
+            quantisation="",
+            prompt_version=version,
+            max_tokens=0,
+            endpoint=self.endpoint,
+        )
 
     @property
     def endpoint(self) -> str:
@@ -184,7 +203,7 @@ class RemoteEmbedder:
         client, temporary = self._get_client()
         try:
             for start in range(0, len(texts), self.batch_size):
-                chunk = list(texts[start:start + self.batch_size])
+                chunk = list(texts[start : start + self.batch_size])
                 rows = await self._request(client, chunk, query, key)
                 vectors = normalise_vectors(rows, expected=len(chunk), dim=parts[0].shape[1] if parts else None)
                 parts.append(vectors)
@@ -220,8 +239,11 @@ class RemoteEmbedder:
             return self._client, False
         if self._client is not None and (self._client_loop is None or self._client_loop.is_closed()):
             self._client = None  # its loop is gone, and its connections with it
-        client = httpx.AsyncClient(transport=self._transport, follow_redirects=False,
-                                   timeout=httpx.Timeout(self.source.timeout, connect=min(self.source.timeout, 10.0)))
+        client = httpx.AsyncClient(
+            transport=self._transport,
+            follow_redirects=False,
+            timeout=httpx.Timeout(self.source.timeout, connect=min(self.source.timeout, 10.0)),
+        )
         if self._client is None:
             self._client, self._client_loop = client, loop
             return client, False
@@ -253,7 +275,7 @@ class RemoteEmbedder:
         raise AssertionError(kind)  # pragma: no cover
 
     def _google_model(self) -> str:
-        return self.model[len("models/"):] if self.model.startswith("models/") else self.model
+        return self.model[len("models/") :] if self.model.startswith("models/") else self.model
 
     def _body(self, texts: list[str], query: bool) -> dict[str, Any]:
         kind = self.source.kind
@@ -269,8 +291,13 @@ class RemoteEmbedder:
         if kind == "extras":
             return {"text": texts}
         if kind == "cohere":
-            return {"model": self.model, "texts": texts, "input_type": "search_query" if query else "search_document",
-                    "truncate": "END", "embedding_types": ["float"]}
+            return {
+                "model": self.model,
+                "texts": texts,
+                "input_type": "search_query" if query else "search_document",
+                "truncate": "END",
+                "embedding_types": ["float"],
+            }
         if kind == "google":
             task = "RETRIEVAL_QUERY" if query else "RETRIEVAL_DOCUMENT"
             name = "models/" + self._google_model()
@@ -303,18 +330,23 @@ class RemoteEmbedder:
             raise EmbeddingError(f"{label} did not answer within {self.source.timeout:g} s", 503) from exc
         except httpx.ConnectError as exc:
             where = str(httpx.URL(_origin(url)).copy_with(userinfo=b""))
-            raise EmbeddingError(f"cannot reach {label} at {where}: {_short(str(exc)) or 'connection refused'}",
-                                 503) from exc
+            raise EmbeddingError(
+                f"cannot reach {label} at {where}: {_short(str(exc)) or 'connection refused'}", 503
+            ) from exc
         except httpx.HTTPError as exc:
-            raise EmbeddingError(f"the connection to {label} failed: {type(exc).__name__}: {_short(str(exc))}",
-                                 502) from exc
+            raise EmbeddingError(
+                f"the connection to {label} failed: {type(exc).__name__}: {_short(str(exc))}", 502
+            ) from exc
         status = resp.status_code
         if status in (401, 403):
             raise EmbeddingError(f"{label}: the API key was refused (HTTP {status}): {_short(resp.text)}", 401)
         if status == 429:
             wait = resp.headers.get("retry-after")
-            raise EmbeddingError(f"{label} is rate limiting requests (HTTP 429)"
-                                 + (f"; retry after {_short(wait, 40)} s" if wait else ""), 429)
+            raise EmbeddingError(
+                f"{label} is rate limiting requests (HTTP 429)"
+                + (f"; retry after {_short(wait, 40)} s" if wait else ""),
+                429,
+            )
         if not 200 <= status < 300:
             raise EmbeddingError(f"{label} answered HTTP {status}: {_short(resp.text) or resp.reason_phrase}", 502)
         try:
@@ -413,13 +445,30 @@ def _by_index(items: list[Any], n: int, fail: Callable[[str], EmbeddingError]) -
     return _vectors(rows, n, "data[].embedding", fail)
 
 
-def make_remote_embedder(kind: str, *, base_url: str = "", model: str = "", secrets: Any | None = None,
-                         secret_name: str | None = None, timeout: float = 60.0, query_instruction: str = "",
-                         transport: httpx.AsyncBaseTransport | None = None) -> RemoteEmbedder:
+def make_remote_embedder(
+    kind: str,
+    *,
+    base_url: str = "",
+    model: str = "",
+    secrets: Any | None = None,
+    secret_name: str | None = None,
+    timeout: float = 60.0,
+    query_instruction: str = "",
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> RemoteEmbedder:
     """A RemoteEmbedder for `kind` (one of PROVIDERS)."""
-    return RemoteEmbedder(RemoteSource(kind=kind, base_url=base_url, model=model, secret_name=secret_name,
-                                       timeout=timeout, query_instruction=query_instruction),
-                          secrets, transport=transport)
+    return RemoteEmbedder(
+        RemoteSource(
+            kind=kind,
+            base_url=base_url,
+            model=model,
+            secret_name=secret_name,
+            timeout=timeout,
+            query_instruction=query_instruction,
+        ),
+        secrets,
+        transport=transport,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -442,8 +491,11 @@ ST_SOURCES: dict[str, tuple[str, str]] = {
 #: SillyTavern's secret names for the OpenAI-compatible clouds above.
 _ST_SECRET_NAMES = {"togetherai": "api_key_togetherai", "openrouter": "api_key_openrouter"}
 #: ST's default models where a request may come without one.
-_ST_DEFAULT_MODELS = {"openai": "text-embedding-ada-002", "togetherai": "togethercomputer/m2-bert-80M-32k-retrieval",
-                      "openrouter": "openai/text-embedding-3-small"}
+_ST_DEFAULT_MODELS = {
+    "openai": "text-embedding-ada-002",
+    "togetherai": "togethercomputer/m2-bert-80M-32k-retrieval",
+    "openrouter": "openai/text-embedding-3-small",
+}
 
 _default_secrets: Any = None
 _cache: collections.OrderedDict[tuple, RemoteEmbedder] = collections.OrderedDict()
@@ -480,10 +532,14 @@ def embedder_for_st_source(settings: Any, *, secrets: Any | None = None) -> Remo
     kind, fixed_url = ST_SOURCES[st_source]
     url = settings.extras_url if kind == "extras" else (fixed_url or getattr(settings, "api_url", ""))
     model = (getattr(settings, "model", "") or _ST_DEFAULT_MODELS.get(st_source, "")).strip()
-    source = RemoteSource(kind=kind, base_url=(url or "").strip(), model=model,
-                          secret_name=_ST_SECRET_NAMES.get(st_source),
-                          keep_alive=bool(getattr(settings, "keep", False)) and kind == "ollama",
-                          api_key=(getattr(settings, "extras_key", "") or None) if kind == "extras" else None)
+    source = RemoteSource(
+        kind=kind,
+        base_url=(url or "").strip(),
+        model=model,
+        secret_name=_ST_SECRET_NAMES.get(st_source),
+        keep_alive=bool(getattr(settings, "keep", False)) and kind == "ollama",
+        api_key=(getattr(settings, "extras_key", "") or None) if kind == "extras" else None,
+    )
     store = secrets if secrets is not None else _secrets()
     key = (source, id(store))
     with _cache_lock:
@@ -499,5 +555,13 @@ def embedder_for_st_source(settings: Any, *, secrets: Any | None = None) -> Remo
     return embedder
 
 
-__all__ = ["PROVIDERS", "ST_SOURCES", "ProviderInfo", "RemoteEmbedder", "RemoteSource", "configure_secrets",
-           "embedder_for_st_source", "make_remote_embedder"]
+__all__ = [
+    "PROVIDERS",
+    "ST_SOURCES",
+    "ProviderInfo",
+    "RemoteEmbedder",
+    "RemoteSource",
+    "configure_secrets",
+    "embedder_for_st_source",
+    "make_remote_embedder",
+]

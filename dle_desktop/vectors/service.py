@@ -68,7 +68,7 @@ MAX_COLLECTIONS = 10_000
 MAX_COLLECTION_ID_CHARS = 1024
 MAX_DIMENSION = 65_536
 STORE_THREADS = 4
-_INT64 = 2 ** 63
+_INT64 = 2**63
 
 #: `cause` values, as TauriTavern's route answers them.
 CAUSES = {
@@ -169,8 +169,10 @@ def parse_items(value: Any) -> list[StoredItem]:
     if not isinstance(value, list):
         raise bad_request("items is required and must be an array of {hash, text, index}")
     if len(value) > MAX_INSERT_ITEMS:
-        raise bad_request(f"items has {len(value)} entries; the limit is {MAX_INSERT_ITEMS} per insert "
-                          "(send them in several requests)")
+        raise bad_request(
+            f"items has {len(value)} entries; the limit is {MAX_INSERT_ITEMS} per insert "
+            "(send them in several requests)"
+        )
     items: list[StoredItem] = []
     for i, raw in enumerate(value):
         if not isinstance(raw, dict):
@@ -181,8 +183,13 @@ def parse_items(value: Any) -> list[StoredItem]:
         text = raw["text"]
         if not isinstance(text, str):
             raise bad_request(f"items[{i}].text must be a string")
-        items.append(StoredItem(hash=_integer(raw["hash"], f"items[{i}].hash"),
-                                index=_integer(raw["index"], f"items[{i}].index"), text=text))
+        items.append(
+            StoredItem(
+                hash=_integer(raw["hash"], f"items[{i}].hash"),
+                index=_integer(raw["index"], f"items[{i}].index"),
+                text=text,
+            )
+        )
     return items
 
 
@@ -219,7 +226,9 @@ def parse_top_k(value: Any) -> int:
     if num == 0:
         return DEFAULT_TOP_K
     if not math.isfinite(num) or not num.is_integer() or not 1 <= num <= MAX_TOP_K:
-        raise bad_request(f"topK must be a whole number from 1 to {MAX_TOP_K} (0 or none means {DEFAULT_TOP_K}), not {value!r:.40}")
+        raise bad_request(
+            f"topK must be a whole number from 1 to {MAX_TOP_K} (0 or none means {DEFAULT_TOP_K}), not {value!r:.40}"
+        )
     return int(num)
 
 
@@ -278,7 +287,9 @@ def _precomputed_vector(settings: SourceSettings, text: str) -> list:
     """The request's vector for `text`, shape-checked one by one (bools, strings, nesting: 400)."""
     emb = settings.embeddings
     if emb is None:
-        raise bad_request(f"source {settings.source} needs the vectors in `embeddings` (an object mapping each text to its vector)")
+        raise bad_request(
+            f"source {settings.source} needs the vectors in `embeddings` (an object mapping each text to its vector)"
+        )
     if text not in emb:
         raise bad_request(f"embeddings has no vector for the text {text[:60]!r}")
     vec = emb[text]
@@ -322,9 +333,13 @@ class VectorService:
     on first use (off the event loop). The store is thread-safe; its calls run on a small pool so
     the engine loop never blocks on disk or numpy."""
 
-    def __init__(self, store: Any, local_embedder_factory: Callable[[], Embedder] | None,
-                 remote_factory: RemoteFactory | None = default_remote_factory,
-                 own_port: Callable[[], int | None] = lambda: None) -> None:
+    def __init__(
+        self,
+        store: Any,
+        local_embedder_factory: Callable[[], Embedder] | None,
+        remote_factory: RemoteFactory | None = default_remote_factory,
+        own_port: Callable[[], int | None] = lambda: None,
+    ) -> None:
         """`own_port`: the port our HTTP server listens on (None before it does); a remote
         source pointed at it is named OWN_SERVER in its scope, so a port change keeps it."""
         self._own_port = own_port
@@ -354,7 +369,9 @@ class VectorService:
 
     async def _store_call(self, method: str, *args: Any) -> Any:
         if self._closed:
-            raise VectorApiError(500, "the vector store is closed (DLE Desktop is shutting down)", "vector_store_unavailable")
+            raise VectorApiError(
+                500, "the vector store is closed (DLE Desktop is shutting down)", "vector_store_unavailable"
+            )
 
         def run():
             return getattr(self.get_store(), method)(*args)
@@ -367,12 +384,15 @@ class VectorService:
             raise bad_request(str(exc)) from None
         except OSError as exc:
             log.exception("vector store %s failed", method)
-            raise VectorApiError(500, f"the vector store could not {method}: {exc.strerror or exc}",
-                                 "vector_store_unavailable") from None
+            raise VectorApiError(
+                500, f"the vector store could not {method}: {exc.strerror or exc}", "vector_store_unavailable"
+            ) from None
         except Exception as exc:
             if not self._closed:
                 log.exception("vector store %s failed", method)
-            raise VectorApiError(500, f"the vector store could not {method}: {exc}", "vector_store_unavailable") from None
+            raise VectorApiError(
+                500, f"the vector store could not {method}: {exc}", "vector_store_unavailable"
+            ) from None
 
     def local_embedder(self) -> Embedder:
         """Our llama.cpp embedder; EmbeddingError(503) when no model is configured or it fails to load."""
@@ -405,8 +425,9 @@ class VectorService:
         if source in PRECOMPUTED_SOURCES:
             if not settings.model:
                 raise bad_request(f"model is required for source {source} (the model that computed the embeddings)")
-            profile = EmbeddingProfile(model_id=settings.model, quantisation="", prompt_version="precomputed",
-                                       max_tokens=0, endpoint="")
+            profile = EmbeddingProfile(
+                model_id=settings.model, quantisation="", prompt_version="precomputed", max_tokens=0, endpoint=""
+            )
             return Resolved(source, profile, None)
         if source == "transformers":
             try:
@@ -422,8 +443,9 @@ class VectorService:
         }.get(source, [])
         for name, value in missing:
             if not value:
-                raise bad_request(f"{name} is required for source {source} "
-                                  f"(in the body, or in the ST 1.12 header for it)")
+                raise bad_request(
+                    f"{name} is required for source {source} (in the body, or in the ST 1.12 header for it)"
+                )
         remote_embedder: Embedder | None = None
         if self._remote_factory is not None:
             try:
@@ -433,8 +455,10 @@ class VectorService:
             except (ValueError, TypeError) as exc:
                 raise bad_request(f"source {source}: {exc}") from None
         if remote_embedder is None:
-            raise bad_request(f"source {source} is not available in DLE Desktop; use transformers (our local model), "
-                              "llamacpp/vllm/ollama/koboldcpp pointed at a server, or precomputed embeddings")
+            raise bad_request(
+                f"source {source} is not available in DLE Desktop; use transformers (our local model), "
+                "llamacpp/vllm/ollama/koboldcpp pointed at a server, or precomputed embeddings"
+            )
         profile = remote_embedder.profile
         if profile.endpoint:
             profile = dataclasses.replace(profile, endpoint=scope_endpoint(source, profile.endpoint, self._own_port()))
@@ -452,26 +476,32 @@ class VectorService:
         if found is None:
             stored = await self._store_call("profile_keys", collection_id, resolved.source)
             own = self._own_port()
-            same = [(count, k) for k, count in stored
-                    if k == key or canonical_profile_key(resolved.source, k, own) == key]
+            same = [
+                (count, k) for k, count in stored if k == key or canonical_profile_key(resolved.source, k, own) == key
+            ]
             found = key if not same or any(k == key for _, k in same) else max(same)[1]
             if found != key:
-                log.info("vector collection %r: using its scope stored under the older endpoint spelling", collection_id)
+                log.info(
+                    "vector collection %r: using its scope stored under the older endpoint spelling", collection_id
+                )
             if len(self._scope_keys) >= 10_000:  # one entry per collection and source seen: bound it
                 self._scope_keys.clear()
             self._scope_keys[memo] = found
         return found
 
-    async def _embed(self, resolved: Resolved, settings: SourceSettings, texts: list[str], *, query: bool) -> np.ndarray:
+    async def _embed(
+        self, resolved: Resolved, settings: SourceSettings, texts: list[str], *, query: bool
+    ) -> np.ndarray:
         """The vectors for `texts` (unique), validated; raises VectorApiError."""
         if resolved.embedder is None:
-            return check_vectors([_precomputed_vector(settings, t) for t in texts], len(texts),
-                                 "the vectors in embeddings", 400)
+            return check_vectors(
+                [_precomputed_vector(settings, t) for t in texts], len(texts), "the vectors in embeddings", 400
+            )
         step = REMOTE_BATCH if resolved.remote else LOCAL_BATCH
         parts: list[np.ndarray] = []
         try:
             for start in range(0, len(texts), step):
-                batch = texts[start:start + step]
+                batch = texts[start : start + step]
                 vectors = await resolved.embedder.embed(batch, query=query)
                 parts.append(check_vectors(vectors, len(batch), f"the {resolved.source} embedder's vectors", 500))
         except EmbeddingError as exc:
@@ -484,7 +514,9 @@ class VectorService:
         if len(parts) == 1:
             return parts[0]
         if len({p.shape[1] for p in parts}) > 1:
-            raise VectorApiError(500, f"the {resolved.source} embedder returned vectors of different lengths in one insert")
+            raise VectorApiError(
+                500, f"the {resolved.source} embedder returned vectors of different lengths in one insert"
+            )
         return np.concatenate(parts, axis=0)
 
     async def _query_vector(self, resolved: Resolved, settings: SourceSettings, search_text: str) -> np.ndarray:
@@ -493,8 +525,9 @@ class VectorService:
     # -- the routes -------------------------------------------------------------------------
     async def list(self, collection_id: str, settings: SourceSettings) -> list[int]:
         resolved = self._resolve(settings)
-        hashes = await self._store_call("list_hashes", collection_id, resolved.source,
-                                        await self._scope_key(collection_id, resolved))
+        hashes = await self._store_call(
+            "list_hashes", collection_id, resolved.source, await self._scope_key(collection_id, resolved)
+        )
         return [int(h) for h in hashes]
 
     async def insert(self, collection_id: str, settings: SourceSettings, items: builtins.list[StoredItem]) -> int:
@@ -506,27 +539,42 @@ class VectorService:
         vectors = await self._embed(resolved, settings, unique, query=False)
         row = {text: i for i, text in enumerate(unique)}
         matrix = vectors[[row[it.text] for it in items]]
-        return await self._store_call("insert", collection_id, resolved.source, await self._scope_key(collection_id, resolved),
-                                      list(items), matrix)
+        return await self._store_call(
+            "insert",
+            collection_id,
+            resolved.source,
+            await self._scope_key(collection_id, resolved),
+            list(items),
+            matrix,
+        )
 
     async def delete(self, collection_id: str, settings: SourceSettings, hashes: builtins.list[int]) -> int:
         resolved = self._resolve(settings)
         if not hashes:
             return 0
-        return await self._store_call("delete", collection_id, resolved.source, await self._scope_key(collection_id, resolved),
-                                      list(hashes))
+        return await self._store_call(
+            "delete", collection_id, resolved.source, await self._scope_key(collection_id, resolved), list(hashes)
+        )
 
-    async def query(self, collection_id: str, settings: SourceSettings, search_text: str, top_k: int,
-                    threshold: float) -> dict:
+    async def query(
+        self, collection_id: str, settings: SourceSettings, search_text: str, top_k: int, threshold: float
+    ) -> dict:
         resolved = self._resolve(settings)
         vector = await self._query_vector(resolved, settings, search_text)
-        hits: list[Hit] = await self._store_call("query", collection_id, resolved.source,
-                                                 await self._scope_key(collection_id, resolved), vector, top_k)
+        hits: list[Hit] = await self._store_call(
+            "query", collection_id, resolved.source, await self._scope_key(collection_id, resolved), vector, top_k
+        )
         kept = [h for h in hits[:top_k] if h.score >= threshold]  # TT: hashes and metadata filtered together
         return {"metadata": [_metadata(h) for h in kept], "hashes": [int(h.item.hash) for h in kept]}
 
-    async def query_multi(self, collection_ids: builtins.list[str], settings: SourceSettings, search_text: str, top_k: int,
-                          threshold: float) -> dict:
+    async def query_multi(
+        self,
+        collection_ids: builtins.list[str],
+        settings: SourceSettings,
+        search_text: str,
+        top_k: int,
+        threshold: float,
+    ) -> dict:
         """One query vector; each collection's top-K pooled, sorted globally, thresholded, cut to top-K."""
         if not collection_ids:
             return {}
@@ -535,8 +583,9 @@ class VectorService:
         pooled: list[tuple[float, int, str, Hit]] = []
         order = 0
         for cid in collection_ids:
-            hits = await self._store_call("query", cid, resolved.source, await self._scope_key(cid, resolved), vector,
-                                          top_k)
+            hits = await self._store_call(
+                "query", cid, resolved.source, await self._scope_key(cid, resolved), vector, top_k
+            )
             for h in hits[:top_k]:
                 pooled.append((h.score, order, cid, h))
                 order += 1
@@ -585,4 +634,3 @@ class VectorService:
 def _metadata(hit: Hit) -> dict:
     item = hit.item
     return {"hash": int(item.hash), "text": item.text, "index": int(item.index)}
-

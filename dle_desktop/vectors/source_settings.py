@@ -19,8 +19,19 @@ from typing import Any
 from urllib.parse import urlsplit
 
 #: Sources ST 1.12.6 accepts in purge / purge-all.
-SOURCES_1_12 = ("transformers", "mistral", "openai", "extras", "palm", "togetherai", "nomicai", "cohere",
-                "ollama", "llamacpp", "vllm")
+SOURCES_1_12 = (
+    "transformers",
+    "mistral",
+    "openai",
+    "extras",
+    "palm",
+    "togetherai",
+    "nomicai",
+    "cohere",
+    "ollama",
+    "llamacpp",
+    "vllm",
+)
 #: Added by 1.13+ (`vectors.js` @05baf870).
 SOURCES_1_13 = ("webllm", "koboldcpp", "vertexai", "electronhub")
 #: Listed by the 1.18 UI and TauriTavern's parser.
@@ -48,8 +59,14 @@ HEADER_FALLBACKS: dict[tuple[str, str], str] = {
 }
 
 #: Extra body fields some cloud sources carry (kept for a remote embedder; never required here).
-_EXTRA_FIELDS = ("api", "vertexai_auth_mode", "vertexai_region", "vertexai_express_project_id",
-                 "siliconflow_endpoint", "workers_ai_account_id")
+_EXTRA_FIELDS = (
+    "api",
+    "vertexai_auth_mode",
+    "vertexai_region",
+    "vertexai_express_project_id",
+    "siliconflow_endpoint",
+    "workers_ai_account_id",
+)
 
 MAX_SETTING_CHARS = 2048
 
@@ -153,7 +170,7 @@ def canonical_profile_key(source: str, key: str, own_port: int | None = None) ->
     lines = key.split("\n")
     for i, line in enumerate(lines):
         if line.startswith("endpoint=") and line != "endpoint=":
-            lines[i] = "endpoint=" + scope_endpoint(source, line[len("endpoint="):], own_port)
+            lines[i] = "endpoint=" + scope_endpoint(source, line[len("endpoint=") :], own_port)
     return "\n".join(lines)
 
 
@@ -253,8 +270,16 @@ def parse_source_settings(body: Mapping[str, Any], headers: Mapping[str, str] | 
             raise SourceSettingsError(f"{name} must be a string")
         extra[name] = str(value)[:MAX_SETTING_CHARS]
 
-    return SourceSettings(source=source, api_url=api_url, model=model, keep=keep, extras_url=extras_url,
-                          extras_key=extras_key, embeddings=embeddings, extra=extra)
+    return SourceSettings(
+        source=source,
+        api_url=api_url,
+        model=model,
+        keep=keep,
+        extras_url=extras_url,
+        extras_key=extras_key,
+        embeddings=embeddings,
+        extra=extra,
+    )
 
 
 def js_number(value: Any) -> float:

@@ -71,10 +71,17 @@ class VectorStoreBusy(RuntimeError):
 
 
 class VectorStore:
-    def __init__(self, root: Path, ann_threshold: int = 20_000, ann_ef: int | None = None, *,
-                 ann_background: bool = True, ann_m: int = HNSW_M,
-                 ann_ef_construction: int = HNSW_EF_CONSTRUCTION,
-                 max_open_scopes: int = MAX_OPEN_SCOPES) -> None:
+    def __init__(
+        self,
+        root: Path,
+        ann_threshold: int = 20_000,
+        ann_ef: int | None = None,
+        *,
+        ann_background: bool = True,
+        ann_m: int = HNSW_M,
+        ann_ef_construction: int = HNSW_EF_CONSTRUCTION,
+        max_open_scopes: int = MAX_OPEN_SCOPES,
+    ) -> None:
         """`ann_threshold`: live rows from which a scope is searched through hnswlib (below it,
         exactly). `ann_ef`: a fixed search breadth instead of the one calibrated per scope for
         recall@10 >= 0.99 (either way at least 2 * top_k). `ann_background=False` builds graphs
@@ -113,8 +120,9 @@ class VectorStore:
             with scope.lock.read():
                 return scope.hashes()
 
-    def insert(self, collection: str, source: str, profile_key: str, items: list[StoredItem],
-               vectors: np.ndarray) -> int:
+    def insert(
+        self, collection: str, source: str, profile_key: str, items: list[StoredItem], vectors: np.ndarray
+    ) -> int:
         path = self._scope_dir(collection, source, profile_key)
         checked = check_items(items)
         rows = normalise_rows(vectors, len(checked))
@@ -130,8 +138,7 @@ class VectorStore:
                 with self._create_lock:
                     if not path.exists():
                         keep = dedupe(checked)
-                        return create(path, (collection, source, profile_key), [checked[i] for i in keep],
-                                      rows[keep])
+                        return create(path, (collection, source, profile_key), [checked[i] for i in keep], rows[keep])
                     if not path.is_dir():
                         raise RuntimeError(f"{path} is in the way of a vector scope and is not a folder")
 
@@ -249,8 +256,16 @@ class VectorStore:
             with scope.lock.write():
                 return scope.compact()
 
-    def build_index(self, collection: str, source: str, profile_key: str, *, num_threads: int = -1,
-                    step_rows: int = 10_000, recalibrate: bool = False) -> dict:
+    def build_index(
+        self,
+        collection: str,
+        source: str,
+        profile_key: str,
+        *,
+        num_threads: int = -1,
+        step_rows: int = 10_000,
+        recalibrate: bool = False,
+    ) -> dict:
         """Build or extend a scope's hnswlib graph now (whatever its size), calibrate ef when due
         (or when asked), save it if anything changed. Returns index_info() plus the seconds taken;
         {} for an unknown or empty scope."""
@@ -295,9 +310,17 @@ class VectorStore:
     def _index_info(scope: Scope) -> dict:
         ann = scope.ann
         assert ann is not None
-        return {"count": ann.count, "covered": ann.covered, "uncovered": scope._uncovered(ann)[1],
-                "ef": ann.ef, "recall": ann.recall, "calibration": ann.calibration,
-                "saved_count": ann.saved_count, "unsaved": ann.unsaved, "next_label": scope.next_label}
+        return {
+            "count": ann.count,
+            "covered": ann.covered,
+            "uncovered": scope._uncovered(ann)[1],
+            "ef": ann.ef,
+            "recall": ann.recall,
+            "calibration": ann.calibration,
+            "saved_count": ann.saved_count,
+            "unsaved": ann.unsaved,
+            "next_label": scope.next_label,
+        }
 
     def wait_for_index(self, timeout: float = 60.0) -> bool:
         """Block until the background builder has nothing queued (tests). False on timeout."""
@@ -331,8 +354,7 @@ class VectorStore:
         return self._collection_dir(collection) / ("s-" + hashlib.sha256(key).hexdigest()[:32])
 
     def _scope_dirs(self) -> list[Path]:
-        return [s for c in sorted(self.root.glob("c-*")) if c.is_dir()
-                for s in sorted(c.glob("s-*")) if s.is_dir()]
+        return [s for c in sorted(self.root.glob("c-*")) if c.is_dir() for s in sorted(c.glob("s-*")) if s.is_dir()]
 
     def _check_open(self) -> None:
         if self._closed:
@@ -368,8 +390,11 @@ class VectorStore:
                 for path, idle in list(self._open.items()):
                     if len(self._open) <= self._max_open:
                         break
-                    if idle.users == 0 and not idle.build_lock.locked() and not (
-                            self._builder is not None and self._builder.pending(path)):
+                    if (
+                        idle.users == 0
+                        and not idle.build_lock.locked()
+                        and not (self._builder is not None and self._builder.pending(path))
+                    ):
                         del self._open[path]
                         idle.close()
 
@@ -439,7 +464,9 @@ class VectorStore:
                         if scope.ann_calibration_due():
                             scope.ann_calibrate()
                             scope.ann_save()
-                        elif ann.unsaved >= max(SAVE_MIN, ann.saved_count // 10) or (ann.unsaved and not ann.saved_count):
+                        elif ann.unsaved >= max(SAVE_MIN, ann.saved_count // 10) or (
+                            ann.unsaved and not ann.saved_count
+                        ):
                             scope.ann_save()
                         return False
                 finally:
@@ -526,10 +553,12 @@ def _lock_folder(root: Path) -> IO[bytes]:
     try:
         if sys.platform == "win32":  # os.name == "nt", spelled so that type checkers follow it
             import msvcrt
+
             f.seek(0)
             msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)
         else:
             import fcntl
+
             fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
         if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK, errno.EDEADLK):
@@ -544,6 +573,7 @@ def _unlock_folder(f: IO[bytes]) -> None:
     try:
         if sys.platform == "win32":
             import msvcrt
+
             f.seek(0)
             msvcrt.locking(f.fileno(), msvcrt.LK_UNLCK, 1)
     except OSError:

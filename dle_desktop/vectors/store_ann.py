@@ -73,8 +73,9 @@ class AnnIndex:
         return ann
 
     @classmethod
-    def load(cls, path: Path, dim: int, *, count: int, covered: int, ef: int, calibrated_at: int,
-             recall: float) -> AnnIndex | None:
+    def load(
+        cls, path: Path, dim: int, *, count: int, covered: int, ef: int, calibrated_at: int, recall: float
+    ) -> AnnIndex | None:
         """The saved graph, or None when the file is missing, unreadable or does not match what
         the scope's metadata recorded for it (element count, dimension, space): never trusted then."""
         try:
@@ -84,8 +85,12 @@ class AnnIndex:
             log.warning("vector index %s unreadable (%s); it will be rebuilt", path, exc)
             return None
         if index.element_count != count or index.dim != dim or index.space != "ip":
-            log.warning("vector index %s holds %d rows where %d were recorded; it will be rebuilt",
-                        path, index.element_count, count)
+            log.warning(
+                "vector index %s holds %d rows where %d were recorded; it will be rebuilt",
+                path,
+                index.element_count,
+                count,
+            )
             return None
         ann = cls(dim, m=index.M, ef_construction=index.ef_construction)
         ann.index = index

@@ -114,7 +114,7 @@ def connect(path: Path) -> sqlite3.Connection:
 
 def _chunks(values: Sequence, size: int = SQL_CHUNK) -> Iterator[Sequence]:
     for start in range(0, len(values), size):
-        yield values[start:start + size]
+        yield values[start : start + size]
 
 
 def _marks(n: int) -> str:
@@ -149,10 +149,15 @@ def create(path: Path, names: tuple[str, str, str], items: list[StoredItem], vec
                 if stmt.strip():
                     db.execute(stmt)
             n = len(items)
-            db.execute("INSERT INTO info(id, format, collection, source, profile_key, dim, gen, rows, next_label)"
-                       " VALUES (0, ?, ?, ?, ?, ?, 0, ?, ?)", (FORMAT, *names, vectors.shape[1], n, n))
-            db.executemany("INSERT INTO items(label, row, hash, idx, text) VALUES (?, ?, ?, ?, ?)",
-                           ((i, i, it.hash, it.index, it.text) for i, it in enumerate(items)))
+            db.execute(
+                "INSERT INTO info(id, format, collection, source, profile_key, dim, gen, rows, next_label)"
+                " VALUES (0, ?, ?, ?, ?, ?, 0, ?, ?)",
+                (FORMAT, *names, vectors.shape[1], n, n),
+            )
+            db.executemany(
+                "INSERT INTO items(label, row, hash, idx, text) VALUES (?, ?, ?, ?, ?)",
+                ((i, i, it.hash, it.index, it.text) for i, it in enumerate(items)),
+            )
             db.execute("COMMIT")
         finally:
             db.close()
@@ -206,7 +211,8 @@ class Scope:
             self._db = connect(db_path)
             info = self._db.execute(
                 "SELECT format, collection, source, profile_key, dim, gen, rows, next_label, ann_file"
-                " FROM info WHERE id = 0").fetchone()
+                " FROM info WHERE id = 0"
+            ).fetchone()
         except sqlite3.DatabaseError as exc:
             self._close_db()
             if isinstance(exc, sqlite3.OperationalError) and "no such" not in str(exc):
@@ -215,8 +221,17 @@ class Scope:
         if info is None:
             self._close_db()
             raise BrokenScope(f"{path}: no scope info")
-        fmt, self.collection, self.source, self.profile_key, self.dim, self.gen, self.rows, \
-            self.next_label, self._ann_file = info
+        (
+            fmt,
+            self.collection,
+            self.source,
+            self.profile_key,
+            self.dim,
+            self.gen,
+            self.rows,
+            self.next_label,
+            self._ann_file,
+        ) = info
         if fmt > FORMAT:
             self._close_db()
             raise RuntimeError(f"{path} was written by a newer version (format {fmt})")
@@ -262,9 +277,11 @@ class Scope:
             self.rows = have
         for entry in self.path.iterdir():  # files of interrupted writes or of past generations
             name = entry.name
-            stale = ((_VEC_RE.match(name) and name != vector_file(self.gen))
-                     or (_ANN_RE.match(name) and name != self._ann_file)
-                     or name.endswith(".tmp"))
+            stale = (
+                (_VEC_RE.match(name) and name != vector_file(self.gen))
+                or (_ANN_RE.match(name) and name != self._ann_file)
+                or name.endswith(".tmp")
+            )
             if stale and entry.is_file():
                 entry.unlink()
         assert self._db is not None  # __init__ recovers right after connecting
@@ -283,8 +300,9 @@ class Scope:
     def _map(self) -> None:
         self._mm = None
         if self.rows:
-            self._mm = np.memmap(self.path / vector_file(self.gen), dtype=np.float32, mode="r",
-                                 shape=(self.rows, self.dim))
+            self._mm = np.memmap(
+                self.path / vector_file(self.gen), dtype=np.float32, mode="r", shape=(self.rows, self.dim)
+            )
 
     def _unmap(self) -> None:
         self._mm = None  # the mapping closes with its last reference; nothing else holds one here
@@ -326,8 +344,13 @@ class Scope:
     # -- reads (caller holds `lock` for reading) --------------------------------------------------
 
     def info(self) -> dict:
-        return {"collection": self.collection, "source": self.source, "profile_key": self.profile_key,
-                "count": self.live, "dim": self.dim}
+        return {
+            "collection": self.collection,
+            "source": self.source,
+            "profile_key": self.profile_key,
+            "count": self.live,
+            "dim": self.dim,
+        }
 
     def hashes(self) -> list[int]:
         return [h for (h,) in self._query("SELECT hash FROM items ORDER BY label")]
@@ -340,7 +363,8 @@ class Scope:
         if size != self.rows * self.rowbytes:
             problems.append(f"{vec.name}: {size} bytes for {self.rows} committed rows of {self.dim} floats")
         (n, top_row, info_rows) = self._query(
-            "SELECT COUNT(*), MAX(row), (SELECT rows FROM info WHERE id = 0) FROM items")[0]
+            "SELECT COUNT(*), MAX(row), (SELECT rows FROM info WHERE id = 0) FROM items"
+        )[0]
         if n != self.live or n != int(self.mask.sum()):
             problems.append(f"{n} items in the metadata, {self.live} live rows in memory")
         if info_rows != self.rows:
@@ -353,14 +377,17 @@ class Scope:
 
     def insert(self, items: list[StoredItem], vectors: np.ndarray) -> int:
         if vectors.shape[1] != self.dim:
-            raise VectorConflict(f"this scope holds {self.dim}-dimensional vectors, not {vectors.shape[1]}-"
-                                 "dimensional ones; purge the collection to change the model")
+            raise VectorConflict(
+                f"this scope holds {self.dim}-dimensional vectors, not {vectors.shape[1]}-"
+                "dimensional ones; purge the collection to change the model"
+            )
         keep = dedupe(items)
         existing: set[tuple[int, int, str]] = set()
         wanted = sorted({items[i].hash for i in keep})
         for chunk in _chunks(wanted):
-            existing.update(self._query(f"SELECT hash, idx, text FROM items WHERE hash IN ({_marks(len(chunk))})",
-                                        chunk))
+            existing.update(
+                self._query(f"SELECT hash, idx, text FROM items WHERE hash IN ({_marks(len(chunk))})", chunk)
+            )
         new = [i for i in keep if (items[i].hash, items[i].index, items[i].text) not in existing]
         if not new:
             return 0
@@ -371,9 +398,10 @@ class Scope:
             write_rows(vec, n0 * self.rowbytes, vectors[new])
             try:
                 with self._tx() as db:
-                    db.executemany("INSERT INTO items(label, row, hash, idx, text) VALUES (?, ?, ?, ?, ?)",
-                                   ((label0 + j, n0 + j, items[i].hash, items[i].index, items[i].text)
-                                    for j, i in enumerate(new)))
+                    db.executemany(
+                        "INSERT INTO items(label, row, hash, idx, text) VALUES (?, ?, ?, ?, ?)",
+                        ((label0 + j, n0 + j, items[i].hash, items[i].index, items[i].text) for j, i in enumerate(new)),
+                    )
                     db.execute("UPDATE info SET rows = ?, next_label = ? WHERE id = 0", (n0 + n, label0 + n))
             except BaseException:
                 try:
@@ -434,8 +462,10 @@ class Scope:
         try:
             with self._tx() as db:
                 # new row = rank of the old row; in ascending order a target row is always free
-                db.executemany("UPDATE items SET row = ? WHERE label = ?",
-                               ((i, label) for i, (label, row) in enumerate(labels_rows) if row != i))
+                db.executemany(
+                    "UPDATE items SET row = ? WHERE label = ?",
+                    ((i, label) for i, (label, row) in enumerate(labels_rows) if row != i),
+                )
                 db.execute("UPDATE info SET gen = ?, rows = ? WHERE id = 0", (gen, len(labels_rows)))
         except BaseException:
             new.unlink(missing_ok=True)
@@ -503,8 +533,9 @@ class Scope:
         self._suffix = (covered, self.gen, start)
         return start
 
-    def _search_ann(self, ann: AnnIndex, q: np.ndarray, k: int, ann_ef: int | None,
-                    meta: dict[int, tuple[int, int, str]]) -> np.ndarray | None:
+    def _search_ann(
+        self, ann: AnnIndex, q: np.ndarray, k: int, ann_ef: int | None, meta: dict[int, tuple[int, int, str]]
+    ) -> np.ndarray | None:
         """Rows from the graph (items below its coverage) and from an exact scan of the suffix it
         does not cover yet; None when the graph cannot answer (the caller scans exactly). Fills
         `meta` (row -> hash, index, text) for the graph's rows."""
@@ -522,7 +553,8 @@ class Scope:
         values = [int(x) for x in labels]
         for chunk in _chunks(values):
             for row, h, x, text in self._query(
-                    f"SELECT row, hash, idx, text FROM items WHERE label IN ({_marks(len(chunk))})", chunk):
+                f"SELECT row, hash, idx, text FROM items WHERE label IN ({_marks(len(chunk))})", chunk
+            ):
                 meta[row] = (h, x, text)  # deleted labels have no item any more and drop out here
         return np.concatenate([np.fromiter(meta, np.int64, len(meta)), self._exact(q, start, k)])
 
@@ -541,7 +573,8 @@ class Scope:
         missing = [r for _, r in scored if r not in meta]
         for chunk in _chunks(missing):
             for row, h, x, text in self._query(
-                    f"SELECT row, hash, idx, text FROM items WHERE row IN ({_marks(len(chunk))})", chunk):
+                f"SELECT row, hash, idx, text FROM items WHERE row IN ({_marks(len(chunk))})", chunk
+            ):
                 meta[row] = (h, x, text)
         return [Hit(score=s, item=StoredItem(*meta[r])) for s, r in scored if r in meta]
 
@@ -565,8 +598,7 @@ class Scope:
         ann = self.ann
         if ann is None:
             return True
-        return (self._uncovered(ann)[1] > self.holdout() or self.ann_calibration_due()
-                or ann.wants_rebuild())
+        return self._uncovered(ann)[1] > self.holdout() or self.ann_calibration_due() or ann.wants_rebuild()
 
     def ann_reset(self, m: int, ef_construction: int) -> AnnIndex:
         """Start a new, empty graph (the old one has more deleted elements than live ones). Queries
@@ -585,16 +617,26 @@ class Scope:
         if self.ann is not None:
             return self.ann
         ann = None
-        row = self._query("SELECT ann_file, ann_count, ann_labels, ann_ef, ann_calibrated_at, ann_recall,"
-                          " ann_calibration FROM info WHERE id = 0")[0]
+        row = self._query(
+            "SELECT ann_file, ann_count, ann_labels, ann_ef, ann_calibrated_at, ann_recall,"
+            " ann_calibration FROM info WHERE id = 0"
+        )[0]
         name, count, covered, ef, cal_at, recall, how = row
         if name and (self.path / name).is_file() and covered <= self.next_label:
-            ann = AnnIndex.load(self.path / name, self.dim, count=count, covered=covered, ef=ef,
-                                calibrated_at=cal_at, recall=recall if recall is not None else float("nan"))
+            ann = AnnIndex.load(
+                self.path / name,
+                self.dim,
+                count=count,
+                covered=covered,
+                ef=ef,
+                calibrated_at=cal_at,
+                recall=recall if recall is not None else float("nan"),
+            )
             if ann is not None:  # items deleted after the save are still unmarked in the file
                 ann.calibration = how or ""
-                live = np.fromiter((x for (x,) in self._query("SELECT label FROM items WHERE label < ?",
-                                                               (covered,))), np.int64)
+                live = np.fromiter(
+                    (x for (x,) in self._query("SELECT label FROM items WHERE label < ?", (covered,))), np.int64
+                )
                 ann.mark_deleted(np.setdiff1d(np.arange(covered, dtype=np.int64), live, assume_unique=True))
         if ann is None:
             ann = AnnIndex.new(self.dim, int(self.live * 1.1) + 1, m=m, ef_construction=ef_construction)
@@ -611,8 +653,10 @@ class Scope:
         addable = uncovered - self.holdout()
         if addable <= 0:
             return False
-        todo = self._query("SELECT label, row FROM items WHERE label >= ? ORDER BY label LIMIT ?",
-                           (ann.covered, min(max_items, addable)))
+        todo = self._query(
+            "SELECT label, row FROM items WHERE label >= ? ORDER BY label LIMIT ?",
+            (ann.covered, min(max_items, addable)),
+        )
         if not todo:
             return False
         labels = np.fromiter((x for x, _ in todo), np.int64, len(todo))
@@ -669,8 +713,9 @@ class Scope:
         else:
             n = min(CALIBRATION_QUERIES, len(covered_rows))
             first = rng.choice(covered_rows, size=n, replace=False)
-            second = covered_rows[(np.searchsorted(covered_rows, first) + rng.integers(1, len(covered_rows), n))
-                                  % len(covered_rows)]
+            second = covered_rows[
+                (np.searchsorted(covered_rows, first) + rng.integers(1, len(covered_rows), n)) % len(covered_rows)
+            ]
             mixed = (1 - MIX) * np.asarray(self._mm[first], np.float64) + MIX * np.asarray(self._mm[second], np.float64)
             queries = (mixed / np.linalg.norm(mixed, axis=1, keepdims=True)).astype(np.float32)
             how, target = "mixed rows", TARGET_RECALL_MIX
@@ -689,14 +734,24 @@ class Scope:
         path = self.path / name
         with ann.lock.read():
             ann.save(path)
-            state = (name, ann.count, ann.covered, ann.ef if ann.calibrated_at else 0, ann.calibrated_at,
-                     None if ann.recall != ann.recall else ann.recall, ann.calibration)
+            state = (
+                name,
+                ann.count,
+                ann.covered,
+                ann.ef if ann.calibrated_at else 0,
+                ann.calibrated_at,
+                None if ann.recall != ann.recall else ann.recall,
+                ann.calibration,
+            )
         try:
             fsync_file(path)
             fsync_dir(self.path)
             with self._tx() as db:
-                db.execute("UPDATE info SET ann_file = ?, ann_count = ?, ann_labels = ?, ann_ef = ?,"
-                           " ann_calibrated_at = ?, ann_recall = ?, ann_calibration = ? WHERE id = 0", state)
+                db.execute(
+                    "UPDATE info SET ann_file = ?, ann_count = ?, ann_labels = ?, ann_ef = ?,"
+                    " ann_calibrated_at = ?, ann_recall = ?, ann_calibration = ? WHERE id = 0",
+                    state,
+                )
         except BaseException:
             path.unlink(missing_ok=True)
             raise

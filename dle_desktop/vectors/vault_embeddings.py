@@ -105,7 +105,7 @@ class VaultEmbeddings:
             if not self.resume.is_set():
                 stats.paused = True
                 await self.resume.wait()
-            chunk = queue[i:i + self.batch]
+            chunk = queue[i : i + self.batch]
             vectors = await self.embedder.embed([text for _, (_, _, text) in chunk], query=False)
             items = [StoredItem(hash=key, index=idx, text=uid) for uid, (key, idx, _) in chunk]
             await asyncio.to_thread(self.store.insert, COLLECTION, SOURCE, self.profile_key, items, vectors)
@@ -195,7 +195,9 @@ class VaultEmbeddings:
         n = float(np.linalg.norm(q))
         return q / n if n > 0 else q
 
-    async def search(self, text: str | Sequence[str], top_k: int, last_weight: float = 1.0) -> list[tuple[str, float, int]]:
+    async def search(
+        self, text: str | Sequence[str], top_k: int, last_weight: float = 1.0
+    ) -> list[tuple[str, float, int]]:
         """(entry uid, cosine similarity of its best passage, that passage's index), best first,
         at most `top_k` entries. `text` is one query text or a window of message texts (oldest
         first; see `query_vector`)."""
@@ -205,8 +207,14 @@ class VaultEmbeddings:
             return []
         # Rows are passages: ask for enough of them that `top_k` distinct entries come back
         # even when the best entries match with several passages each.
-        hits = await asyncio.to_thread(self.store.query, COLLECTION, SOURCE, self.profile_key, q,
-                                       top_k * min(MAX_PASSAGES, PASSAGES_PER_ENTRY_FETCH))
+        hits = await asyncio.to_thread(
+            self.store.query,
+            COLLECTION,
+            SOURCE,
+            self.profile_key,
+            q,
+            top_k * min(MAX_PASSAGES, PASSAGES_PER_ENTRY_FETCH),
+        )
         best: dict[str, tuple[float, int]] = {}
         for h in hits:
             uid, score = h.item.text, float(h.score)

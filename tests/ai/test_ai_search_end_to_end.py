@@ -22,7 +22,8 @@ WORLD = {
     "Market.md": note_text("Market", ("market",)),
     "Smugglers.md": note_text("Smugglers", ("smuggler",)),
     "Calendar.md": note_text("Calendar", (), extra="tags: [lorebook, lorebook-always]").replace(
-        "tags: [lorebook]\n", "", 1),
+        "tags: [lorebook]\n", "", 1
+    ),
 }
 
 
@@ -31,8 +32,10 @@ def answer(*picks: tuple[str, str, str]) -> dict:
 
 
 def chat(*texts: str) -> list[dict]:
-    out = [{"name": "User" if i % 2 == 0 else "Narrator", "mes": t, "is_user": i % 2 == 0}
-           for i, t in enumerate(("We set out.", "The road is long.", "Onward.", "Yes.", *texts))]
+    out = [
+        {"name": "User" if i % 2 == 0 else "Narrator", "mes": t, "is_user": i % 2 == 0}
+        for i, t in enumerate(("We set out.", "The road is long.", "Onward.", "Yes.", *texts))
+    ]
     return out
 
 
@@ -53,12 +56,27 @@ def servers():
         s.close()
 
 
-def start(servers, vault, tmp_path, ai_fake, *, key: str | None = FAKE_KEY, profile_values: dict | None = None,
-          **values) -> LiveServer:
-    profile = {"id": "fake", "name": "Fake", "provider": "openai", "flavor": "custom",
-               "base_url": ai_fake.url + "/v1", "model": "fake-model", **(profile_values or {})}
-    settings = settings_from_mapping({"connection_profiles": [profile], "aiSearchEnabled": True,
-                                      "aiSearchProfileId": "fake", "aiSearchTimeout": 2000, **values})
+def start(
+    servers, vault, tmp_path, ai_fake, *, key: str | None = FAKE_KEY, profile_values: dict | None = None, **values
+) -> LiveServer:
+    profile = {
+        "id": "fake",
+        "name": "Fake",
+        "provider": "openai",
+        "flavor": "custom",
+        "base_url": ai_fake.url + "/v1",
+        "model": "fake-model",
+        **(profile_values or {}),
+    }
+    settings = settings_from_mapping(
+        {
+            "connection_profiles": [profile],
+            "aiSearchEnabled": True,
+            "aiSearchProfileId": "fake",
+            "aiSearchTimeout": 2000,
+            **values,
+        }
+    )
     secrets = SecretStore(use_keyring=False)
     if key:
         secrets.set("ai-profile:fake", key)
@@ -77,13 +95,13 @@ def no_throttle(server: LiveServer) -> None:
 
 # -- two-stage and AI-only ----------------------------------------------------------------------
 
+
 def test_a_llamacpp_profile_without_a_model_asks_the_loaded_model(servers, vault, tmp_path, ai_fake):
     s = start(servers, vault, tmp_path, ai_fake, profile_values={"flavor": "llamacpp", "model": ""})
     ai_fake.reply(structured=answer(("Harbor", "high", "they are at the harbor")))
     out = s.retrieve("c1", chat("At the harbor the market is loud."))
     assert "Harbor" in titles(out) and not any("fallback" in n.lower() for n in out["notes"])
     assert "model" not in ai_fake.last.body  # the server answers with whatever it has loaded
-
 
 
 def test_two_stage_sends_keyword_candidates_and_keeps_the_ai_picks(servers, vault, tmp_path, ai_fake):
@@ -106,7 +124,9 @@ def test_two_stage_sends_keyword_candidates_and_keeps_the_ai_picks(servers, vaul
 
 def test_ai_only_offers_the_whole_vault(servers, vault, tmp_path, ai_fake):
     s = start(servers, vault, tmp_path, ai_fake, aiSearchMode="ai-only")
-    ai_fake.reply(text='Here you go:\n```json\n[{"title": "lighthouse", "confidence": "medium", "reason": "a light at sea"}]\n```')
+    ai_fake.reply(
+        text='Here you go:\n```json\n[{"title": "lighthouse", "confidence": "medium", "reason": "a light at sea"}]\n```'
+    )
     out = s.retrieve("c1", chat("We see a light far out at sea."))
     assert set(titles(out)) == {"Calendar", "Lighthouse"}
     sent = ai_fake.last.user_text
@@ -133,6 +153,7 @@ def test_the_confidence_threshold_drops_low_picks_with_a_reason(servers, vault, 
 
 # -- fallbacks ------------------------------------------------------------------------------------
 
+
 def test_an_empty_answer_falls_back_to_constants(servers, vault, tmp_path, ai_fake):
     s = start(servers, vault, tmp_path, ai_fake)
     ai_fake.reply(structured={"selected": []})
@@ -144,8 +165,13 @@ def test_an_empty_answer_falls_back_to_constants(servers, vault, tmp_path, ai_fa
 @pytest.mark.parametrize("failure", ["500", "timeout", "broken", "401", "truncated"])
 def test_failures_fall_back_to_keywords_with_a_visible_reason(servers, vault, tmp_path, ai_fake, failure):
     s = start(servers, vault, tmp_path, ai_fake, aiSearchTimeout=1000)
-    {"500": lambda: ai_fake.fail(500), "timeout": lambda: ai_fake.slow(3.0), "broken": ai_fake.broken_json,
-     "401": lambda: ai_fake.fail(401), "truncated": ai_fake.truncated}[failure]()
+    {
+        "500": lambda: ai_fake.fail(500),
+        "timeout": lambda: ai_fake.slow(3.0),
+        "broken": ai_fake.broken_json,
+        "401": lambda: ai_fake.fail(401),
+        "truncated": ai_fake.truncated,
+    }[failure]()
     out = s.retrieve("c1", chat("At the harbor the market is loud."))
     assert set(titles(out)) == {"Calendar", "Harbor", "Market"}
     note = next(n for n in out["notes"] if n.startswith("AI search failed:"))
@@ -164,6 +190,7 @@ def test_an_unreadable_answer_falls_back_and_trips_the_breaker(servers, vault, t
 
 
 # -- breaker and throttle -----------------------------------------------------------------------
+
 
 def test_two_server_errors_open_the_breaker_and_the_third_call_is_not_made(servers, vault, tmp_path, ai_fake):
     s = start(servers, vault, tmp_path, ai_fake)
@@ -230,6 +257,7 @@ def test_calls_closer_than_half_a_second_are_throttled(servers, vault, tmp_path,
 
 # -- cache ------------------------------------------------------------------------------------------
 
+
 def test_the_same_chat_again_is_answered_from_the_cache(servers, vault, tmp_path, ai_fake):
     s = start(servers, vault, tmp_path, ai_fake)
     no_throttle(s)
@@ -247,8 +275,7 @@ def test_the_same_chat_again_is_answered_from_the_cache(servers, vault, tmp_path
     assert len(ai_fake.requests) == 2
 
 
-def test_a_forced_sync_that_changes_nothing_keeps_the_index_version_and_the_ai_cache(servers, vault, tmp_path,
-                                                                                    ai_fake):
+def test_a_forced_sync_that_changes_nothing_keeps_the_index_version_and_the_ai_cache(servers, vault, tmp_path, ai_fake):
     s = start(servers, vault, tmp_path, ai_fake)
     no_throttle(s)
     ai_fake.reply(structured=answer(("Harbor", "high", "here")))
@@ -267,6 +294,7 @@ def test_a_forced_sync_that_changes_nothing_keeps_the_index_version_and_the_ai_c
 
 
 # -- offline, unset channel, connection test, secrets ---------------------------------------------
+
 
 def test_offline_makes_no_call_and_says_so(servers, vault, tmp_path, ai_fake):
     s = start(servers, vault, tmp_path, ai_fake)
@@ -350,10 +378,19 @@ def test_the_category_pre_filter_narrows_a_large_vault(servers, tmp_path, ai_fak
         for i in range(10):
             path = root / f"{c}-{i}.md"
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(note_text(f"{c.title()} {i}", (f"{c}{i}",)).replace("tags: [lorebook]", f"tags: [lorebook, {c}]"),
-                            encoding="utf-8")
-    s = start(servers, root, tmp_path, ai_fake, aiSearchMode="ai-only", hierarchicalPreFilter=True,
-              hierarchicalAggressiveness=0.8)
+            path.write_text(
+                note_text(f"{c.title()} {i}", (f"{c}{i}",)).replace("tags: [lorebook]", f"tags: [lorebook, {c}]"),
+                encoding="utf-8",
+            )
+    s = start(
+        servers,
+        root,
+        tmp_path,
+        ai_fake,
+        aiSearchMode="ai-only",
+        hierarchicalPreFilter=True,
+        hierarchicalAggressiveness=0.8,
+    )
     no_throttle(s)
 
     def respond(req):
@@ -400,8 +437,9 @@ def test_usage_counts_survive_a_restart_and_a_damaged_file_costs_only_the_counts
 
 
 def test_decay_hints_mark_an_entry_injected_again_and_again(servers, vault, tmp_path, ai_fake):
-    s = start(servers, vault, tmp_path, ai_fake, decayEnabled=True, decayPenaltyThreshold=2,
-              stripDuplicateInjections=False)
+    s = start(
+        servers, vault, tmp_path, ai_fake, decayEnabled=True, decayPenaltyThreshold=2, stripDuplicateInjections=False
+    )
     no_throttle(s)
     ai_fake.default(lambda req: answer(("Harbor", "high", "here")))
     turns: list[str] = []
@@ -409,6 +447,6 @@ def test_decay_hints_mark_an_entry_injected_again_and_again(servers, vault, tmp_
         turns += [f"At the harbor the market is loud, turn {i}.", "The narrator nods."]
         s.retrieve("c1", chat(*turns[:-1]))
     manifest = ai_fake.requests[-1].user_text
-    harbor = manifest[manifest.index('<entry name="Harbor">'):].split("</entry>")[0]
-    market = manifest[manifest.index('<entry name="Market">'):].split("</entry>")[0]
+    harbor = manifest[manifest.index('<entry name="Harbor">') :].split("</entry>")[0]
+    market = manifest[manifest.index('<entry name="Market">') :].split("</entry>")[0]
     assert "[FREQUENT" in harbor and "[FREQUENT" not in market

@@ -155,8 +155,13 @@ def test_custom_threshold_and_durations(clock):
 
 
 def test_snapshot(breaker, clock):
-    assert breaker.snapshot() == {"state": "closed", "failures": 0, "opened_at": None, "retry_in_seconds": 0.0,
-                                  "probe_in_flight": False}
+    assert breaker.snapshot() == {
+        "state": "closed",
+        "failures": 0,
+        "opened_at": None,
+        "retry_in_seconds": 0.0,
+        "probe_in_flight": False,
+    }
     open_it(breaker)
     clock.advance(10)
     snap = breaker.snapshot()

@@ -14,9 +14,20 @@ NAMES = compile_entity_pattern(["Gorduin Wynlar", "gorduin", "Lantern Quay", "C+
 
 
 def key(**overrides) -> str:
-    args = dict(manifest_text="<entry name=\"A\">…</entry>", mode="two-stage", scan_depth=4, max_entries=10,
-                unlimited_entries=False, system_prompt="sys", connection_mode="profile", profile_id="p",
-                model="m", threshold="low", summary_mode="prefer_summary", summary_length=600)
+    args = dict(
+        manifest_text='<entry name="A">…</entry>',
+        mode="two-stage",
+        scan_depth=4,
+        max_entries=10,
+        unlimited_entries=False,
+        system_prompt="sys",
+        connection_mode="profile",
+        profile_id="p",
+        model="m",
+        threshold="low",
+        summary_mode="prefer_summary",
+        summary_length=600,
+    )
     args.update(overrides)
     return manifest_key(**args)
 
@@ -34,11 +45,23 @@ def look(cache, lines, uids=UIDS, mode="two-stage", version=1, pattern=NAMES, ch
 # ---------------------------------------------------------------- the key
 
 
-@pytest.mark.parametrize("change", [
-    {"manifest_text": "other"}, {"mode": "ai-only"}, {"scan_depth": 5}, {"max_entries": 11},
-    {"unlimited_entries": True}, {"system_prompt": "sys2"}, {"connection_mode": "proxy"}, {"profile_id": "q"},
-    {"model": "n"}, {"threshold": "high"}, {"summary_mode": "summary_only"}, {"summary_length": 601},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"manifest_text": "other"},
+        {"mode": "ai-only"},
+        {"scan_depth": 5},
+        {"max_entries": 11},
+        {"unlimited_entries": True},
+        {"system_prompt": "sys2"},
+        {"connection_mode": "proxy"},
+        {"profile_id": "q"},
+        {"model": "n"},
+        {"threshold": "high"},
+        {"summary_mode": "summary_only"},
+        {"summary_length": 601},
+    ],
+)
 def test_every_setting_changes_the_manifest_key(change):
     assert key(**change) != key()
 
@@ -90,17 +113,23 @@ def test_sliding_window_hit():
     assert hit is not None and hit.tier == "sliding-window"
 
 
-@pytest.mark.parametrize("new_line", [
-    "Ann (user): Where is Gorduin Wynlar?",
-    "Ann (user): GORDUIN!",
-    "Ann (user): I write C++ on the quay.",
-])
+@pytest.mark.parametrize(
+    "new_line",
+    [
+        "Ann (user): Where is Gorduin Wynlar?",
+        "Ann (user): GORDUIN!",
+        "Ann (user): I write C++ on the quay.",
+    ],
+)
 def test_sliding_window_miss_when_a_new_line_names_an_entity(new_line):
     assert look(stored(), [*LINES, new_line], uids=UIDS | {"new"}, mode="ai-only") is None
 
 
 def test_entity_names_match_whole_words_only():
-    assert look(stored(), [*LINES, "Ann (user): the gorduinish style"], uids={"new"}, mode="ai-only").tier == "sliding-window"
+    assert (
+        look(stored(), [*LINES, "Ann (user): the gorduinish style"], uids={"new"}, mode="ai-only").tier
+        == "sliding-window"
+    )
 
 
 def test_sliding_window_near_misses():

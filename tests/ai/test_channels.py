@@ -11,11 +11,28 @@ from dle_desktop.errors import ConfigError
 from dle_desktop.state.settings import CHANNELS, Settings, settings_from_mapping
 
 PROFILES = [
-    {"id": "groq", "name": "Groq fast", "provider": "openai", "flavor": "groq", "base_url": "https://api.groq.com/openai/v1",
-     "model": "llama-3.1-8b-instant"},
-    {"id": "claude", "name": "Claude", "provider": "anthropic", "base_url": "https://api.anthropic.com",
-     "model": "claude-sonnet-4-5"},
-    {"id": "local", "name": "Local", "provider": "openai", "flavor": "llamacpp", "base_url": "http://127.0.0.1:8080/v1"},
+    {
+        "id": "groq",
+        "name": "Groq fast",
+        "provider": "openai",
+        "flavor": "groq",
+        "base_url": "https://api.groq.com/openai/v1",
+        "model": "llama-3.1-8b-instant",
+    },
+    {
+        "id": "claude",
+        "name": "Claude",
+        "provider": "anthropic",
+        "base_url": "https://api.anthropic.com",
+        "model": "claude-sonnet-4-5",
+    },
+    {
+        "id": "local",
+        "name": "Local",
+        "provider": "openai",
+        "flavor": "llamacpp",
+        "base_url": "http://127.0.0.1:8080/v1",
+    },
     {"id": "nomodel", "name": "Groq, no model", "provider": "openai", "flavor": "groq"},
 ]
 
@@ -39,8 +56,12 @@ def test_every_channel_inherits_ai_search_by_default_with_its_own_limits():
 
 
 def test_a_channel_with_its_own_profile_and_model():
-    s = settings(aiSearchProfileId="groq", scribeConnectionMode="profile", scribeProfileId="claude",
-                 scribeModel="claude-haiku-4-5")
+    s = settings(
+        aiSearchProfileId="groq",
+        scribeConnectionMode="profile",
+        scribeProfileId="claude",
+        scribeModel="claude-haiku-4-5",
+    )
     r = resolve_channel(s, "scribe")
     assert (r.profile.id, r.model, r.inherited) == ("claude", "claude-haiku-4-5", False)
 
@@ -73,11 +94,14 @@ def test_st_mode_from_a_dle_settings_file_inherits_with_a_note():
     assert r.profile.id == "groq" and r.inherited and "SillyTavern" in r.note
 
 
-@pytest.mark.parametrize(("values", "problem"), [
-    ({}, "no connection profile chosen"),
-    ({"aiSearchProfileId": "a1b2-st-uuid"}, "does not exist"),
-    ({"aiSearchProfileId": "nomodel"}, "has no model"),
-])
+@pytest.mark.parametrize(
+    ("values", "problem"),
+    [
+        ({}, "no connection profile chosen"),
+        ({"aiSearchProfileId": "a1b2-st-uuid"}, "does not exist"),
+        ({"aiSearchProfileId": "nomodel"}, "has no model"),
+    ],
+)
 def test_problems_are_reported_in_words(values, problem):
     r = resolve_channel(settings(**values), "ai_search")
     assert r.profile is None and problem in r.problem

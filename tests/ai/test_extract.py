@@ -23,8 +23,10 @@ from tests.ai._entries import entry
 
 A_HIGH = [Pick("Gorduin Wynlar", "high", "named in the chat")]
 A_B = [Pick("Gorduin Wynlar", "high", "named"), Pick("Lantern Quay", "low", "the place")]
-A_B_JSON = ('[{"title": "Gorduin Wynlar", "confidence": "high", "reason": "named"}, '
-            '{"title": "Lantern Quay", "confidence": "low", "reason": "the place"}]')
+A_B_JSON = (
+    '[{"title": "Gorduin Wynlar", "confidence": "high", "reason": "named"}, '
+    '{"title": "Lantern Quay", "confidence": "low", "reason": "the place"}]'
+)
 ONE = '[{"title": "Gorduin Wynlar", "confidence": "high", "reason": "named in the chat"}]'
 
 
@@ -33,11 +35,18 @@ SHAPES = {
     "plain array": (A_B_JSON, A_B),
     "empty array": ("[]", []),
     "empty array with spaces": ("  [ ]\n", []),
-    "name instead of title": ('[{"name": "Gorduin Wynlar", "confidence": "high", "reason": "named in the chat"}]', A_HIGH),
-    "bare strings": ('["Gorduin Wynlar", "Lantern Quay"]',
-                     [Pick("Gorduin Wynlar", "medium", "AI search"), Pick("Lantern Quay", "medium", "AI search")]),
-    "strings and objects mixed": ('["Lantern Quay", {"title": "Gorduin Wynlar", "confidence": "high"}]',
-                                  [Pick("Lantern Quay", "medium", "AI search"), Pick("Gorduin Wynlar", "high", "")]),
+    "name instead of title": (
+        '[{"name": "Gorduin Wynlar", "confidence": "high", "reason": "named in the chat"}]',
+        A_HIGH,
+    ),
+    "bare strings": (
+        '["Gorduin Wynlar", "Lantern Quay"]',
+        [Pick("Gorduin Wynlar", "medium", "AI search"), Pick("Lantern Quay", "medium", "AI search")],
+    ),
+    "strings and objects mixed": (
+        '["Lantern Quay", {"title": "Gorduin Wynlar", "confidence": "high"}]',
+        [Pick("Lantern Quay", "medium", "AI search"), Pick("Gorduin Wynlar", "high", "")],
+    ),
     "byte order mark": ("\ufeff" + ONE, A_HIGH),
     # --- code fences
     "fence with json tag": (f"```json\n{ONE}\n```", A_HIGH),
@@ -52,12 +61,16 @@ SHAPES = {
     "prose both sides with fence": (f"Sure!\n```json\n{ONE}\n```\nLet me know.", A_HIGH),
     "apostrophe in prose before": (f"I've looked at the scene's needs: {ONE}", A_HIGH),
     "bracketed prose with apostrophe": (f"[the hero's notes] then {ONE}", A_HIGH),
-    "brackets in a reason": ('[{"title": "Gorduin Wynlar", "confidence": "high", "reason": "see [1] and {x}"}]',
-                             [Pick("Gorduin Wynlar", "high", "see [1] and {x}")]),
-    "escaped quote in a reason": ('Picks: [{"title": "Gorduin Wynlar", "reason": "he said \\"hi]\\""}]',
-                                  [Pick("Gorduin Wynlar", "medium", 'he said "hi]"')]),
+    "brackets in a reason": (
+        '[{"title": "Gorduin Wynlar", "confidence": "high", "reason": "see [1] and {x}"}]',
+        [Pick("Gorduin Wynlar", "high", "see [1] and {x}")],
+    ),
+    "escaped quote in a reason": (
+        'Picks: [{"title": "Gorduin Wynlar", "reason": "he said \\"hi]\\""}]',
+        [Pick("Gorduin Wynlar", "medium", 'he said "hi]"')],
+    ),
     "a smaller array in prose first": (f"Options were [1, 2]. Final: {A_B_JSON}", A_B),
-    "thinking block with a draft": (f"<think>maybe [\"Lantern Quay\", \"X\", \"Y\"]</think>\n{ONE}", A_HIGH),
+    "thinking block with a draft": (f'<think>maybe ["Lantern Quay", "X", "Y"]</think>\n{ONE}', A_HIGH),
     # --- wrapper objects
     "selected wrapper": ('{"selected": ' + ONE + "}", A_HIGH),
     "results wrapper": ('{"results": ' + ONE + "}", A_HIGH),
@@ -75,26 +88,42 @@ SHAPES = {
     # --- forgiving JSON
     "trailing commas": ('[{"title": "Gorduin Wynlar", "confidence": "high", "reason": "named in the chat",},]', A_HIGH),
     "single quotes": ("[{'title': 'Gorduin Wynlar', 'confidence': 'high', 'reason': 'named in the chat'}]", A_HIGH),
-    "single quotes with escaped apostrophe": ("[{'title': 'Gorduin Wynlar', 'reason': 'the hero\\'s \"friend\"'}]",
-                                              [Pick("Gorduin Wynlar", "medium", 'the hero\'s "friend"')]),
-    "python literals": ("[{'title': 'Gorduin Wynlar', 'confidence': None, 'reason': 'x', 'x': True}]",
-                        [Pick("Gorduin Wynlar", "medium", "x")]),
+    "single quotes with escaped apostrophe": (
+        "[{'title': 'Gorduin Wynlar', 'reason': 'the hero\\'s \"friend\"'}]",
+        [Pick("Gorduin Wynlar", "medium", 'the hero\'s "friend"')],
+    ),
+    "python literals": (
+        "[{'title': 'Gorduin Wynlar', 'confidence': None, 'reason': 'x', 'x': True}]",
+        [Pick("Gorduin Wynlar", "medium", "x")],
+    ),
     # --- Node util.inspect of a Gemini response
     "node inspect envelope": (
         "{ candidates: [ { content: { parts: [ { text: '" + ONE.replace("'", "\\'") + "' } ], role: 'model' } } ] }",
-        A_HIGH),
+        A_HIGH,
+    ),
     "node inspect with split string": (
-        "{\n  candidates: [\n    {\n      content: { parts: [ { text: '[{\"title\": \"Gorduin Wynlar\", ' +\n"
-        "          '\"confidence\": \"high\", \"reason\": \"it\\'s named\"}]' } ] }\n    }\n  ]\n}",
-        [Pick("Gorduin Wynlar", "high", "it's named")]),
+        '{\n  candidates: [\n    {\n      content: { parts: [ { text: \'[{"title": "Gorduin Wynlar", \' +\n'
+        '          \'"confidence": "high", "reason": "it\\\'s named"}]\' } ] }\n    }\n  ]\n}',
+        [Pick("Gorduin Wynlar", "high", "it's named")],
+    ),
     # --- normalisation
-    "unknown confidence becomes medium": ('[{"title": "Gorduin Wynlar", "confidence": "certain", "reason": 3}]',
-                                          [Pick("Gorduin Wynlar", "medium", "")]),
-    "confidence in capitals": ('[{"title": "Gorduin Wynlar", "confidence": " HIGH ", "reason": "named in the chat"}]', A_HIGH),
-    "unusable items dropped": ('[1, null, {"x": 1}, {"title": "null"}, "undefined", "", "  ", {"title": ""}, '
-                               '{"title": "", "name": "Lantern Quay"}, "Gorduin Wynlar"]',
-                               [Pick("Lantern Quay", "medium", ""), Pick("Gorduin Wynlar", "medium", "AI search")]),
-    "titles trimmed": ('[{"title": "  Gorduin Wynlar \\n", "confidence": "high", "reason": " named in the chat "}]', A_HIGH),
+    "unknown confidence becomes medium": (
+        '[{"title": "Gorduin Wynlar", "confidence": "certain", "reason": 3}]',
+        [Pick("Gorduin Wynlar", "medium", "")],
+    ),
+    "confidence in capitals": (
+        '[{"title": "Gorduin Wynlar", "confidence": " HIGH ", "reason": "named in the chat"}]',
+        A_HIGH,
+    ),
+    "unusable items dropped": (
+        '[1, null, {"x": 1}, {"title": "null"}, "undefined", "", "  ", {"title": ""}, '
+        '{"title": "", "name": "Lantern Quay"}, "Gorduin Wynlar"]',
+        [Pick("Lantern Quay", "medium", ""), Pick("Gorduin Wynlar", "medium", "AI search")],
+    ),
+    "titles trimmed": (
+        '[{"title": "  Gorduin Wynlar \\n", "confidence": "high", "reason": " named in the chat "}]',
+        A_HIGH,
+    ),
     # --- truncated answer (token limit)
     "truncated answer keeps finished objects": (A_B_JSON[:-1] + ', {"title": "Saff', A_B),
     "truncated inside a fence": ("```json\n" + A_B_JSON[:-1] + ',\n  {"title"', A_B),
@@ -114,13 +143,18 @@ OBJECT_SHAPES = {
     "gemini envelope": ({"candidates": [{"content": {"parts": [{"text": ONE}], "role": "model"}}]}, A_HIGH),
     "gemini envelope with thought part": (
         {"candidates": [{"content": {"parts": [{"text": '["Lantern Quay", "X"]', "thought": True}, {"text": ONE}]}}]},
-        A_HIGH),
+        A_HIGH,
+    ),
     "gemini envelope split over parts": (
-        {"candidates": [{"content": {"parts": [{"text": ONE[:20]}, {"text": ONE[20:]}]}}]}, A_HIGH),
+        {"candidates": [{"content": {"parts": [{"text": ONE[:20]}, {"text": ONE[20:]}]}}]},
+        A_HIGH,
+    ),
     "text envelope": ({"text": f"```json\n{ONE}\n```"}, A_HIGH),
     "output_text envelope": ({"output_text": ONE}, A_HIGH),
-    "anthropic content blocks": ({"content": [{"type": "thinking", "thinking": "[\"X\"]"},
-                                              {"type": "text", "text": ONE}]}, A_HIGH),
+    "anthropic content blocks": (
+        {"content": [{"type": "thinking", "thinking": '["X"]'}, {"type": "text", "text": ONE}]},
+        A_HIGH,
+    ),
     "openai choices": ({"choices": [{"message": {"role": "assistant", "content": ONE}}]}, A_HIGH),
     "selected wrapper object": ({"selected": json.loads(ONE)}, A_HIGH),
     "array under any key": ({"lore": json.loads(ONE)}, A_HIGH),
@@ -182,15 +216,34 @@ def test_bracket_scan_tries_only_a_capped_number_of_candidates(monkeypatch):
 
 # ---------------------------------------------------------------- property-style robustness
 
-_ALPHABET = '[]{}"\'\\,:` \n\tabcxyz01-.titleconfidencereasonnamehigh'
+_ALPHABET = "[]{}\"'\\,:` \n\tabcxyz01-.titleconfidencereasonnamehigh"
 
 
 @pytest.mark.parametrize("seed", range(40))
 def test_random_junk_raises_only_extract_error(seed):
     rng = random.Random(seed)
-    pieces = [ONE, "```json", "```", '{"selected":', "null", "'", '"', "\\", "[", "]", "{", "}", ",", "<think>",
-              "candidates: [ { content: { parts: [ { text: '", "' +\n '", "True"]
-    text = "".join(rng.choice(pieces) if rng.random() < 0.3 else rng.choice(_ALPHABET) for _ in range(rng.randint(0, 400)))
+    pieces = [
+        ONE,
+        "```json",
+        "```",
+        '{"selected":',
+        "null",
+        "'",
+        '"',
+        "\\",
+        "[",
+        "]",
+        "{",
+        "}",
+        ",",
+        "<think>",
+        "candidates: [ { content: { parts: [ { text: '",
+        "' +\n '",
+        "True",
+    ]
+    text = "".join(
+        rng.choice(pieces) if rng.random() < 0.3 else rng.choice(_ALPHABET) for _ in range(rng.randint(0, 400))
+    )
     try:
         result = extract_selection(text)
     except ExtractError:
@@ -331,7 +384,10 @@ def test_fuzzy_below_threshold_is_unmatched():
 def test_exact_matches_are_taken_before_fuzzy_ones():
     a, b = entry("Lantern Quay"), entry("Lantern Quays")
     matched, _ = match_titles([Pick("Lantern Quays!"), Pick("Lantern Quay")], [a, b])
-    assert [(m[0].title, m[1].title) for m in matched] == [("Lantern Quays!", "Lantern Quays"), ("Lantern Quay", "Lantern Quay")]
+    assert [(m[0].title, m[1].title) for m in matched] == [
+        ("Lantern Quays!", "Lantern Quays"),
+        ("Lantern Quay", "Lantern Quay"),
+    ]
 
 
 def test_fuzzy_picks_the_best_free_candidate():
@@ -342,8 +398,9 @@ def test_fuzzy_picks_the_best_free_candidate():
 
 def test_a_candidate_is_matched_once_and_duplicate_picks_are_dropped():
     g = entry("Gorduin Wynlar")
-    matched, unmatched = match_titles([Pick("Gorduin Wynlar", "high"), Pick("gorduin wynlar", "low"),
-                                       Pick("Gorduin Wynlarr")], [g])
+    matched, unmatched = match_titles(
+        [Pick("Gorduin Wynlar", "high"), Pick("gorduin wynlar", "low"), Pick("Gorduin Wynlarr")], [g]
+    )
     assert [(m[0].confidence, m[1]) for m in matched] == [("high", g)]
     assert unmatched == [Pick("Gorduin Wynlarr")]  # fuzzy, and its only candidate is taken
 
@@ -371,7 +428,11 @@ def _matched(*confidences):
 def test_order_is_high_medium_low_and_stable():
     ordered = order_and_threshold(_matched("low", "high", "medium", "high"), "low")
     assert [(m[0].title, m[0].confidence) for m in ordered] == [
-        ("T1", "high"), ("T3", "high"), ("T2", "medium"), ("T0", "low")]
+        ("T1", "high"),
+        ("T3", "high"),
+        ("T2", "medium"),
+        ("T0", "low"),
+    ]
 
 
 @pytest.mark.parametrize("threshold, kept", [("low", 3), ("medium", 2), ("high", 1)])

@@ -17,10 +17,12 @@ def test_models_are_listed(ai_fake):
 
 def test_a_streaming_request_gets_server_sent_events_that_add_up_to_the_reply(ai_fake):
     ai_fake.reply(text="The lanterns of Gorduin burn all night.")
-    r = httpx.post(ai_fake.url + "/v1/chat/completions",
-                   json={"model": "fake-model", "stream": True, "messages": [{"role": "user", "content": "hi"}]})
+    r = httpx.post(
+        ai_fake.url + "/v1/chat/completions",
+        json={"model": "fake-model", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
+    )
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
-    events = [line[len("data: "):] for line in r.text.splitlines() if line.startswith("data: ")]
+    events = [line[len("data: ") :] for line in r.text.splitlines() if line.startswith("data: ")]
     assert events[-1] == "[DONE]"
     chunks = [json.loads(e) for e in events[:-1]]
     assert all(c["object"] == "chat.completion.chunk" for c in chunks)

@@ -21,17 +21,29 @@ LONG = ("The quay is old. " * 10 + "Lanterns hang from every post\n\nand the wat
 
 
 def test_entry_block_format_with_links_fields_and_summary():
-    e = entry("Gorduin <Wynlar> & \"Co\"", tokens=123, summary="A ranger of the north.",
-              resolved_links=("Lantern Quay", "Saffre"),
-              custom_fields={"era": ["Second Age", "Third Age"], "location": "Quay", "empty": [], "none": None,
-                             "blank": "", "count": 3.0, "flag": False})
+    e = entry(
+        'Gorduin <Wynlar> & "Co"',
+        tokens=123,
+        summary="A ranger of the north.",
+        resolved_links=("Lantern Quay", "Saffre"),
+        custom_fields={
+            "era": ["Second Age", "Third Age"],
+            "location": "Quay",
+            "empty": [],
+            "none": None,
+            "blank": "",
+            "count": 3.0,
+            "flag": False,
+        },
+    )
     m = build_manifest([e], field_labels={"era": "Era", "location": "Location"}, max_tokens_budget=3072)
     assert m.text == (
         '<entry name="Gorduin &lt;Wynlar&gt; &amp; &quot;Co&quot;">\n'
         'Gorduin <Wynlar> & "Co" (123tok) → Lantern Quay, Saffre\n'
         "[Era: Second Age, Third Age | Location: Quay | count: 3 | flag: false]\n"
         "A ranger of the north.\n"
-        "</entry>")
+        "</entry>"
+    )
     assert m.selectable == [e]
 
 
@@ -74,9 +86,11 @@ def test_forced_entries_are_left_out_and_summed_in_the_header():
     m = build_manifest([const, a, boot], forced=[const, boot, const], max_tokens_budget=3072)
     assert m.selectable == [a]
     assert m.forced_tokens == 500
-    assert m.header == ("Candidate entries: 1 (from 3 total).\n"
-                        "2 entries are always included (~500 tokens).\n"
-                        "Token budget: ~3072 tokens total.")
+    assert m.header == (
+        "Candidate entries: 1 (from 3 total).\n"
+        "2 entries are always included (~500 tokens).\n"
+        "Token budget: ~3072 tokens total."
+    )
 
 
 def test_header_omits_forced_line_when_none_and_budget_when_unlimited():
@@ -92,14 +106,20 @@ def test_empty_manifest():
 
 def test_decay_hints():
     stale, frequent, both, calm, untracked = (entry(t) for t in ("Stale", "Frequent", "Both", "Calm", "Untracked"))
-    decay = DecayHints({stale.uid: (5, 0), frequent.tracker_key: (0, 2), both.uid: (9, 9), calm.uid: (4, 1)},
-                       boost_threshold=5, penalty_threshold=2)
+    decay = DecayHints(
+        {stale.uid: (5, 0), frequent.tracker_key: (0, 2), both.uid: (9, 9), calm.uid: (4, 1)},
+        boost_threshold=5,
+        penalty_threshold=2,
+    )
     text = build_manifest([stale, frequent, both, calm, untracked], decay=decay).text
     lines = [line for line in text.split("\n") if "(10tok)" in line]
-    assert lines == ["Stale (10tok) [STALE — consider refreshing]",
-                     "Frequent (10tok) [FREQUENT — consider diversifying]",
-                     "Both (10tok) [STALE — consider refreshing]",
-                     "Calm (10tok)", "Untracked (10tok)"]
+    assert lines == [
+        "Stale (10tok) [STALE — consider refreshing]",
+        "Frequent (10tok) [FREQUENT — consider diversifying]",
+        "Both (10tok) [STALE — consider refreshing]",
+        "Calm (10tok)",
+        "Untracked (10tok)",
+    ]
 
 
 def test_decay_off_or_empty_tracker_adds_nothing():
@@ -118,10 +138,13 @@ def test_decay_hint_goes_before_the_field_line():
 
 
 def test_user_message_parts():
-    stable, chat = build_user_message("Candidate entries: 1 (from 1 total).", "<entry name=\"A\">…</entry>",
-                                      "Ann (user): hi")
-    assert stable == ("<manifest_info>\nCandidate entries: 1 (from 1 total).\n</manifest_info>\n\n"
-                      "<available_lore_entries>\n<entry name=\"A\">…</entry>\n</available_lore_entries>")
+    stable, chat = build_user_message(
+        "Candidate entries: 1 (from 1 total).", '<entry name="A">…</entry>', "Ann (user): hi"
+    )
+    assert stable == (
+        "<manifest_info>\nCandidate entries: 1 (from 1 total).\n</manifest_info>\n\n"
+        '<available_lore_entries>\n<entry name="A">…</entry>\n</available_lore_entries>'
+    )
     assert chat.startswith("<recent_chat_transcript>\nAnn (user): hi\n</recent_chat_transcript>\n\n")
     assert "JSON" in chat.split("\n")[-1]
 
@@ -145,8 +168,12 @@ def msg(name, text, user=False, **kw):
     return ChatMessage(name=name, mes=text, is_user=user, **kw)
 
 
-CHAT = [msg("Narrator", "Welcome to the quay."), msg("Ann", "I look around.", True),
-        msg("Narrator", "Lanterns flicker."), msg("Ann", "Who is Gorduin?", True)]
+CHAT = [
+    msg("Narrator", "Welcome to the quay."),
+    msg("Ann", "I look around.", True),
+    msg("Narrator", "Lanterns flicker."),
+    msg("Ann", "Who is Gorduin?", True),
+]
 
 
 def test_chat_context_is_the_ai_transcript():
@@ -196,16 +223,26 @@ def test_default_template_and_max_entries():
     assert "{{maxEntries}}" not in text and "at most 20 entries" in text
     assert system_prompt("pick {{maxEntries}}", max_entries=10, vault_size=7) == "pick 7"
     assert system_prompt("pick {{maxEntries}}", max_entries=10, vault_size=0) == "pick 20"
-    assert system_prompt("pick {{maxEntries}}", max_entries=10, unlimited_entries=True) == "pick as many as are relevant"
+    assert (
+        system_prompt("pick {{maxEntries}}", max_entries=10, unlimited_entries=True) == "pick as many as are relevant"
+    )
     assert system_prompt("  ", max_entries=1) == system_prompt(None, max_entries=1)
 
 
 def test_new_chat_addition_counts_out_the_constants():
-    text = system_prompt("base", max_entries=8, vault_size=50, new_chat=True, constants_count=3,
-                         new_chat_template="choose exactly {{count}}")
+    text = system_prompt(
+        "base",
+        max_entries=8,
+        vault_size=50,
+        new_chat=True,
+        constants_count=3,
+        new_chat_template="choose exactly {{count}}",
+    )
     assert text == "base\n\nchoose exactly 5"
-    assert system_prompt("base", max_entries=2, new_chat=True, constants_count=9,
-                         new_chat_template="{{count}}") == "base\n\n1"
+    assert (
+        system_prompt("base", max_entries=2, new_chat=True, constants_count=9, new_chat_template="{{count}}")
+        == "base\n\n1"
+    )
     default = system_prompt("base", max_entries=8, new_chat=True, constants_count=3)
     assert default.startswith("base\n\n") and "exactly 5 entries" in default
     assert system_prompt("base", max_entries=8, new_chat=True, unlimited_entries=True) == "base"

@@ -19,17 +19,47 @@ def setup(tmp_path: Path, fake_url: str) -> tuple[Path, Path, Path]:
     for title, key in (("Harbor", "harbor"), ("Market", "market")):
         (vault / f"{title}.md").write_text(note_text(title, (key,)), encoding="utf-8")
     settings = tmp_path / "settings.json"
-    settings.write_text(json.dumps({"connection_profiles": [
-        {"id": "p1", "name": "Local fake", "provider": "openai", "flavor": "llamacpp", "base_url": fake_url + "/v1",
-         "model": "m"}]}), encoding="utf-8")
+    settings.write_text(
+        json.dumps(
+            {
+                "connection_profiles": [
+                    {
+                        "id": "p1",
+                        "name": "Local fake",
+                        "provider": "openai",
+                        "flavor": "llamacpp",
+                        "base_url": fake_url + "/v1",
+                        "model": "m",
+                    }
+                ]
+            }
+        ),
+        encoding="utf-8",
+    )
     chat = tmp_path / "chat.json"
-    chat.write_text(json.dumps([{"name": "User", "is_user": True, "mes": "the harbor and the market"}]), encoding="utf-8")
+    chat.write_text(
+        json.dumps([{"name": "User", "is_user": True, "mes": "the harbor and the market"}]), encoding="utf-8"
+    )
     return vault, settings, chat
 
 
 def match(tmp_path: Path, vault: Path, settings: Path, chat: Path, *args: str) -> subprocess.CompletedProcess:
-    argv = [sys.executable, "-m", "dle_desktop", "match", "--data-dir", str(tmp_path / "data"), "--vault", str(vault),
-            "--chat", str(chat), "--settings", str(settings), "--json", *args]
+    argv = [
+        sys.executable,
+        "-m",
+        "dle_desktop",
+        "match",
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--vault",
+        str(vault),
+        "--chat",
+        str(chat),
+        "--settings",
+        str(settings),
+        "--json",
+        *args,
+    ]
     return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, encoding="utf-8", timeout=120)
 
 
@@ -63,8 +93,9 @@ def test_an_unknown_profile_is_a_clear_error(tmp_path, ai_fake):
 def test_ai_settings_in_dle_names_from_the_settings_file(tmp_path, ai_fake):
     vault, settings, chat = setup(tmp_path, ai_fake.url)
     raw = json.loads(settings.read_text(encoding="utf-8"))
-    raw.update({"aiSearchEnabled": True, "aiSearchMode": "two-stage", "aiSearchProfileId": "p1",
-                "aiEmptyFallback": "keyword"})
+    raw.update(
+        {"aiSearchEnabled": True, "aiSearchMode": "two-stage", "aiSearchProfileId": "p1", "aiEmptyFallback": "keyword"}
+    )
     settings.write_text(json.dumps(raw), encoding="utf-8")
     ai_fake.reply(text="[]")
     out = match(tmp_path, vault, settings, chat)

@@ -43,8 +43,11 @@ def test_clusters_keep_entry_order_and_merge_case_variants():
 
 
 def _vault(per_category: int, categories: int):
-    return [entry(f"{cat}-{i}", tags=(f"Cat{cat}",), keys=(f"key{cat}x{i}",))
-            for cat in range(categories) for i in range(per_category)]
+    return [
+        entry(f"{cat}-{i}", tags=(f"Cat{cat}",), keys=(f"key{cat}x{i}",))
+        for cat in range(categories)
+        for i in range(per_category)
+    ]
 
 
 def test_should_prefilter_needs_40_entries_and_more_than_three_clusters():
@@ -57,38 +60,45 @@ def test_should_prefilter_needs_40_entries_and_more_than_three_clusters():
 
 
 def test_category_manifest_lines():
-    clusters = {"Places": [entry(f"P{i}") for i in range(7)], "factions": [entry("F")], "Beasts": [entry("B1"), entry("B2")]}
+    clusters = {
+        "Places": [entry(f"P{i}") for i in range(7)],
+        "factions": [entry("F")],
+        "Beasts": [entry("B1"), entry("B2")],
+    }
     assert category_manifest(clusters) == (
-        "[Beasts] (2 entries): B1, B2\n"
-        "[factions] (1 entry): F\n"
-        "[Places] (7 entries): P0, P1, P2, P3, P4 (+2 more)")
+        "[Beasts] (2 entries): B1, B2\n[factions] (1 entry): F\n[Places] (7 entries): P0, P1, P2, P3, P4 (+2 more)"
+    )
 
 
 def test_category_user_message():
     assert category_user_message("[A] (1 entry): x", "Ann (user): hi") == (
-        "## Categories\n[A] (1 entry): x\n\n## Recent Chat\nAnn (user): hi")
+        "## Categories\n[A] (1 entry): x\n\n## Recent Chat\nAnn (user): hi"
+    )
 
 
 def test_selection_keeps_chosen_categories_case_insensitively_and_adds_forced():
     entries = _vault(10, 4)
     clusters = cluster_entries(entries)
     const = entry("Rules", constant=True)
-    kept = apply_category_selection(entries, clusters, [" cat0 ", "CAT1", "Unknown", 3], "", forced=[const],
-                                    aggressiveness=0.8)
+    kept = apply_category_selection(
+        entries, clusters, [" cat0 ", "CAT1", "Unknown", 3], "", forced=[const], aggressiveness=0.8
+    )
     assert kept == entries[:20] + [const]
 
 
 def test_entries_whose_key_is_in_the_chat_are_rescued():
     entries = _vault(10, 4)
-    kept = apply_category_selection(entries, cluster_entries(entries), ["Cat0"], "she shouts KEY3X7 at the sky",
-                                    aggressiveness=0.8)
+    kept = apply_category_selection(
+        entries, cluster_entries(entries), ["Cat0"], "she shouts KEY3X7 at the sky", aggressiveness=0.8
+    )
     assert kept == entries[:10] + [entries[37]]
 
 
 def test_forced_entries_are_not_doubled():
     entries = _vault(10, 4)
-    kept = apply_category_selection(entries, cluster_entries(entries), ["Cat0"], "", forced=[entries[0]],
-                                    aggressiveness=0.8)
+    kept = apply_category_selection(
+        entries, cluster_entries(entries), ["Cat0"], "", forced=[entries[0]], aggressiveness=0.8
+    )
     assert kept == entries[:10]
 
 
@@ -99,4 +109,6 @@ def test_safety_valve_returns_none_when_too_little_is_left():
     assert apply_category_selection(entries, clusters, ["Cat0"], "", aggressiveness=0.8) is not None
     assert apply_category_selection(entries, clusters, ["Cat0"], "", aggressiveness=0.5) is None
     assert apply_category_selection(entries, clusters, [], "", aggressiveness=0.0) is None
-    assert apply_category_selection(entries, clusters, ["Cat0", "Cat1", "Cat2", "Cat3"], "", aggressiveness=0.0) == entries
+    assert (
+        apply_category_selection(entries, clusters, ["Cat0", "Cat1", "Cat2", "Cat3"], "", aggressiveness=0.0) == entries
+    )

@@ -18,8 +18,14 @@ from dle_desktop.ai.types import ChatRequest, ConnectionProfile
 
 from .conftest import FAKE_KEY, run
 
-PROFILES = [("openai", "openai"), ("openai", "llamacpp"), ("openai", "azure"), ("anthropic", ""), ("gemini", ""),
-            ("ollama", "")]
+PROFILES = [
+    ("openai", "openai"),
+    ("openai", "llamacpp"),
+    ("openai", "azure"),
+    ("anthropic", ""),
+    ("gemini", ""),
+    ("ollama", ""),
+]
 IDS = ["openai", "llamacpp", "azure", "anthropic", "gemini", "ollama"]
 REQ = ChatRequest(system="You pick lore.", user_parts=("<manifest/>", "<chat/>"), max_tokens=128)
 
@@ -49,15 +55,22 @@ def test_good_answer_and_usage(ai_fake, provider, flavor):
 
 
 @pytest.mark.parametrize("provider, flavor", PROFILES, ids=IDS)
-@pytest.mark.parametrize("status, body, kind, trips", [
-    (401, None, "auth", False),
-    (402, None, "quota", False),
-    (404, b'{"error": {"message": "The model `fake-model` does not exist", "code": "model_not_found"}}',
-     "model_not_found", False),
-    (429, None, "rate_limit", False),
-    (500, None, "server", True),
-    (529, None, "overloaded", True),
-])
+@pytest.mark.parametrize(
+    "status, body, kind, trips",
+    [
+        (401, None, "auth", False),
+        (402, None, "quota", False),
+        (
+            404,
+            b'{"error": {"message": "The model `fake-model` does not exist", "code": "model_not_found"}}',
+            "model_not_found",
+            False,
+        ),
+        (429, None, "rate_limit", False),
+        (500, None, "server", True),
+        (529, None, "overloaded", True),
+    ],
+)
 def test_http_failures(ai_fake, provider, flavor, status, body, kind, trips):
     ai_fake.fail(status, body)
     err = failure(ai_fake.profile(provider, flavor))
@@ -65,8 +78,9 @@ def test_http_failures(ai_fake, provider, flavor, status, body, kind, trips):
 
 
 def test_404_without_a_model_mention_is_a_wrong_url(ai_fake):
-    p = ConnectionProfile(id="x", name="x", provider="openai", flavor="custom", base_url=ai_fake.url + "/wrong/v2",
-                          model="m")
+    p = ConnectionProfile(
+        id="x", name="x", provider="openai", flavor="custom", base_url=ai_fake.url + "/wrong/v2", model="m"
+    )
     ai_fake.fail(404, b"Cannot POST")
     err = failure(p)
     assert err.kind == "not_found" and f"{ai_fake.url}/wrong/v2/chat/completions" in str(err)
@@ -122,6 +136,7 @@ def test_the_connection_is_reused_after_errors(ai_fake):
 
 # ---- time ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("provider, flavor", [("openai", "lmstudio"), ("anthropic", "")], ids=["openai", "anthropic"])
 def test_a_slow_answer_times_out_on_time_and_the_request_is_dropped(ai_fake, provider, flavor):
     ai_fake.slow(10.0)
@@ -146,8 +161,9 @@ def test_a_slow_answer_within_the_timeout_arrives(ai_fake):
     assert run(complete(ai_fake.profile(timeout_s=5))).text == "late but fine"
 
 
-@pytest.mark.parametrize("provider, flavor", [("openai", "openai"), ("gemini", ""), ("ollama", "")],
-                         ids=["openai", "gemini", "ollama"])
+@pytest.mark.parametrize(
+    "provider, flavor", [("openai", "openai"), ("gemini", ""), ("ollama", "")], ids=["openai", "gemini", "ollama"]
+)
 def test_cancelling_the_caller_aborts_the_request(ai_fake, provider, flavor):
     ai_fake.hang()
 
@@ -171,7 +187,9 @@ def test_connection_refused_on_a_closed_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    p = ConnectionProfile(id="x", name="x", provider="openai", flavor="llamacpp", base_url=f"http://127.0.0.1:{port}/v1")
+    p = ConnectionProfile(
+        id="x", name="x", provider="openai", flavor="llamacpp", base_url=f"http://127.0.0.1:{port}/v1"
+    )
     err = failure(p, None)
     assert err.kind == "network" and err.trips_breaker
     assert str(err) == f"llama.cpp server: could not connect to http://127.0.0.1:{port} — is the server running?"
@@ -179,26 +197,39 @@ def test_connection_refused_on_a_closed_port():
 
 # ---- secrets ------------------------------------------------------------------------------------
 
+
 def test_the_key_never_appears_in_errors_or_logs(ai_fake, caplog):
     caplog.set_level(logging.DEBUG)
     echo = f'{{"error": {{"message": "Incorrect API key provided: {FAKE_KEY}. Authorization: Bearer {FAKE_KEY}"}}}}'
     messages: list[str] = []
     for provider, flavor in PROFILES:
         p = ai_fake.profile(provider, flavor, timeout_s=0.3)
-        for script in (lambda: ai_fake.fail(401, echo), lambda: ai_fake.fail(500, echo), lambda: ai_fake.fail(400, echo),
-                       ai_fake.broken_json, ai_fake.truncated, lambda: ai_fake.slow(3.0),
-                       lambda: ai_fake.reply(raw={"error": {"message": f"bad key {FAKE_KEY}", "code": 401}})):
+        for script in (
+            lambda: ai_fake.fail(401, echo),
+            lambda: ai_fake.fail(500, echo),
+            lambda: ai_fake.fail(400, echo),
+            ai_fake.broken_json,
+            ai_fake.truncated,
+            lambda: ai_fake.slow(3.0),
+            lambda: ai_fake.reply(raw={"error": {"message": f"bad key {FAKE_KEY}", "code": 401}}),
+        ):
             script()
             err = failure(p)
             messages += [str(err), repr(err), str(err.args)]
         ai_fake.reply(text=f"the model repeats {FAKE_KEY}")
         run(complete(p))  # answer text is the caller's business, but it must not reach the logs
         messages.append(str(p.to_json()) + repr(p))
-    assert all(r.headers.get("authorization", "").endswith(FAKE_KEY) or r.headers.get("x-api-key") == FAKE_KEY
-               or r.headers.get("x-goog-api-key") == FAKE_KEY or r.headers.get("api-key") == FAKE_KEY
-               for r in ai_fake.requests), "the key was not even sent"
+    assert all(
+        r.headers.get("authorization", "").endswith(FAKE_KEY)
+        or r.headers.get("x-api-key") == FAKE_KEY
+        or r.headers.get("x-goog-api-key") == FAKE_KEY
+        or r.headers.get("api-key") == FAKE_KEY
+        for r in ai_fake.requests
+    ), "the key was not even sent"
     assert any("refused (401)" in m for m in messages)
-    leaks = [m for m in messages if FAKE_KEY in m] + [r.getMessage() for r in caplog.records if FAKE_KEY in r.getMessage()]
+    leaks = [m for m in messages if FAKE_KEY in m] + [
+        r.getMessage() for r in caplog.records if FAKE_KEY in r.getMessage()
+    ]
     assert leaks == []
     assert FAKE_KEY not in caplog.text
 
@@ -217,6 +248,7 @@ def test_prompts_are_not_logged_at_info(ai_fake, caplog):
 
 # ---- connection test and client plumbing ---------------------------------------------------------
 
+
 @pytest.mark.parametrize("provider, flavor", PROFILES, ids=IDS)
 def test_connection_test_ok(ai_fake, provider, flavor):
     async def go():
@@ -231,9 +263,12 @@ def test_connection_test_ok(ai_fake, provider, flavor):
     assert isinstance(latency_ms, int) and latency_ms >= 0
     seen = ai_fake.last
     assert seen.system_text == "Reply OK." and seen.user_text == "ping"
-    assert 8 in (seen.body.get("max_tokens"), seen.body.get("max_completion_tokens"),
-                 seen.body.get("generationConfig", {}).get("maxOutputTokens"),
-                 seen.body.get("options", {}).get("num_predict"))
+    assert 8 in (
+        seen.body.get("max_tokens"),
+        seen.body.get("max_completion_tokens"),
+        seen.body.get("generationConfig", {}).get("maxOutputTokens"),
+        seen.body.get("options", {}).get("num_predict"),
+    )
 
 
 def test_connection_test_failing(ai_fake):
@@ -276,8 +311,14 @@ def test_one_http_client_per_origin_and_loop(ai_fake):
         await client.complete(ai_fake.profile("openai"), None, REQ)
         await client.complete(ai_fake.profile("anthropic"), None, REQ)  # same origin, other wire format
         first = dict(client._clients)
-        other = ConnectionProfile(id="y", name="y", provider="openai", flavor="custom",
-                                  base_url=ai_fake.url.replace("127.0.0.1", "localhost") + "/v1", model="m")
+        other = ConnectionProfile(
+            id="y",
+            name="y",
+            provider="openai",
+            flavor="custom",
+            base_url=ai_fake.url.replace("127.0.0.1", "localhost") + "/v1",
+            model="m",
+        )
         await client.complete(other, None, REQ)
         return first, dict(client._clients)
 

@@ -12,13 +12,28 @@ from dle_desktop.ai.types import ChatRequest, ConnectionProfile
 
 from .conftest import FAKE_KEY, run
 
-LORE_SCHEMA = {"type": "object", "additionalProperties": False, "strict": True, "$schema": "x",
-               "required": ["selected"],
-               "properties": {"selected": {"type": "array", "items": {
-                   "type": "object", "additionalProperties": False, "required": ["title", "confidence", "reason"],
-                   "properties": {"title": {"type": "string"},
-                                  "confidence": {"type": "string", "enum": ["high", "medium", "low"]},
-                                  "reason": {"type": ["string", "null"], "title": "Why"}}}}}}
+LORE_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "strict": True,
+    "$schema": "x",
+    "required": ["selected"],
+    "properties": {
+        "selected": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["title", "confidence", "reason"],
+                "properties": {
+                    "title": {"type": "string"},
+                    "confidence": {"type": "string", "enum": ["high", "medium", "low"]},
+                    "reason": {"type": ["string", "null"], "title": "Why"},
+                },
+            },
+        }
+    },
+}
 SCHEMA = {"name": "lore_selection", "schema": LORE_SCHEMA}
 
 
@@ -31,8 +46,10 @@ def prof(**kw) -> ConnectionProfile:
 def test_request_shape_and_key_in_a_header_only():
     req = ChatRequest(system="SYS", user_parts=("A", "B"), max_tokens=300, json_schema=SCHEMA, temperature=0.3)
     method, url, headers, body = gemini.build_request(prof(), FAKE_KEY, req)
-    assert (method, url) == ("POST", "https://generativelanguage.googleapis.com/v1beta/models/"
-                                     "gemini-2.5-flash:generateContent")
+    assert (method, url) == (
+        "POST",
+        "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent",
+    )
     assert FAKE_KEY not in url and "key=" not in url
     assert headers["x-goog-api-key"] == FAKE_KEY
     assert body["systemInstruction"] == {"parts": [{"text": "SYS"}]}
@@ -46,13 +63,25 @@ def test_request_shape_and_key_in_a_header_only():
 def test_schema_is_reduced_to_the_openapi_subset():
     out = gemini.to_gemini_schema(LORE_SCHEMA)
     assert out == {
-        "type": "OBJECT", "required": ["selected"], "propertyOrdering": ["selected"],
-        "properties": {"selected": {"type": "ARRAY", "items": {
-            "type": "OBJECT", "required": ["title", "confidence", "reason"],
-            "propertyOrdering": ["title", "confidence", "reason"],
-            "properties": {"title": {"type": "STRING"},
-                           "confidence": {"type": "STRING", "enum": ["high", "medium", "low"]},
-                           "reason": {"type": "STRING", "nullable": True}}}}}}
+        "type": "OBJECT",
+        "required": ["selected"],
+        "propertyOrdering": ["selected"],
+        "properties": {
+            "selected": {
+                "type": "ARRAY",
+                "items": {
+                    "type": "OBJECT",
+                    "required": ["title", "confidence", "reason"],
+                    "propertyOrdering": ["title", "confidence", "reason"],
+                    "properties": {
+                        "title": {"type": "STRING"},
+                        "confidence": {"type": "STRING", "enum": ["high", "medium", "low"]},
+                        "reason": {"type": "STRING", "nullable": True},
+                    },
+                },
+            }
+        },
+    }
     assert LORE_SCHEMA["additionalProperties"] is False  # the caller's schema is left alone
     assert gemini.to_gemini_schema({"const": "x", "type": "string"}) == {"enum": ["x"], "type": "STRING"}
 
@@ -72,28 +101,51 @@ def test_thinking_gets_room_of_its_own():
     assert body["generationConfig"]["maxOutputTokens"] == 1524
 
 
-@pytest.mark.parametrize("model, base, url", [
-    ("models/gemini-2.0-flash", "", "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash"),
-    ("gemini-pro", "https://proxy.example/v1beta/", "https://proxy.example/v1beta/models/gemini-pro"),
-    ("tunedModels/my-lore", "", "https://generativelanguage.googleapis.com/v1beta/tunedModels/my-lore"),
-])
+@pytest.mark.parametrize(
+    "model, base, url",
+    [
+        ("models/gemini-2.0-flash", "", "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash"),
+        ("gemini-pro", "https://proxy.example/v1beta/", "https://proxy.example/v1beta/models/gemini-pro"),
+        ("tunedModels/my-lore", "", "https://generativelanguage.googleapis.com/v1beta/tunedModels/my-lore"),
+    ],
+)
 def test_urls(model, base, url):
     assert gemini.request_url(prof(model=model, base_url=base)) == url + ":generateContent"
 
 
 # ---- answers --------------------------------------------------------------------------------------
 
+
 def parse(body, expect_json=False):
     return gemini.parse_response(prof(), 200, body, expect_json=expect_json)
 
 
 def test_parts_are_joined_thoughts_skipped_usage_read():
-    r = parse({"candidates": [{"content": {"role": "model", "parts": [
-        {"text": "I should pick A", "thought": True}, {"text": '{"selected": '}, {"text": "[]}"}]},
-        "finishReason": "STOP"}],
-        "usageMetadata": {"promptTokenCount": 800, "candidatesTokenCount": 12, "thoughtsTokenCount": 100,
-                          "cachedContentTokenCount": 512},
-        "modelVersion": "gemini-2.5-flash-001"}, expect_json=True)
+    r = parse(
+        {
+            "candidates": [
+                {
+                    "content": {
+                        "role": "model",
+                        "parts": [
+                            {"text": "I should pick A", "thought": True},
+                            {"text": '{"selected": '},
+                            {"text": "[]}"},
+                        ],
+                    },
+                    "finishReason": "STOP",
+                }
+            ],
+            "usageMetadata": {
+                "promptTokenCount": 800,
+                "candidatesTokenCount": 12,
+                "thoughtsTokenCount": 100,
+                "cachedContentTokenCount": 512,
+            },
+            "modelVersion": "gemini-2.5-flash-001",
+        },
+        expect_json=True,
+    )
     assert r.text == '{"selected": []}' and r.structured == {"selected": []}
     assert (r.usage.input_tokens, r.usage.output_tokens, r.usage.cache_read_tokens) == (800, 112, 512)
     assert (r.model, r.finish_reason) == ("gemini-2.5-flash-001", "STOP")

@@ -25,9 +25,13 @@ def test_request_shape():
     method, url, headers, body = ollama_native.build_request(prof(), None, req)
     assert (method, url) == ("POST", "http://127.0.0.1:11434/api/chat")
     assert "Authorization" not in headers
-    assert body == {"model": "qwen3:8b", "stream": False,
-                    "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "A\n\nB"}],
-                    "options": {"num_predict": 256, "temperature": 0}, "format": SCHEMA["schema"]}
+    assert body == {
+        "model": "qwen3:8b",
+        "stream": False,
+        "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "A\n\nB"}],
+        "options": {"num_predict": 256, "temperature": 0},
+        "format": SCHEMA["schema"],
+    }
 
 
 def test_thinking_key_and_force_user_role():
@@ -40,16 +44,34 @@ def test_thinking_key_and_force_user_role():
     assert "think" not in plain
 
 
-@pytest.mark.parametrize("base", ["http://box:11434", "http://box:11434/", "http://box:11434/api",
-                                  "http://box:11434/v1", "http://box:11434/api/chat"])
+@pytest.mark.parametrize(
+    "base",
+    [
+        "http://box:11434",
+        "http://box:11434/",
+        "http://box:11434/api",
+        "http://box:11434/v1",
+        "http://box:11434/api/chat",
+    ],
+)
 def test_url_from_what_users_paste(base):
     assert ollama_native.request_url(prof(base_url=base)) == "http://box:11434/api/chat"
 
 
 def test_answer_and_usage():
-    r = ollama_native.parse_response(prof(), 200, {
-        "model": "qwen3:8b", "message": {"role": "assistant", "content": '{"selected": []}', "thinking": "hmm"},
-        "done": True, "done_reason": "stop", "prompt_eval_count": 700, "eval_count": 9}, expect_json=True)
+    r = ollama_native.parse_response(
+        prof(),
+        200,
+        {
+            "model": "qwen3:8b",
+            "message": {"role": "assistant", "content": '{"selected": []}', "thinking": "hmm"},
+            "done": True,
+            "done_reason": "stop",
+            "prompt_eval_count": 700,
+            "eval_count": 9,
+        },
+        expect_json=True,
+    )
     assert (r.text, r.structured, r.finish_reason) == ('{"selected": []}', {"selected": []}, "stop")
     assert (r.usage.input_tokens, r.usage.output_tokens) == (700, 9)
 

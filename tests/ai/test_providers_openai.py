@@ -12,11 +12,18 @@ from dle_desktop.ai.types import ChatRequest, ConnectionProfile
 
 from .conftest import FAKE_KEY, run
 
-SCHEMA = {"name": "lore_selection", "schema": {
-    "type": "object", "additionalProperties": False, "required": ["selected"],
-    "properties": {"selected": {"type": "array", "items": {"type": "object"}}}}}
-REQ = ChatRequest(system="You are a lore librarian.", user_parts=("<manifest/>", "<chat/>"), max_tokens=512,
-                  json_schema=SCHEMA)
+SCHEMA = {
+    "name": "lore_selection",
+    "schema": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["selected"],
+        "properties": {"selected": {"type": "array", "items": {"type": "object"}}},
+    },
+}
+REQ = ChatRequest(
+    system="You are a lore librarian.", user_parts=("<manifest/>", "<chat/>"), max_tokens=512, json_schema=SCHEMA
+)
 
 
 def prof(flavor: str = "openai", **kw) -> ConnectionProfile:
@@ -27,19 +34,34 @@ def prof(flavor: str = "openai", **kw) -> ConnectionProfile:
     return ConnectionProfile(**fields)
 
 
-@pytest.mark.parametrize("flavor, mode", [
-    ("openai", "json_schema"), ("azure", "json_schema"), ("openrouter", "json_schema"), ("groq", "json_schema"),
-    ("xai", "json_schema"), ("fireworks", "json_schema"), ("mistral", "json_schema"), ("llamacpp", "json_schema"),
-    ("vllm", "json_schema"), ("lmstudio", "json_schema"), ("ollama", "json_schema"), ("custom", "json_schema"),
-    ("deepseek", "json_object"), ("koboldcpp", "none"),
-])
+@pytest.mark.parametrize(
+    "flavor, mode",
+    [
+        ("openai", "json_schema"),
+        ("azure", "json_schema"),
+        ("openrouter", "json_schema"),
+        ("groq", "json_schema"),
+        ("xai", "json_schema"),
+        ("fireworks", "json_schema"),
+        ("mistral", "json_schema"),
+        ("llamacpp", "json_schema"),
+        ("vllm", "json_schema"),
+        ("lmstudio", "json_schema"),
+        ("ollama", "json_schema"),
+        ("custom", "json_schema"),
+        ("deepseek", "json_object"),
+        ("koboldcpp", "none"),
+    ],
+)
 def test_structured_output_mode_per_flavor(flavor, mode):
     p = prof(flavor)
     assert openai_compat.structured_output_mode(p, REQ) == mode
     body = openai_compat.build_request(p, FAKE_KEY, REQ)[3]
     if mode == "json_schema":
-        assert body["response_format"] == {"type": "json_schema", "json_schema": {
-            "name": "lore_selection", "strict": True, "schema": SCHEMA["schema"]}}
+        assert body["response_format"] == {
+            "type": "json_schema",
+            "json_schema": {"name": "lore_selection", "strict": True, "schema": SCHEMA["schema"]},
+        }
     elif mode == "json_object":
         assert body["response_format"] == {"type": "json_object"}
     else:
@@ -67,8 +89,10 @@ def test_request_shape_for_openai():
     assert (method, url) == ("POST", "https://api.openai.com/v1/chat/completions")
     assert headers["Authorization"] == f"Bearer {FAKE_KEY}"
     assert headers["Content-Type"] == "application/json"
-    assert body["messages"] == [{"role": "system", "content": "You are a lore librarian."},
-                                {"role": "user", "content": "<manifest/>\n\n<chat/>"}]
+    assert body["messages"] == [
+        {"role": "system", "content": "You are a lore librarian."},
+        {"role": "user", "content": "<manifest/>\n\n<chat/>"},
+    ]
     assert body["max_completion_tokens"] == 512 and "max_tokens" not in body
     assert body["stream"] is False and body["model"] == "gpt-4o-mini"
     assert "temperature" not in body
@@ -101,8 +125,9 @@ def test_openrouter_identifies_the_app():
 def test_azure_uses_the_deployment_url_and_an_api_key_header():
     p = prof("azure", model="gpt4o-prod", api_version="2024-08-01-preview")
     _, url, headers, body = openai_compat.build_request(p, FAKE_KEY, REQ)
-    assert url == ("https://res.openai.azure.com/openai/deployments/gpt4o-prod/chat/completions"
-                   "?api-version=2024-08-01-preview")
+    assert url == (
+        "https://res.openai.azure.com/openai/deployments/gpt4o-prod/chat/completions?api-version=2024-08-01-preview"
+    )
     assert headers["api-key"] == FAKE_KEY and "Authorization" not in headers
     assert "model" not in body
     assert "api-version=2024-10-21" in openai_compat.build_request(prof("azure", model="d"), None, REQ)[1]
@@ -114,34 +139,52 @@ def test_extra_headers_come_last_and_win():
     assert headers["Authorization"] == "Token custom" and headers["X-Org"] == "lore"
 
 
-@pytest.mark.parametrize("base, url", [
-    ("http://127.0.0.1:8080", "http://127.0.0.1:8080/v1/chat/completions"),
-    ("http://127.0.0.1:8080/v1/", "http://127.0.0.1:8080/v1/chat/completions"),
-    ("http://h:1/api/v1/chat/completions", "http://h:1/api/v1/chat/completions"),
-    ("https://h/openai/v1", "https://h/openai/v1/chat/completions"),
-])
+@pytest.mark.parametrize(
+    "base, url",
+    [
+        ("http://127.0.0.1:8080", "http://127.0.0.1:8080/v1/chat/completions"),
+        ("http://127.0.0.1:8080/v1/", "http://127.0.0.1:8080/v1/chat/completions"),
+        ("http://h:1/api/v1/chat/completions", "http://h:1/api/v1/chat/completions"),
+        ("https://h/openai/v1", "https://h/openai/v1/chat/completions"),
+    ],
+)
 def test_urls_from_what_users_paste(base, url):
     assert openai_compat.request_url(prof("custom", base_url=base)) == url
 
 
 # ---- answers --------------------------------------------------------------------------------------
 
+
 def parse(body, flavor="openai", expect_json=False, status=200):
     return openai_compat.parse_response(prof(flavor), status, body, expect_json=expect_json)
 
 
 def test_plain_answer_with_usage_and_cached_tokens():
-    r = parse({"model": "gpt-4o-mini-2024", "choices": [{"message": {"content": "[]"}, "finish_reason": "stop"}],
-               "usage": {"prompt_tokens": 900, "completion_tokens": 3,
-                         "prompt_tokens_details": {"cached_tokens": 768}}}, expect_json=True)
+    r = parse(
+        {
+            "model": "gpt-4o-mini-2024",
+            "choices": [{"message": {"content": "[]"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 900, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 768}},
+        },
+        expect_json=True,
+    )
     assert (r.text, r.structured, r.model, r.finish_reason) == ("[]", [], "gpt-4o-mini-2024", "stop")
     assert (r.usage.input_tokens, r.usage.output_tokens, r.usage.cache_read_tokens) == (900, 3, 768)
 
 
 def test_content_parts_are_joined_and_reasoning_is_ignored():
-    r = parse({"choices": [{"message": {"content": [{"type": "text", "text": "[{\"ti"},
-                                                    {"type": "text", "text": "tle\": \"A\"}]"}],
-                                        "reasoning_content": "hidden thoughts"}}]})
+    r = parse(
+        {
+            "choices": [
+                {
+                    "message": {
+                        "content": [{"type": "text", "text": '[{"ti'}, {"type": "text", "text": 'tle": "A"}]'}],
+                        "reasoning_content": "hidden thoughts",
+                    }
+                }
+            ]
+        }
+    )
     assert r.text == '[{"title": "A"}]' and "hidden" not in r.text
     assert r.model == "gpt-4o-mini" and r.finish_reason is None
 
@@ -152,8 +195,13 @@ def test_structured_only_when_asked_and_exactly_json():
 
 
 def test_deepseek_cache_hits_and_null_usage_values():
-    r = parse({"choices": [{"message": {"content": "x"}}],
-               "usage": {"prompt_tokens": None, "completion_tokens": 2.0, "prompt_cache_hit_tokens": 50}}, "deepseek")
+    r = parse(
+        {
+            "choices": [{"message": {"content": "x"}}],
+            "usage": {"prompt_tokens": None, "completion_tokens": 2.0, "prompt_cache_hit_tokens": 50},
+        },
+        "deepseek",
+    )
     assert (r.usage.input_tokens, r.usage.output_tokens, r.usage.cache_read_tokens) == (0, 2, 50)
 
 
@@ -176,18 +224,23 @@ def test_errors_inside_a_200_are_read_as_the_error_they_stand_for():
         parse({"error": {"message": "Rate limit exceeded: free-models-per-day", "code": 429}}, "openrouter")
     assert info.value.kind == "rate_limit" and info.value.status == 429
     with pytest.raises(AiError) as info:
-        parse({"choices": [{"error": {"message": "upstream died", "code": 502}, "message": {"content": ""}}]},
-              "openrouter")
+        parse(
+            {"choices": [{"error": {"message": "upstream died", "code": 502}, "message": {"content": ""}}]},
+            "openrouter",
+        )
     assert info.value.kind == "server"
 
 
-@pytest.mark.parametrize("body, words", [
-    ([], "expected a JSON object"),
-    ({"choices": []}, "no 'choices'"),
-    ({"object": "list", "data": []}, "no 'choices'"),
-    ({"choices": [{"text": "legacy completion"}]}, "no 'message'"),
-    ({"choices": [{"message": {"content": 42}}]}, "neither text nor a list"),
-])
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        ([], "expected a JSON object"),
+        ({"choices": []}, "no 'choices'"),
+        ({"object": "list", "data": []}, "no 'choices'"),
+        ({"choices": [{"text": "legacy completion"}]}, "no 'message'"),
+        ({"choices": [{"message": {"content": 42}}]}, "neither text nor a list"),
+    ],
+)
 def test_unreadable_envelopes_are_bad_responses(body, words):
     with pytest.raises(AiError) as info:
         parse(body)
@@ -197,9 +250,12 @@ def test_unreadable_envelopes_are_bad_responses(body, words):
 
 # ---- through the real client and the fake server ------------------------------------------------
 
+
 def test_end_to_end_against_the_fake(ai_fake):
-    ai_fake.reply(structured={"selected": [{"title": "Gorduin", "confidence": "high", "reason": "named"}]},
-                  usage={"input": 1200, "output": 40, "cache_read": 1024})
+    ai_fake.reply(
+        structured={"selected": [{"title": "Gorduin", "confidence": "high", "reason": "named"}]},
+        usage={"input": 1200, "output": 40, "cache_read": 1024},
+    )
     client = AiClient()
 
     async def go():

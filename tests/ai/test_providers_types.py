@@ -23,9 +23,16 @@ def profile(**kw) -> ConnectionProfile:
 
 
 def test_json_round_trip_keeps_every_field():
-    p = profile(flavor="openrouter", base_url="https://openrouter.ai/api/v1/", model="anthropic/claude-sonnet-4",
-                secret_id="ai:openrouter", extra_headers={"X-Trace": "1"}, timeout_s=45.5, thinking=True,
-                api_version="")
+    p = profile(
+        flavor="openrouter",
+        base_url="https://openrouter.ai/api/v1/",
+        model="anthropic/claude-sonnet-4",
+        secret_id="ai:openrouter",
+        extra_headers={"X-Trace": "1"},
+        timeout_s=45.5,
+        thinking=True,
+        api_version="",
+    )
     data = p.to_json()
     assert data["extra_headers"] == {"X-Trace": "1"}
     assert "key" not in " ".join(k for k in data if k != "secret_id")
@@ -35,35 +42,45 @@ def test_json_round_trip_keeps_every_field():
 
 
 def test_from_json_ignores_unknown_keys_and_fills_defaults():
-    p = ConnectionProfile.from_json({"id": "x", "name": "Local", "provider": "ollama", "model": "qwen3:8b",
-                                     "future_field": [1, 2]})
+    p = ConnectionProfile.from_json(
+        {"id": "x", "name": "Local", "provider": "ollama", "model": "qwen3:8b", "future_field": [1, 2]}
+    )
     assert p.flavor == "ollama" and p.timeout_s == 20.0 and p.thinking is False and p.extra_headers == ()
     assert p.endpoint == "http://127.0.0.1:11434"
 
 
-@pytest.mark.parametrize("data, words", [
-    ({"provider": "cohere", "model": "m"}, "unknown provider 'cohere'"),
-    ({"provider": "openai", "flavor": "together", "model": "m"}, "unknown OpenAI-compatible flavor 'together'"),
-    ({"provider": "anthropic", "flavor": "openrouter", "model": "m"}, "has no flavor 'openrouter'"),
-    ({"provider": "openai", "base_url": "ftp://example.com/v1", "model": "m"}, "http:// or https://"),
-    ({"provider": "openai", "base_url": "http:///v1", "model": "m"}, "no host name"),
-    ({"provider": "openai", "base_url": "https://user:sk-secret@example.com/v1", "model": "m"}, "not in the server URL"),
-    ({"provider": "openai", "base_url": "https://example.com/v1?key=1", "model": "m"}, "must not carry a query"),
-    ({"provider": "openai", "flavor": "openai", "model": ""}, "needs a model name"),
-    ({"provider": "anthropic", "model": " "}, "Anthropic connection needs a model name"),
-    ({"provider": "gemini"}, "needs a model name"),
-    ({"provider": "ollama"}, "needs a model name"),
-    ({"provider": "openai", "flavor": "azure", "base_url": "https://r.openai.azure.com"}, "needs a deployment name"),
-    ({"provider": "openai", "flavor": "azure", "model": "gpt4o"}, "needs a server URL"),
-    ({"provider": "openai", "flavor": "custom"}, "needs a server URL"),
-    ({"provider": "openai", "model": "m", "timeout_s": 0}, "timeout must be a positive"),
-    ({"provider": "openai", "model": "m", "timeout_s": "20"}, "'timeout_s' must be a number"),
-    ({"provider": "openai", "model": "m", "thinking": "yes"}, "'thinking' must be true or false"),
-    ({"provider": "openai", "model": 7}, "'model' must be text"),
-    ({"provider": "openai", "model": "m", "extra_headers": {"Bad Header": "x"}}, "not a valid header name"),
-    ({"provider": "openai", "model": "m", "extra_headers": {"X-A": "a\r\nInjected: 1"}}, "must be on one line"),
-    ({"provider": "openai", "model": "m", "extra_headers": ["X-A"]}, "'extra_headers' must be an object"),
-])
+@pytest.mark.parametrize(
+    "data, words",
+    [
+        ({"provider": "cohere", "model": "m"}, "unknown provider 'cohere'"),
+        ({"provider": "openai", "flavor": "together", "model": "m"}, "unknown OpenAI-compatible flavor 'together'"),
+        ({"provider": "anthropic", "flavor": "openrouter", "model": "m"}, "has no flavor 'openrouter'"),
+        ({"provider": "openai", "base_url": "ftp://example.com/v1", "model": "m"}, "http:// or https://"),
+        ({"provider": "openai", "base_url": "http:///v1", "model": "m"}, "no host name"),
+        (
+            {"provider": "openai", "base_url": "https://user:sk-secret@example.com/v1", "model": "m"},
+            "not in the server URL",
+        ),
+        ({"provider": "openai", "base_url": "https://example.com/v1?key=1", "model": "m"}, "must not carry a query"),
+        ({"provider": "openai", "flavor": "openai", "model": ""}, "needs a model name"),
+        ({"provider": "anthropic", "model": " "}, "Anthropic connection needs a model name"),
+        ({"provider": "gemini"}, "needs a model name"),
+        ({"provider": "ollama"}, "needs a model name"),
+        (
+            {"provider": "openai", "flavor": "azure", "base_url": "https://r.openai.azure.com"},
+            "needs a deployment name",
+        ),
+        ({"provider": "openai", "flavor": "azure", "model": "gpt4o"}, "needs a server URL"),
+        ({"provider": "openai", "flavor": "custom"}, "needs a server URL"),
+        ({"provider": "openai", "model": "m", "timeout_s": 0}, "timeout must be a positive"),
+        ({"provider": "openai", "model": "m", "timeout_s": "20"}, "'timeout_s' must be a number"),
+        ({"provider": "openai", "model": "m", "thinking": "yes"}, "'thinking' must be true or false"),
+        ({"provider": "openai", "model": 7}, "'model' must be text"),
+        ({"provider": "openai", "model": "m", "extra_headers": {"Bad Header": "x"}}, "not a valid header name"),
+        ({"provider": "openai", "model": "m", "extra_headers": {"X-A": "a\r\nInjected: 1"}}, "must be on one line"),
+        ({"provider": "openai", "model": "m", "extra_headers": ["X-A"]}, "'extra_headers' must be an object"),
+    ],
+)
 def test_from_json_rejects_bad_profiles_in_plain_words(data, words):
     with pytest.raises(ConfigError) as info:
         ConnectionProfile.from_json({"id": "p", "name": "Mine", **data})

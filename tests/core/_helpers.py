@@ -28,8 +28,9 @@ def codes(entry: Entry) -> list[str]:
     return [w.code for w in entry.warnings]
 
 
-def entry(title: str, vault: str = "v", path: str | None = None, fm: str = "", body: str = "",
-          tags: str = "lorebook", **kw) -> Entry:
+def entry(
+    title: str, vault: str = "v", path: str | None = None, fm: str = "", body: str = "", tags: str = "lorebook", **kw
+) -> Entry:
     """An admitted entry titled `title` (via its H1) with extra frontmatter lines."""
     path = path or f"{title}.md"
     text = note(f"tags: [{tags}]\n" + fm, f"# {title}\n{body or title + ' text.'}")

@@ -50,9 +50,18 @@ def test_tokenize_matches_reference_on_random_text():
     for _ in range(500):
         chars = []
         for _ in range(rng.randint(0, 80)):
-            cp = rng.choice([rng.randint(0x20, 0x7E), rng.randint(0xA0, 0x2FF), rng.randint(0x300, 0x36F),
-                             rng.randint(0x900, 0x97F), rng.randint(0x4E00, 0x4E40), rng.randint(0x1F300, 0x1F320),
-                             rng.randint(0x2150, 0x218F), rng.randint(0x660, 0x669)])
+            cp = rng.choice(
+                [
+                    rng.randint(0x20, 0x7E),
+                    rng.randint(0xA0, 0x2FF),
+                    rng.randint(0x300, 0x36F),
+                    rng.randint(0x900, 0x97F),
+                    rng.randint(0x4E00, 0x4E40),
+                    rng.randint(0x1F300, 0x1F320),
+                    rng.randint(0x2150, 0x218F),
+                    rng.randint(0x660, 0x669),
+                ]
+            )
             chars.append(chr(cp))
         text = "".join(chars)
         assert tokenize(text) == _reference_tokenize(text)
@@ -68,9 +77,9 @@ def test_parameters():
 
 # ---------------------------------------------------------------- scoring
 CORPUS = {
-    "d1": "apple banana",          # len 2
-    "d2": "apple apple cherry",    # len 3
-    "d3": "cherry date",           # len 2
+    "d1": "apple banana",  # len 2
+    "d2": "apple apple cherry",  # len 3
+    "d3": "cherry date",  # len 2
 }
 AVG = 7 / 3
 
@@ -140,9 +149,16 @@ def test_default_thresholds_match_pipeline_fuzzy():
 
 
 # ---------------------------------------------------------------- incremental
-WORDS = "dragon crown angel vault archive oracle summit frost magic cost sword river king queen ash dawn".split()  # noqa: SIM905 - a word list reads as prose
-QUERIES = ["dragon crown", "vault archive oracle", "magic cost", "king queen ash", "dawn", "river sword frost summit",
-           " ".join(WORDS)]
+WORDS = "dragon crown angel vault archive oracle summit frost magic cost sword river king queen ash dawn".split()
+QUERIES = [
+    "dragon crown",
+    "vault archive oracle",
+    "magic cost",
+    "king queen ash",
+    "dawn",
+    "river sword frost summit",
+    " ".join(WORDS),
+]
 
 
 def _doc(rng):

@@ -16,8 +16,8 @@ def test_first_build_lists_everything_as_added():
 def test_added_removed_modified_keys_changed():
     a, b, c = entry("A", fm="keys: [x]"), entry("B", fm="keys: [y]"), entry("C", fm="keys: [z]")
     old = one_vault(a, b, c)
-    a2 = entry("A", fm="keys: [x]", body="new body")       # content changed, keys same
-    b2 = entry("B", fm="keys: [y, y2]")                     # keys changed
+    a2 = entry("A", fm="keys: [x]", body="new body")  # content changed, keys same
+    b2 = entry("B", fm="keys: [y, y2]")  # keys changed
     d = entry("D")
     new = one_vault(a2, b2, d)
     cs = diff_snapshots(old, new)

@@ -130,8 +130,9 @@ def test_example_3_angel_crown():
     assert e.exclude_recursion is True
     assert e.custom_fields == {"character_present": ("Gorduin Wynlar",)}
     # YAML `|`: common indentation removed, a single trailing newline then stripped
-    assert e.summary == ("Pre-Calamity artifact in the Oracles vault.\n"
-                         "Select when artifacts or forbidden relics come up.")
+    assert e.summary == (
+        "Pre-Calamity artifact in the Oracles vault.\nSelect when artifacts or forbidden relics come up."
+    )
     assert e.content == "A circlet of pale metal. See War of Glimmering Hope."
     assert e.links == ("War of Glimmering Hope",)
     assert e.tags == ()

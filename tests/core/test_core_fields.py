@@ -63,7 +63,13 @@ def test_defaults():
     names = [f.name for f in DEFAULT_FIELDS]
     assert names == ["era", "location", "scene_type", "character_present"]
     for f in DEFAULT_FIELDS:
-        assert (f.type, f.multi, f.operator, f.tolerance, f.gating_enabled) == ("string", True, "match_any", "moderate", True)
+        assert (f.type, f.multi, f.operator, f.tolerance, f.gating_enabled) == (
+            "string",
+            True,
+            "match_any",
+            "moderate",
+            True,
+        )
     assert DEFAULT_DEFINITIONS.source == "defaults"
 
 
@@ -74,7 +80,13 @@ def test_dle_layout():
     assert defs.problems == ()
     assert defs.source == "DeepLore/field-definitions.yaml"
     mood = by["mood"]
-    assert (mood.label, mood.type, mood.multi, mood.operator, mood.tolerance) == ("Mood", "string", False, "eq", "strict")
+    assert (mood.label, mood.type, mood.multi, mood.operator, mood.tolerance) == (
+        "Mood",
+        "string",
+        False,
+        "eq",
+        "strict",
+    )
     assert mood.context_key == "current_mood"
     assert mood.values == ("calm", "angry")
     assert by["level"].type == "number" and by["level"].operator == "gt" and by["level"].values == ()
@@ -166,8 +178,20 @@ def test_string_single_trimmed():
     assert extract_custom_value(S_SINGLE, 7) == "7"
 
 
-@pytest.mark.parametrize("value, expected", [(12, 12), ("12", 12), (2.5, 2.5), ("-3", -3), ("abc", None),
-                                             (float("nan"), None), ("nan", None), (True, None), (None, None)])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (12, 12),
+        ("12", 12),
+        (2.5, 2.5),
+        ("-3", -3),
+        ("abc", None),
+        (float("nan"), None),
+        ("nan", None),
+        (True, None),
+        (None, None),
+    ],
+)
 def test_number(value, expected):
     assert extract_custom_value(NUM, value) == expected
 

@@ -75,8 +75,10 @@ def test_yaml11_booleans_and_dates_stay_strings():
     assert all(isinstance(v, (str, int)) for v in s.data.values())
 
 
-@pytest.mark.parametrize("word, value", [("true", True), ("True", True), ("TRUE", True),
-                                         ("false", False), ("False", False), ("FALSE", False)])
+@pytest.mark.parametrize(
+    "word, value",
+    [("true", True), ("True", True), ("TRUE", True), ("false", False), ("False", False), ("FALSE", False)],
+)
 def test_true_false_are_booleans(word, value):
     assert split_note(f"---\na: {word}\n---\n").data == {"a": value}
 

@@ -41,6 +41,7 @@ def test_one_char_by_hand():
             n, r = divmod(n, 36)
             out = "0123456789abcdefghijklmnopqrstuvwxyz"[r] + out
         return out
+
     assert simple_hash("a") == f"1_{b36(177670)}_{b36(1739560)}"
 
 
@@ -51,8 +52,14 @@ def test_astral_char_counts_two_utf16_units():
 
 def _random_text(rng: random.Random, n: int) -> str:
     pools = [
-        (0x20, 0x7E), (0xA0, 0x24F), (0x400, 0x4FF), (0x590, 0x6FF), (0x4E00, 0x9FFF),
-        (0x300, 0x36F), (0x1F300, 0x1FAFF), (0x10000, 0x10FFFF),
+        (0x20, 0x7E),
+        (0xA0, 0x24F),
+        (0x400, 0x4FF),
+        (0x590, 0x6FF),
+        (0x4E00, 0x9FFF),
+        (0x300, 0x36F),
+        (0x1F300, 0x1FAFF),
+        (0x10000, 0x10FFFF),
     ]
     out = []
     for _ in range(n):
@@ -84,7 +91,19 @@ def test_fast_equals_reference_on_long_texts_both_orders():
     assert simple_hash(longer) == simple_hash_reference(longer)
 
 
-@pytest.mark.parametrize("text", ["a\ud800b", "\udfff", "\r\n", "\ufeffbom", "\u0000nul", "e\u0301", "\u05e9\u05dc\u05d5\u05dd", "\u4e2d\u6587" * 100])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a\ud800b",
+        "\udfff",
+        "\r\n",
+        "\ufeffbom",
+        "\u0000nul",
+        "e\u0301",
+        "\u05e9\u05dc\u05d5\u05dd",
+        "\u4e2d\u6587" * 100,
+    ],
+)
 def test_special_texts(text):
     assert simple_hash(text) == _js_simple_hash(text)
 

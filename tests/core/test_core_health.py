@@ -48,17 +48,23 @@ def test_scan_depth_zero_with_ai_off():
 
 
 def test_ai_only_without_profile():
-    only(check(ai_search_enabled=True, ai_search_mode="ai-only", ai_search_connection_mode="profile"),
-         "ai_only_without_profile", "error")
+    only(
+        check(ai_search_enabled=True, ai_search_mode="ai-only", ai_search_connection_mode="profile"),
+        "ai_only_without_profile",
+        "error",
+    )
     assert not findings(check(ai_search_enabled=True, ai_search_mode="two-stage"), "ai_only_without_profile")
-    assert not findings(check(ai_search_enabled=True, ai_search_mode="ai-only", ai_search_profile_id="p1"),
-                        "ai_only_without_profile")
+    assert not findings(
+        check(ai_search_enabled=True, ai_search_mode="ai-only", ai_search_profile_id="p1"), "ai_only_without_profile"
+    )
 
 
 def test_ai_proxy_without_url():
     only(check(ai_search_enabled=True, ai_search_connection_mode="proxy"), "ai_proxy_without_url", "error")
-    assert not findings(check(ai_search_enabled=True, ai_search_connection_mode="proxy",
-                              ai_search_proxy_url="http://127.0.0.1:8080"), "ai_proxy_without_url")
+    assert not findings(
+        check(ai_search_enabled=True, ai_search_connection_mode="proxy", ai_search_proxy_url="http://127.0.0.1:8080"),
+        "ai_proxy_without_url",
+    )
 
 
 def test_scribe_without_profile():
@@ -129,8 +135,11 @@ def test_circular_requires_one_issue_per_pair():
 
 
 def test_duplicate_title_within_vault_one_issue_per_title():
-    r = check(entry("Twin", path="x/Twin.md", fm="keys: [t1]"), entry("twin", path="y/twin.md", fm="keys: [t2]"),
-              entry("twin", path="z/t.md", fm="keys: [t3]"))
+    r = check(
+        entry("Twin", path="x/Twin.md", fm="keys: [t1]"),
+        entry("twin", path="y/twin.md", fm="keys: [t2]"),
+        entry("twin", path="z/t.md", fm="keys: [t3]"),
+    )
     f = only(r, "duplicate_title", "error")
     assert "3 entries" in f.message
 
@@ -206,8 +215,12 @@ def test_depth_or_role_with_position_not_in_chat():
 
 
 def test_exclude_recursion_without_keys():
-    only(check(entry("A", fm="excludeRecursion: true", tags="lorebook, lorebook-always")),
-         "exclude_recursion_without_keys", "warning", "A")
+    only(
+        check(entry("A", fm="excludeRecursion: true", tags="lorebook, lorebook-always")),
+        "exclude_recursion_without_keys",
+        "warning",
+        "A",
+    )
 
 
 def test_probability_zero():
@@ -261,6 +274,7 @@ def test_bad_frontmatter_or_read_error_skip_reported_with_line(code):
 
 def test_bad_frontmatter_from_a_real_parse_is_reported():
     from dle_desktop.core.note_parser import parse_note
+
     sk = parse_note("v", "bad.md", "---\ntags: [lorebook]\nkeys: a: b\n---\nx")
     snap = build_snapshot([VaultSlice("v", (), skipped=(sk,))])
     f = only(run_health_check(snap), "skip_bad_frontmatter", "warning")

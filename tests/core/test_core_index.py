@@ -14,12 +14,24 @@ MOOD_DEFS = parse_field_definitions("fields:\n  - name: mood\n    type: string\n
 
 
 def _two_vaults():
-    a = entry("Dragon", vault="A", path="Beasts/Dragon.md",
-              tags="lorebook, beast", fm="keys: [dragon, wyrm]\nrequires: [Lair]\nera: [Dawn]\nmood: grim",
-              body="Big. See [[Lair]].", field_definitions=MOOD_DEFS)
-    b = entry("dragon", vault="B", path="Dragon.md",
-              tags="lorebook, lorebook-always, myth", fm="keys: [drake, Dragon]\nsummary: A myth.\nexcludes: [Knight]\nera: [Dusk, Dawn]\nmood: sad",
-              body="Old. See [[Knight]].", field_definitions=MOOD_DEFS)
+    a = entry(
+        "Dragon",
+        vault="A",
+        path="Beasts/Dragon.md",
+        tags="lorebook, beast",
+        fm="keys: [dragon, wyrm]\nrequires: [Lair]\nera: [Dawn]\nmood: grim",
+        body="Big. See [[Lair]].",
+        field_definitions=MOOD_DEFS,
+    )
+    b = entry(
+        "dragon",
+        vault="B",
+        path="Dragon.md",
+        tags="lorebook, lorebook-always, myth",
+        fm="keys: [drake, Dragon]\nsummary: A myth.\nexcludes: [Knight]\nera: [Dusk, Dawn]\nmood: sad",
+        body="Old. See [[Knight]].",
+        field_definitions=MOOD_DEFS,
+    )
     lair = entry("Lair", vault="A")
     knight = entry("Knight", vault="B")
     return a, b, lair, knight
@@ -151,6 +163,7 @@ def test_find_and_by_title():
 
 def test_skips_warnings_counts_and_json():
     from dle_desktop.core.entry import Skip
+
     sk = Skip("A", "bad.md", "SKIP_BAD_FRONTMATTER", "broken", 3)
     s1 = VaultSlice("A", (entry("X", vault="A"),), skipped=(sk,), problems=("listing partial",))
     s2 = VaultSlice("B", (), error="unreachable")

@@ -124,10 +124,17 @@ def test_priority_non_finite_or_bool_ignored(value):
 
 
 # ---------------------------------------------------------------- depth
-@pytest.mark.parametrize("raw, expected, warned", [
-    ("0", 0, False), ("4", 4, False), ("-5", 0, True), ("20000", MAX_DEPTH, True), ("10000", 10000, False),
-    ("'7'", 7, False),
-])
+@pytest.mark.parametrize(
+    "raw, expected, warned",
+    [
+        ("0", 0, False),
+        ("4", 4, False),
+        ("-5", 0, True),
+        ("20000", MAX_DEPTH, True),
+        ("10000", 10000, False),
+        ("'7'", 7, False),
+    ],
+)
 def test_depth_clamped_0_to_10000(raw, expected, warned):
     e = lore(f"depth: {raw}")
     assert e.depth == expected
@@ -341,6 +348,7 @@ def test_canonical_names_are_not_warned():
 # ---------------------------------------------------------------- derived
 def test_content_hash_is_of_raw_text():
     from dle_desktop.core.hashing import simple_hash
+
     text = note("tags: [lorebook]", "# T\nbody")
     assert parse_note("v", "n.md", text).content_hash == simple_hash(text)
     # a frontmatter-only edit changes the hash even though the content is the same

@@ -12,12 +12,12 @@ from dle_desktop.core.note_parser import parse_note
 from ._helpers import note
 
 CASES = [
-    ("\u9f8d\u738b", ["\u9f8d", "\u9f8d\u738b\u6bbf"]),                      # CJK
-    ("\U0001f409 Dragon \U0001f525", ["\U0001f409", "fire \U0001f525"]),     # emoji (astral)
+    ("\u9f8d\u738b", ["\u9f8d", "\u9f8d\u738b\u6bbf"]),  # CJK
+    ("\U0001f409 Dragon \U0001f525", ["\U0001f409", "fire \U0001f525"]),  # emoji (astral)
     ("\u05d4\u05de\u05dc\u05da \u05e9\u05dc\u05de\u05d4", ["\u05e9\u05dc\u05de\u05d4"]),  # Hebrew RTL
     ("\u0627\u0644\u0645\u0644\u0643", ["\u0627\u0644\u0645\u0644\u0643"]),  # Arabic RTL
-    ("Cafe\u0301 Noir", ["cafe\u0301"]),                                      # combining acute
-    ("Z\u0351\u0352\u0353algo", ["Z\u0351\u0352\u0353"]),                     # stacked marks
+    ("Cafe\u0301 Noir", ["cafe\u0301"]),  # combining acute
+    ("Z\u0351\u0352\u0353algo", ["Z\u0351\u0352\u0353"]),  # stacked marks
     ("\u0939\u093f\u0928\u094d\u0926\u0940", ["\u0939\u093f\u0928\u094d\u0926\u0940"]),  # Devanagari
 ]
 

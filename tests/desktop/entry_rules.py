@@ -57,8 +57,7 @@ def split_exec(value: str) -> list[str]:
 def parse(path: Path) -> dict[str, str]:
     """The [Desktop Entry] group, read with configparser (keys keep their case); fails on any
     line that is neither a group, a key=value pair nor a comment."""
-    parser = configparser.ConfigParser(interpolation=None, delimiters=("=",), comment_prefixes=("#",),
-                                       strict=True)
+    parser = configparser.ConfigParser(interpolation=None, delimiters=("=",), comment_prefixes=("#",), strict=True)
     parser.optionxform = str
     parser.read_string(path.read_text(encoding="utf-8"))
     assert parser.sections()[0] == "Desktop Entry"

@@ -71,13 +71,19 @@ def test_the_entry_really_starts_the_app(xdg):
     args = entry_rules.split_exec(entry_rules.unescape(entry["Exec"]))
     # --version exits before any window: proof that Exec names a working interpreter and package,
     # run from the entry's own working folder as a session manager would.
-    done = subprocess.run([*args, "--version"], cwd=entry_rules.unescape(entry["Path"]), capture_output=True,
-                          text=True, timeout=120, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    done = subprocess.run(
+        [*args, "--version"],
+        cwd=entry_rules.unescape(entry["Path"]),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
     assert done.returncode == 0 and done.stdout.startswith("dle-desktop "), done.stderr
 
 
 def test_odd_characters_in_paths_survive_the_exec_quoting(tmp_path):
-    weird = ["/opt/My Apps/py$thon \"3\"", "-m", "dle_desktop", "--data-dir", "/home/a b/100%`x`\\y", TRAY_FLAG]
+    weird = ['/opt/My Apps/py$thon "3"', "-m", "dle_desktop", "--data-dir", "/home/a b/100%`x`\\y", TRAY_FLAG]
     assert entry_rules.split_exec(entry_rules.unescape(exec_value(weird))) == weird
     auto = Autostart(weird, system="xdg", environ={"XDG_CONFIG_HOME": str(tmp_path)})
     auto.enable()
@@ -98,7 +104,9 @@ def test_an_entry_switched_off_by_the_desktop_reads_as_off(xdg):
     assert not xdg.is_enabled()
     xdg.enable()  # ticking again rewrites it on
     assert xdg.is_enabled()
-    xdg.path.write_text(xdg.path.read_text().replace("X-GNOME-Autostart-enabled=true", "X-GNOME-Autostart-enabled=false"))
+    xdg.path.write_text(
+        xdg.path.read_text().replace("X-GNOME-Autostart-enabled=true", "X-GNOME-Autostart-enabled=false")
+    )
     assert not xdg.is_enabled()
 
 

@@ -58,7 +58,10 @@ def test_install_and_remove_in_a_temporary_data_home(tmp_path):
 
 def test_the_default_data_home(tmp_path):
     assert desktop_entry.entry_path({}, home=tmp_path) == tmp_path / ".local/share/applications/dle-desktop.desktop"
-    assert desktop_entry.icons_root({"XDG_DATA_HOME": "not/absolute"}, home=tmp_path) == tmp_path / ".local/share/icons/hicolor"
+    assert (
+        desktop_entry.icons_root({"XDG_DATA_HOME": "not/absolute"}, home=tmp_path)
+        == tmp_path / ".local/share/icons/hicolor"
+    )
 
 
 def test_other_systems_are_told_what_to_do_instead(tmp_path):
@@ -68,9 +71,11 @@ def test_other_systems_are_told_what_to_do_instead(tmp_path):
 
 def test_the_command_line_flags(tmp_path):
     env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "share")}
+
     def run(flag: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "dle_desktop", flag], env=env, cwd=ROOT,
-                              capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "dle_desktop", flag], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
+        )
 
     done = run("--install-desktop-entry")
     assert done.returncode == 0, done.stderr

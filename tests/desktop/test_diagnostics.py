@@ -40,8 +40,19 @@ PROXY_TOKEN = "proxytok-PLANTED-88888888"
 LOG_ONLY = "logonly-PLANTED-99999999"  # in a log line only, after api_key=
 ENV_KEY = "envkey-PLANTED-aaaaaaaa"
 KEYRING_KEY = "keyring-PLANTED-bbbbbbbb"
-PLANTED = (VAULT_KEY, AI_KEY, SERVER_TOKEN, OLRA_KEY, URL_PASSWORD, QUERY_KEY, HEADER_KEY, PROXY_TOKEN, LOG_ONLY,
-           ENV_KEY, KEYRING_KEY)
+PLANTED = (
+    VAULT_KEY,
+    AI_KEY,
+    SERVER_TOKEN,
+    OLRA_KEY,
+    URL_PASSWORD,
+    QUERY_KEY,
+    HEADER_KEY,
+    PROXY_TOKEN,
+    LOG_ONLY,
+    ENV_KEY,
+    KEYRING_KEY,
+)
 
 
 class MemoryKeyring(KeyringBackend):
@@ -64,10 +75,17 @@ class MemoryKeyring(KeyringBackend):
 def planted_settings() -> Settings:
     return Settings().replace(
         vaults=[{"name": "Obs", "kind": "obsidian-rest", "host": "127.0.0.1", "port": 27123}],
-        connection_profiles=[{"id": "p1", "name": "Main", "provider": "openai", "flavor": "openrouter",
-                              "base_url": f"https://me:{URL_PASSWORD}@api.example.com/v1?key={QUERY_KEY}&mode=fast",
-                              "model": "some/model", "extra_headers": {"X-Api-Key": HEADER_KEY,
-                                                                       "HTTP-Referer": "https://example.org"}}],
+        connection_profiles=[
+            {
+                "id": "p1",
+                "name": "Main",
+                "provider": "openai",
+                "flavor": "openrouter",
+                "base_url": f"https://me:{URL_PASSWORD}@api.example.com/v1?key={QUERY_KEY}&mode=fast",
+                "model": "some/model",
+                "extra_headers": {"X-Api-Key": HEADER_KEY, "HTTP-Referer": "https://example.org"},
+            }
+        ],
         ai_search_proxy_url=f"http://127.0.0.1:42069/v1?token={PROXY_TOKEN}",
     )
 
@@ -81,18 +99,24 @@ def plant(data: Path, secrets: SecretStore) -> None:
     logs = data / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     (logs / "dle-desktop.log.1").write_text(
-        "2026-01-01 10:00:00,000 INFO dle_desktop.engine.engine: an older line from the rotated file\n", encoding="utf-8")
+        "2026-01-01 10:00:00,000 INFO dle_desktop.engine.engine: an older line from the rotated file\n",
+        encoding="utf-8",
+    )
     (logs / "dle-desktop.log").write_text(
         "2026-01-01 11:00:00,000 INFO dle_desktop.engine.engine: indexed 61 entries\n"
         f"2026-01-01 11:00:01,000 INFO dle_desktop.ai: calling with key {AI_KEY} (an old version logged it)\n"
         f"2026-01-01 11:00:02,000 ERROR dle_desktop.ai: request failed\n"
         "Traceback (most recent call last):\n"
-        f"  File \"x.py\", line 1, in <module>\nhttpx.HTTPStatusError: 401 api_key={LOG_ONLY} for {SERVER_TOKEN}\n"
+        f'  File "x.py", line 1, in <module>\nhttpx.HTTPStatusError: 401 api_key={LOG_ONLY} for {SERVER_TOKEN}\n'
         f"2026-01-01 11:00:03,000 WARNING dle_desktop.vault: vault Obs unreachable (env key {ENV_KEY})\n"
-        "2026-01-01 11:00:04,000 INFO dle_desktop.engine.engine: the last ordinary line\n", encoding="utf-8")
+        "2026-01-01 11:00:04,000 INFO dle_desktop.engine.engine: the last ordinary line\n",
+        encoding="utf-8",
+    )
     ChatStore(data / "state.sqlite").save(
-        "chat-1", ChatState(generation_count=1),
-        {"injected": ["Saffre"], "verdicts": [], "total_tokens": 42, "semantic_query": f"my key is {AI_KEY}"})
+        "chat-1",
+        ChatState(generation_count=1),
+        {"injected": ["Saffre"], "verdicts": [], "total_tokens": 42, "semantic_query": f"my key is {AI_KEY}"},
+    )
 
 
 @pytest.fixture
@@ -129,8 +153,13 @@ def assert_zip_clean(path: Path) -> dict[str, str]:
 
 def test_the_zip_holds_what_a_bug_report_needs_and_no_planted_secret(planted, tmp_path):
     paths, settings, secrets = planted
-    report = diagnostics.collect(paths, settings, secrets, status={"entries": 61, "skipped": 0, "vaults": []},
-                                 runtime={"server": "http://127.0.0.1:8765", "server_error": None})
+    report = diagnostics.collect(
+        paths,
+        settings,
+        secrets,
+        status={"entries": 61, "skipped": 0, "vaults": []},
+        runtime={"server": "http://127.0.0.1:8765", "server_error": None},
+    )
     out = diagnostics.write_zip(report, tmp_path / "out" / "diag.zip")
     if os.name == "posix":
         assert out.stat().st_mode & 0o777 == 0o600
@@ -170,6 +199,7 @@ def test_keys_only_the_keyring_knows_are_found_by_name(tmp_path, monkeypatch):
         log.write_text(f"2026-01-01 11:00:00,000 INFO x: leaked {KEYRING_KEY}\n", encoding="utf-8")
         # Forget what the logging filter learned when the key was set: only the lookup can find it now.
         from dle_desktop import logging_setup
+
         monkeypatch.setattr(logging_setup, "_secrets", set())
         report = diagnostics.collect(paths, settings, SecretStore(use_keyring=True))
         members = assert_zip_clean(diagnostics.write_zip(report, tmp_path / "d.zip"))
@@ -197,8 +227,14 @@ def test_an_empty_data_folder_still_gives_a_report(tmp_path):
 
 def cli(*args, data: Path, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring", "QT_QPA_PLATFORM": "offscreen"}
-    return subprocess.run([sys.executable, "-m", "dle_desktop", "--data-dir", str(data), "diagnostics", *args],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "dle_desktop", "--data-dir", str(data), "diagnostics", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_the_command_line_writes_a_clean_zip_or_text(planted, tmp_path):
@@ -222,11 +258,29 @@ def test_the_command_line_writes_a_clean_zip_or_text(planted, tmp_path):
 def test_redaction_rules():
     from dle_desktop.desktop.redact import Redactor, is_secret_name, redact_url
 
-    for name in ("api_key", "apiKey", "X-Api-Key", "Authorization", "server_token", "password", "DLE_AI_KEY_X",
-                 "OPENAI_API_KEY", "client_secret", "xapikey"):
+    for name in (
+        "api_key",
+        "apiKey",
+        "X-Api-Key",
+        "Authorization",
+        "server_token",
+        "password",
+        "DLE_AI_KEY_X",
+        "OPENAI_API_KEY",
+        "client_secret",
+        "xapikey",
+    ):
         assert is_secret_name(name), name
-    for name in ("keyword_occurrence_weighting", "max_tokens", "profile_key", "fix_refine_keys_in_fuzzy",
-                 "ai_search_profile_id", "keys", "PYTHON_KEYRING_BACKEND", "total_tokens"):
+    for name in (
+        "keyword_occurrence_weighting",
+        "max_tokens",
+        "profile_key",
+        "fix_refine_keys_in_fuzzy",
+        "ai_search_profile_id",
+        "keys",
+        "PYTHON_KEYRING_BACKEND",
+        "total_tokens",
+    ):
         assert not is_secret_name(name), name
     assert redact_url("http://u:p@h:1/x?a=1&api_key=zz") == "http://***@h:1/x?a=1&api_key=***"
     assert redact_url("https://h/x?mode=1") == "https://h/x?mode=1"
@@ -234,4 +288,9 @@ def test_redaction_rules():
     r.home = "/home/alice"
     assert r.final("/home/alice/vault and /home/alice") == "~/vault and ~"
     assert r.value({"token": "abc", "n": 5, "list": ["s3cr3t-value!"], "flag": True, "empty_key": ""}) == {
-        "token": "***", "n": 5, "list": ["***!"], "flag": True, "empty_key": ""}
+        "token": "***",
+        "n": 5,
+        "list": ["***!"],
+        "flag": True,
+        "empty_key": "",
+    }

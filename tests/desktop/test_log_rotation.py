@@ -27,8 +27,13 @@ print("\n".join(p.name for p in log_files(logs)))
 
 def test_the_log_rotates_and_keeps_five_old_files(tmp_path):
     logs = tmp_path / "logs"
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(logs)], capture_output=True, text=True, timeout=120,
-                          cwd=Path(__file__).resolve().parents[2])
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(logs)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert done.returncode == 0, done.stderr
     names = done.stdout.split()
     assert names == ["dle-desktop.log", *(f"dle-desktop.log.{n}" for n in range(1, 6))]

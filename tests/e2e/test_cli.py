@@ -15,10 +15,37 @@ from dle_desktop import __version__
 REPO = Path(__file__).resolve().parents[2]
 
 ENTRY_FIELDS = {
-    "path", "vault", "title", "keys", "refine_keys", "priority", "constant", "seed", "bootstrap", "guide",
-    "requires", "excludes", "cascade_links", "scan_depth", "exclude_recursion", "warmup", "cooldown",
-    "probability", "position", "depth", "role", "outlet", "tags", "summary", "links", "resolved_links",
-    "folder", "custom_fields", "token_estimate", "content_hash", "content",
+    "path",
+    "vault",
+    "title",
+    "keys",
+    "refine_keys",
+    "priority",
+    "constant",
+    "seed",
+    "bootstrap",
+    "guide",
+    "requires",
+    "excludes",
+    "cascade_links",
+    "scan_depth",
+    "exclude_recursion",
+    "warmup",
+    "cooldown",
+    "probability",
+    "position",
+    "depth",
+    "role",
+    "outlet",
+    "tags",
+    "summary",
+    "links",
+    "resolved_links",
+    "folder",
+    "custom_fields",
+    "token_estimate",
+    "content_hash",
+    "content",
 }
 
 
@@ -31,9 +58,15 @@ def cli_env() -> dict[str, str]:
 
 
 def dle(*args: str, data_dir: Path, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dle_desktop", *args, "--data-dir", str(data_dir)],
-                          capture_output=True, text=True, encoding="utf-8", timeout=timeout, env=cli_env(),
-                          cwd=cwd or data_dir.parent)
+    return subprocess.run(
+        [sys.executable, "-m", "dle_desktop", *args, "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=timeout,
+        env=cli_env(),
+        cwd=cwd or data_dir.parent,
+    )
 
 
 @pytest.fixture
@@ -42,8 +75,9 @@ def data_dir(tmp_path) -> Path:
 
 
 def test_version(data_dir):
-    proc = subprocess.run([sys.executable, "-m", "dle_desktop", "--version"], capture_output=True, text=True,
-                          timeout=60, env=cli_env())
+    proc = subprocess.run(
+        [sys.executable, "-m", "dle_desktop", "--version"], capture_output=True, text=True, timeout=60, env=cli_env()
+    )
     assert proc.returncode == 0
     assert proc.stdout.strip() == f"dle-desktop {__version__}"
 
@@ -63,8 +97,12 @@ def test_index_json_on_the_sample_vault(data_dir):
     assert isinstance(crab[0]["line"], int) and crab[0]["line"] > 0
     assert crab[0]["reason"]
     assert {s["path"] for s in out["skipped"]} == {
-        "README.md", "Scratch — Plot Hooks.md", "History/Session 1 Notes.md", "History/The Salt Famine.md",
-        "Creatures/The Thing Beneath.md", "Creatures/Stiltcrabs.md",
+        "README.md",
+        "Scratch — Plot Hooks.md",
+        "History/Session 1 Notes.md",
+        "History/The Salt Famine.md",
+        "Creatures/The Thing Beneath.md",
+        "Creatures/Stiltcrabs.md",
     }
     # The cache it wrote makes the second run agree exactly.
     again = dle("index", "--json", data_dir=data_dir)
@@ -84,11 +122,14 @@ def test_index_no_content_and_text_output(data_dir):
 
 
 def test_index_json_on_a_vault_given_with_vault(data_dir, make_vault, lore):
-    root = make_vault({
-        "Places/Quay.md": lore("The Quay", ("quay",), body="Boats. [[Ferryman]] and [[Nowhere]]."),
-        "People/Ferryman.md": lore("Ferryman", ("ferry",), extra="priority: 15\nrequires: [The Quay]"),
-        "Broken.md": "---\ntags: [lorebook\n---\n",
-    }, name="My Lore")
+    root = make_vault(
+        {
+            "Places/Quay.md": lore("The Quay", ("quay",), body="Boats. [[Ferryman]] and [[Nowhere]]."),
+            "People/Ferryman.md": lore("Ferryman", ("ferry",), extra="priority: 15\nrequires: [The Quay]"),
+            "Broken.md": "---\ntags: [lorebook\n---\n",
+        },
+        name="My Lore",
+    )
     proc = dle("index", "--json", "--vault", str(root), data_dir=data_dir)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -106,7 +147,10 @@ def test_index_with_two_vaults(data_dir, make_vault, lore):
     b = make_vault({"B.md": lore("Beta")}, name="second")
     proc = dle("index", "--json", "--no-content", "--vault", str(a), "--vault", str(b), data_dir=data_dir)
     assert proc.returncode == 0, proc.stderr
-    assert {(e["vault"], e["title"]) for e in json.loads(proc.stdout)["entries"]} == {("first", "Alpha"), ("second", "Beta")}
+    assert {(e["vault"], e["title"]) for e in json.loads(proc.stdout)["entries"]} == {
+        ("first", "Alpha"),
+        ("second", "Beta"),
+    }
 
 
 def test_index_force_reparses(data_dir, make_vault, lore):
@@ -176,9 +220,13 @@ def test_bad_arguments_exit_2(data_dir):
 
 def test_broken_pipe_prints_no_traceback(data_dir, make_generated_vault):
     root = make_generated_vault(400)  # well over a pipe buffer of JSON
-    proc = subprocess.Popen([sys.executable, "-m", "dle_desktop", "index", "--json", "--vault", str(root),
-                             "--data-dir", str(data_dir)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(), cwd=data_dir.parent)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dle_desktop", "index", "--json", "--vault", str(root), "--data-dir", str(data_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(),
+        cwd=data_dir.parent,
+    )
     head = proc.stdout.read(10)
     proc.stdout.close()  # like `| head -c 10`
     err = proc.stderr.read().decode("utf-8", "replace")
@@ -190,10 +238,13 @@ def test_broken_pipe_prints_no_traceback(data_dir, make_generated_vault):
 
 def test_broken_pipe_through_a_real_shell_pipeline(data_dir, make_generated_vault):
     root = make_generated_vault(400)
-    cmd = (f"{sys.executable} -m dle_desktop index --json --vault '{root}' --data-dir '{data_dir}' "
-           f"2>'{data_dir.parent / 'stderr.txt'}' | head -c 10; echo \" rc=${{PIPESTATUS[0]}}\"")
-    proc = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120, env=cli_env(),
-                          cwd=data_dir.parent)
+    cmd = (
+        f"{sys.executable} -m dle_desktop index --json --vault '{root}' --data-dir '{data_dir}' "
+        f"2>'{data_dir.parent / 'stderr.txt'}' | head -c 10; echo \" rc=${{PIPESTATUS[0]}}\""
+    )
+    proc = subprocess.run(
+        ["bash", "-c", cmd], capture_output=True, text=True, timeout=120, env=cli_env(), cwd=data_dir.parent
+    )
     assert proc.stdout.startswith('{\n "entrie')
     assert "rc=0" in proc.stdout
     err = (data_dir.parent / "stderr.txt").read_text()
@@ -232,11 +283,13 @@ def test_empty_vault_indexes_to_nothing(data_dir, make_vault):
 
 
 def test_health_json_on_a_tmp_vault(data_dir, make_vault, lore):
-    root = make_vault({
-        "A.md": lore("Twin", ("a",)),
-        "B.md": lore("Twin", ("b",)),
-        "C.md": lore("Loner", ("c",), extra="requires: [Ghost]"),
-    })
+    root = make_vault(
+        {
+            "A.md": lore("Twin", ("a",)),
+            "B.md": lore("Twin", ("b",)),
+            "C.md": lore("Loner", ("c",), extra="requires: [Ghost]"),
+        }
+    )
     proc = dle("health", "--json", "--vault", str(root), data_dir=data_dir)
     assert proc.returncode == 0, proc.stderr
     errors = {(i["code"], i["entry"]) for i in json.loads(proc.stdout)["errors"]}
@@ -247,10 +300,15 @@ def test_health_json_on_a_tmp_vault(data_dir, make_vault, lore):
 def test_settings_from_the_data_dir_are_used(data_dir, make_vault, lore):
     root = make_vault({"A.md": lore("Alpha"), "B.md": lore("Beta", tags="[lore]")})
     data_dir.mkdir()
-    (data_dir / "settings.json").write_text(json.dumps({
-        "lorebookTag": "lore",
-        "vaults": [{"name": "Configured", "path": str(root)}],
-    }), encoding="utf-8")
+    (data_dir / "settings.json").write_text(
+        json.dumps(
+            {
+                "lorebookTag": "lore",
+                "vaults": [{"name": "Configured", "path": str(root)}],
+            }
+        ),
+        encoding="utf-8",
+    )
     proc = dle("index", "--json", "--no-content", data_dir=data_dir)
     assert proc.returncode == 0, proc.stderr
     assert [(e["vault"], e["title"]) for e in json.loads(proc.stdout)["entries"]] == [("Configured", "Beta")]
@@ -259,8 +317,15 @@ def test_settings_from_the_data_dir_are_used(data_dir, make_vault, lore):
 def test_data_dir_before_the_command_is_honoured(tmp_path, make_vault, lore):
     vault = make_vault({"A.md": lore("A", keys=["a"])}, name="v")
     data = tmp_path / "early-data"
-    proc = subprocess.run([sys.executable, "-m", "dle_desktop", "--data-dir", str(data), "index", "--vault", str(vault)],
-                          capture_output=True, text=True, encoding="utf-8", timeout=120, env=cli_env(), cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dle_desktop", "--data-dir", str(data), "index", "--vault", str(vault)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+        env=cli_env(),
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert (data / "index-cache").is_dir() or any(data.rglob("*")), "the index cache went somewhere else"
 
@@ -276,7 +341,13 @@ def test_serve_refuses_a_keys_file_others_can_read(data_dir, tmp_path):
 
 
 def test_help_says_where_a_rest_vault_key_goes():
-    proc = subprocess.run([sys.executable, "-m", "dle_desktop", "serve", "--help"], capture_output=True, text=True,
-                          timeout=60, env=cli_env(), cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dle_desktop", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=cli_env(),
+        cwd=REPO,
+    )
     text = " ".join(proc.stdout.split())
     assert "DLE_OBSIDIAN_KEY" in text and "process list" in text and "--keys-file" in text

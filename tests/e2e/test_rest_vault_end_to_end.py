@@ -21,8 +21,13 @@ SAMPLE = ROOT / "resources" / "sample_vault"
 
 
 def _cli(*args: str, data_dir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dle_desktop", *args, "--data-dir", str(data_dir)],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "dle_desktop", *args, "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
 
 
 def test_cli_indexes_rest_vault_like_the_folder(tmp_path):
@@ -34,13 +39,15 @@ def test_cli_indexes_rest_vault_like_the_folder(tmp_path):
     a, b = json.loads(folder.stdout), json.loads(rest.stdout)
 
     def comparable(doc):
-        return sorted((e["path"], e["title"], e["content_hash"], tuple(e["keys"]), e["content"]) for e in doc["entries"])
+        return sorted(
+            (e["path"], e["title"], e["content_hash"], tuple(e["keys"]), e["content"]) for e in doc["entries"]
+        )
 
     assert comparable(a) == comparable(b)
     assert len(b["entries"]) == 61
     assert {s["path"] for s in a["skipped"]} == {s["path"] for s in b["skipped"]}
     assert "s3cret-key" not in rest.stdout + rest.stderr
-    log = (tmp_path / "b" / "logs" / "dle-desktop.log")
+    log = tmp_path / "b" / "logs" / "dle-desktop.log"
     assert not log.exists() or "s3cret-key" not in log.read_text(encoding="utf-8")
 
 

@@ -33,7 +33,11 @@ class Serve:
         env["PYTHONUNBUFFERED"] = "1"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "dle_desktop", "serve", "--data-dir", str(data_dir), *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=data_dir.parent,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=data_dir.parent,
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.stdout: list[str] = []
@@ -54,16 +58,20 @@ class Serve:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                pytest.fail(f"no line matching {pattern.pattern!r} within {timeout} s; stdout={self.stdout} "
-                            f"stderr={''.join(self.stderr)}")
+                pytest.fail(
+                    f"no line matching {pattern.pattern!r} within {timeout} s; stdout={self.stdout} "
+                    f"stderr={''.join(self.stderr)}"
+                )
             try:
                 line = self.lines.get(timeout=remaining)
             except queue.Empty:
                 continue
             if line is None:
                 self.proc.wait(10)
-                pytest.fail(f"serve exited ({self.proc.returncode}) before {pattern.pattern!r}; "
-                            f"stdout={self.stdout} stderr={''.join(self.stderr)}")
+                pytest.fail(
+                    f"serve exited ({self.proc.returncode}) before {pattern.pattern!r}; "
+                    f"stdout={self.stdout} stderr={''.join(self.stderr)}"
+                )
             m = pattern.match(line)
             if m:
                 return m
@@ -219,10 +227,24 @@ def test_headless_serve_takes_an_ai_key_from_a_keys_file(serve, tmp_path):
     with FakeAiProvider() as fake:
         data = tmp_path / "data"
         data.mkdir()
-        (data / "settings.json").write_text(json.dumps({
-            "connection_profiles": [{"id": "main-box", "name": "Main", "provider": "openai", "flavor": "custom",
-                                     "base_url": fake.url + "/v1", "model": "fake-model"}],
-            "ai_search_profile_id": "main-box"}), encoding="utf-8")
+        (data / "settings.json").write_text(
+            json.dumps(
+                {
+                    "connection_profiles": [
+                        {
+                            "id": "main-box",
+                            "name": "Main",
+                            "provider": "openai",
+                            "flavor": "custom",
+                            "base_url": fake.url + "/v1",
+                            "model": "fake-model",
+                        }
+                    ],
+                    "ai_search_profile_id": "main-box",
+                }
+            ),
+            encoding="utf-8",
+        )
         keys = tmp_path / "keys.env"
         keys.write_text(f"# for the headless box\nDLE_AI_KEY_MAIN_BOX={key}\n", encoding="utf-8")
         keys.chmod(0o600)

@@ -59,10 +59,18 @@ def test_serve_on_loopback_says_nothing_about_lan_mode(serve):
 @pytest.mark.parametrize("command", ["server-token", "olra-key"])
 def test_the_token_and_the_olra_key_are_printed(tmp_path, command):
     def run() -> subprocess.CompletedProcess:
-        done = subprocess.run([sys.executable, "-m", "dle_desktop", "--data-dir", str(tmp_path / "data"), command],
-                              capture_output=True, text=True, timeout=60, cwd=tmp_path,
-                              env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin",
-                                   "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"})
+        done = subprocess.run(
+            [sys.executable, "-m", "dle_desktop", "--data-dir", str(tmp_path / "data"), command],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+            env={
+                "PYTHONPATH": str(REPO),
+                "PATH": "/usr/bin:/bin",
+                "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
+            },
+        )
         assert done.returncode == 0, done.stderr
         # the server token: 32 random bytes in URL-safe base64; the OLRA key: 64 hex digits, as Obsidian's plugin makes
         assert re.fullmatch(r"[A-Za-z0-9_-]{43}\n" if command == "server-token" else r"[0-9a-f]{64}\n", done.stdout)
@@ -81,8 +89,10 @@ def test_hang_ups_mid_body_and_garbage_requests_leave_no_tracebacks_and_no_flood
     for path in ("/api/dle/v1/retrieve", "/api/dle/v1/chats/c/notebook", "/api/vector/insert", "/v1/embeddings"):
         with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
             method = b"PUT" if path.endswith("notebook") else b"POST"
-            c.sendall(method + b" " + path.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                      b"Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n{\"chat_id\": \"c\", ")
+            c.sendall(
+                method + b" " + path.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b'Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"chat_id": "c", '
+            )
     for _ in range(300):
         with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
             c.sendall(b"\x16\x03\x01 not http at all\r\n\r\n")

@@ -26,8 +26,9 @@ def test_a_retrieval_change_keeps_the_engine_and_its_index_and_rules_the_next_ge
     assert titles(before) == ["Lantern Quay"]  # DLE's default: "quay" matches inside "quayside"
     snapshot, syncs = engine.snapshot, engine.last_sync
 
-    new = live.settings.replace(match_whole_words=True, injection_template="[{{title}}] {{content}}",
-                                injection_position=2)
+    new = live.settings.replace(
+        match_whole_words=True, injection_template="[{{title}}] {{content}}", injection_position=2
+    )
     todo = plan(live.settings, new)
     assert todo.in_place and not todo.new_engine and not todo.rebuild_ai and not todo.restart_server
     live.thread.call(engine.apply_settings(new), timeout=30)
@@ -85,8 +86,10 @@ def test_changes_that_the_running_engine_cannot_take_ask_for_what_they_need():
         "ai model": (s.replace(ai_search_model="other"), (False, True, False)),
         "budget": (s.replace(max_tokens_budget=5000, fix_guide_leak=False), (False, False, False)),
     }
-    got = {name: (p.new_engine, p.rebuild_ai, p.restart_server) for name, p in
-           ((name, plan(s, new)) for name, (new, _) in cases.items())}
+    got = {
+        name: (p.new_engine, p.rebuild_ai, p.restart_server)
+        for name, p in ((name, plan(s, new)) for name, (new, _) in cases.items())
+    }
     assert got == {name: want for name, (_, want) in cases.items()}
     assert plan(s, s.replace(close_to_tray=False)).in_place is False  # the window's own: nothing to restart
     assert plan(s, s, ["vault:Mine"]).new_engine  # a REST vault's key is read when the vault is made
@@ -94,14 +97,19 @@ def test_changes_that_the_running_engine_cannot_take_ask_for_what_they_need():
     assert not plan(s, s).in_place and plan(s, s).describe() == ""
 
 
-
 def test_every_setting_on_a_settings_page_has_a_group_an_explanation_and_a_range():
     placed = [f for _, fs in grouped_fields() for f in fs]
-    assert placed and all(f.metadata["group"] in GROUPS and f.metadata["page"] in ("retrieval", "embeddings", "channels")
-                          for f in placed)
+    assert placed and all(
+        f.metadata["group"] in GROUPS and f.metadata["page"] in ("retrieval", "embeddings", "channels") for f in placed
+    )
     no_doc = [f.name for f in placed if not f.metadata["doc"]]
-    no_range = [f.name for f in placed if isinstance(f.default, (int, float)) and not isinstance(f.default, bool)
-                and (f.metadata["lo"] is None or f.metadata["hi"] is None)]
+    no_range = [
+        f.name
+        for f in placed
+        if isinstance(f.default, (int, float))
+        and not isinstance(f.default, bool)
+        and (f.metadata["lo"] is None or f.metadata["hi"] is None)
+    ]
     assert (no_doc, no_range) == ([], [])
     # Everything the pipeline reads has a place in the UI (else only settings.json could set it).
     assert sorted(f.name for f in dataclasses.fields(MatchConfig) if FIELDS[f.name].metadata["group"] is None) == []

@@ -25,7 +25,9 @@ def codes(findings) -> list[str]:
 
 
 def rest_settings(*names: str) -> Settings:
-    return Settings(vaults=tuple(VaultConfig(name=n, kind="obsidian-rest", host="127.0.0.1", port=27123) for n in names))
+    return Settings(
+        vaults=tuple(VaultConfig(name=n, kind="obsidian-rest", host="127.0.0.1", port=27123) for n in names)
+    )
 
 
 def test_rest_vault_without_key_gets_the_vault_without_key_warning(paths):
@@ -92,8 +94,9 @@ def test_status_shape_after_a_sync(paths, make_vault, lore):
     status = engine.status()
     assert status["version"] == __version__
     assert status["entries"] == 2 and status["skipped"] == 1
-    assert status["vaults"] == [{"name": "mine", "kind": "folder", "location": str(root), "enabled": True,
-                                 "entries": 2, "error": None}]
+    assert status["vaults"] == [
+        {"name": "mine", "kind": "folder", "location": str(root), "enabled": True, "entries": 2, "error": None}
+    ]
     assert isinstance(status["index_version"], int) and isinstance(status["index_built_at"], float)
     assert status["syncing"] is False and status["sync_paused"] is False and status["last_error"] is None
 
@@ -107,8 +110,12 @@ def test_health_of_the_sample_vault_has_the_documented_errors(paths):
     assert ("requires_missing", "Ashby Grell") in errors
     assert any(code == "circular_requires" for code, _ in errors)
     warnings = {(f.code, f.entry) for f in report.warnings}
-    assert {("excludes_always_active", "The Drowned Choir"), ("probability_zero", "Tollgulls"),
-            ("cascade_missing", "Dredgers' Union"), ("empty_content", "Cray Saltpans")} <= warnings
+    assert {
+        ("excludes_always_active", "The Drowned Choir"),
+        ("probability_zero", "Tollgulls"),
+        ("cascade_missing", "Dredgers' Union"),
+        ("empty_content", "Cray Saltpans"),
+    } <= warnings
 
 
 def test_source_from_spec(make_vault, tmp_path):
@@ -126,5 +133,7 @@ def test_source_from_config_folder_and_rest(tmp_path):
     secrets = SecretStore(use_keyring=False)
     folder = source_from_config(VaultConfig(name="F", path=str(tmp_path), enabled=False), secrets)
     assert isinstance(folder, FolderSource) and folder.enabled is False and folder.root == tmp_path
-    rest = source_from_config(VaultConfig(name="R", kind="obsidian-rest", host="localhost", port=27124, https=True), secrets)
+    rest = source_from_config(
+        VaultConfig(name="R", kind="obsidian-rest", host="localhost", port=27124, https=True), secrets
+    )
     assert rest.kind == "obsidian-rest" and rest.describe().startswith("https://")

@@ -26,8 +26,9 @@ class Harness:
         self.events: list[EngineEvent] = []
         self._lock = threading.Lock()
         self.thread = EngineThread().start()
-        self.engine = Engine(AppPaths(data, data).ensure(), settings or Settings(),
-                             vault_override=[FolderSource("v", root)])
+        self.engine = Engine(
+            AppPaths(data, data).ensure(), settings or Settings(), vault_override=[FolderSource("v", root)]
+        )
         self.engine.subscribe(self._collect)
 
     def _collect(self, event: EngineEvent) -> None:
@@ -99,16 +100,29 @@ def test_created_note_appears(harness, lore, wait_for):
     (h.root / "Sub" / "Gamma.md").write_text(lore("Gamma", ("g",)), encoding="utf-8")
     wait_for(lambda: "Gamma" in h.titles(), WAIT)
     # The index event follows the snapshot swap (the cache is saved in between).
-    wait_for(lambda: any(e.data.get("changes") is not None and "v:Sub/Gamma.md" in e.data["changes"].added
-                         for e in h.index_events()), WAIT)
+    wait_for(
+        lambda: any(
+            e.data.get("changes") is not None and "v:Sub/Gamma.md" in e.data["changes"].added for e in h.index_events()
+        ),
+        WAIT,
+    )
 
 
 def test_created_note_in_existing_folder_appears_through_a_path_sync(harness, lore, wait_for):
     h = harness({"A.md": lore("Alpha"), "Sub/B.md": lore("Beta")})
     (h.root / "Sub" / "Gamma.md").write_text(lore("Gamma"), encoding="utf-8")
     wait_for(lambda: "Gamma" in h.titles(), WAIT)
-    event = wait_for(lambda: next((e for e in h.index_events()
-                                   if e.data["changes"] is not None and e.data["changes"].added == ("v:Sub/Gamma.md",)), None), WAIT)
+    event = wait_for(
+        lambda: next(
+            (
+                e
+                for e in h.index_events()
+                if e.data["changes"] is not None and e.data["changes"].added == ("v:Sub/Gamma.md",)
+            ),
+            None,
+        ),
+        WAIT,
+    )
     assert event.data["source"] == "file change"
     assert event.data["changes"].summary() == "1 added"
 
@@ -118,8 +132,12 @@ def test_modified_note_is_reindexed(harness, lore, wait_for):
     (h.root / "A.md").write_text(lore("Alpha", ("alpha", "first letter"), body="Rewritten."), encoding="utf-8")
     wait_for(lambda: h.engine.snapshot.find("Alpha").keys == ("alpha", "first letter"), WAIT)
     assert h.engine.snapshot.find("Alpha").content.strip() == "Rewritten."
-    event = wait_for(lambda: next((e for e in h.index_events()
-                                   if e.data["changes"] is not None and e.data["changes"].modified), None), WAIT)
+    event = wait_for(
+        lambda: next(
+            (e for e in h.index_events() if e.data["changes"] is not None and e.data["changes"].modified), None
+        ),
+        WAIT,
+    )
     assert event.data["changes"].modified == ("v:A.md",)
     assert event.data["changes"].keys_changed == ("v:A.md",)
 
@@ -128,15 +146,25 @@ def test_deleted_note_disappears(harness, wait_for):
     h = harness()
     (h.root / "B.md").unlink()
     wait_for(lambda: h.titles() == {"Alpha"}, WAIT)
-    wait_for(lambda: any(e.data["changes"] is not None and e.data["changes"].removed == ("v:B.md",)
-                         for e in h.index_events()), WAIT)
+    wait_for(
+        lambda: any(
+            e.data["changes"] is not None and e.data["changes"].removed == ("v:B.md",) for e in h.index_events()
+        ),
+        WAIT,
+    )
 
 
 def test_renamed_note_moves(harness, wait_for):
     h = harness()
     os.rename(h.root / "B.md", h.root / "Renamed.md")
-    wait_for(lambda: h.engine.snapshot is not None and "v\x00Renamed.md" in h.engine.snapshot.by_uid
-             and "v\x00B.md" not in h.engine.snapshot.by_uid, WAIT)
+    wait_for(
+        lambda: (
+            h.engine.snapshot is not None
+            and "v\x00Renamed.md" in h.engine.snapshot.by_uid
+            and "v\x00B.md" not in h.engine.snapshot.by_uid
+        ),
+        WAIT,
+    )
     assert h.titles() == {"Alpha", "Beta"}
 
 
@@ -154,18 +182,28 @@ def test_dot_folders_and_non_notes_do_not_trigger_syncs(harness, lore, wait_for)
     (h.root / "picture.png").write_bytes(b"\x89PNG")
     # Then a real change: once it is indexed, nothing before it produced an index event.
     (h.root / "C.md").write_text(lore("Gamma"), encoding="utf-8")
-    wait_for(lambda: any(e.data["changes"] is not None and "v:C.md" in e.data["changes"].added
-                         for e in h.index_events()[before:]), WAIT)
+    wait_for(
+        lambda: any(
+            e.data["changes"] is not None and "v:C.md" in e.data["changes"].added for e in h.index_events()[before:]
+        ),
+        WAIT,
+    )
     changes = [e.data["changes"] for e in h.index_events()[before:]]
     assert all(c is not None and c.has_changes for c in changes)
 
 
 def test_editing_field_definitions_triggers_a_full_sync(harness, lore, wait_for):
-    h = harness({"A.md": lore("Alpha", extra="faction: Heron"), "B.md": lore("Beta"),
-                 "DeepLore/field-definitions.yaml": "fields: []\n"})
+    h = harness(
+        {
+            "A.md": lore("Alpha", extra="faction: Heron"),
+            "B.md": lore("Beta"),
+            "DeepLore/field-definitions.yaml": "fields: []\n",
+        }
+    )
     assert "faction" not in h.engine.snapshot.find("Alpha").custom_fields
     (h.root / "DeepLore" / "field-definitions.yaml").write_text(
-        "fields:\n  - name: faction\n    label: Faction\n    type: string\n", encoding="utf-8")
+        "fields:\n  - name: faction\n    label: Faction\n    type: string\n", encoding="utf-8"
+    )
     wait_for(lambda: h.engine.snapshot.find("Alpha").custom_fields.get("faction") == "Heron", WAIT)
     full = wait_for(lambda: [e for e in h.index_events() if e.data["source"] == "folder changed"], WAIT)
     assert full[-1].data["snapshot"].find("Alpha").custom_fields == {"faction": "Heron"}
@@ -182,7 +220,10 @@ def test_pause_holds_changes_and_resume_applies_them_in_one_batch(harness, lore,
     (h.root / "N0.md").write_text(lore("Note 0", body="edited while paused"), encoding="utf-8")
     (h.root / "N1.md").unlink()
     # The watcher has seen the events (its pending batch is held, not delivered).
-    wait_for(lambda: h.engine.watcher._pending.get("v", (set(), False))[0] >= {"X.md", "Y.md", "Z.md", "N0.md", "N1.md"}, WAIT)
+    wait_for(
+        lambda: h.engine.watcher._pending.get("v", (set(), False))[0] >= {"X.md", "Y.md", "Z.md", "N0.md", "N1.md"},
+        WAIT,
+    )
     assert len(h.index_events()) == before
     assert h.titles() == {f"Note {i}" for i in range(4)}
 

@@ -108,8 +108,13 @@ def test_the_configured_handlers_rate_limit_a_flood(tmp_path):
             except OSError:
                 log.error("socket.accept() out of system resource", exc_info=True)
     """)
-    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=120,
-                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
     assert done.returncode == 0, done.stderr
     text = (tmp_path / "dle-desktop.log").read_text(encoding="utf-8")
     assert "the line before the flood" in text

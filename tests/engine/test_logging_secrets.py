@@ -60,8 +60,9 @@ SCRIPT = textwrap.dedent(f"""
 @pytest.fixture(scope="module")
 def logged(tmp_path_factory) -> tuple[str, str]:
     logs = tmp_path_factory.mktemp("logs")
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(logs)], cwd=REPO, capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(logs)], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "done"
     return (logs / "dle-desktop.log").read_text(encoding="utf-8"), proc.stderr
@@ -69,8 +70,17 @@ def logged(tmp_path_factory) -> tuple[str, str]:
 
 def test_the_lines_were_logged(logged):
     text, _ = logged
-    for marker in ("plain", "header Authorization", "vault spec", "sync failed", "chained failure",
-                   "ConnectionError", "RuntimeError: wrapped", "ValueError", "third-party logger"):
+    for marker in (
+        "plain",
+        "header Authorization",
+        "vault spec",
+        "sync failed",
+        "chained failure",
+        "ConnectionError",
+        "RuntimeError: wrapped",
+        "ValueError",
+        "third-party logger",
+    ):
         assert marker in text, marker
     assert "Traceback" in text  # tracebacks are kept, just scrubbed
 

@@ -64,8 +64,11 @@ def test_environment_keys_win_for_this_run(tmp_path):
     assert env_name("vault:My Vault") == "DLE_VAULT_KEY_MY_VAULT"
     path = tmp_path / "secrets.json"
     SecretStore(use_keyring=False, file_path=path).set("ai-profile:openrouter-main", "stored-key-1")
-    store = SecretStore(use_keyring=False, file_path=path,
-                        run_keys={"DLE_AI_KEY_OPENROUTER_MAIN": "env-key-2", "HOME": "/not/a/key", "PATH": "x"})
+    store = SecretStore(
+        use_keyring=False,
+        file_path=path,
+        run_keys={"DLE_AI_KEY_OPENROUTER_MAIN": "env-key-2", "HOME": "/not/a/key", "PATH": "x"},
+    )
     assert store.get("ai-profile:openrouter-main") == "env-key-2"
     assert store.get("vault:other") is None
     store.set("ai-profile:openrouter-main", "typed-key-3")  # typing a key in the app replaces the run's
@@ -75,7 +78,9 @@ def test_environment_keys_win_for_this_run(tmp_path):
 @posix_only
 def test_keys_file_must_be_private_and_well_formed(tmp_path, loose_umask):
     keys = tmp_path / "keys.env"
-    keys.write_text("# headless box\nDLE_AI_KEY_MAIN = sk-from-file-1\n\nDLE_OBSIDIAN_KEY=obs-key-2\n", encoding="utf-8")
+    keys.write_text(
+        "# headless box\nDLE_AI_KEY_MAIN = sk-from-file-1\n\nDLE_OBSIDIAN_KEY=obs-key-2\n", encoding="utf-8"
+    )
     with pytest.raises(ConfigError, match="chmod 600"):
         read_keys_file(keys)
     keys.chmod(0o600)
@@ -175,7 +180,6 @@ def test_vault_notes_keep_the_users_own_mode(tmp_path, loose_umask):
     vault.mkdir()
     asyncio.run(FolderSource("v", vault).write_text("New.md", "# New\n"))
     assert mode(vault / "New.md") == 0o644
-
 
 
 @posix_only

@@ -25,18 +25,32 @@ def test_missing_file_gives_defaults_and_does_not_create_it(store):
 
 def test_round_trip(store):
     settings = Settings(
-        vaults=(VaultConfig(name="Main", path="/tmp/lore"),
-                VaultConfig(name="Remote", kind="obsidian-rest", host="localhost", port=27124, https=True, enabled=False)),
-        multi_vault_conflict_resolution="merge", lorebook_tag="lore", scan_depth=7, fuzzy_search_min_score=0.75,
-        recursive_scan=True, server_port=0, sync_paused=True,
+        vaults=(
+            VaultConfig(name="Main", path="/tmp/lore"),
+            VaultConfig(name="Remote", kind="obsidian-rest", host="localhost", port=27124, https=True, enabled=False),
+        ),
+        multi_vault_conflict_resolution="merge",
+        lorebook_tag="lore",
+        scan_depth=7,
+        fuzzy_search_min_score=0.75,
+        recursive_scan=True,
+        server_port=0,
+        sync_paused=True,
     )
     store.save(settings)
     loaded = SettingsStore(store.path).load()
     assert loaded == settings
     raw = json.loads(store.path.read_text(encoding="utf-8"))
     assert raw["schema_version"] == SCHEMA_VERSION
-    assert raw["vaults"][1] == {"name": "Remote", "kind": "obsidian-rest", "path": "", "host": "localhost",
-                                "port": 27124, "https": True, "enabled": False}
+    assert raw["vaults"][1] == {
+        "name": "Remote",
+        "kind": "obsidian-rest",
+        "path": "",
+        "host": "localhost",
+        "port": 27124,
+        "https": True,
+        "enabled": False,
+    }
     assert [p.name for p in store.path.parent.iterdir()] == ["settings.json"]  # no temp file left
 
 
@@ -50,10 +64,20 @@ def test_save_is_atomic_replace(store):
 
 def test_dle_camel_case_names_are_accepted(store):
     store.path.parent.mkdir(parents=True)
-    store.path.write_text(json.dumps({
-        "scanDepth": 6, "multiVaultConflictResolution": "first", "cacheTTL": 60, "lorebookTag": "lore",
-        "fuzzySearchMinScore": 1.5, "unlimitedBudget": True, "settingsVersion": 3,
-    }), encoding="utf-8")
+    store.path.write_text(
+        json.dumps(
+            {
+                "scanDepth": 6,
+                "multiVaultConflictResolution": "first",
+                "cacheTTL": 60,
+                "lorebookTag": "lore",
+                "fuzzySearchMinScore": 1.5,
+                "unlimitedBudget": True,
+                "settingsVersion": 3,
+            }
+        ),
+        encoding="utf-8",
+    )
     s = store.load()
     assert store.problem is None
     assert (s.scan_depth, s.multi_vault_conflict_resolution, s.cache_ttl, s.lorebook_tag) == (6, "first", 60, "lore")
@@ -69,29 +93,32 @@ def test_unknown_names_are_refused_naming_them():
     assert "scanDepth" not in str(err.value)
 
 
-@pytest.mark.parametrize("raw, fragment", [
-    ({"scanDepth": 101}, "outside"),
-    ({"scan_depth": -1}, "outside"),
-    ({"maxTokensBudget": 99}, "outside"),
-    ({"fuzzySearchMinScore": 5}, "outside"),
-    ({"server_port": 70000}, "outside"),
-    ({"scanDepth": "four"}, "expected a number"),
-    ({"scanDepth": True}, "expected a number"),
-    ({"scanDepth": None}, "expected a number"),
-    ({"scanDepth": float("nan")}, "NaN"),
-    ({"recursiveScan": 1}, "expected true or false"),
-    ({"recursiveScan": "yes"}, "expected true or false"),
-    ({"lorebookTag": 5}, "expected text"),
-    ({"multiVaultConflictResolution": "newest"}, "not one of"),
-    ({"vaults": "C:/lore"}, "must be a list"),
-    ({"vaults": [{"name": ""}]}, "non-empty name"),
-    ({"vaults": [{"name": "a", "path": "/x"}, {"name": "A", "path": "/y"}]}, "unique"),
-    ({"vaults": [{"name": "a", "kind": "dropbox"}]}, "kind must be"),
-    ({"vaults": [{"name": "a", "kind": "obsidian-rest", "port": 0}]}, "outside 1-65535"),
-    ({"vaults": [{"name": "a", "kind": "obsidian-rest", "port": "http"}]}, "port must be a number"),
-    ({"vaults": [{"name": "a", "colour": "red"}]}, "colour"),
-    ({"vaults": ["just a string"]}, "must be an object"),
-])
+@pytest.mark.parametrize(
+    "raw, fragment",
+    [
+        ({"scanDepth": 101}, "outside"),
+        ({"scan_depth": -1}, "outside"),
+        ({"maxTokensBudget": 99}, "outside"),
+        ({"fuzzySearchMinScore": 5}, "outside"),
+        ({"server_port": 70000}, "outside"),
+        ({"scanDepth": "four"}, "expected a number"),
+        ({"scanDepth": True}, "expected a number"),
+        ({"scanDepth": None}, "expected a number"),
+        ({"scanDepth": float("nan")}, "NaN"),
+        ({"recursiveScan": 1}, "expected true or false"),
+        ({"recursiveScan": "yes"}, "expected true or false"),
+        ({"lorebookTag": 5}, "expected text"),
+        ({"multiVaultConflictResolution": "newest"}, "not one of"),
+        ({"vaults": "C:/lore"}, "must be a list"),
+        ({"vaults": [{"name": ""}]}, "non-empty name"),
+        ({"vaults": [{"name": "a", "path": "/x"}, {"name": "A", "path": "/y"}]}, "unique"),
+        ({"vaults": [{"name": "a", "kind": "dropbox"}]}, "kind must be"),
+        ({"vaults": [{"name": "a", "kind": "obsidian-rest", "port": 0}]}, "outside 1-65535"),
+        ({"vaults": [{"name": "a", "kind": "obsidian-rest", "port": "http"}]}, "port must be a number"),
+        ({"vaults": [{"name": "a", "colour": "red"}]}, "colour"),
+        ({"vaults": ["just a string"]}, "must be an object"),
+    ],
+)
 def test_bad_values_are_refused(raw, fragment):
     with pytest.raises(ConfigError, match=fragment):
         settings_from_mapping(raw)
@@ -110,13 +137,16 @@ def test_replace_validates():
         Settings().replace(scan_depth=1000)
 
 
-@pytest.mark.parametrize("content", [
-    b"{ this is not json",
-    b"\xff\xfe\x00garbage",
-    b'{"scanDepth": 500}',
-    b'{"unknownThing": 1}',
-    b"[1, 2, 3]",
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"{ this is not json",
+        b"\xff\xfe\x00garbage",
+        b'{"scanDepth": 500}',
+        b'{"unknownThing": 1}',
+        b"[1, 2, 3]",
+    ],
+)
 def test_broken_file_is_set_aside_and_defaults_are_used(store, content):
     store.path.parent.mkdir(parents=True)
     store.path.write_bytes(content)
@@ -162,10 +192,20 @@ def test_settings_from_a_newer_version_are_refused(store):
 
 
 def test_api_keys_are_never_written(store):
-    settings = settings_from_mapping({"vaults": [
-        {"name": "Remote", "kind": "obsidian-rest", "host": "127.0.0.1", "port": 27123, "apiKey": "SUPER-SECRET-1"},
-        {"name": "Other", "kind": "obsidian-rest", "api_key": "SUPER-SECRET-2"},
-    ]})
+    settings = settings_from_mapping(
+        {
+            "vaults": [
+                {
+                    "name": "Remote",
+                    "kind": "obsidian-rest",
+                    "host": "127.0.0.1",
+                    "port": 27123,
+                    "apiKey": "SUPER-SECRET-1",
+                },
+                {"name": "Other", "kind": "obsidian-rest", "api_key": "SUPER-SECRET-2"},
+            ]
+        }
+    )
     assert not hasattr(settings.vaults[0], "apiKey") and not hasattr(settings.vaults[0], "api_key")
     store.save(settings)
     text = store.path.read_text(encoding="utf-8")

@@ -102,7 +102,7 @@ class SeenAiRequest:
 
     @property
     def wire(self) -> str:
-        """"openai", "azure", "anthropic", "gemini", "ollama" or "" (an unknown path)."""
+        """ "openai", "azure", "anthropic", "gemini", "ollama" or "" (an unknown path)."""
         return _wire_of(self.path)
 
     @property
@@ -120,18 +120,27 @@ class SeenAiRequest:
             return _texts(body.get("system"))
         if self.wire == "gemini":
             return _texts((body.get("systemInstruction") or {}).get("parts"))
-        return "\n\n".join(_texts(m.get("content")) for m in body.get("messages") or []
-                           if isinstance(m, dict) and m.get("role") == "system")
+        return "\n\n".join(
+            _texts(m.get("content"))
+            for m in body.get("messages") or []
+            if isinstance(m, dict) and m.get("role") == "system"
+        )
 
     @property
     def user_text(self) -> str:
         """All user-role text, blocks joined with a blank line."""
         body = self.body if isinstance(self.body, dict) else {}
         if self.wire == "gemini":
-            return "\n\n".join(_texts(c.get("parts")) for c in body.get("contents") or []
-                               if isinstance(c, dict) and c.get("role", "user") == "user")
-        return "\n\n".join(_texts(m.get("content")) for m in body.get("messages") or []
-                           if isinstance(m, dict) and m.get("role") == "user")
+            return "\n\n".join(
+                _texts(c.get("parts"))
+                for c in body.get("contents") or []
+                if isinstance(c, dict) and c.get("role", "user") == "user"
+            )
+        return "\n\n".join(
+            _texts(m.get("content"))
+            for m in body.get("messages") or []
+            if isinstance(m, dict) and m.get("role") == "user"
+        )
 
     @property
     def prompt_text(self) -> str:
@@ -174,6 +183,7 @@ def _wire_of(path: str) -> str:
 
 # ---- envelopes ---------------------------------------------------------------------------------
 
+
 def _usage(reply: Reply) -> dict[str, int]:
     u = {"input": 10, "output": 5, "cache_read": 0, "cache_write": 0}
     u.update(reply.usage or {})
@@ -196,22 +206,45 @@ def envelope(wire: str, reply: Reply, req: SeenAiRequest) -> Any:
     if wire in ("openai", "azure"):
         message: dict[str, Any] = {"role": "assistant", "content": _answer_text(reply) or (None if calls else "")}
         if calls:
-            message["tool_calls"] = [{"id": c["id"], "type": "function", "function": {
-                "name": c["name"], "arguments": c["args"] if isinstance(c.get("args"), str) else json.dumps(c.get("args") or {})}}
-                for c in calls]
-        return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
-                "choices": [{"index": 0, "message": message,
-                             "finish_reason": reply.finish_reason or ("tool_calls" if calls else "stop")}],
-                "usage": {"prompt_tokens": u["input"], "completion_tokens": u["output"],
-                          "total_tokens": u["input"] + u["output"],
-                          "prompt_tokens_details": {"cached_tokens": u["cache_read"]}}}
+            message["tool_calls"] = [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {
+                        "name": c["name"],
+                        "arguments": c["args"] if isinstance(c.get("args"), str) else json.dumps(c.get("args") or {}),
+                    },
+                }
+                for c in calls
+            ]
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": reply.finish_reason or ("tool_calls" if calls else "stop"),
+                }
+            ],
+            "usage": {
+                "prompt_tokens": u["input"],
+                "completion_tokens": u["output"],
+                "total_tokens": u["input"] + u["output"],
+                "prompt_tokens_details": {"cached_tokens": u["cache_read"]},
+            },
+        }
     if wire == "anthropic":
         blocks: list[dict[str, Any]] = []
         tool = (body.get("tool_choice") or {}).get("name") if isinstance(body.get("tool_choice"), dict) else None
         if calls:
             if reply.text:
                 blocks.append({"type": "text", "text": reply.text})
-            blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": c.get("args") or {}} for c in calls]
+            blocks += [
+                {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c.get("args") or {}} for c in calls
+            ]
             stop = "tool_use"
         elif reply.structured is not None and tool:
             if reply.text is not None:
@@ -223,24 +256,50 @@ def envelope(wire: str, reply: Reply, req: SeenAiRequest) -> Any:
                 blocks.append({"type": "thinking", "thinking": "Let me think.", "signature": "sig"})
             blocks.append({"type": "text", "text": _answer_text(reply)})
             stop = "end_turn"
-        return {"id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": blocks,
-                "stop_reason": reply.finish_reason or stop, "stop_sequence": None,
-                "usage": {"input_tokens": u["input"], "output_tokens": u["output"],
-                          "cache_read_input_tokens": u["cache_read"], "cache_creation_input_tokens": u["cache_write"]}}
+        return {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": blocks,
+            "stop_reason": reply.finish_reason or stop,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": u["input"],
+                "output_tokens": u["output"],
+                "cache_read_input_tokens": u["cache_read"],
+                "cache_creation_input_tokens": u["cache_write"],
+            },
+        }
     if wire == "gemini":
         parts: list[dict[str, Any]] = [{"text": reply.text}] if reply.text else []
         parts += [{"functionCall": {"name": c["name"], "args": c.get("args") or {}}} for c in calls]
-        return {"candidates": [{"content": {"role": "model", "parts": parts or [{"text": _answer_text(reply)}]},
-                                "finishReason": reply.finish_reason or "STOP", "index": 0}],
-                "usageMetadata": {"promptTokenCount": u["input"], "candidatesTokenCount": u["output"],
-                                  "totalTokenCount": u["input"] + u["output"],
-                                  "cachedContentTokenCount": u["cache_read"]},
-                "modelVersion": model}
+        return {
+            "candidates": [
+                {
+                    "content": {"role": "model", "parts": parts or [{"text": _answer_text(reply)}]},
+                    "finishReason": reply.finish_reason or "STOP",
+                    "index": 0,
+                }
+            ],
+            "usageMetadata": {
+                "promptTokenCount": u["input"],
+                "candidatesTokenCount": u["output"],
+                "totalTokenCount": u["input"] + u["output"],
+                "cachedContentTokenCount": u["cache_read"],
+            },
+            "modelVersion": model,
+        }
     if wire == "ollama":
-        return {"model": model, "created_at": "2025-01-01T00:00:00Z",
-                "message": {"role": "assistant", "content": _answer_text(reply)}, "done": True,
-                "done_reason": reply.finish_reason or "stop", "prompt_eval_count": u["input"],
-                "eval_count": u["output"]}
+        return {
+            "model": model,
+            "created_at": "2025-01-01T00:00:00Z",
+            "message": {"role": "assistant", "content": _answer_text(reply)},
+            "done": True,
+            "done_reason": reply.finish_reason or "stop",
+            "prompt_eval_count": u["input"],
+            "eval_count": u["output"],
+        }
     raise AssertionError(wire)
 
 
@@ -253,19 +312,32 @@ def sse_stream(completion: dict[str, Any], pieces: int = 3) -> bytes:
     step = max(1, -(-len(text) // pieces))
     base = {k: completion[k] for k in ("id", "created", "model")}
     chunks = [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]
-    chunks += [{"index": 0, "delta": {"content": text[i:i + step]}, "finish_reason": None}
-               for i in range(0, len(text), step)]
+    chunks += [
+        {"index": 0, "delta": {"content": text[i : i + step]}, "finish_reason": None} for i in range(0, len(text), step)
+    ]
     events = [{**base, "object": "chat.completion.chunk", "choices": [c]} for c in chunks]
-    events.append({**base, "object": "chat.completion.chunk", "usage": completion.get("usage"),
-                   "choices": [{"index": 0, "delta": {}, "finish_reason": completion["choices"][0]["finish_reason"]}]})
+    events.append(
+        {
+            **base,
+            "object": "chat.completion.chunk",
+            "usage": completion.get("usage"),
+            "choices": [{"index": 0, "delta": {}, "finish_reason": completion["choices"][0]["finish_reason"]}],
+        }
+    )
     return "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode() + b"data: [DONE]\n\n"
 
 
-_STATUS_WORDS = {400: ("invalid_request_error", "INVALID_ARGUMENT"), 401: ("authentication_error", "UNAUTHENTICATED"),
-                 402: ("billing_error", "FAILED_PRECONDITION"), 403: ("permission_error", "PERMISSION_DENIED"),
-                 404: ("not_found_error", "NOT_FOUND"), 429: ("rate_limit_error", "RESOURCE_EXHAUSTED"),
-                 500: ("api_error", "INTERNAL"), 503: ("api_error", "UNAVAILABLE"),
-                 529: ("overloaded_error", "UNAVAILABLE")}
+_STATUS_WORDS = {
+    400: ("invalid_request_error", "INVALID_ARGUMENT"),
+    401: ("authentication_error", "UNAUTHENTICATED"),
+    402: ("billing_error", "FAILED_PRECONDITION"),
+    403: ("permission_error", "PERMISSION_DENIED"),
+    404: ("not_found_error", "NOT_FOUND"),
+    429: ("rate_limit_error", "RESOURCE_EXHAUSTED"),
+    500: ("api_error", "INTERNAL"),
+    503: ("api_error", "UNAVAILABLE"),
+    529: ("overloaded_error", "UNAVAILABLE"),
+}
 
 
 def error_envelope(wire: str, status: int, message: str | None = None) -> Any:
@@ -283,6 +355,7 @@ def error_envelope(wire: str, status: int, message: str | None = None) -> Any:
 
 # ---- server ------------------------------------------------------------------------------------
 
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
@@ -295,8 +368,9 @@ class _Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path
         if path.endswith("/models"):
             models = self.server.owner.models
-            return self._json(200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "fake"}
-                                                                for m in models]})
+            return self._json(
+                200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "fake"} for m in models]}
+            )
         self._json(404, {"error": "not found"})
 
     def do_POST(self) -> None:
@@ -307,8 +381,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        seen = SeenAiRequest("POST", parts.path, dict(parse_qsl(parts.query)),
-                             {k.lower(): v for k, v in self.headers.items()}, body, raw)
+        seen = SeenAiRequest(
+            "POST", parts.path, dict(parse_qsl(parts.query)), {k.lower(): v for k, v in self.headers.items()}, body, raw
+        )
         fake._record(seen)
         wire = seen.wire
         if not wire:
@@ -331,7 +406,13 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(200, envelope(wire, action, seen))
         if isinstance(action, Failure):
             body = action.body if action.body is not None else error_envelope(wire, action.status)
-            data = body if isinstance(body, bytes) else body.encode() if isinstance(body, str) else json.dumps(body).encode()
+            data = (
+                body
+                if isinstance(body, bytes)
+                else body.encode()
+                if isinstance(body, str)
+                else json.dumps(body).encode()
+            )
             return self._send(action.status, data, action.headers)
         if isinstance(action, BrokenJson):
             return self._send(200, b'{"choices": [{"message": {"content": "unterminated')
@@ -373,8 +454,9 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             fake._leave_wait()
 
-    def _send(self, status: int, data: bytes, headers: dict[str, str] | None = None, *,
-              content_type: str = "application/json") -> None:
+    def _send(
+        self, status: int, data: bytes, headers: dict[str, str] | None = None, *, content_type: str = "application/json"
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
@@ -423,8 +505,9 @@ class FakeAiProvider:
         self._httpd.owner = self
         host, port = self._httpd.server_address[:2]
         self.url = f"http://{host}:{port}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                                        name="fake-ai-provider", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-ai-provider", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -443,11 +526,22 @@ class FakeAiProvider:
 
     # ---- scripting
 
-    def reply(self, text: str | None = None, structured: Any = None, usage: dict[str, int] | None = None, *,
-              finish_reason: str | None = None, model: str | None = None, raw: Any = None,
-              tool_calls: list[dict[str, Any]] | None = None) -> None:
-        self._push(Reply(text, structured, usage, finish_reason, model, raw,
-                         tool_calls=tuple(tool_calls) if tool_calls else None))
+    def reply(
+        self,
+        text: str | None = None,
+        structured: Any = None,
+        usage: dict[str, int] | None = None,
+        *,
+        finish_reason: str | None = None,
+        model: str | None = None,
+        raw: Any = None,
+        tool_calls: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self._push(
+            Reply(
+                text, structured, usage, finish_reason, model, raw, tool_calls=tuple(tool_calls) if tool_calls else None
+            )
+        )
 
     def fail(self, status: int, body: Any = None, headers: dict[str, str] | None = None) -> None:
         self._push(Failure(status, body, headers))
@@ -504,13 +598,21 @@ class FakeAiProvider:
         with self._disconnected:
             return self._disconnected.wait_for(lambda: self._state.disconnects >= count, timeout)
 
-    def profile(self, provider: str = "openai", flavor: str = "", *, model: str = "fake-model",
-                **fields: Any) -> ConnectionProfile:
+    def profile(
+        self, provider: str = "openai", flavor: str = "", *, model: str = "fake-model", **fields: Any
+    ) -> ConnectionProfile:
         """A connection profile aimed at this fake, on the path layout its flavor uses."""
         flavor = flavor or provider
         base = self.url + ("/v1" if provider == "openai" and flavor != "azure" else "")
-        return ConnectionProfile(id=f"fake-{flavor}", name=f"Fake {flavor}", provider=provider, flavor=flavor,
-                                 base_url=base, model=model, **fields)
+        return ConnectionProfile(
+            id=f"fake-{flavor}",
+            name=f"Fake {flavor}",
+            provider=provider,
+            flavor=flavor,
+            base_url=base,
+            model=model,
+            **fields,
+        )
 
     # ---- used by the handler threads
 
@@ -562,5 +664,16 @@ def ai_fake():
         yield fake
 
 
-__all__ = ["BrokenJson", "Failure", "FakeAiProvider", "Hang", "Reply", "SeenAiRequest", "Truncated", "ai_fake",
-           "envelope", "error_envelope", "sse_stream"]
+__all__ = [
+    "BrokenJson",
+    "Failure",
+    "FakeAiProvider",
+    "Hang",
+    "Reply",
+    "SeenAiRequest",
+    "Truncated",
+    "ai_fake",
+    "envelope",
+    "error_envelope",
+    "sse_stream",
+]

@@ -36,8 +36,14 @@ class _Handler(BaseHTTPRequestHandler):
 class CannedServer:
     """`with CannedServer(404, b"Not Found") as srv:` serves on 127.0.0.1:srv.port."""
 
-    def __init__(self, status: int, body: bytes = b"", content_type: str = "text/plain",
-                 headers: dict[str, str] | None = None, server_name: str = "Canned/1.0") -> None:
+    def __init__(
+        self,
+        status: int,
+        body: bytes = b"",
+        content_type: str = "text/plain",
+        headers: dict[str, str] | None = None,
+        server_name: str = "Canned/1.0",
+    ) -> None:
         self.status, self.body, self.content_type, self.server_name = status, body, content_type, server_name
         self.headers = headers or {}
         self.paths: list[str] = []

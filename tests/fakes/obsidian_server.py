@@ -138,11 +138,17 @@ class _Handler(BaseHTTPRequestHandler):
         if path in ("/", "/obsidian-local-rest-api.crt", "/openapi.yaml"):
             return self._status_json() if path == "/" else self._error(404, "not served by the fake")
         if not srv._authorized(self.headers.get("Authorization")):
-            return self._json(401, {"message": "Authorization required.  Find your API Key in the 'Local REST API' "
-                                    "section of your Obsidian settings.", "errorCode": 40101})
+            return self._json(
+                401,
+                {
+                    "message": "Authorization required.  Find your API Key in the 'Local REST API' "
+                    "section of your Obsidian settings.",
+                    "errorCode": 40101,
+                },
+            )
         if not path.startswith("/vault/"):
             return self._error(404, "Not Found")
-        return self._vault(srv, path[len("/vault/"):], body)
+        return self._vault(srv, path[len("/vault/") :], body)
 
     def _preflight(self) -> None:
         extra = {"Access-Control-Allow-Methods": CORS_METHODS, "Vary": "Access-Control-Request-Headers"}
@@ -155,13 +161,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _status_json(self) -> None:
         srv = self.server.owner
-        self._json(200, {
-            "status": "OK",
-            "manifest": {"id": "obsidian-local-rest-api", "name": "Local REST API", "version": OLRA_VERSION},
-            "versions": {"obsidian": OBSIDIAN_VERSION, "self": OLRA_VERSION},
-            "service": "Obsidian Local REST API",
-            "authenticated": srv._authorized(self.headers.get("Authorization")),
-        })
+        self._json(
+            200,
+            {
+                "status": "OK",
+                "manifest": {"id": "obsidian-local-rest-api", "name": "Local REST API", "version": OLRA_VERSION},
+                "versions": {"obsidian": OBSIDIAN_VERSION, "self": OLRA_VERSION},
+                "service": "Obsidian Local REST API",
+                "authenticated": srv._authorized(self.headers.get("Authorization")),
+            },
+        )
 
     def _vault(self, srv: FakeObsidian, rel: str, body: bytes) -> None:
         parts = [p for p in rel.split("/") if p]
@@ -192,10 +201,12 @@ class _Handler(BaseHTTPRequestHandler):
         if not parts or any(p.startswith(".") for p in parts) or not target.is_file():
             return self._error(404, "Not Found")
         name = parts[-1]
-        ctype = "text/markdown; charset=utf-8" if name.lower().endswith(".md") else (
-            mimetypes.guess_type(name)[0] or "application/octet-stream")
-        self._send(200, target.read_bytes(), ctype,
-                   {"Content-Disposition": f'attachment; filename="{quote(name)}"'})
+        ctype = (
+            "text/markdown; charset=utf-8"
+            if name.lower().endswith(".md")
+            else (mimetypes.guess_type(name)[0] or "application/octet-stream")
+        )
+        self._send(200, target.read_bytes(), ctype, {"Content-Disposition": f'attachment; filename="{quote(name)}"'})
 
     do_GET = do_PUT = do_POST = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _handle
 
@@ -259,8 +270,12 @@ class FakeObsidian:
     def start(self) -> FakeObsidian:
         self._httpd = _Server((self.host, 0), _Handler)
         self._httpd.owner = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name=f"fake-obsidian-{self.port}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"fake-obsidian-{self.port}",
+            daemon=True,
+        )
         self._thread.start()
         return self
 

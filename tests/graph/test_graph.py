@@ -45,7 +45,7 @@ def two_cliques(size: int = 5):
     for side in "AB":
         names = [f"{side}{i}" for i in range(size)]
         for i, name in enumerate(names):
-            links = names[i + 1:]
+            links = names[i + 1 :]
             if name == "A0":
                 links = [*links, "B0"]
             notes.append(note(name, links))
@@ -55,6 +55,7 @@ def two_cliques(size: int = 5):
 # ---------------------------------------------------------------------------------------------
 # The graph
 # ---------------------------------------------------------------------------------------------
+
 
 def test_triangle_nodes_edges_and_default_weight():
     g = vault(note("Alpha", ["Beta"]), note("Beta", ["Gamma"]), note("Gamma", ["Alpha"]))
@@ -108,6 +109,7 @@ def test_graph_false_entries_and_their_edges_are_left_out():
 # Analysis
 # ---------------------------------------------------------------------------------------------
 
+
 def test_two_cliques_make_two_communities_and_one_bridge():
     g = two_cliques()
     c = communities(g, seed=7)
@@ -131,8 +133,12 @@ def test_communities_are_seeded():
 
 
 def test_requires_cycle_reported_once():
-    g = vault(note("A", fm="requires: [B]"), note("B", fm="requires: [C]"), note("C", fm="requires: [A]"),
-              note("D", fm="requires: [A]"))
+    g = vault(
+        note("A", fm="requires: [B]"),
+        note("B", fm="requires: [C]"),
+        note("C", fm="requires: [A]"),
+        note("D", fm="requires: [A]"),
+    )
     cycles = requires_cycles(g)
     assert len(cycles) == 1
     (c,) = cycles
@@ -169,8 +175,12 @@ def test_type_imbalance_per_community():
 
 
 def test_missing_connections_between_entries_sharing_a_custom_field_value():
-    g = vault(note("Inn", fm="location: [Saffre]"), note("Quay", fm="location: [saffre, Delta]"),
-              note("Bell", ["Inn"], fm="location: Saffre"), note("Far", fm="location: Elsewhere"))
+    g = vault(
+        note("Inn", fm="location: [Saffre]"),
+        note("Quay", fm="location: [saffre, Delta]"),
+        note("Bell", ["Inn"], fm="location: Saffre"),
+        note("Far", fm="location: Elsewhere"),
+    )
     found = {f.titles: f for f in missing_connections(g)}
     assert set(found) == {("Inn", "Quay"), ("Quay", "Bell")}  # Inn – Bell are linked
     assert "location: Saffre" in found[("Inn", "Quay")].message
@@ -216,6 +226,7 @@ def test_empty_graph():
 # ---------------------------------------------------------------------------------------------
 # Layout
 # ---------------------------------------------------------------------------------------------
+
 
 def test_layout_is_deterministic_per_seed():
     g = two_cliques()
@@ -285,8 +296,10 @@ def test_mesh_repulsion_matches_exact_repulsion_in_shape(monkeypatch):
     notes = []
     for c in range(8):  # 8 rings of 12
         names = [f"R{c}-{i}" for i in range(12)]
-        notes += [note(n, [names[(i + 1) % 12], names[(i + 3) % 12]] + ([f"R{(c + 1) % 8}-0"] if i == 0 else []))
-                  for i, n in enumerate(names)]
+        notes += [
+            note(n, [names[(i + 1) % 12], names[(i + 3) % 12]] + ([f"R{(c + 1) % 8}-0"] if i == 0 else []))
+            for i, n in enumerate(names)
+        ]
     g = vault(*notes)
 
     def cohesion(pos):
@@ -334,8 +347,10 @@ def test_rebuild_with_previous_reuses_weights_of_unchanged_pairs_only():
     assert sorted(counted) == [("Beta", "Gamma"), ("Gamma", "Beta")]
     w = {frozenset((second.entries[e.a].title, second.entries[e.b].title)): e.weight for e in second.edges}
     assert w[frozenset(("Alpha", "Beta"))] == 4.0  # 3 in the prose + the link, reused
-    assert w == {frozenset(e.title for e in (second.entries[x.a], second.entries[x.b])): x.weight
-                 for x in build_graph(one_vault(a, b, c2)).edges}
+    assert w == {
+        frozenset(e.title for e in (second.entries[x.a], second.entries[x.b])): x.weight
+        for x in build_graph(one_vault(a, b, c2)).edges
+    }
 
 
 def test_islands_are_brought_in_next_to_the_largest_component():
@@ -358,8 +373,9 @@ def test_incremental_known_nodes_move_at_most_inertia_times_the_span():
     span = float(np.ptp(first.positions, axis=0).max())
     after = vault(*before.entries, note("Newcomer", ["B1", "A3"]))
     for inertia in (0.0, 0.01):
-        res = layout(after, LayoutParams(linlog=True, scaling=0.5, inertia=inertia), seed=1,
-                     previous=first.as_dict()).as_dict()
+        res = layout(
+            after, LayoutParams(linlog=True, scaling=0.5, inertia=inertia), seed=1, previous=first.as_dict()
+        ).as_dict()
         moved = max(np.hypot(res[u][0] - x, res[u][1] - y) for u, (x, y) in first.as_dict().items())
         assert moved <= inertia * span + 1e-9
 
@@ -391,7 +407,7 @@ def planted(k: int = 4, size: int = 50, p_in: float = 0.3, p_out: float = 0.005,
     flat = [(c, name) for c in range(k) for name in names[c]]
     links: dict[str, list[str]] = {name: [] for _, name in flat}
     for i, (ci, a) in enumerate(flat):
-        for cj, b in flat[i + 1:]:
+        for cj, b in flat[i + 1 :]:
             if rng.random() < (p_in if ci == cj else p_out):
                 links[a].append(b)
     g = vault(*[note(name, links[name]) for _, name in flat])
@@ -409,13 +425,16 @@ def same_vs_other(pos, group) -> float:
 
 
 @pytest.mark.parametrize("mesh", [False, True])
-@pytest.mark.parametrize("case, limit", [
-    # 4 communities of 50, dense inside, sparse between (about 0.11 here)
-    (dict(k=4, p_in=0.3, p_out=0.005), 0.3),
-    # 8 weak ones (each node has more links outside its community than half its links inside):
-    # about 0.47 from the communities' start, 0.64-0.67 from a random one
-    (dict(k=8, p_in=0.08, p_out=0.01), 0.58),
-])
+@pytest.mark.parametrize(
+    "case, limit",
+    [
+        # 4 communities of 50, dense inside, sparse between (about 0.11 here)
+        (dict(k=4, p_in=0.3, p_out=0.005), 0.3),
+        # 8 weak ones (each node has more links outside its community than half its links inside):
+        # about 0.47 from the communities' start, 0.64-0.67 from a random one
+        (dict(k=8, p_in=0.08, p_out=0.01), 0.58),
+    ],
+)
 def test_layout_shows_planted_communities_as_regions(monkeypatch, mesh, case, limit):
     import dle_desktop.core.graph.forceatlas2 as fa2
 

@@ -32,15 +32,21 @@ Old Hobb keeps the quay. He knows every smuggler by name.
 VAULT = {
     "Characters/Old Hobb.md": COMMENTED,
     "Places/Lantern Quay.md": "---\ntags: [lorebook]\nkeys: [Lantern Quay, lanterns]\n---\n# Lantern Quay\n\n"
-                              "The docks at night. Old Hobb works here. See [[Old Hobb]].\n",
+    "The docks at night. Old Hobb works here. See [[Old Hobb]].\n",
     "Factions/Ferrymen.md": "---\ntags: [lorebook]\nkeys: [ferrymen]\n---\n# Ferrymen\n\nThe ferrymen's guild.\n",
 }
 
 
 def profile_for(fake, provider: str) -> dict:
     flavor = "custom" if provider == "openai" else provider
-    return {"id": "fake", "name": "Fake", "provider": provider, "flavor": flavor,
-            "base_url": fake.url + ("/v1" if provider == "openai" else ""), "model": "fake-model"}
+    return {
+        "id": "fake",
+        "name": "Fake",
+        "provider": provider,
+        "flavor": flavor,
+        "base_url": fake.url + ("/v1" if provider == "openai" else ""),
+        "model": "fake-model",
+    }
 
 
 def make_vault(root: Path) -> Path:
@@ -59,11 +65,17 @@ async def running(tmp_path: Path, fake, provider: str = "openai", data: str = "d
     root = tmp_path / "vault"
     if not root.exists():
         make_vault(root)
-    settings = settings_from_mapping({"connection_profiles": [profile_for(fake, provider)],
-                                      "aiSearchProfileId": "fake"})
+    settings = settings_from_mapping(
+        {"connection_profiles": [profile_for(fake, provider)], "aiSearchProfileId": "fake"}
+    )
     dirs = tmp_path / data
-    engine = Engine(AppPaths(dirs, dirs).ensure(), settings, SecretStore(use_keyring=False),
-                    vault_override=[FolderSource("lore", root)], use_cache=False)
+    engine = Engine(
+        AppPaths(dirs, dirs).ensure(),
+        settings,
+        SecretStore(use_keyring=False),
+        vault_override=[FolderSource("lore", root)],
+        use_cache=False,
+    )
     await engine.start(watch=False)
     await engine.wait_ready()
     try:

@@ -13,11 +13,19 @@ from dle_desktop.librarian.service import Librarian
 
 from .conftest import Events, running, vault_bytes
 
-FINAL = {"message": "Drafted Mira Vell. Nobody in the vault knew her.",
-         "draft": {"title": "Mira Vell", "type": "character", "priority": 50, "tags": ["lorebook", "smuggler"],
-                   "keys": ["Mira", "Mira Vell"], "summary": "A smuggler at Lantern Quay; select when she appears.",
-                   "content": "Mira Vell runs contraband past Old Hobb."},
-         "action": "update_draft"}
+FINAL = {
+    "message": "Drafted Mira Vell. Nobody in the vault knew her.",
+    "draft": {
+        "title": "Mira Vell",
+        "type": "character",
+        "priority": 50,
+        "tags": ["lorebook", "smuggler"],
+        "keys": ["Mira", "Mira Vell"],
+        "summary": "A smuggler at Lantern Quay; select when she appears.",
+        "content": "Mira Vell runs contraband past Old Hobb.",
+    },
+    "action": "update_draft",
+}
 
 
 def _tool_results(req) -> str:
@@ -26,10 +34,19 @@ def _tool_results(req) -> str:
     if req.wire == "openai":
         return "\n".join(m["content"] for m in body["messages"] if m.get("role") == "tool")
     if req.wire == "anthropic":
-        return "\n".join(b["content"] for m in body["messages"] if isinstance(m["content"], list)
-                         for b in m["content"] if b.get("type") == "tool_result")
-    return "\n".join(p["functionResponse"]["response"]["content"] for c in body["contents"] for p in c["parts"]
-                     if "functionResponse" in p)
+        return "\n".join(
+            b["content"]
+            for m in body["messages"]
+            if isinstance(m["content"], list)
+            for b in m["content"]
+            if b.get("type") == "tool_result"
+        )
+    return "\n".join(
+        p["functionResponse"]["response"]["content"]
+        for c in body["contents"]
+        for p in c["parts"]
+        if "functionResponse" in p
+    )
 
 
 def _offered(req) -> list[str]:
@@ -43,8 +60,12 @@ def _offered(req) -> list[str]:
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
 def test_native_tool_calls_then_a_draft(tmp_path, ai_fake, provider):
-    ai_fake.reply(tool_calls=[{"name": "search_vault", "args": {"query": "Old Hobb quay"}},
-                              {"name": "get_links", "args": {"title": "Lantern Quay"}}])
+    ai_fake.reply(
+        tool_calls=[
+            {"name": "search_vault", "args": {"query": "Old Hobb quay"}},
+            {"name": "get_links", "args": {"title": "Lantern Quay"}},
+        ]
+    )
     ai_fake.reply(text=json.dumps(FINAL))
     events = Events()
 
@@ -69,8 +90,11 @@ def test_native_tool_calls_then_a_draft(tmp_path, ai_fake, provider):
 
 
 def test_text_protocol_tool_call_for_connections_without_tools(tmp_path, ai_fake):
-    ai_fake.reply(text=json.dumps({"message": "Looking.", "action": "tool_call",
-                                   "tool_calls": [{"name": "list_entries", "args": {}}]}))
+    ai_fake.reply(
+        text=json.dumps(
+            {"message": "Looking.", "action": "tool_call", "tool_calls": [{"name": "list_entries", "args": {}}]}
+        )
+    )
     ai_fake.reply(text="```json\n" + json.dumps(FINAL) + "\n```")
     events = Events()
 
@@ -121,9 +145,13 @@ def test_garbage_four_times_gives_up_with_a_clear_message(tmp_path, ai_fake):
 
 
 def test_unknown_tool_and_a_path_outside_the_vault_get_tool_errors(tmp_path, ai_fake):
-    ai_fake.reply(tool_calls=[{"name": "delete_everything", "args": {}},
-                              {"name": "get_full_content", "args": {"title": "../../../etc/passwd"}},
-                              {"name": "get_entry", "args": "not json"}])
+    ai_fake.reply(
+        tool_calls=[
+            {"name": "delete_everything", "args": {}},
+            {"name": "get_full_content", "args": {"title": "../../../etc/passwd"}},
+            {"name": "get_entry", "args": "not json"},
+        ]
+    )
     ai_fake.reply(text=json.dumps({"message": "I will behave."}))
     events = Events()
 
@@ -137,7 +165,9 @@ def test_unknown_tool_and_a_path_outside_the_vault_get_tool_errors(tmp_path, ai_
     results = events.of("tool_result")
     assert all(r.data["error"] for r in results)
     assert "unknown tool 'delete_everything'" in results[0].text
-    assert "outside" in results[1].data["text"] or "escape" in results[1].data["text"] or ".." in results[1].data["text"]
+    assert (
+        "outside" in results[1].data["text"] or "escape" in results[1].data["text"] or ".." in results[1].data["text"]
+    )
     assert "JSON object" in results[2].text
     assert before == after
 

@@ -13,8 +13,14 @@ from dle_desktop.librarian.draft import Draft, analyse
 
 from .conftest import COMMENTED, running, vault_bytes
 
-MIRA = Draft(title="Mira Vell", type="character", tags=("lorebook",), keys=("Mira",), summary="A smuggler.",
-             content="Mira runs contraband.")
+MIRA = Draft(
+    title="Mira Vell",
+    type="character",
+    tags=("lorebook",),
+    keys=("Mira",),
+    summary="A smuggler.",
+    content="Mira runs contraband.",
+)
 
 
 def test_a_draft_is_written_indexed_at_once_and_undone(tmp_path, ai_fake):
@@ -36,7 +42,11 @@ def test_a_draft_is_written_indexed_at_once_and_undone(tmp_path, ai_fake):
     plan, on_disk, indexed, update, exists_after_undo, after_undo = asyncio.run(go())
     assert on_disk == plan.text and on_disk.startswith("---\nfileClass: character\ntype: character\nstatus: active\n")
     assert indexed is not None and indexed.keys == ("Mira",)
-    assert update.is_update and "+  - Vell" in update.diff and [ln for ln in update.diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")] == ["+  - Vell"]
+    assert (
+        update.is_update
+        and "+  - Vell" in update.diff
+        and [ln for ln in update.diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")] == ["+  - Vell"]
+    )
     assert not exists_after_undo and after_undo is None
 
 
@@ -61,17 +71,22 @@ def test_optimize_keys_changes_only_the_keys_line_of_a_commented_note(tmp_path, 
             entry = engine.snapshot.find("Old Hobb")
             change = await lib.optimize_keys(entry)
             await lib.apply(change)
-            return change, (root / "Characters/Old Hobb.md").read_text(encoding="utf-8"), engine.snapshot.find("Old Hobb")
+            return (
+                change,
+                (root / "Characters/Old Hobb.md").read_text(encoding="utf-8"),
+                engine.snapshot.find("Old Hobb"),
+            )
 
     change, on_disk, entry = asyncio.run(go())
     assert change.note == "names" and "optimize_keys" not in change.diff
     old_lines, new_lines = COMMENTED.splitlines(), on_disk.splitlines()
     assert len(old_lines) == len(new_lines)
     differing = [(a, b) for a, b in zip(old_lines, new_lines) if a != b]
-    assert differing == [("keys: [harbour, quay]  # short on purpose",
-                          "keys: [Old Hobb, harbourmaster, Hobb]  # short on purpose")]
+    assert differing == [
+        ("keys: [harbour, quay]  # short on purpose", "keys: [Old Hobb, harbourmaster, Hobb]  # short on purpose")
+    ]
     assert entry.keys == ("Old Hobb", "harbourmaster", "Hobb")
-    assert "Current keys: [\"harbour\", \"quay\"]" in ai_fake.last.user_text
+    assert 'Current keys: ["harbour", "quay"]' in ai_fake.last.user_text
 
 
 def test_summarize_many_hands_over_each_proposal_and_stops_on_cancel(tmp_path, ai_fake):
@@ -82,8 +97,11 @@ def test_summarize_many_hands_over_each_proposal_and_stops_on_cancel(tmp_path, a
     async def go():
         async with running(tmp_path, ai_fake) as (engine, lib, root):
             entries = [engine.snapshot.find("Ferrymen"), engine.snapshot.find("Lantern Quay")]
-            task = asyncio.create_task(lib.summarize_many(entries, lambda *p: progress.append(p),
-                                                          lambda c, e, err: results.append((c, e.title, err))))
+            task = asyncio.create_task(
+                lib.summarize_many(
+                    entries, lambda *p: progress.append(p), lambda c, e, err: results.append((c, e.title, err))
+                )
+            )
             while ai_fake.waiting == 0:
                 await asyncio.sleep(0.01)
             task.cancel()

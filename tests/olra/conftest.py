@@ -96,8 +96,14 @@ def raw_request(port: int, request: bytes, timeout: float = 10.0) -> tuple[int, 
             data += chunk
             head, sep, body = data.partition(b"\r\n\r\n")
             if sep:
-                length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")[1:]
-                               if line.lower().startswith(b"content-length:")), None)
+                length = next(
+                    (
+                        int(line.split(b":", 1)[1])
+                        for line in head.split(b"\r\n")[1:]
+                        if line.lower().startswith(b"content-length:")
+                    ),
+                    None,
+                )
                 if length is not None and len(body) >= length:
                     break
     status = int(data.split(b" ", 2)[1])

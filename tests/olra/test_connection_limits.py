@@ -39,8 +39,9 @@ def test_idle_sockets_past_the_cap_make_room_for_a_request(olra):
         answer = None
         while time.monotonic() < deadline:
             try:
-                answer = httpx.get(f"{served.runner.url}/vault/a.md", headers={"Authorization": f"Bearer {served.key}"},
-                                   timeout=5)
+                answer = httpx.get(
+                    f"{served.runner.url}/vault/a.md", headers={"Authorization": f"Bearer {served.key}"}, timeout=5
+                )
                 break
             except httpx.HTTPError:
                 time.sleep(0.2)

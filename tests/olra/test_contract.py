@@ -51,10 +51,10 @@ def test_nested_listings_names_relative_to_the_folder(olra):
 
 
 def test_listings_sort_like_javascript_and_hide_dot_folders(olra):
-    s = olra({"b.md": "", "B.md": "", "a/x.md": "", "_u.md": "", "\U0001F409.md": "", "\uff21.md": ""})
+    s = olra({"b.md": "", "B.md": "", "a/x.md": "", "_u.md": "", "\U0001f409.md": "", "\uff21.md": ""})
     files = s.get("/vault/").json()["files"]
     # UTF-16 code-unit order: the astral dragon (a surrogate pair, 0xD83D...) before U+FF21.
-    assert files == ["B.md", "_u.md", "a/", "b.md", "\U0001F409.md", "\uff21.md"]
+    assert files == ["B.md", "_u.md", "a/", "b.md", "\U0001f409.md", "\uff21.md"]
     assert s.get("/vault/.obsidian/").status_code == 404
 
 
@@ -78,8 +78,10 @@ def test_raw_reads_with_content_type_and_disposition(olra):
         assert r.headers["access-control-allow-origin"] == "*"
         assert r.headers["content-disposition"].startswith('attachment; filename="')
     assert s.get(vault_url("Top.md")).headers["content-type"] == "text/markdown; charset=utf-8"
-    assert s.get(vault_url("DeepLore/field-definitions.yaml"), headers=s.auth("text/plain")).headers[
-        "content-type"] == "text/yaml; charset=utf-8"
+    assert (
+        s.get(vault_url("DeepLore/field-definitions.yaml"), headers=s.auth("text/plain")).headers["content-type"]
+        == "text/yaml; charset=utf-8"
+    )
     assert s.get(vault_url("Images/pic.png")).headers["content-type"] == "image/png"
     disposition = s.get(vault_url("Hash #1/Q&A + more?.md")).headers["content-disposition"]
     assert disposition == 'attachment; filename="Q&A%20+%20more?.md"'
@@ -93,21 +95,30 @@ def test_head_answers_headers_only(olra):
 
 def test_missing_and_hidden_files_are_404_with_olra_body(olra):
     s = olra(NAMES)
-    for path in ("Nope.md", "Folder With Spaces/Nope.md", ".obsidian/app.json", ".git/config", ".hidden.md",
-                 "Top.md/child.md"):
+    for path in (
+        "Nope.md",
+        "Folder With Spaces/Nope.md",
+        ".obsidian/app.json",
+        ".git/config",
+        ".hidden.md",
+        "Top.md/child.md",
+    ):
         r = s.get(vault_url(path))
         assert r.status_code == 404, path
         assert r.json() == {"message": "Not Found", "errorCode": 40400}
         assert r.headers["access-control-allow-origin"] == "*"
 
 
-@pytest.mark.parametrize("content", [
-    b"---\r\ntags: [lorebook]\r\n---\r\n# CRLF\r\nline\r\n",
-    "\ufeff---\ntags: [lorebook]\n---\n# BOM\n".encode(),
-    "---\ntitle: Ünïcödé 日本 \U0001F409\n---\nbody — “quotes”\n".encode(),
-    b"",
-    b"no final newline",
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"---\r\ntags: [lorebook]\r\n---\r\n# CRLF\r\nline\r\n",
+        "\ufeff---\ntags: [lorebook]\n---\n# BOM\n".encode(),
+        "---\ntitle: Ünïcödé 日本 \U0001f409\n---\nbody — “quotes”\n".encode(),
+        b"",
+        b"no final newline",
+    ],
+)
 def test_put_then_get_round_trips_bytes_exactly(olra, content):
     s = olra({})
     r = s.put(vault_url("Sessions/Chat 1/Scribe #3 100%.md"), content)
@@ -176,8 +187,15 @@ def test_put_hidden_paths_refused(olra):
 
 def test_401_body_and_exact_bearer(olra):
     s = olra({"a.md": "a"})
-    bad = [{}, {"Authorization": "Bearer wrong"}, {"Authorization": f"bearer {s.key}"},
-           {"Authorization": f"Bearer {s.key}x"}, {"Authorization": f"Bearer {s.key[:-1]}"}, {"Authorization": s.key}, {"Authorization": f"Bearer  {s.key}"}]
+    bad = [
+        {},
+        {"Authorization": "Bearer wrong"},
+        {"Authorization": f"bearer {s.key}"},
+        {"Authorization": f"Bearer {s.key}x"},
+        {"Authorization": f"Bearer {s.key[:-1]}"},
+        {"Authorization": s.key},
+        {"Authorization": f"Bearer  {s.key}"},
+    ]
     for headers in bad:
         for method, url in (("GET", "/vault/"), ("GET", "/vault/a.md"), ("PUT", "/vault/b.md"), ("GET", "/search/")):
             r = s.client.request(method, url, headers=headers, content=b"x" if method == "PUT" else None)
@@ -213,8 +231,16 @@ def test_methods_and_routes_dle_never_uses(olra):
         assert r.json()["errorCode"] == 40500 and method in r.json()["message"]
         assert "PUT" in r.headers["allow"]
     assert (s.root / "a.md").read_text() == "a"
-    for url in ("/search/", "/search/simple/?query=a", "/active/", "/commands/", "/periodic/daily/", "/open/a.md",
-                "/openapi.yaml", "/vaultx/"):
+    for url in (
+        "/search/",
+        "/search/simple/?query=a",
+        "/active/",
+        "/commands/",
+        "/periodic/daily/",
+        "/open/a.md",
+        "/openapi.yaml",
+        "/vaultx/",
+    ):
         r = s.client.get(url, headers=s.auth())
         assert r.status_code == 404, url
         assert r.json()["errorCode"] == 40400
@@ -223,17 +249,27 @@ def test_methods_and_routes_dle_never_uses(olra):
 
 def test_cors_preflights_need_no_key(olra):
     s = olra({})
-    r = s.client.options("/vault/Sessions/a.md", headers={
-        "Origin": "http://127.0.0.1:8000", "Access-Control-Request-Method": "PUT",
-        "Access-Control-Request-Headers": "authorization,content-type"})
+    r = s.client.options(
+        "/vault/Sessions/a.md",
+        headers={
+            "Origin": "http://127.0.0.1:8000",
+            "Access-Control-Request-Method": "PUT",
+            "Access-Control-Request-Headers": "authorization,content-type",
+        },
+    )
     assert r.status_code == 204 and r.content == b""
     assert r.headers["access-control-allow-origin"] == "*"
     assert r.headers["access-control-allow-methods"] == "GET,HEAD,PUT,PATCH,POST,DELETE"
     assert r.headers["access-control-allow-headers"] == "authorization,content-type"
     assert "access-control-allow-private-network" not in r.headers
-    pna = s.client.options("/vault/", headers={"Origin": "http://192.168.1.5:8000",
-                                               "Access-Control-Request-Method": "GET",
-                                               "Access-Control-Request-Private-Network": "true"})
+    pna = s.client.options(
+        "/vault/",
+        headers={
+            "Origin": "http://192.168.1.5:8000",
+            "Access-Control-Request-Method": "GET",
+            "Access-Control-Request-Private-Network": "true",
+        },
+    )
     assert pna.status_code == 204 and pna.headers["access-control-allow-private-network"] == "true"
     assert "access-control-allow-headers" not in pna.headers
 
@@ -246,12 +282,27 @@ def test_cors_on_answers_from_any_origin(olra):
     assert "access-control-allow-credentials" not in r.headers
 
 
-@pytest.mark.parametrize("host", ["evil.example", "evil.example:27123", "127.0.0.1.nip.io", "192.168.1.5", "0.0.0.0",
-                                  "[::1]evil", "127.0.0.1:1@evil.example"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "evil.example",
+        "evil.example:27123",
+        "127.0.0.1.nip.io",
+        "192.168.1.5",
+        "0.0.0.0",
+        "[::1]evil",
+        "127.0.0.1:1@evil.example",
+    ],
+)
 def test_dns_rebinding_never_reaches_files_even_with_the_key(olra, host):
     s = olra({"secret.md": "secret"})
-    for method, url in (("GET", "/vault/secret.md"), ("GET", "/vault/"), ("PUT", "/vault/new.md"), ("GET", "/"),
-                        ("OPTIONS", "/vault/")):
+    for method, url in (
+        ("GET", "/vault/secret.md"),
+        ("GET", "/vault/"),
+        ("PUT", "/vault/new.md"),
+        ("GET", "/"),
+        ("OPTIONS", "/vault/"),
+    ):
         r = s.client.request(method, url, headers={**s.auth(), "Host": host}, content=b"x" if method == "PUT" else None)
         assert r.status_code in (400, 403), (host, url)
         assert b"secret" not in r.content
@@ -266,9 +317,20 @@ def test_loopback_names_are_served(olra, host):
 
 
 ESCAPES = [
-    b"/vault/../outside.md", b"/vault/a/../../outside.md", b"/vault/%2E%2E/outside.md", b"/vault/%2e%2e%2Foutside.md",
-    b"/vault/./a.md", b"/vault/%2Fetc%2Fpasswd", b"/vault//etc/passwd", b"/vault/C:/x.md", b"/vault/C%3A%5Cx.md",
-    b"/vault/a%5C..%5Coutside.md", b"/vault/a%00.md", b"/vault/a%0A.md", b"/vault/a%1F.md", b"/vault/%zz.md",
+    b"/vault/../outside.md",
+    b"/vault/a/../../outside.md",
+    b"/vault/%2E%2E/outside.md",
+    b"/vault/%2e%2e%2Foutside.md",
+    b"/vault/./a.md",
+    b"/vault/%2Fetc%2Fpasswd",
+    b"/vault//etc/passwd",
+    b"/vault/C:/x.md",
+    b"/vault/C%3A%5Cx.md",
+    b"/vault/a%5C..%5Coutside.md",
+    b"/vault/a%00.md",
+    b"/vault/a%0A.md",
+    b"/vault/a%1F.md",
+    b"/vault/%zz.md",
     b"/vault/%C3.md",
 ]
 
@@ -279,13 +341,25 @@ def test_path_escapes_refused_and_nothing_written(olra, tmp_path, target):
     (tmp_path / "vaults" / "outside.md").write_text("outside")
     port = s.runner.port
     key = s.key.encode()
-    status, body = raw_request(port, b"GET " + target + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + key
-                                     + b"\r\nConnection: close\r\n\r\n")
+    status, body = raw_request(
+        port,
+        b"GET "
+        + target
+        + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+        + key
+        + b"\r\nConnection: close\r\n\r\n",
+    )
     assert status in (400, 403), (target, status, body)
     assert b"outside" not in body.replace(b"outside the vault", b"")
     before = sorted(str(p) for p in tmp_path.rglob("*"))
-    status, _ = raw_request(port, b"PUT " + target + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + key
-                                  + b"\r\nContent-Type: text/markdown\r\nContent-Length: 5\r\nConnection: close\r\n\r\nPWNED")
+    status, _ = raw_request(
+        port,
+        b"PUT "
+        + target
+        + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+        + key
+        + b"\r\nContent-Type: text/markdown\r\nContent-Length: 5\r\nConnection: close\r\n\r\nPWNED",
+    )
     assert status in (400, 403), (target, status)
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before
     assert (tmp_path / "vaults" / "outside.md").read_text() == "outside"
@@ -315,8 +389,12 @@ def test_symlinks_out_of_the_vault_are_refused_and_hidden(olra, tmp_path):
 
 
 def test_merged_view_of_several_vaults(olra):
-    s = olra(vaults={"first": {"shared.md": "from first", "only1.md": "1", "Dir/x.md": "x"},
-                     "second": {"shared.md": "from second", "only2.md": "2", "Dir/y.md": "y"}})
+    s = olra(
+        vaults={
+            "first": {"shared.md": "from first", "only1.md": "1", "Dir/x.md": "x"},
+            "second": {"shared.md": "from second", "only2.md": "2", "Dir/y.md": "y"},
+        }
+    )
     assert s.get("/vault/").json() == {"files": ["Dir/", "only1.md", "only2.md", "shared.md"]}
     assert s.get("/vault/Dir/").json() == {"files": ["x.md", "y.md"]}
     assert s.get("/vault/shared.md").content == b"from first"

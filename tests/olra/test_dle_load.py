@@ -26,8 +26,11 @@ def big_vault(tmp_path_factory):
 
 
 def _md_files(root) -> set[str]:
-    return {p.relative_to(root).as_posix() for p in root.rglob("*.md")
-            if not any(part.startswith(".") for part in p.relative_to(root).parts)}
+    return {
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*.md")
+        if not any(part.startswith(".") for part in p.relative_to(root).parts)
+    }
 
 
 def _serve(olra, root):
@@ -39,8 +42,9 @@ def _serve(olra, root):
 def _replay(served, root, lean: bool = False):
     """DLE's fetch with httpx, or with the lean client (a tenth of httpx's CPU per request, so a
     10,000-note replay takes seconds, not most of a minute, with the server in this process)."""
+
     async def go():
-        async with (LeanClient(served.runner.url) if lean else dle_client(served.runner.url)) as client:
+        async with LeanClient(served.runner.url) if lean else dle_client(served.runner.url) as client:
             return await replay_dle(client, served.key, disk_checker(root))
 
     return asyncio.run(go())
@@ -67,8 +71,13 @@ def test_dle_pattern_on_10000_notes(olra, big_vault):
 async def _raw_get(reader, writer, target: bytes, key: bytes) -> tuple[int, bytes]:
     """One keep-alive GET on an open connection, answer read in full (a lean client: the server,
     not the client, should be what this test measures)."""
-    writer.write(b"GET " + target + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + key
-                 + b"\r\nAccept: text/markdown\r\n\r\n")
+    writer.write(
+        b"GET "
+        + target
+        + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+        + key
+        + b"\r\nAccept: text/markdown\r\n\r\n"
+    )
     await writer.drain()
     head = await reader.readuntil(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1])

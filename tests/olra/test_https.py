@@ -30,7 +30,10 @@ def test_https_serves_the_vault_with_the_generated_certificate(olra, tmp_path):
     with httpx.Client(base_url=runner.https_url, verify=trust(cert)) as client:
         assert client.get("/vault/", headers=s.auth()).json() == {"files": ["a.md"]}
         assert client.get("/vault/a.md", headers=s.auth("text/markdown")).text == "hello"
-        assert client.put("/vault/b.md", content="b", headers=s.auth(**{"Content-Type": "text/markdown"})).status_code == 204
+        assert (
+            client.put("/vault/b.md", content="b", headers=s.auth(**{"Content-Type": "text/markdown"})).status_code
+            == 204
+        )
         exported = client.get("/obsidian-local-rest-api.crt")  # exempt from auth, as in OLRA
         assert exported.status_code == 200 and exported.content == cert.read_bytes()
     # The same name works as localhost, and plain HTTP keeps working next to it.
@@ -65,7 +68,8 @@ def test_certificate_is_made_again_near_its_end_or_when_broken(tmp_path):
     paths = AppPaths(tmp_path / "d", tmp_path / "d").ensure()
     cert_file, key_file = cert_module.ensure_certificate(paths)
     old_pem, old_key = cert_module.generate_certificate(
-        now=datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=cert_module.VALID_DAYS - 10))
+        now=datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=cert_module.VALID_DAYS - 10)
+    )
     cert_file.write_bytes(old_pem)
     key_file.write_bytes(old_key)
     assert cert_module.ensure_certificate(paths)[0].read_bytes() != old_pem

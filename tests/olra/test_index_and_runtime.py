@@ -39,8 +39,9 @@ class Live:
         self.runner = OlraRunner(self.engine, secrets, self.paths, port=0)
         assert self.runner.start(), self.runner.error
         self.key = self.runner.key()
-        self.client = httpx.Client(base_url=self.runner.url, timeout=30,
-                                   headers={"Authorization": f"Bearer {self.key}"})
+        self.client = httpx.Client(
+            base_url=self.runner.url, timeout=30, headers={"Authorization": f"Bearer {self.key}"}
+        )
 
     def _count_work(self) -> None:
         indexer = self.engine.indexer
@@ -95,8 +96,11 @@ def live(tmp_path, secrets):
 def test_a_put_note_is_in_the_index_at_once_and_parsed_once(live):
     lv = live({"Alpha.md": lore_text("Alpha", ("alpha",))})
     assert lv.titles() == {"Alpha"}
-    r = lv.client.put("/vault/Sessions/Scribe%20Note.md", content=lore_text("Scribe Note", ("scribe",)),
-                      headers={"Content-Type": "text/markdown"})
+    r = lv.client.put(
+        "/vault/Sessions/Scribe%20Note.md",
+        content=lore_text("Scribe Note", ("scribe",)),
+        headers={"Content-Type": "text/markdown"},
+    )
     assert r.status_code == 204
     # No waiting: the answer came after the engine had the note.
     assert lv.titles() == {"Alpha", "Scribe Note"}
@@ -111,8 +115,11 @@ def test_a_put_note_is_in_the_index_at_once_and_parsed_once(live):
 
 def test_an_edited_note_is_updated_at_once(live):
     lv = live({"Alpha.md": lore_text("Alpha", ("alpha",))})
-    r = lv.client.put("/vault/Alpha.md", content=lore_text("Alpha", ("alpha", "first letter")),
-                      headers={"Content-Type": "text/markdown"})
+    r = lv.client.put(
+        "/vault/Alpha.md",
+        content=lore_text("Alpha", ("alpha", "first letter")),
+        headers={"Content-Type": "text/markdown"},
+    )
     assert r.status_code == 204
     assert "first letter" in lv.entry("Alpha").keys
     wait_until(lambda: lv.path_syncs >= 2, timeout=5)
@@ -123,8 +130,12 @@ def test_an_edited_note_is_updated_at_once(live):
 def test_a_yaml_put_reaches_the_field_definitions(live):
     lv = live({"Alpha.md": lore_text("Alpha", ("alpha",))})
     yaml = "fields:\n  - name: era\n    label: Era\n    type: string\n"
-    assert lv.client.put("/vault/DeepLore/field-definitions.yaml", content=yaml,
-                         headers={"Content-Type": "text/plain"}).status_code == 204
+    assert (
+        lv.client.put(
+            "/vault/DeepLore/field-definitions.yaml", content=yaml, headers={"Content-Type": "text/plain"}
+        ).status_code
+        == 204
+    )
     assert lv.engine.indexer.field_definitions.source == "DeepLore/field-definitions.yaml"
 
 
@@ -135,8 +146,12 @@ def test_while_sync_is_paused_a_put_waits_with_the_other_changes(live):
         lv.engine.set_sync_paused(flag)
 
     lv.thread.call(pause(True), timeout=5)
-    assert lv.client.put("/vault/Beta.md", content=lore_text("Beta"),
-                         headers={"Content-Type": "text/markdown"}).status_code == 204
+    assert (
+        lv.client.put(
+            "/vault/Beta.md", content=lore_text("Beta"), headers={"Content-Type": "text/markdown"}
+        ).status_code
+        == 204
+    )
     assert (lv.root / "Beta.md").is_file()
     time.sleep(0.5)
     assert lv.titles() == {"Alpha"}
@@ -206,7 +221,9 @@ def test_runtime_starts_restarts_rotates_and_stops_it(tmp_path):
         assert olra.running and olra.https_url == f"https://127.0.0.1:{https_port}"
         cert = cert_path(runtime.ctx.paths)
         assert cert is not None
-        assert httpx.get(f"{olra.https_url}/vault/", headers=auth, verify=ssl.create_default_context(cafile=str(cert))).json() == {"files": ["Alpha.md"]}
+        assert httpx.get(
+            f"{olra.https_url}/vault/", headers=auth, verify=ssl.create_default_context(cafile=str(cert))
+        ).json() == {"files": ["Alpha.md"]}
         assert not runtime.olra_needs_restart(new_settings, new_settings)
 
         # A new engine (the vaults changed) is served by the same emulation.
@@ -251,7 +268,13 @@ def test_runtime_reports_a_busy_port_and_retries(tmp_path):
 
 def test_the_settings_are_declared_with_their_ranges():
     s = Settings()
-    assert (s.olra_enabled, s.olra_port, s.olra_https, s.olra_https_port, s.olra_vault) == (False, 27123, False, 27124, "")
+    assert (s.olra_enabled, s.olra_port, s.olra_https, s.olra_https_port, s.olra_vault) == (
+        False,
+        27123,
+        False,
+        27124,
+        "",
+    )
     from dle_desktop.errors import ConfigError
 
     for bad in ({"olra_port": 0}, {"olra_port": 65536}, {"olra_https_port": 0}):

@@ -5,15 +5,26 @@ from __future__ import annotations
 
 from tests.test_architecture import PKG, _imports
 
-ALLOWED = ("dle_desktop.core", "dle_desktop.vault", "dle_desktop.state", "dle_desktop.errors",
-           "dle_desktop.logging_setup", "dle_desktop.fileio", "dle_desktop.http_limits", "dle_desktop.olra")
+ALLOWED = (
+    "dle_desktop.core",
+    "dle_desktop.vault",
+    "dle_desktop.state",
+    "dle_desktop.errors",
+    "dle_desktop.logging_setup",
+    "dle_desktop.fileio",
+    "dle_desktop.http_limits",
+    "dle_desktop.olra",
+)
 
 
 def test_olra_imports_only_the_layers_below():
     bad = {}
     for path in sorted((PKG / "olra").rglob("*.py")):
-        names = [n for n in _imports(path) if n.startswith("dle_desktop") and n != "dle_desktop"
-                 and not n.startswith(ALLOWED)]
+        names = [
+            n
+            for n in _imports(path)
+            if n.startswith("dle_desktop") and n != "dle_desktop" and not n.startswith(ALLOWED)
+        ]
         if names:
             bad[path.name] = names
     assert bad == {}

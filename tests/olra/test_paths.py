@@ -10,13 +10,16 @@ import pytest
 from dle_desktop.olra.paths import PathRefused, VaultPath, confine, decode_uri_component, parse_vault_path, real_root
 
 
-@pytest.mark.parametrize("raw, text", [
-    ("Caf%C3%A9%20%23%201%25.md", "Café # 1%.md"),
-    ("a+b.md", "a+b.md"),  # '+' is not a space in decodeURIComponent
-    ("%E6%97%A5%E6%9C%AC", "日本"),
-    ("%F0%9F%90%89", "\U0001F409"),
-    ("x%2Fy", "x/y"),
-])
+@pytest.mark.parametrize(
+    "raw, text",
+    [
+        ("Caf%C3%A9%20%23%201%25.md", "Café # 1%.md"),
+        ("a+b.md", "a+b.md"),  # '+' is not a space in decodeURIComponent
+        ("%E6%97%A5%E6%9C%AC", "日本"),
+        ("%F0%9F%90%89", "\U0001f409"),
+        ("x%2Fy", "x/y"),
+    ],
+)
 def test_decodes_like_decodeURIComponent(raw, text):
     assert decode_uri_component(raw) == text
 
@@ -36,11 +39,32 @@ def test_folders_files_and_root():
     assert parse_vault_path(".obsidian/app.json").hidden
 
 
-@pytest.mark.parametrize("raw", [
-    "../x.md", "a/../../x.md", "%2E%2E/x.md", "a/%2e%2e/x.md", "./x.md", "a/./b.md", "a/.",
-    "/etc/passwd", "%2Fetc%2Fpasswd", "%2F", "C:/x.md", "C%3A%5Cx.md", "c:x.md",
-    "a%5Cb.md", "a\\b.md", "a%00.md", "a%0A.md", "a%0D%0A.md", "a%1B.md", "a%7F.md", "a//b.md",
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "../x.md",
+        "a/../../x.md",
+        "%2E%2E/x.md",
+        "a/%2e%2e/x.md",
+        "./x.md",
+        "a/./b.md",
+        "a/.",
+        "/etc/passwd",
+        "%2Fetc%2Fpasswd",
+        "%2F",
+        "C:/x.md",
+        "C%3A%5Cx.md",
+        "c:x.md",
+        "a%5Cb.md",
+        "a\\b.md",
+        "a%00.md",
+        "a%0A.md",
+        "a%0D%0A.md",
+        "a%1B.md",
+        "a%7F.md",
+        "a//b.md",
+    ],
+)
 def test_escapes_and_odd_forms_are_refused(raw):
     with pytest.raises(PathRefused) as info:
         parse_vault_path(raw)

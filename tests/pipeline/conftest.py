@@ -27,8 +27,15 @@ USER = "Anon"
 CHAR = "Bot"
 
 
-def note(title: str, keys: Sequence[str] = (), body: str | None = None, *, folder: str | None = None,
-         tags: Sequence[str] = ("lorebook",), **fields) -> tuple[str, str]:
+def note(
+    title: str,
+    keys: Sequence[str] = (),
+    body: str | None = None,
+    *,
+    folder: str | None = None,
+    tags: Sequence[str] = ("lorebook",),
+    **fields,
+) -> tuple[str, str]:
     """(vault path, note text). Extra frontmatter fields are written as JSON (valid YAML)."""
     lines = ["---", "tags: " + json.dumps(list(tags))]
     if keys:
@@ -42,15 +49,17 @@ def note(title: str, keys: Sequence[str] = (), body: str | None = None, *, folde
     return path, "\n".join(lines) + "\n"
 
 
-def parse(path_text: tuple[str, str], vault: str = "v",
-          field_definitions: FieldDefinitions = DEFAULT_DEFINITIONS) -> Entry:
+def parse(
+    path_text: tuple[str, str], vault: str = "v", field_definitions: FieldDefinitions = DEFAULT_DEFINITIONS
+) -> Entry:
     e = parse_note(vault, path_text[0], path_text[1], field_definitions=field_definitions)
     assert isinstance(e, Entry), e
     return e
 
 
-def snapshot(*notes: tuple[str, str], vault: str = "v",
-             field_definitions: FieldDefinitions = DEFAULT_DEFINITIONS) -> IndexSnapshot:
+def snapshot(
+    *notes: tuple[str, str], vault: str = "v", field_definitions: FieldDefinitions = DEFAULT_DEFINITIONS
+) -> IndexSnapshot:
     entries = tuple(parse(n, vault, field_definitions) for n in notes)
     return build_snapshot([VaultSlice(vault, entries)], field_definitions=field_definitions)
 
@@ -78,8 +87,13 @@ def chat(*texts: str, pad: int = 0) -> list[ChatMessage]:
     return out
 
 
-def run(snap: IndexSnapshot, messages: Sequence[ChatMessage], state: ChatState | None = None,
-        cfg: MatchConfig | None = None, **kw) -> tuple[GenerationResult, ChatState]:
+def run(
+    snap: IndexSnapshot,
+    messages: Sequence[ChatMessage],
+    state: ChatState | None = None,
+    cfg: MatchConfig | None = None,
+    **kw,
+) -> tuple[GenerationResult, ChatState]:
     return run_generation(snap, messages, state if state is not None else ChatState(), cfg or MatchConfig(), **kw)
 
 
@@ -88,8 +102,11 @@ def titles(result: GenerationResult) -> list[str]:
 
 
 def verdicts(result: GenerationResult, title: str, stage: str | None = None, outcome: str | None = None):
-    return [v for v in result.verdicts if v.title == title and (stage is None or v.stage == stage)
-            and (outcome is None or v.outcome == outcome)]
+    return [
+        v
+        for v in result.verdicts
+        if v.title == title and (stage is None or v.stage == stage) and (outcome is None or v.outcome == outcome)
+    ]
 
 
 def matched_by(result: GenerationResult, title: str) -> str:

@@ -40,7 +40,9 @@ def uid(pending: Pending, title: str) -> str:
     return next(a.entry.uid for a in pending.candidates if a.entry.title == title)
 
 
-def pick(pending: Pending, title: str, confidence: str = "high", reason: str = "named in the chat", how="exact") -> AiPick:
+def pick(
+    pending: Pending, title: str, confidence: str = "high", reason: str = "named in the chat", how="exact"
+) -> AiPick:
     return AiPick(uid(pending, title), confidence, reason, how)
 
 
@@ -69,8 +71,13 @@ def test_ai_only_candidates_are_the_whole_vault_with_forced_ones_marked():
 
 def test_two_stage_picks_replace_the_keyword_result_with_verdicts():
     pending = begin(TWO)
-    outcome = AiOutcome("picked", picks=(pick(pending, "Lighthouse", "high", "the beacon matters"),
-                                         pick(pending, "Harbor", "medium", "where they are")))
+    outcome = AiOutcome(
+        "picked",
+        picks=(
+            pick(pending, "Lighthouse", "high", "the beacon matters"),
+            pick(pending, "Harbor", "medium", "where they are"),
+        ),
+    )
     result, _ = finish_generation(pending, outcome)
     assert set(titles(result)) == {"Calendar", "Harbor", "Lighthouse"}
     assert matched_by(result, "Harbor") == "harbor + AI: where they are (medium)"
@@ -98,16 +105,21 @@ def test_picks_below_the_threshold_are_removed_with_their_confidence():
 
 def test_unmatched_titles_become_a_note():
     pending = begin(TWO)
-    result, _ = finish_generation(pending, AiOutcome("picked", picks=(pick(pending, "Harbor"),), unmatched=("Atlantis",)))
+    result, _ = finish_generation(
+        pending, AiOutcome("picked", picks=(pick(pending, "Harbor"),), unmatched=("Atlantis",))
+    )
     assert any("Atlantis" in n for n in result.notes)
 
 
-@pytest.mark.parametrize(("fallback", "expected"), [
-    ("keyword", {"Calendar", "Harbor", "Market", "Smugglers"}),
-    ("constants_only", {"Calendar"}),
-    ("bootstrap_only", set()),
-    ("none", set()),
-])
+@pytest.mark.parametrize(
+    ("fallback", "expected"),
+    [
+        ("keyword", {"Calendar", "Harbor", "Market", "Smugglers"}),
+        ("constants_only", {"Calendar"}),
+        ("bootstrap_only", set()),
+        ("none", set()),
+    ],
+)
 def test_error_fallbacks_two_stage(fallback, expected):
     pending = begin(dataclasses.replace(TWO, ai_error_fallback=fallback))
     result, _ = finish_generation(pending, AiOutcome("error", message="the server answered 500"))
@@ -121,12 +133,15 @@ def test_bootstrap_only_fallback_keeps_the_active_bootstrap():
     assert titles(result) == ["Opening"]
 
 
-@pytest.mark.parametrize(("fallback", "expected"), [
-    ("constants", {"Calendar"}),
-    ("constants_bootstrap", {"Calendar", "Opening"}),
-    ("keyword", {"Calendar", "Opening"}),  # a new chat: no keyword in "hello there"
-    ("none", set()),
-])
+@pytest.mark.parametrize(
+    ("fallback", "expected"),
+    [
+        ("constants", {"Calendar"}),
+        ("constants_bootstrap", {"Calendar", "Opening"}),
+        ("keyword", {"Calendar", "Opening"}),  # a new chat: no keyword in "hello there"
+        ("none", set()),
+    ],
+)
 def test_empty_answer_fallbacks(fallback, expected):
     pending = begin(dataclasses.replace(ONLY, ai_empty_fallback=fallback), messages=chat("hello there"))
     result, _ = finish_generation(pending, AiOutcome("empty"))
@@ -150,16 +165,27 @@ def test_empty_manifest_uses_keywords_in_two_stage_and_forced_in_ai_only():
 
 def test_confidence_decides_who_survives_the_budget_cut():
     # Every entry costs the same; the budget holds three of the four.
-    snap = snapshot(*(note(t, [t.lower()], body="word " * 60, priority=p)
-                      for t, p in (("Alpha", 10), ("Beta", 20), ("Gamma", 30), ("Delta", 40))))
+    snap = snapshot(
+        *(
+            note(t, [t.lower()], body="word " * 60, priority=p)
+            for t, p in (("Alpha", 10), ("Beta", 20), ("Gamma", 30), ("Delta", 40))
+        )
+    )
     cost = snap.entries[0].token_estimate
     cfg = dataclasses.replace(TWO, max_tokens_budget=cost * 3, strip_duplicate_injections=False)
     msgs = chat("alpha beta gamma delta", pad=4)
 
     def decide(config: MatchConfig) -> GenerationResult:
         pending = begin_generation(snap, msgs, ChatState(), config)
-        outcome = AiOutcome("picked", picks=(pick(pending, "Delta", "high"), pick(pending, "Gamma", "medium"),
-                                             pick(pending, "Beta", "medium"), pick(pending, "Alpha", "low")))
+        outcome = AiOutcome(
+            "picked",
+            picks=(
+                pick(pending, "Delta", "high"),
+                pick(pending, "Gamma", "medium"),
+                pick(pending, "Beta", "medium"),
+                pick(pending, "Alpha", "low"),
+            ),
+        )
         return finish_generation(pending, outcome)[0]
 
     fixed = decide(cfg)

@@ -59,14 +59,14 @@ def test_constants_are_inside_the_default_budget():
 
 def test_over_budget_entry_is_truncated_at_a_sentence_end_then_the_walk_stops():
     sentence = "The dragon sleeps now. "  # 23 characters, '.' at offset 21
-    body = (sentence * 20).strip()           # 459 characters
+    body = (sentence * 20).strip()  # 459 characters
     snap = snapshot(sized("A", 40, 1), note("B", ["go"], body, priority=2), sized("C", 1, 3))
     result, state = run(snap, chat("go"), cfg=MatchConfig(max_tokens_budget=100))
     assert titles(result) == ["A", "B"]
     b = result.injected[1]
-    tokens = math.ceil(459 / 4)                      # 115
+    tokens = math.ceil(459 / 4)  # 115
     cpt = 459 / tokens
-    max_chars = math.floor((100 - 40) * cpt)         # 239
+    max_chars = math.floor((100 - 40) * cpt)  # 239
     assert max_chars == 239
     expected = (sentence * 9) + "The dragon sleeps now."  # last '.' within 239 chars, at index 228
     assert b.entry.content == expected
@@ -134,8 +134,12 @@ def test_unlimited_budget_injects_everything():
 
 # -- outlets ---------------------------------------------------------------------------------------------
 def test_outlets_bypass_budget_and_max_entries_and_get_their_own_group():
-    snap = snapshot(sized("Huge", 5000, 1, outlet="sidebar"), sized("A", 90, 2), sized("B", 1, 3),
-                    sized("Also", 1, 4, outlet="sidebar", role="assistant"))
+    snap = snapshot(
+        sized("Huge", 5000, 1, outlet="sidebar"),
+        sized("A", 90, 2),
+        sized("B", 1, 3),
+        sized("Also", 1, 4, outlet="sidebar", role="assistant"),
+    )
     result, _ = run(snap, chat("go"), cfg=MatchConfig(max_tokens_budget=100, max_entries=1))
     assert set(titles(result)) == {"Huge", "A", "Also"}
     g = groups_by_key(result)["customWIOutlet_sidebar"]
@@ -196,8 +200,13 @@ def test_extension_mode_groups_by_effective_position_depth_and_role():
     )
     result, _ = run(snap, chat("go"))
     g = groups_by_key(result)
-    assert list(g) == ["deeplore_p1_d4_r0", "deeplore_p2_d4_r0", "deeplore_p0_d4_r0", "deeplore_p1_d0_r2",
-                       "deeplore_p1_d4_r1"]
+    assert list(g) == [
+        "deeplore_p1_d4_r0",
+        "deeplore_p2_d4_r0",
+        "deeplore_p0_d4_r0",
+        "deeplore_p1_d0_r2",
+        "deeplore_p1_d4_r1",
+    ]
     assert g["deeplore_p1_d4_r0"].titles == ("Plain", "Plain2")
     assert (g["deeplore_p1_d0_r2"].position, g["deeplore_p1_d0_r2"].depth, g["deeplore_p1_d0_r2"].role) == (1, 0, 2)
     injected = {i.entry.title: (i.position, i.depth, i.role) for i in result.injected}
@@ -236,8 +245,9 @@ def test_prompt_list_mode_groups_constants_lore_and_overrides():
 def test_notebook_is_injected_when_enabled_and_not_empty():
     snap = snapshot(note("Lore", ["go"]))
     state = ChatState(notebook="Remember the oath.")
-    cfg = MatchConfig(notebook_enabled=True, notebook_position=2, notebook_depth=1, notebook_role=1,
-                      max_tokens_budget=100)
+    cfg = MatchConfig(
+        notebook_enabled=True, notebook_position=2, notebook_depth=1, notebook_role=1, max_tokens_budget=100
+    )
     result, _ = run(snap, chat("go"), state, cfg=cfg)
     nb = groups_by_key(result)["deeplore_notebook"]
     assert (nb.position, nb.depth, nb.role, nb.text) == (2, 1, 1, "Remember the oath.")

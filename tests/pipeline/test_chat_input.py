@@ -20,33 +20,66 @@ GOOD = {"name": "Anon", "mes": "hello", "is_user": True}
 
 
 def test_a_bare_list_of_sillytavern_messages():
-    doc = parse_chat_document([GOOD, {"name": "Bot", "mes": "hi", "is_user": False, "swipe_id": 2,
-                                      "extra": {"type": "narrator"}, "send_date": "x", "swipes": ["a"]}])
+    doc = parse_chat_document(
+        [
+            GOOD,
+            {
+                "name": "Bot",
+                "mes": "hi",
+                "is_user": False,
+                "swipe_id": 2,
+                "extra": {"type": "narrator"},
+                "send_date": "x",
+                "swipes": ["a"],
+            },
+        ]
+    )
     assert [m.mes for m in doc.messages] == ["hello", "hi"]
     assert doc.messages[1].swipe_id == 2 and doc.messages[1].skipped_in_scan
     assert doc.messages[0].is_user and not doc.messages[1].is_user
 
 
 def test_an_object_with_every_field():
-    doc = parse_chat_document({
-        "messages": [GOOD], "context": {"era": ["dawn", 3], "level": 5, "flag": True, "gone": None},
-        "pins": ["A", {"title": "B", "vault": "w"}, {"title": "C", "vaultSource": "x"}], "blocks": ["D"],
-        "folder_filter": ["/Characters/", "Places"], "character_name": "Aria", "chat_id": "c1",
-        "notebook": "n", "swipe": True, "dry_run": True, "seed": 4, "settings": {"scanDepth": 3},
-    })
+    doc = parse_chat_document(
+        {
+            "messages": [GOOD],
+            "context": {"era": ["dawn", 3], "level": 5, "flag": True, "gone": None},
+            "pins": ["A", {"title": "B", "vault": "w"}, {"title": "C", "vaultSource": "x"}],
+            "blocks": ["D"],
+            "folder_filter": ["/Characters/", "Places"],
+            "character_name": "Aria",
+            "chat_id": "c1",
+            "notebook": "n",
+            "swipe": True,
+            "dry_run": True,
+            "seed": 4,
+            "settings": {"scanDepth": 3},
+        }
+    )
     assert doc.context == {"era": ["dawn", "3"], "level": "5", "flag": "true"}
     assert doc.pins == (EntryRef("A"), EntryRef("B", "w"), EntryRef("C", "x"))
     assert doc.blocks == (EntryRef("D"),)
     assert doc.folder_filter == ("Characters", "Places")
     assert (doc.character_name, doc.chat_id, doc.notebook, doc.swipe, doc.dry_run, doc.seed) == (
-        "Aria", "c1", "n", True, True, 4)
+        "Aria",
+        "c1",
+        "n",
+        True,
+        True,
+        4,
+    )
     assert doc.settings == {"scanDepth": 3}
 
 
-@pytest.mark.parametrize("camel,snake,value", [
-    ("folderFilter", "folder_filter", ["Places"]), ("characterName", "character_name", "Aria"),
-    ("chatId", "chat_id", "c9"), ("dryRun", "dry_run", True),
-])
+@pytest.mark.parametrize(
+    "camel,snake,value",
+    [
+        ("folderFilter", "folder_filter", ["Places"]),
+        ("characterName", "character_name", "Aria"),
+        ("chatId", "chat_id", "c9"),
+        ("dryRun", "dry_run", True),
+    ],
+)
 def test_camel_case_aliases_are_accepted(camel, snake, value):
     doc = parse_chat_document({"messages": [GOOD], camel: value})
     got = getattr(doc, snake)
@@ -89,7 +122,10 @@ BAD = [
     ({"messages": [GOOD], "chat_id": "c\n1"}, "chat_id has a control character (U+000A)"),
     ({"messages": [GOOD], "chat_id": "c", "chatId": "c"}, "give chat_id or chatId, not both"),
     ({"messages": [GOOD], "folder_filter": [], "folderFilter": ["A"]}, "give folder_filter or folderFilter, not both"),
-    ({"messages": [GOOD], "pins": [{"title": "A", "vault": "v", "vaultSource": "v"}]}, "pins[0]: give vault or vaultSource"),
+    (
+        {"messages": [GOOD], "pins": [{"title": "A", "vault": "v", "vaultSource": "v"}]},
+        "pins[0]: give vault or vaultSource",
+    ),
     ({"messages": [GOOD], "characterName": 5}, "character_name"),
     ({"messages": [GOOD], "notebook": []}, "notebook"),
     ({"messages": [GOOD], "swipe": "yes"}, "swipe"),

@@ -28,10 +28,16 @@ def _guide_vault():
 # -- guide entries ---------------------------------------------------------------------------------
 def test_guides_never_reach_the_prompt_by_any_path():
     snap = _guide_vault()
-    cfg = MatchConfig(fuzzy_search_enabled=True, recursive_scan=True, character_context_scan=True,
-                      unlimited_entries=True)
-    result, _ = run(snap, chat("source: molten basalt volcano"), ChatState(pins=(EntryRef("Style Guide"),)),
-                    cfg=cfg, character_name="Keyed Guide")
+    cfg = MatchConfig(
+        fuzzy_search_enabled=True, recursive_scan=True, character_context_scan=True, unlimited_entries=True
+    )
+    result, _ = run(
+        snap,
+        chat("source: molten basalt volcano"),
+        ChatState(pins=(EntryRef("Style Guide"),)),
+        cfg=cfg,
+        character_name="Keyed Guide",
+    )
     assert titles(result) == ["Source"]
 
 
@@ -47,8 +53,10 @@ def test_with_the_fix_off_guides_leak_through_bm25_only_as_in_dle():
 
 
 def test_with_the_fix_off_a_leaked_guide_still_passes_its_own_gates():
-    snap = snapshot(note("Style Guide", ["volcano"], "volcano basalt lava", tags=GUIDE, warmup=3),
-                    *(note(f"F{i}", [f"k{i}"], f"filler {i}") for i in range(6)))
+    snap = snapshot(
+        note("Style Guide", ["volcano"], "volcano basalt lava", tags=GUIDE, warmup=3),
+        *(note(f"F{i}", [f"k{i}"], f"filler {i}") for i in range(6)),
+    )
     leak = dataclasses.replace(DLE, fuzzy_search_enabled=True)
     result, _ = run(snap, chat("volcano basalt lava"), cfg=leak)
     assert titles(result) == []
@@ -58,8 +66,10 @@ def test_with_the_fix_off_a_leaked_guide_still_passes_its_own_gates():
 
 # -- refine keys on BM25 hits ------------------------------------------------------------------------
 def _refined():
-    return snapshot(note("Volcano", ["xyzzy"], "The volcano erupts with molten basalt.", refine_keys=["night"]),
-                    *(note(f"F{i}", [f"k{i}"], f"filler {i}") for i in range(6)))
+    return snapshot(
+        note("Volcano", ["xyzzy"], "The volcano erupts with molten basalt.", refine_keys=["night"]),
+        *(note(f"F{i}", [f"k{i}"], f"filler {i}") for i in range(6)),
+    )
 
 
 def test_refine_keys_apply_to_bm25_hits():

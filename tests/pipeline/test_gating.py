@@ -14,8 +14,13 @@ ALWAYS = ["lorebook", "lorebook-always"]
 
 
 def field(name, operator="match_any", tolerance="moderate", type="string", multi=True, **kw):
-    return {"name": name, "type": type, "multi": multi,
-            "gating": {"enabled": kw.pop("enabled", True), "operator": operator, "tolerance": tolerance}, **kw}
+    return {
+        "name": name,
+        "type": type,
+        "multi": multi,
+        "gating": {"enabled": kw.pop("enabled", True), "operator": operator, "tolerance": tolerance},
+        **kw,
+    }
 
 
 def gate(fd, entry_fields: dict, context: dict, *, extra_notes=(), **state_kw):
@@ -37,8 +42,9 @@ def test_default_fields_are_match_any_moderate_and_multi():
 
 
 def test_with_no_active_value_anywhere_nothing_is_filtered():
-    fd = fields_yaml(field("era", tolerance="strict"), field("mood", operator="exists"),
-                     field("place", operator="not_exists"))
+    fd = fields_yaml(
+        field("era", tolerance="strict"), field("mood", operator="exists"), field("place", operator="not_exists")
+    )
     for ctx in ({}, {"era": ""}, {"era": []}, {"unrelated": "x"}):
         ok, _ = gate(fd, {"era": "Dawn", "place": "Here"}, ctx)
         assert ok, ctx
@@ -58,23 +64,37 @@ def test_context_key_can_differ_from_the_field_name():
 
 
 # -- operators --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("entry,active,passes", [
-    (["a", "b"], "B", True), (["a", "b"], ["x", "a"], True), (["a"], "c", False),
-])
+@pytest.mark.parametrize(
+    "entry,active,passes",
+    [
+        (["a", "b"], "B", True),
+        (["a", "b"], ["x", "a"], True),
+        (["a"], "c", False),
+    ],
+)
 def test_match_any(entry, active, passes):
     assert gate(fields_yaml(field("f")), {"f": entry}, {"f": active})[0] is passes
 
 
-@pytest.mark.parametrize("entry,active,passes", [
-    (["a", "b"], ["A", "b", "c"], True), (["a", "b"], ["a"], False), (["a"], "a", True),
-])
+@pytest.mark.parametrize(
+    "entry,active,passes",
+    [
+        (["a", "b"], ["A", "b", "c"], True),
+        (["a", "b"], ["a"], False),
+        (["a"], "a", True),
+    ],
+)
 def test_match_all(entry, active, passes):
     assert gate(fields_yaml(field("f", "match_all")), {"f": entry}, {"f": active})[0] is passes
 
 
-@pytest.mark.parametrize("entry,active,passes", [
-    (["a"], ["b"], True), (["a", "b"], ["c", "B"], False),
-])
+@pytest.mark.parametrize(
+    "entry,active,passes",
+    [
+        (["a"], ["b"], True),
+        (["a", "b"], ["c", "B"], False),
+    ],
+)
 def test_not_any(entry, active, passes):
     assert gate(fields_yaml(field("f", "not_any")), {"f": entry}, {"f": active})[0] is passes
 
@@ -95,11 +115,20 @@ def test_eq_is_case_insensitive_string_equality(entry, active, passes):
     assert gate(fd, {"f": entry}, {"f": active})[0] is passes
 
 
-@pytest.mark.parametrize("op,entry,active,passes", [
-    ("gt", 5, "3", True), ("gt", 3, "3", False), ("gt", 2, "3", False),
-    ("lt", 2, "3", True), ("lt", 3, "3", False), ("lt", 5, "3", False),
-    ("gt", 5, "many", False), ("lt", 5, "many", False), ("gt", 2.5, "2.25", True),
-])
+@pytest.mark.parametrize(
+    "op,entry,active,passes",
+    [
+        ("gt", 5, "3", True),
+        ("gt", 3, "3", False),
+        ("gt", 2, "3", False),
+        ("lt", 2, "3", True),
+        ("lt", 3, "3", False),
+        ("lt", 5, "3", False),
+        ("gt", 5, "many", False),
+        ("lt", 5, "many", False),
+        ("gt", 2.5, "2.25", True),
+    ],
+)
 def test_gt_and_lt_compare_numbers(op, entry, active, passes):
     fd = fields_yaml(field("level", op, type="number", multi=False))
     assert gate(fd, {"level": entry}, {"level": active})[0] is passes
@@ -150,8 +179,9 @@ def test_lenient_does_not_rescue_other_operators(op, entry, active):
 
 def test_global_tolerance_setting_is_dead_per_field_tolerance_wins():
     snap = snapshot(note("Gated", ["go"], era="Dawn"))  # default field: moderate
-    result, _ = run(snap, chat("go"), ChatState(context={"location": "x"}),
-                    cfg=MatchConfig(contextual_gating_tolerance="strict"))
+    result, _ = run(
+        snap, chat("go"), ChatState(context={"location": "x"}), cfg=MatchConfig(contextual_gating_tolerance="strict")
+    )
     assert titles(result) == ["Gated"]
 
 

@@ -21,10 +21,17 @@ def fires(key: str, text: str, cfg: MatchConfig = MatchConfig()) -> bool:
 
 
 # -- case folding ------------------------------------------------------------------------------
-@pytest.mark.parametrize("key,text", [
-    ("DRAGON", "a dragon"), ("dragon", "A DRAGON"), ("DrAgOn", "dRaGoN"),
-    ("ÉLAN", "avec élan"), ("Магия", "МАГИЯ"), ("ΔΡΆΚΩΝ", "ο δράκων"),
-])
+@pytest.mark.parametrize(
+    "key,text",
+    [
+        ("DRAGON", "a dragon"),
+        ("dragon", "A DRAGON"),
+        ("DrAgOn", "dRaGoN"),
+        ("ÉLAN", "avec élan"),
+        ("Магия", "МАГИЯ"),
+        ("ΔΡΆΚΩΝ", "ο δράκων"),
+    ],
+)
 def test_matching_ignores_case_by_default(key, text):
     assert fires(key, text)
 
@@ -100,16 +107,19 @@ def test_case_sensitive_and_whole_word_combine():
 
 
 # -- regex-special characters are literal ------------------------------------------------------------
-@pytest.mark.parametrize("key,hit,miss", [
-    ("/foo(/", "call /foo(/ now", "call /foo/ now"),
-    ("a.b*", "see a.b* here", "see axbbb here"),
-    ("[x]", "the [x] mark", "the x mark"),
-    ("c++", "we write c++ code", "we write c code"),
-    ("$5", "costs $5 total", "costs 5 total"),
-    ("^_^", "smile ^_^ ok", "smile _ ok"),
-    ("a|b", "choose a|b", "choose a or b"),
-    ("\\d+", "regex \\d+ here", "regex 42 here"),
-])
+@pytest.mark.parametrize(
+    "key,hit,miss",
+    [
+        ("/foo(/", "call /foo(/ now", "call /foo/ now"),
+        ("a.b*", "see a.b* here", "see axbbb here"),
+        ("[x]", "the [x] mark", "the x mark"),
+        ("c++", "we write c++ code", "we write c code"),
+        ("$5", "costs $5 total", "costs 5 total"),
+        ("^_^", "smile ^_^ ok", "smile _ ok"),
+        ("a|b", "choose a|b", "choose a or b"),
+        ("\\d+", "regex \\d+ here", "regex 42 here"),
+    ],
+)
 def test_regex_special_characters_are_literal(key, hit, miss):
     for cfg in (MatchConfig(), WHOLE):
         assert fires(key, hit, cfg), (key, hit, cfg.match_whole_words)

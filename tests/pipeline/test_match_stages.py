@@ -170,8 +170,8 @@ def test_warmup_boundary_is_at_least_n():
 
 def test_warmup_counts_non_overlapping_occurrences():
     snap = snapshot(note("Aa", ["aa"], warmup=3))
-    assert titles(run(snap, chat("aaaa aa"))[0]) == ["Aa"]   # 2 + 1
-    assert titles(run(snap, chat("aaaaa"))[0]) == []           # 2, not 4
+    assert titles(run(snap, chat("aaaa aa"))[0]) == ["Aa"]  # 2 + 1
+    assert titles(run(snap, chat("aaaaa"))[0]) == []  # 2, not 4
 
 
 def test_warmup_counts_overlapping_keys_each():
@@ -304,7 +304,7 @@ def test_cooldown_n_skips_the_next_n_generations_then_allows_it(n):
 def test_cooldown_tracker_values_tick_down_and_disappear():
     snap = snapshot(note("Dragon", ["dragon"], cooldown=2))
     _, s0 = run(snap, chat("dragon"), cfg=NO_STRIP)
-    assert s0.cooldowns == {"v:Dragon": 2}   # set to cooldown+1, then ticked once
+    assert s0.cooldowns == {"v:Dragon": 2}  # set to cooldown+1, then ticked once
     _, s1 = run(snap, chat("dragon", pad=1), s0, cfg=NO_STRIP)
     assert s1.cooldowns == {"v:Dragon": 1}
     _, s2 = run(snap, chat("dragon", pad=2), s1, cfg=NO_STRIP)
@@ -322,8 +322,10 @@ def test_cooldown_ticks_even_when_the_entry_is_not_mentioned():
 
 
 def test_cooldown_is_only_set_for_injected_entries():
-    snap = snapshot(note("Big", ["dragon"], body="x" * 2000, cooldown=5, priority=1),
-                    note("Dragon", ["dragon"], cooldown=5, priority=2))
+    snap = snapshot(
+        note("Big", ["dragon"], body="x" * 2000, cooldown=5, priority=1),
+        note("Dragon", ["dragon"], cooldown=5, priority=2),
+    )
     cfg = MatchConfig(max_entries=1, strip_duplicate_injections=False)
     result, state = run(snap, chat("dragon"), cfg=cfg)
     assert titles(result) == ["Big"]
@@ -404,12 +406,16 @@ def test_cascade_link_titles_are_case_insensitive():
 
 def test_cascade_from_constants_bootstraps_and_the_active_character():
     snap = snapshot(
-        note("K", tags=ALWAYS, cascade_links=["FromK"]), note("FromK"),
-        note("Boot", tags=BOOT, cascade_links=["FromBoot"]), note("FromBoot"),
-        note("Aria", cascade_links=["FromAria"]), note("FromAria"),
+        note("K", tags=ALWAYS, cascade_links=["FromK"]),
+        note("FromK"),
+        note("Boot", tags=BOOT, cascade_links=["FromBoot"]),
+        note("FromBoot"),
+        note("Aria", cascade_links=["FromAria"]),
+        note("FromAria"),
     )
-    result, _ = run(snap, chat("hi"), cfg=MatchConfig(character_context_scan=True, unlimited_entries=True),
-                    character_name="Aria")
+    result, _ = run(
+        snap, chat("hi"), cfg=MatchConfig(character_context_scan=True, unlimited_entries=True), character_name="Aria"
+    )
     assert set(titles(result)) == {"K", "FromK", "Boot", "FromBoot", "Aria", "FromAria"}
 
 
@@ -465,8 +471,10 @@ def test_recursion_matches_keys_found_in_matched_lore():
 
 def test_recursion_stops_at_max_steps():
     snap = snapshot(
-        note("A", ["alpha"], "see beta"), note("B", ["beta"], "see gamma"),
-        note("C", ["gamma"], "see delta"), note("D", ["delta"], "end"),
+        note("A", ["alpha"], "see beta"),
+        note("B", ["beta"], "see gamma"),
+        note("C", ["gamma"], "see delta"),
+        note("D", ["delta"], "end"),
     )
     cfg = MatchConfig(recursive_scan=True, max_recursion_steps=2)
     assert titles(run(snap, chat("alpha"), cfg=cfg)[0]) == ["A", "B", "C"]
@@ -504,6 +512,7 @@ def test_exclude_recursion_content_is_not_a_source_but_the_entry_can_be_matched(
 def test_recursion_source_is_truncated_to_50000_characters():
     def vault(pad):
         return snapshot(note("Big", tags=ALWAYS, body="x" * pad + " wyrmkey"), note("Wyrm", ["wyrmkey"]))
+
     # content = pad x's + ' wyrmkey' (8 chars): the key ends at pad + 8
     assert "Wyrm" in titles(run(vault(49_992), chat("hi"), cfg=REC)[0])  # ends at exactly 50,000
     assert "Wyrm" not in titles(run(vault(49_993), chat("hi"), cfg=REC)[0])  # one character past
@@ -543,8 +552,9 @@ FUZZY = MatchConfig(fuzzy_search_enabled=True, unlimited_entries=True, unlimited
 
 
 def _fuzzy_vault(*extra):
-    fillers = [note(f"Filler {i}", [f"fillerkey{i}"], f"Unrelated filler text number {i} about weather.")
-               for i in range(8)]
+    fillers = [
+        note(f"Filler {i}", [f"fillerkey{i}"], f"Unrelated filler text number {i} about weather.") for i in range(8)
+    ]
     return snapshot(note("Volcano", [], "The volcano erupts with molten basalt and ash."), *extra, *fillers)
 
 
@@ -556,7 +566,7 @@ def test_fuzzy_supplements_keyword_matches_with_bm25_hits():
     assert titles(result) == ["Volcano"]
     by = matched_by(result, "Volcano")
     assert by.startswith("(fuzzy, score: ") and by.endswith(")")
-    score = float(by[len("(fuzzy, score: "):-1])
+    score = float(by[len("(fuzzy, score: ") : -1])
     assert score >= 0.5
 
 
@@ -576,8 +586,10 @@ def test_fuzzy_keeps_the_top_20_hits():
 
 
 def test_fuzzy_skips_keyword_matched_and_constant_entries():
-    snap = _fuzzy_vault(note("Basalt", ["basalt"], "Basalt is molten rock from a volcano."),
-                        note("Rules", tags=ALWAYS, body="molten basalt volcano rules"))
+    snap = _fuzzy_vault(
+        note("Basalt", ["basalt"], "Basalt is molten rock from a volcano."),
+        note("Rules", tags=ALWAYS, body="molten basalt volcano rules"),
+    )
     result, _ = run(snap, chat("molten basalt volcano"), cfg=FUZZY)
     assert matched_by(result, "Basalt") == "basalt"
     assert matched_by(result, "Rules") == "(constant)"
@@ -591,12 +603,16 @@ def test_fuzzy_applies_cooldown_warmup_and_probability():
     cd = snapshot(note("Volcano", [], "The volcano erupts with molten basalt.", cooldown=2))
     result, _ = run(cd, chat("molten basalt volcano"), ChatState(cooldowns={"v:Volcano": 1}), cfg=FUZZY)
     assert titles(result) == [] and verdicts(result, "Volcano", "fuzzy", "skipped")
-    pr = snapshot(note("Volcano", [], "The volcano erupts with molten basalt.", probability=0.5),
-                  note("Other", ["zzz"], "nothing"))
+    pr = snapshot(
+        note("Volcano", [], "The volcano erupts with molten basalt.", probability=0.5),
+        note("Other", ["zzz"], "nothing"),
+    )
     assert titles(run(pr, chat("molten basalt volcano"), cfg=FUZZY, rng=FixedRng(0.9))[0]) == []
     assert titles(run(pr, chat("molten basalt volcano"), cfg=FUZZY, rng=FixedRng(0.1))[0]) == ["Volcano"]
-    wu = snapshot(note("Volcano", ["volcano"], "The volcano erupts with molten basalt.", warmup=2,
-                       refine_keys=["never-said"]), note("Other", ["zzz"], "nothing"))
+    wu = snapshot(
+        note("Volcano", ["volcano"], "The volcano erupts with molten basalt.", warmup=2, refine_keys=["never-said"]),
+        note("Other", ["zzz"], "nothing"),
+    )
     cfg = MatchConfig(fuzzy_search_enabled=True, fix_refine_keys_in_fuzzy=False)
     result, _ = run(wu, chat("molten basalt volcano"), cfg=cfg)
     assert titles(result) == []
@@ -620,8 +636,10 @@ def test_fuzzy_is_off_with_scan_depth_zero():
 # -- 8. sort ------------------------------------------------------------------------------------------------------------
 def test_matches_are_sorted_by_priority_then_title():
     snap = snapshot(
-        note("banana", ["go"], priority=50), note("Zed", ["go"], priority=10),
-        note("Apple", ["go"], priority=50), note("cherry", ["go"]),
+        note("banana", ["go"], priority=50),
+        note("Zed", ["go"], priority=10),
+        note("Apple", ["go"], priority=50),
+        note("cherry", ["go"]),
     )
     assert titles(run(snap, chat("go"))[0]) == ["Zed", "Apple", "banana", "cherry"]
 
@@ -639,23 +657,84 @@ def test_default_priority_is_100_and_lower_numbers_go_first():
 def test_title_order_follows_locale_compare_for_accents_case_and_symbols():
     # localeCompare (ICU root): accents do not move a letter ('É' sorts with 'E'), lower case
     # precedes upper case only as a tie-break, symbols precede digits precede letters.
-    snap = snapshot(*(note(t, ["go"]) for t in ("Fig", "Éclair", "apple", "Apple", "Eclair", "~Tilde", "42 Answers", "Zebra")))
+    snap = snapshot(
+        *(note(t, ["go"]) for t in ("Fig", "Éclair", "apple", "Apple", "Eclair", "~Tilde", "42 Answers", "Zebra"))
+    )
     result, _ = run(snap, chat("go"), cfg=UNLIMITED)
     assert titles(result) == ["~Tilde", "42 Answers", "apple", "Apple", "Eclair", "Éclair", "Fig", "Zebra"]
 
 
 # Sorted by JavaScript's String.prototype.localeCompare (ICU root collation), as DLE sorts titles.
 LOCALE_COMPARE_ORDER = [
-    "_under", "-dash", "—emdash", "!bang", "?q", "'Single'", "\"Quoted\"", "(Paren)", "[Bracket]",
-    "@At", "#Hash", "~Tilde", "$Dollar", "10", "42 Answers", "9", "a b", "a_b", "a-b", "a,b", "a.b",
-    "ab", "Aether", "Æther", "Angel", "Ängel", "apple", "Apple", "Ca va", "Ça va", "dz", "ǅ",
-    "Eclair", "Éclair", "Fig", "item 1", "Item 10", "Item 2", "naive", "Naive", "naïve", "nandu",
-    "ñandu", "okami", "Okami", "Ōkami", "omega", "ss", "ß", "strasse", "Strasse", "Straße", "uber",
-    "Uber", "Über", "Zebra", "zoe", "Zoe", "Zoë", "Δelta", "Ωmega", "москва", "Москва", "東京",
+    "_under",
+    "-dash",
+    "—emdash",
+    "!bang",
+    "?q",
+    "'Single'",
+    '"Quoted"',
+    "(Paren)",
+    "[Bracket]",
+    "@At",
+    "#Hash",
+    "~Tilde",
+    "$Dollar",
+    "10",
+    "42 Answers",
+    "9",
+    "a b",
+    "a_b",
+    "a-b",
+    "a,b",
+    "a.b",
+    "ab",
+    "Aether",
+    "Æther",
+    "Angel",
+    "Ängel",
+    "apple",
+    "Apple",
+    "Ca va",
+    "Ça va",
+    "dz",
+    "ǅ",
+    "Eclair",
+    "Éclair",
+    "Fig",
+    "item 1",
+    "Item 10",
+    "Item 2",
+    "naive",
+    "Naive",
+    "naïve",
+    "nandu",
+    "ñandu",
+    "okami",
+    "Okami",
+    "Ōkami",
+    "omega",
+    "ss",
+    "ß",
+    "strasse",
+    "Strasse",
+    "Straße",
+    "uber",
+    "Uber",
+    "Über",
+    "Zebra",
+    "zoe",
+    "Zoe",
+    "Zoë",
+    "Δelta",
+    "Ωmega",
+    "москва",
+    "Москва",
+    "東京",
 ]
 
 
 def test_title_order_matches_locale_compare_on_a_mixed_list():
     from dle_desktop.core.pipeline.priority_order import title_order_key
+
     shuffled = sorted(LOCALE_COMPARE_ORDER, key=lambda t: (len(t), t[::-1]))
     assert sorted(shuffled, key=title_order_key) == LOCALE_COMPARE_ORDER

@@ -109,8 +109,11 @@ def test_reinjection_cooldown_exempts_forced_entries():
 
 # -- requires / excludes -----------------------------------------------------------------------------------------
 def test_requires_needs_every_listed_title_active():
-    snap = snapshot(note("Gorduin", ["gorduin"], requires=["Oracles", "Bellsummit"]),
-                    note("Oracles", ["oracles"]), note("Bellsummit", ["summit"]))
+    snap = snapshot(
+        note("Gorduin", ["gorduin"], requires=["Oracles", "Bellsummit"]),
+        note("Oracles", ["oracles"]),
+        note("Bellsummit", ["summit"]),
+    )
     assert titles(run(snap, chat("gorduin oracles summit"))[0]) == ["Bellsummit", "Gorduin", "Oracles"]
     result, _ = run(snap, chat("gorduin oracles"))
     assert titles(result) == ["Oracles"]
@@ -140,8 +143,9 @@ def test_references_to_missing_titles_are_stripped_so_they_never_block():
 def test_drops_cascade_across_passes():
     # Processing order is priority descending: A (100) is checked first while B is still active,
     # then B drops (C missing), and only a second pass drops A.
-    snap = snapshot(note("A", ["go"], requires=["B"]), note("B", ["go"], priority=50, requires=["C"]),
-                    note("C"), note("D", ["go"]))
+    snap = snapshot(
+        note("A", ["go"], requires=["B"]), note("B", ["go"], priority=50, requires=["C"]), note("C"), note("D", ["go"])
+    )
     result, _ = run(snap, chat("go"))
     assert titles(result) == ["D"]
     assert verdicts(result, "A", "requires/excludes", "removed")
@@ -162,8 +166,9 @@ def test_excluding_a_constant_always_blocks_and_the_constant_stays():
 
 
 def test_forced_entries_stay_even_when_their_own_requirements_fail():
-    snap = snapshot(note("Rules", tags=ALWAYS, requires=["Magic"]), note("Magic", ["magic"]),
-                    note("Pinned", excludes=["Rules"]))
+    snap = snapshot(
+        note("Rules", tags=ALWAYS, requires=["Magic"]), note("Magic", ["magic"]), note("Pinned", excludes=["Rules"])
+    )
     result, _ = run(snap, chat("hello"), ChatState(pins=(EntryRef("Pinned"),)))
     assert titles(result) == ["Pinned", "Rules"]
 
@@ -174,8 +179,9 @@ def test_requires_satisfied_by_a_forced_entry():
 
 
 def test_mutual_exclusion_drops_the_lower_priority_entry_first():
-    snap = snapshot(note("Low", ["go"], priority=100, excludes=["High"]),
-                    note("High", ["go"], priority=20, excludes=["Low"]))
+    snap = snapshot(
+        note("Low", ["go"], priority=100, excludes=["High"]), note("High", ["go"], priority=20, excludes=["Low"])
+    )
     assert titles(run(snap, chat("go"))[0]) == ["High"]
 
 
@@ -217,8 +223,9 @@ def test_strip_dedup_off_injects_every_time():
 
 
 def test_forced_entries_are_never_stripped():
-    snap = snapshot(note("Rules", tags=ALWAYS), note("Boot", ["tavern"], tags=["lorebook", "lorebook-bootstrap"]),
-                    note("Pinned"))
+    snap = snapshot(
+        note("Rules", tags=ALWAYS), note("Boot", ["tavern"], tags=["lorebook", "lorebook-bootstrap"]), note("Pinned")
+    )
     results, _ = _series(snap, 4, text="tavern", state=ChatState(pins=(EntryRef("Pinned"),)))
     assert all(sorted(titles(r)) == ["Boot", "Pinned", "Rules"] for r in results)
 

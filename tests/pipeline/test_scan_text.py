@@ -90,10 +90,14 @@ def test_ai_transcript_labels_speakers_and_filters_like_the_scan():
 
 
 # -- the interceptor guard ---------------------------------------------------------------------
-@pytest.mark.parametrize("last", [
-    dict(is_system=True),
-    dict(extra={"tool_invocations": [{"tool": "roll"}]}),
-], ids=["system", "tool-call"])
+@pytest.mark.parametrize(
+    "last",
+    [
+        dict(is_system=True),
+        dict(extra={"tool_invocations": [{"tool": "roll"}]}),
+    ],
+    ids=["system", "tool-call"],
+)
 def test_generation_is_skipped_after_a_system_or_tool_call_message(last):
     snap = snapshot(note("Always", tags=["lorebook", "lorebook-always"]), note("Dragon", ["dragon"]))
     messages = chat("a dragon", pad=4) + [msg("the dragon roars", **last)]

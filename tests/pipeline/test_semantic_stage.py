@@ -41,8 +41,7 @@ def test_off_by_default_ignores_semantic_hits():
 
 def test_adds_entries_above_min_score_with_a_verdict():
     cfg = MatchConfig(semantic_enabled=True, semantic_min_score=0.5)
-    r, _ = run_generation(SNAP, CHAT, ChatState(), cfg,
-                          semantic_hits=[(uid("Storm"), 0.81), (uid("Harbour"), 0.3)])
+    r, _ = run_generation(SNAP, CHAT, ChatState(), cfg, semantic_hits=[(uid("Storm"), 0.81), (uid("Harbour"), 0.3)])
     assert titles(r) == ["Storm"]
     v = next(v for v in r.verdicts if v.title == "Storm" and v.stage == "semantic")
     assert v.outcome == "matched" and "0.81" in v.reason
@@ -50,8 +49,13 @@ def test_adds_entries_above_min_score_with_a_verdict():
 
 
 def test_top_k_and_fused_order_prefers_entries_bm25_also_found():
-    cfg = MatchConfig(semantic_enabled=True, semantic_min_score=0.0, semantic_top_k=1, fuzzy_search_enabled=True,
-                      fuzzy_search_min_score=0.1)
+    cfg = MatchConfig(
+        semantic_enabled=True,
+        semantic_min_score=0.0,
+        semantic_top_k=1,
+        fuzzy_search_enabled=True,
+        fuzzy_search_min_score=0.1,
+    )
     chat = [ChatMessage("U", "ships dock", is_user=True)]  # BM25 finds Harbour only
     hits = [(uid("Storm"), 0.70), (uid("Harbour"), 0.69)]
     r, _ = run_generation(SNAP, chat, ChatState(), cfg, semantic_hits=hits)

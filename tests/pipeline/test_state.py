@@ -152,8 +152,9 @@ def test_injection_log_records_title_placement_and_content_hash():
     snap = snapshot(note("Rules", tags=ALWAYS, position="before", depth=3, role="user"))
     _, s = run(snap, chat("x"))
     rules = snap.entries[0]
-    assert s.injection_log == ({"gen": 0, "entries": [
-        {"title": "Rules", "pos": 2, "depth": 3, "role": 1, "hash": rules.content_hash}]},)
+    assert s.injection_log == (
+        {"gen": 0, "entries": [{"title": "Rules", "pos": 2, "depth": 3, "role": 1, "hash": rules.content_hash}]},
+    )
 
 
 # -- analytics --------------------------------------------------------------------------------------------------
@@ -177,9 +178,13 @@ def test_analytics_matched_is_the_post_dedup_set():
 def test_chat_state_json_round_trip_including_before_last():
     snap = _vault()
     cfg = MatchConfig(reinjection_cooldown=2)
-    state = ChatState(pins=(EntryRef("Wyrm"), EntryRef("Rules", "v")), blocks=(EntryRef("Maybe"),),
-                      context={"era": ["dawn", "dusk"], "location": "keep"}, folder_filter=("Places",),
-                      notebook="Oath.")
+    state = ChatState(
+        pins=(EntryRef("Wyrm"), EntryRef("Rules", "v")),
+        blocks=(EntryRef("Maybe"),),
+        context={"era": ["dawn", "dusk"], "location": "keep"},
+        folder_filter=("Places",),
+        notebook="Oath.",
+    )
     _, state = run(snap, chat("dragon"), state, cfg=cfg, rng=random.Random(2))
     _, state = run(snap, chat("dragon", "wyrm"), state, cfg=cfg, rng=random.Random(2))
     raw = json.loads(json.dumps(state.to_json()))

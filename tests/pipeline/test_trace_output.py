@@ -16,8 +16,14 @@ ALWAYS = ["lorebook", "lorebook-always"]
 
 
 def _scenario():
-    fd = fields_yaml({"name": "era", "type": "string", "multi": True,
-                      "gating": {"enabled": True, "operator": "match_any", "tolerance": "moderate"}})
+    fd = fields_yaml(
+        {
+            "name": "era",
+            "type": "string",
+            "multi": True,
+            "gating": {"enabled": True, "operator": "match_any", "tolerance": "moderate"},
+        }
+    )
     snap = snapshot(
         note("Rules", tags=ALWAYS, priority=1),
         note("Refined", ["go"], refine_keys=["never"]),
@@ -36,11 +42,27 @@ def _scenario():
         note("Late", ["go"], priority=22),
         field_definitions=fd,
     )
-    prior_log = ({"gen": 4, "entries": [{"title": "Stripped", "pos": 1, "depth": 4, "role": 0,
-                                         "hash": next(e.content_hash for e in snap.entries if e.title == "Stripped")}]},)
+    prior_log = (
+        {
+            "gen": 4,
+            "entries": [
+                {
+                    "title": "Stripped",
+                    "pos": 1,
+                    "depth": 4,
+                    "role": 0,
+                    "hash": next(e.content_hash for e in snap.entries if e.title == "Stripped"),
+                }
+            ],
+        },
+    )
     state = ChatState(
-        generation_count=5, cooldowns={"v:Cooling": 1}, injection_history={"v:Reinjected": 5},
-        injection_log=prior_log, context={"era": "dusk"}, folder_filter=("Characters",),
+        generation_count=5,
+        cooldowns={"v:Cooling": 1},
+        injection_history={"v:Reinjected": 5},
+        injection_log=prior_log,
+        context={"era": "dusk"},
+        folder_filter=("Characters",),
         blocks=(EntryRef("Blocked"),),
     )
     cfg = MatchConfig(max_tokens_budget=200, reinjection_cooldown=2)
@@ -101,9 +123,23 @@ def test_verdict_reasons_carry_the_detail():
 
 def test_timings_cover_every_stage():
     result, _ = _scenario()
-    for stage in ("constants", "keywords", "character", "cascade", "recursion", "fuzzy", "gating",
-                  "folder filter", "pins", "reinjection", "requires/excludes", "strip duplicates",
-                  "budget", "tracking", "total"):
+    for stage in (
+        "constants",
+        "keywords",
+        "character",
+        "cascade",
+        "recursion",
+        "fuzzy",
+        "gating",
+        "folder filter",
+        "pins",
+        "reinjection",
+        "requires/excludes",
+        "strip duplicates",
+        "budget",
+        "tracking",
+        "total",
+    ):
         assert stage in result.timings_ms, stage
         assert result.timings_ms[stage] >= 0
 

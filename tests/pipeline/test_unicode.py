@@ -17,13 +17,16 @@ def fires(key, text, cfg=MatchConfig()):
     return titles(result) == ["Entry"]
 
 
-@pytest.mark.parametrize("key,text", [
-    ("東京", "私は東京に行きます"),
-    ("東京", "東京都"),
-    ("서울", "나는 서울에 산다"),
-    ("ドラゴン", "巨大なドラゴンが現れた"),
-    ("龍", "一條龍。"),
-])
+@pytest.mark.parametrize(
+    "key,text",
+    [
+        ("東京", "私は東京に行きます"),
+        ("東京", "東京都"),
+        ("서울", "나는 서울에 산다"),
+        ("ドラゴン", "巨大なドラゴンが現れた"),
+        ("龍", "一條龍。"),
+    ],
+)
 def test_cjk_keys_match_inside_cjk_text_in_both_modes(key, text):
     assert fires(key, text)
     assert fires(key, text, WHOLE)  # no ASCII word characters around them
@@ -34,9 +37,15 @@ def test_cjk_key_next_to_ascii_letters_in_whole_word_mode():
     assert not fires("東京", "東京abc", WHOLE)
 
 
-@pytest.mark.parametrize("key,text", [
-    ("🐉", "a 🐉 appears"), ("👩‍🚀", "the 👩‍🚀 lands"), ("🇯🇵", "flag 🇯🇵 here"), ("dragon🔥", "the dragon🔥 roars"),
-])
+@pytest.mark.parametrize(
+    "key,text",
+    [
+        ("🐉", "a 🐉 appears"),
+        ("👩‍🚀", "the 👩‍🚀 lands"),
+        ("🇯🇵", "flag 🇯🇵 here"),
+        ("dragon🔥", "the dragon🔥 roars"),
+    ],
+)
 def test_emoji_keys(key, text):
     assert fires(key, text)
 
@@ -48,22 +57,28 @@ def test_emoji_whole_word_uses_ascii_lookarounds():
     assert fires("🐉", "龍🐉龍", WHOLE)
 
 
-@pytest.mark.parametrize("key,text", [
-    ("Ångström", "A\u030angstro\u0308m units"),
-    ("A\u030angstro\u0308m", "Ångström units"),
-    ("Ελλάδα", "Ε\u03bb\u03bb\u03b1\u0301δα"),
-    ("nguyễn", "NGUYỄN"),
-])
+@pytest.mark.parametrize(
+    "key,text",
+    [
+        ("Ångström", "A\u030angstro\u0308m units"),
+        ("A\u030angstro\u0308m", "Ångström units"),
+        ("Ελλάδα", "Ε\u03bb\u03bb\u03b1\u0301δα"),
+        ("nguyễn", "NGUYỄN"),
+    ],
+)
 def test_combining_marks_are_normalised_by_nfc(key, text):
     assert fires(key, text)
     assert fires(key, text, WHOLE)
 
 
-@pytest.mark.parametrize("key,text", [
-    ("ירושלים", "הם הלכו לירושלים היום"),
-    ("القاهرة", "سافرنا إلى القاهرة أمس"),
-    ("القاهرة", "\u200fسافرنا إلى \u202bالقاهرة\u202c أمس\u200f"),
-])
+@pytest.mark.parametrize(
+    "key,text",
+    [
+        ("ירושלים", "הם הלכו לירושלים היום"),
+        ("القاهرة", "سافرنا إلى القاهرة أمس"),
+        ("القاهرة", "\u200fسافرنا إلى \u202bالقاهرة\u202c أمس\u200f"),
+    ],
+)
 def test_rtl_keys_match(key, text):
     assert fires(key, text)
 
@@ -85,15 +100,28 @@ def test_case_folding_that_changes_length_keeps_scan_windows_exact():
 
 
 WEIRD = [
-    "\ud800 lone surrogate", "nul \x00 byte", "zero\u200bwidth", "\ufeffbom", "a" * 100_000,
-    "\u0301\u0301 leading marks", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "ﬃ ligature", "ß ẞ", "İ ı", "\r\n\t", "",
+    "\ud800 lone surrogate",
+    "nul \x00 byte",
+    "zero\u200bwidth",
+    "\ufeffbom",
+    "a" * 100_000,
+    "\u0301\u0301 leading marks",
+    "𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+    "ﬃ ligature",
+    "ß ẞ",
+    "İ ı",
+    "\r\n\t",
+    "",
 ]
 
 
 @pytest.mark.parametrize("text", WEIRD, ids=[f"weird{i}" for i in range(len(WEIRD))])
 def test_odd_text_never_crashes(text):
-    snap = snapshot(note("Dragon", ["dragon", "ß", "ı"], refine_keys=["ﬃ", "dragon"], warmup=1),
-                    note("Other", ["𝔘𝔫𝔦"], scanDepth=1), note("Keyless", [], "text"))
+    snap = snapshot(
+        note("Dragon", ["dragon", "ß", "ı"], refine_keys=["ﬃ", "dragon"], warmup=1),
+        note("Other", ["𝔘𝔫𝔦"], scanDepth=1),
+        note("Keyless", [], "text"),
+    )
     cfg = MatchConfig(fuzzy_search_enabled=True, recursive_scan=True, match_whole_words=True)
     for c in (MatchConfig(), cfg, MatchConfig(case_sensitive=True)):
         result, state = run(snap, [msg(text, text[:20]), msg(text + " dragon")], cfg=c)

@@ -113,8 +113,9 @@ def errors(value: Any, schema: dict, root: dict, strict: bool = True, path: str 
                 out += errors(v, props[k], root, strict, f"{path}.{k}")
             elif isinstance(schema.get("additionalProperties"), dict):
                 out += errors(v, schema["additionalProperties"], root, strict, f"{path}.{k}")
-            elif schema.get("additionalProperties") is False or (strict and props and "allOf" not in schema
-                                                                 and "additionalProperties" not in schema):
+            elif schema.get("additionalProperties") is False or (
+                strict and props and "allOf" not in schema and "additionalProperties" not in schema
+            ):
                 out.append(f"{path}.{k}: not in the document")
     return out
 

@@ -73,8 +73,15 @@ def verdicts_for(generation: dict, title: str) -> list[tuple[str, str, str]]:
 class LiveServer:
     """Engine + HTTP server on a real port. `restart()` keeps the data dir."""
 
-    def __init__(self, vault: Path, data: Path, settings: Settings | None = None, sync: bool = True,
-                 secrets: SecretStore | None = None, client_timeout: float = 60) -> None:
+    def __init__(
+        self,
+        vault: Path,
+        data: Path,
+        settings: Settings | None = None,
+        sync: bool = True,
+        secrets: SecretStore | None = None,
+        client_timeout: float = 60,
+    ) -> None:
         self.vault = vault
         self.data = data
         self.settings = settings or Settings()
@@ -86,8 +93,7 @@ class LiveServer:
     def _start(self) -> None:
         self.thread = EngineThread().start()
         self.paths = AppPaths(self.data, self.data).ensure()
-        self.engine = Engine(self.paths, self.settings, self.secrets,
-                             vault_override=[FolderSource(VAULT, self.vault)])
+        self.engine = Engine(self.paths, self.settings, self.secrets, vault_override=[FolderSource(VAULT, self.vault)])
         self.thread.call(self.engine.start(initial_sync=self.sync, watch=False), timeout=30)
         if self.sync:
             self.thread.call(self.engine.wait_ready(), timeout=30)

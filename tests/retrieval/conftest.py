@@ -43,4 +43,3 @@ def server(world, start_server) -> LiveServer:
 def sample_copy(tmp_path, sample_vault) -> Path:
     """A private copy of the bundled sample vault."""
     return Path(shutil.copytree(sample_vault, tmp_path / "sample"))
-

@@ -35,10 +35,15 @@ def test_sync_force_0_and_1(server):
     assert server.client.post(f"{API}/sync", params={"force": "1"}).status_code == 200
 
 
-@pytest.mark.parametrize("snake,camel,value", [
-    ("chat_id", "chatId", "c"), ("folder_filter", "folderFilter", ["People"]),
-    ("character_name", "characterName", "Tamsin"), ("dry_run", "dryRun", True),
-])
+@pytest.mark.parametrize(
+    "snake,camel,value",
+    [
+        ("chat_id", "chatId", "c"),
+        ("folder_filter", "folderFilter", ["People"]),
+        ("character_name", "characterName", "Tamsin"),
+        ("dry_run", "dryRun", True),
+    ],
+)
 def test_a_field_in_both_spellings_is_refused(server, snake, camel, value):
     body = {"chat_id": "c", "messages": messages("tamsin"), snake: value, camel: value}
     r = server.client.post(f"{API}/retrieve", json=body)
@@ -47,8 +52,10 @@ def test_a_field_in_both_spellings_is_refused(server, snake, camel, value):
 
 
 def test_folder_filter_beside_folder_filter_alias_no_longer_drops_one(server):
-    r = server.client.post(f"{API}/retrieve", json={"chat_id": "c", "messages": messages("tamsin"),
-                                                    "folder_filter": ["People"], "folderFilter": ["Places"]})
+    r = server.client.post(
+        f"{API}/retrieve",
+        json={"chat_id": "c", "messages": messages("tamsin"), "folder_filter": ["People"], "folderFilter": ["Places"]},
+    )
     assert r.status_code == 400
     assert server.state("c")["folder_filter"] is None
 
@@ -63,12 +70,16 @@ def test_a_whole_swipe_id_written_as_a_json_float_is_accepted(server):
 
 
 def test_a_pin_with_vault_and_vault_source_is_refused(server):
-    for pin in ({"title": "Omen", "vault": "lore", "vaultSource": "other"}, {"title": "Omen", "vault": "", "vaultSource": {}}):
+    for pin in (
+        {"title": "Omen", "vault": "lore", "vaultSource": "other"},
+        {"title": "Omen", "vault": "", "vaultSource": {}},
+    ):
         r = server.client.put(f"{API}/chats/c/pins", json={"pins": [pin]})
         assert r.status_code == 400 and "vault" in r.json()["error"], r.text
     assert server.state("c")["pins"] == []
     assert server.put("c", "pins", "pins", [{"title": "Omen", "vaultSource": "lore"}])["pins"] == [
-        {"title": "Omen", "vault": "lore"}]
+        {"title": "Omen", "vault": "lore"}
+    ]
 
 
 def test_clearing_the_ai_cache_of_an_empty_chat_id_is_refused(server):

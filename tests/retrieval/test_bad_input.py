@@ -51,8 +51,10 @@ def primed(shared_server):
 
 def _db_rows(server) -> list:
     with server.db() as db:
-        return db.execute("SELECT chat_id, state FROM chats ORDER BY chat_id").fetchall() + \
-            db.execute("SELECT chat_id, gen, record FROM generations ORDER BY chat_id, gen").fetchall()
+        return (
+            db.execute("SELECT chat_id, state FROM chats ORDER BY chat_id").fetchall()
+            + db.execute("SELECT chat_id, gen, record FROM generations ORDER BY chat_id, gen").fetchall()
+        )
 
 
 RETRIEVE_CASES = [
@@ -101,13 +103,23 @@ RETRIEVE_CASES = [
     ("notebook a number", _body(notebook=5), ["notebook"]),
     ("notebook over 64 KiB", _body(notebook="n" * (64 * 1024 + 1)), ["notebook", "64 KiB"]),
     ("notebook over 64 KiB in UTF-8 bytes", _body(notebook="é" * 40_000), ["notebook", "64 KiB"]),
-    ("10 MB message", _msg_body({"name": "U", "mes": "x" * (10 * 1024 * 1024), "is_user": True}),
-     ["messages[0].mes", str(MAX_MESSAGE_CHARS)]),
-    ("lone surrogate escape in a message", b'{"chat_id": "victim", "messages": [{"mes": "tamsin \\udfff"}]}', ["surrogate"]),
+    (
+        "10 MB message",
+        _msg_body({"name": "U", "mes": "x" * (10 * 1024 * 1024), "is_user": True}),
+        ["messages[0].mes", str(MAX_MESSAGE_CHARS)],
+    ),
+    (
+        "lone surrogate escape in a message",
+        b'{"chat_id": "victim", "messages": [{"mes": "tamsin \\udfff"}]}',
+        ["surrogate"],
+    ),
     ("lone surrogate escape in a pin", b'{"chat_id": "victim", "messages": [], "pins": ["\\ud800"]}', ["surrogate"]),
     ("lone surrogate escape in the chat id", b'{"chat_id": "victim\\ud83d", "messages": []}', ["surrogate"]),
-    ("25,000 messages", json.dumps({"chat_id": CHAT, "messages": [{"name": "U", "mes": "tamsin"}] * 25_000}).encode(),
-     ["25000 messages", str(MAX_MESSAGES)]),
+    (
+        "25,000 messages",
+        json.dumps({"chat_id": CHAT, "messages": [{"name": "U", "mes": "tamsin"}] * 25_000}).encode(),
+        ["25000 messages", str(MAX_MESSAGES)],
+    ),
 ]
 
 
@@ -148,8 +160,9 @@ FIELD_CASES = [
 ]
 
 
-@pytest.mark.parametrize("seg,body,words", FIELD_CASES,
-                         ids=[f"{c[0]}:{c[1][:30].decode('latin-1')}" for c in FIELD_CASES])
+@pytest.mark.parametrize(
+    "seg,body,words", FIELD_CASES, ids=[f"{c[0]}:{c[1][:30].decode('latin-1')}" for c in FIELD_CASES]
+)
 def test_bad_put_is_a_4xx_and_changes_nothing(primed, seg, body, words):
     before, rows = primed.everything(CHAT), _db_rows(primed)
     r = primed.client.put(f"{API}/chats/{CHAT}/{seg}", content=body)
@@ -256,7 +269,10 @@ def test_regex_like_keys_are_plain_text(make_vault, lore, start_server):
     gen = s.retrieve("re", messages("we found /foo(/ and a.b* and [unclosed here"))
     assert sorted(titles(gen)) == ["Bracket", "Slashes", "Star"]
     assert {i["title"]: i["matched_by"] for i in gen["injected"]} == {
-        "Slashes": "/foo(/", "Star": "a.b*", "Bracket": "[unclosed"}
+        "Slashes": "/foo(/",
+        "Star": "a.b*",
+        "Bracket": "[unclosed",
+    }
     # ...regex meanings do not.
     gen = s.retrieve("re2", messages("foo and aXbbb and unclosed and 12345 and x"))
     assert titles(gen) == []
@@ -284,19 +300,22 @@ def unicode_server(make_vault, lore, start_server):
     return start_server(make_vault(files, name="unicode"))
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("我们到达了龍宮城的大门。", ["Dragon Palace"]),  # CJK, no spaces
-    ("A 🐉 circles overhead 🐉🐉", ["Dragon Emoji"]),
-    ("The family 👩‍👩‍👧 waits", ["Family"]),
-    ("Tea at the Cafe\u0301 Noir", ["Café Noir"]),  # combining acute (NFD) vs the NFC key
-    ("CAFÉ NOIR, upper case", ["Café Noir"]),
-    ("\u202bرأينا القمر فوق النهر\u202c", ["Moon"]),  # RTL with embedding marks
-    ("הוא אמר שלום ויצא", ["Shalom"]),
-    ("Магиям учатся долго", ["Magic"]),  # substring mode: DLE matches inside a longer word
-    ("İSTANBUL by night", ["Istanbul"]),
-    ("Z̤̈a̤l̈g̤ö text \u200b\u200d\ufeff\u0000 and \U0010ffff", []),
-    ("Escaped pairs travel fine: \U0001F409", ["Dragon Emoji"]),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("我们到达了龍宮城的大门。", ["Dragon Palace"]),  # CJK, no spaces
+        ("A 🐉 circles overhead 🐉🐉", ["Dragon Emoji"]),
+        ("The family 👩‍👩‍👧 waits", ["Family"]),
+        ("Tea at the Cafe\u0301 Noir", ["Café Noir"]),  # combining acute (NFD) vs the NFC key
+        ("CAFÉ NOIR, upper case", ["Café Noir"]),
+        ("\u202bرأينا القمر فوق النهر\u202c", ["Moon"]),  # RTL with embedding marks
+        ("הוא אמר שלום ויצא", ["Shalom"]),
+        ("Магиям учатся долго", ["Magic"]),  # substring mode: DLE matches inside a longer word
+        ("İSTANBUL by night", ["Istanbul"]),
+        ("Z̤̈a̤l̈g̤ö text \u200b\u200d\ufeff\u0000 and \U0010ffff", []),
+        ("Escaped pairs travel fine: \U0001f409", ["Dragon Emoji"]),
+    ],
+)
 def test_unicode_messages(unicode_server, text, expected):
     gen = unicode_server.retrieve("u", messages(text), dry_run=True)
     # The same chat sent with every non-ASCII character escaped (\uXXXX, surrogate pairs) is the same.

@@ -95,10 +95,13 @@ def test_bad_ids_are_a_clear_400_everywhere_and_store_nothing(server, chat_id, p
         assert r.status_code == 400, (key, r.text)
         assert "chat" in r.json()["error"] and problem in r.json()["error"], r.json()
     url_id = quote(chat_id, safe="")
-    for method, url, body in (("GET", f"{API}/chats/{url_id}", None), ("DELETE", f"{API}/chats/{url_id}", None),
-                              ("GET", f"{API}/chats/{url_id}/records", None),
-                              ("PUT", f"{API}/chats/{url_id}/pins", {"pins": ["Omen"]}),
-                              ("POST", f"{API}/ai/cache/clear?chat_id={url_id or '%00'}", None)):
+    for method, url, body in (
+        ("GET", f"{API}/chats/{url_id}", None),
+        ("DELETE", f"{API}/chats/{url_id}", None),
+        ("GET", f"{API}/chats/{url_id}/records", None),
+        ("PUT", f"{API}/chats/{url_id}/pins", {"pins": ["Omen"]}),
+        ("POST", f"{API}/ai/cache/clear?chat_id={url_id or '%00'}", None),
+    ):
         r = c.request(method, url, json=body)
         assert r.status_code == 400, (method, url, r.status_code, r.text)
         assert "chat id" in r.json()["error"], r.json()
@@ -123,8 +126,10 @@ def test_chats_stored_under_ids_the_rule_now_refuses_are_renamed_and_reachable(w
     with sqlite3.connect(data / "state.sqlite") as db:  # what the old code wrote for "a\nb" and "n\x00"
         for old in ("a\nb", "n\x00"):
             db.execute("INSERT INTO chats SELECT ?, state, updated_at FROM chats WHERE chat_id = 'kept'", (old,))
-            db.execute("INSERT INTO generations SELECT ?, gen, created_at, record FROM generations "
-                       "WHERE chat_id = 'kept'", (old,))
+            db.execute(
+                "INSERT INTO generations SELECT ?, gen, created_at, record FROM generations WHERE chat_id = 'kept'",
+                (old,),
+            )
         db.execute("PRAGMA user_version = 1")
     s = start_server(world, data=data)
     for new in ("a\\u000ab", "n\\u0000"):

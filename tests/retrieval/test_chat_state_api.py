@@ -12,8 +12,16 @@ from ._support import API, messages, titles, verdicts_for
 EVERYTHING = "tamsin rings the bell at the quay; an omen of eels"
 
 
-@pytest.mark.parametrize("seg,key,empty", [("pins", "pins", []), ("blocks", "blocks", []), ("context", "context", {}),
-                                           ("folder-filter", "folder_filter", None), ("notebook", "notebook", "")])
+@pytest.mark.parametrize(
+    "seg,key,empty",
+    [
+        ("pins", "pins", []),
+        ("blocks", "blocks", []),
+        ("context", "context", {}),
+        ("folder-filter", "folder_filter", None),
+        ("notebook", "notebook", ""),
+    ],
+)
 def test_unknown_chat_reads_empty(server, seg, key, empty):
     r = server.client.get(f"{API}/chats/never-seen/{seg}")
     assert r.status_code == 200 and r.json() == {key: empty}
@@ -21,12 +29,16 @@ def test_unknown_chat_reads_empty(server, seg, key, empty):
 
 def test_get_put_round_trips(server):
     c = server.client
-    assert server.put("c", "pins", "pins", ["Omen", {"title": "Tamsin Reed", "vault": "lore"}, {"title": "X", "vaultSource": "v"}]) == {
-        "pins": ["Omen", {"title": "Tamsin Reed", "vault": "lore"}, {"title": "X", "vault": "v"}]}
+    assert server.put(
+        "c", "pins", "pins", ["Omen", {"title": "Tamsin Reed", "vault": "lore"}, {"title": "X", "vaultSource": "v"}]
+    ) == {"pins": ["Omen", {"title": "Tamsin Reed", "vault": "lore"}, {"title": "X", "vault": "v"}]}
     assert server.put("c", "blocks", "blocks", ["  Lantern Quay  "]) == {"blocks": ["Lantern Quay"]}
-    assert server.put("c", "context", "context", {"era": "Eel Year", "n": 3, "flag": True, "list": ["a", 2], "gone": None}) == {
-        "context": {"era": "Eel Year", "n": "3", "flag": "true", "list": ["a", "2"]}}
-    assert server.put("c", "folder-filter", "folder_filter", ["/Places/", " People "]) == {"folder_filter": ["Places", "People"]}
+    assert server.put(
+        "c", "context", "context", {"era": "Eel Year", "n": 3, "flag": True, "list": ["a", 2], "gone": None}
+    ) == {"context": {"era": "Eel Year", "n": "3", "flag": "true", "list": ["a", "2"]}}
+    assert server.put("c", "folder-filter", "folder_filter", ["/Places/", " People "]) == {
+        "folder_filter": ["Places", "People"]
+    }
     assert server.put("c", "folder-filter", "folder_filter", "History") == {"folder_filter": ["History"]}
     assert server.put("c", "notebook", "notebook", "Scene: 龍宮 🐉 — שלום") == {"notebook": "Scene: 龍宮 🐉 — שלום"}
     assert c.get(f"{API}/chats/c/pins").json()["pins"][0] == "Omen"
@@ -53,7 +65,9 @@ def test_pinned_entry_is_injected(server):
     assert titles(gen) == ["Hidden Archive"]
     assert gen["injected"][0]["matched_by"] == "(pinned)"
     assert gen["injected"][0]["priority"] == 10
-    assert ("pins", "matched", "pinned in this chat (treated as constant, priority 10)") in verdicts_for(gen, "Hidden Archive")
+    assert ("pins", "matched", "pinned in this chat (treated as constant, priority 10)") in verdicts_for(
+        gen, "Hidden Archive"
+    )
     # Pinned entries are exempt from strip-dedup: the next generation has it again.
     gen2 = server.retrieve("p", messages("A quiet evening.", "Still quiet."))
     assert titles(gen2) == ["Hidden Archive"]
@@ -83,7 +97,7 @@ def test_context_gates_entries(server):
     server.put("g", "context", "context", {"era": "Founding"})
     gen = server.retrieve("g", msgs, dry_run=True)
     assert titles(gen) == []
-    (stage, _outcome, reason), = [v for v in verdicts_for(gen, "Eel Year") if v[1] == "removed"]
+    ((stage, _outcome, reason),) = [v for v in verdicts_for(gen, "Eel Year") if v[1] == "removed"]
     assert stage == "contextual gating" and "era" in reason and "Founding" in reason
     server.put("g", "context", "context", {"era": ["Founding", "eel year"]})  # match_any, case-insensitive
     assert titles(server.retrieve("g", msgs, dry_run=True)) == ["Eel Year"]
@@ -140,8 +154,18 @@ def test_delete_resets_the_chat(server):
     r = server.client.delete(f"{API}/chats/d")
     assert r.status_code == 200 and r.json() == {"chat_id": "d", "deleted": True}
     st = server.state("d")
-    assert st == {"chat_id": "d", "generation_count": 0, "pins": [], "blocks": [], "context": {}, "folder_filter": None,
-                  "notebook": "", "cooldowns": {}, "counts": {}, "analytics": {}}
+    assert st == {
+        "chat_id": "d",
+        "generation_count": 0,
+        "pins": [],
+        "blocks": [],
+        "context": {},
+        "folder_filter": None,
+        "notebook": "",
+        "cooldowns": {},
+        "counts": {},
+        "analytics": {},
+    }
     assert server.records("d") == []
     assert server.client.delete(f"{API}/chats/d").json() == {"chat_id": "d", "deleted": False}
     # After a reset the bell is no longer cooling down.

@@ -21,7 +21,16 @@ def cli(tmp_path, make_vault, lore):
     data = tmp_path / "cli-data"
 
     def run(*args: str, chat=None, settings=None, vault_path: Path | None = None, json_out: bool = True):
-        argv = [sys.executable, "-m", "dle_desktop", "match", "--vault", str(vault_path or vault), "--data-dir", str(data)]
+        argv = [
+            sys.executable,
+            "-m",
+            "dle_desktop",
+            "match",
+            "--vault",
+            str(vault_path or vault),
+            "--data-dir",
+            str(data),
+        ]
         if chat is not None:
             path = tmp_path / f"chat-{len(list(tmp_path.glob('chat-*')))}.json"
             path.write_bytes(chat if isinstance(chat, bytes) else json.dumps(chat, ensure_ascii=False).encode())
@@ -63,8 +72,13 @@ def _fails(proc, *words: str) -> str:
     return line
 
 
-CHAT = messages("I ring the bell and call for tamsin.", "Tamsin hears the bell.", "Tamsin waves from the quay.",
-                "The bell, once more.", "Tamsin again.")
+CHAT = messages(
+    "I ring the bell and call for tamsin.",
+    "Tamsin hears the bell.",
+    "Tamsin waves from the quay.",
+    "The bell, once more.",
+    "Tamsin again.",
+)
 
 
 def test_json_shape_one_generation_without_replay(cli):
@@ -113,9 +127,15 @@ def test_seed_is_reproducible(cli):
 
 
 def test_chat_as_object_with_camel_case_fields(cli):
-    chat = {"messages": messages("tamsin rings the bell on the quay"), "folderFilter": ["Places", "People"],
-            "characterName": "Tamsin Reed", "chatId": "cli-chat", "pins": ["Hidden Archive"], "blocks": ["Lantern Quay"],
-            "context": {"era": "Founding"}}
+    chat = {
+        "messages": messages("tamsin rings the bell on the quay"),
+        "folderFilter": ["Places", "People"],
+        "characterName": "Tamsin Reed",
+        "chatId": "cli-chat",
+        "pins": ["Hidden Archive"],
+        "blocks": ["Lantern Quay"],
+        "context": {"era": "Founding"},
+    }
     gen = _ok(cli(chat=chat))["generations"][0]
     assert _titles(gen) == ["Hidden Archive", "Tamsin Reed"]
     stages = {(v["title"], v["stage"]) for v in gen["verdicts"] if v["outcome"] == "removed"}
@@ -127,8 +147,12 @@ def test_chat_as_object_with_camel_case_fields(cli):
     assert _titles(gen) == ["Tamsin Reed"]
     assert gen["injected"][0]["matched_by"] == "(active character)"
     # snake_case spellings in the same object work too.
-    chat3 = {"messages": messages("tamsin rings the bell"), "folder_filter": ["Artifacts"], "character_name": "x",
-             "chat_id": "y"}
+    chat3 = {
+        "messages": messages("tamsin rings the bell"),
+        "folder_filter": ["Artifacts"],
+        "character_name": "x",
+        "chat_id": "y",
+    }
     assert _titles(_ok(cli(chat=chat3))["generations"][0]) == ["Drowned Bell"]
 
 
@@ -160,27 +184,38 @@ def test_human_output(cli):
 
 
 def test_sample_vault(cli, sample_copy):
-    gen = _ok(cli("--seed", "1", chat=messages("We step off the ferry at Lantern Quay and Tamsin waves."),
-                  vault_path=sample_copy))["generations"][0]
+    gen = _ok(
+        cli(
+            "--seed",
+            "1",
+            chat=messages("We step off the ferry at Lantern Quay and Tamsin waves."),
+            vault_path=sample_copy,
+        )
+    )["generations"][0]
     assert {"Tamsin Reed", "Lantern Quay"} <= {i["title"] for i in gen["injected"]}
 
 
 def test_unknown_settings_are_named(cli):
-    line = _fails(cli(chat=CHAT, settings={"scanDepth": 2, "scanDeepth": 3, "bogus_name": 1}), "scanDeepth", "bogus_name")
+    line = _fails(
+        cli(chat=CHAT, settings={"scanDepth": 2, "scanDeepth": 3, "bogus_name": 1}), "scanDeepth", "bogus_name"
+    )
     assert "unknown setting" in line and "scanDepth," not in line
     _fails(cli(chat={"messages": CHAT, "settings": {"nope": 1}}), "unknown setting", "nope")
 
 
-@pytest.mark.parametrize("settings,words", [
-    ({"scanDepth": 1000}, ["scan_depth", "1000", "0-100"]),
-    ({"maxTokensBudget": 5}, ["max_tokens_budget", "100-100000"]),
-    ({"fuzzySearchMinScore": 9.5}, ["fuzzy_search_min_score"]),
-    ({"reinjectionCooldown": -1}, ["reinjection_cooldown"]),
-    ({"scanDepth": "deep"}, ["scan_depth", "number"]),
-    ({"fuzzySearchEnabled": "maybe"}, ["fuzzy_search_enabled", "true or false"]),
-    ({"injectionMode": "sideways"}, ["injection_mode", "sideways"]),
-    ([1, 2], ["settings", "object"]),
-])
+@pytest.mark.parametrize(
+    "settings,words",
+    [
+        ({"scanDepth": 1000}, ["scan_depth", "1000", "0-100"]),
+        ({"maxTokensBudget": 5}, ["max_tokens_budget", "100-100000"]),
+        ({"fuzzySearchMinScore": 9.5}, ["fuzzy_search_min_score"]),
+        ({"reinjectionCooldown": -1}, ["reinjection_cooldown"]),
+        ({"scanDepth": "deep"}, ["scan_depth", "number"]),
+        ({"fuzzySearchEnabled": "maybe"}, ["fuzzy_search_enabled", "true or false"]),
+        ({"injectionMode": "sideways"}, ["injection_mode", "sideways"]),
+        ([1, 2], ["settings", "object"]),
+    ],
+)
 def test_bad_setting_values_exit_2(cli, settings, words):
     _fails(cli(chat=CHAT, settings=settings), *words)
 
@@ -198,40 +233,80 @@ def test_settings_file_problems(cli, tmp_path):
     _fails(cli(chat=CHAT, settings=b"{not json"), "settings file", "not valid JSON")
     _fails(cli(chat=CHAT, settings=b'{"a":' * 3000 + b"1" + b"}" * 3000), "settings file", "nested too deeply")
     missing = tmp_path / "no-settings.json"
-    proc = subprocess.run([sys.executable, "-m", "dle_desktop", "match", "--vault", str(cli.vault), "--data-dir",
-                           str(tmp_path / "d"), "--chat", str(tmp_path), "--settings", str(missing), "--json"],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dle_desktop",
+            "match",
+            "--vault",
+            str(cli.vault),
+            "--data-dir",
+            str(tmp_path / "d"),
+            "--chat",
+            str(tmp_path),
+            "--settings",
+            str(missing),
+            "--json",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     _fails(proc, "cannot be read")
 
 
 def test_missing_chat_file(cli, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "dle_desktop", "match", "--vault", str(cli.vault), "--data-dir",
-                           str(tmp_path / "d"), "--chat", str(tmp_path / "nope.json"), "--json"],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dle_desktop",
+            "match",
+            "--vault",
+            str(cli.vault),
+            "--data-dir",
+            str(tmp_path / "d"),
+            "--chat",
+            str(tmp_path / "nope.json"),
+            "--json",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     _fails(proc, "chat file not found", "nope.json")
 
 
-@pytest.mark.parametrize("chat,words", [
-    (b'[{"name": "U", "mes": "hi"', ["not valid JSON", "line 1"]),
-    (b"", ["not valid JSON"]),
-    (b"\xff\xfe\x00[", ["cannot be read"]),
-    (b'{"messages": [{"name": "U", "mes": 42}]}', ["messages[0].mes", "text"]),
-    (b'[{"name": "U", "mes": "hi", "is_user": "yes"}]', ["messages[0].is_user"]),
-    (b'{"messages": "hello"}', ["messages must be a list"]),
-    (b'{"msgs": []}', ["unknown field", "msgs"]),
-    (b'{"context": {}}', ["messages is missing"]),
-    (b'{"messages": [], "folderFilter": 5}', ["folder_filter"]),
-    (b'{"messages": [], "pins": [7]}', ["pins[0]"]),
-    (b'{"messages": [], "context": {"era": {"a": 1}}}', ["context.era"]),
-    (b'{"messages": [], "seed": "x"}', ["seed"]),
-    (b'"just a string"', ["list of messages or an object"]),
-    (b"42", ["list of messages or an object"]),
-    (b'{"messages": [], "settings": [1]}', ["settings must be an object"]),
-    (b"[" * 100_000 + b"]" * 100_000, ["nested too deeply"]),
-    (b'{"messages": [], "seed": ' + b"9" * 5000 + b"}", ["number", "too long"]),
-    (b'{"messages": [{"name": "U", "mes": "tamsin", "is_user": true}], "folderFilter": ["\\ud800"]}', ["surrogate"]),
-    (b'[{"name": "U", "mes": "x \\udfff", "is_user": true}]', ["surrogate"]),
-])
+@pytest.mark.parametrize(
+    "chat,words",
+    [
+        (b'[{"name": "U", "mes": "hi"', ["not valid JSON", "line 1"]),
+        (b"", ["not valid JSON"]),
+        (b"\xff\xfe\x00[", ["cannot be read"]),
+        (b'{"messages": [{"name": "U", "mes": 42}]}', ["messages[0].mes", "text"]),
+        (b'[{"name": "U", "mes": "hi", "is_user": "yes"}]', ["messages[0].is_user"]),
+        (b'{"messages": "hello"}', ["messages must be a list"]),
+        (b'{"msgs": []}', ["unknown field", "msgs"]),
+        (b'{"context": {}}', ["messages is missing"]),
+        (b'{"messages": [], "folderFilter": 5}', ["folder_filter"]),
+        (b'{"messages": [], "pins": [7]}', ["pins[0]"]),
+        (b'{"messages": [], "context": {"era": {"a": 1}}}', ["context.era"]),
+        (b'{"messages": [], "seed": "x"}', ["seed"]),
+        (b'"just a string"', ["list of messages or an object"]),
+        (b"42", ["list of messages or an object"]),
+        (b'{"messages": [], "settings": [1]}', ["settings must be an object"]),
+        (b"[" * 100_000 + b"]" * 100_000, ["nested too deeply"]),
+        (b'{"messages": [], "seed": ' + b"9" * 5000 + b"}", ["number", "too long"]),
+        (
+            b'{"messages": [{"name": "U", "mes": "tamsin", "is_user": true}], "folderFilter": ["\\ud800"]}',
+            ["surrogate"],
+        ),
+        (b'[{"name": "U", "mes": "x \\udfff", "is_user": true}]', ["surrogate"]),
+    ],
+)
 def test_bad_chat_files_exit_2(cli, chat, words):
     _fails(cli(chat=chat), "chat file", *words)
 
@@ -242,8 +317,9 @@ def test_unknown_vault_folder_exit_2(cli, tmp_path):
 
 
 def test_unicode_chat_file(cli, make_vault, lore):
-    vault = make_vault({"Uni/Dragon.md": lore("龍宮", ("龍宮城", "🐉")), "Uni/Cafe.md": lore("Café", ("café noir",))},
-                       name="uni")
+    vault = make_vault(
+        {"Uni/Dragon.md": lore("龍宮", ("龍宮城", "🐉")), "Uni/Cafe.md": lore("Café", ("café noir",))}, name="uni"
+    )
     chat = messages("我们到达了龍宮城 🐉 then the Cafe\u0301 Noir, \u202bשלום\u202c")
     gen = _ok(cli(chat=chat, vault_path=vault))["generations"][0]
     assert _titles(gen) == ["Café", "龍宮"]
@@ -252,9 +328,26 @@ def test_unicode_chat_file(cli, make_vault, lore):
 def _jsonl(cli, tmp_path, text: str):
     path = tmp_path / "chat.jsonl"
     path.write_text(text, encoding="utf-8")
-    return subprocess.run([sys.executable, "-m", "dle_desktop", "match", "--vault", str(cli.vault), "--data-dir",
-                           str(tmp_path / "d"), "--chat", str(path), "--json"],
-                          cwd=REPO, capture_output=True, text=True, encoding="utf-8", timeout=120)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dle_desktop",
+            "match",
+            "--vault",
+            str(cli.vault),
+            "--data-dir",
+            str(tmp_path / "d"),
+            "--chat",
+            str(path),
+            "--json",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
 
 
 def test_sillytavern_jsonl_export(cli, tmp_path):

@@ -36,8 +36,12 @@ def _starlette_routes(prefix: str = "/") -> set[tuple[str, str]]:
 
 
 def _documented(prefix: str = "/") -> set[tuple[str, str]]:
-    return {(path, m.upper()) for path, item in DOC["paths"].items() for m in item
-            if m in METHODS and path.startswith(prefix)}
+    return {
+        (path, m.upper())
+        for path, item in DOC["paths"].items()
+        for m in item
+        if m in METHODS and path.startswith(prefix)
+    }
 
 
 def test_every_route_is_documented_and_nothing_else():
@@ -49,16 +53,45 @@ def test_every_route_is_documented_and_nothing_else():
     assert routes - documented == set(), "routes missing from the OpenAPI document"
     assert documented - routes == set(), "documented operations the server does not have"
     assert {p for p, _ in routes if not p.startswith(API + "/")} == {
-        *(f"/api/vector/{r}" for r in ("list", "insert", "delete", "query", "query-multi", "purge", "purge-all",
-                                       "scopes-enabled")),
-        "/api/backends/kobold/embed", "/v1/embeddings", "/v1/models", "/api/embed", "/api/embeddings",
-        "/api/extra/embeddings", "/api/embeddings/compute", "/api/modules"}
+        *(
+            f"/api/vector/{r}"
+            for r in ("list", "insert", "delete", "query", "query-multi", "purge", "purge-all", "scopes-enabled")
+        ),
+        "/api/backends/kobold/embed",
+        "/v1/embeddings",
+        "/v1/models",
+        "/api/embed",
+        "/api/embeddings",
+        "/api/extra/embeddings",
+        "/api/embeddings/compute",
+        "/api/modules",
+    }
     routes = _starlette_routes(API + "/")
     # The routes the brief names, explicitly.
-    expected = {"status", "entries", "entries/{vault}/{path}", "health", "skipped", "sync", "retrieve",
-                "chats/{chat_id}", "chats/{chat_id}/records", "chats/{chat_id}/fork", "openapi.json", "ai", "ai/breaker/reset",
-                "ai/cache/clear", "ai/channels/{channel}/test", "chats", "bridge", "bridge/hello",
-                "lore/search", "lore/flag", "gaps", "semantic/prefetch"}
+    expected = {
+        "status",
+        "entries",
+        "entries/{vault}/{path}",
+        "health",
+        "skipped",
+        "sync",
+        "retrieve",
+        "chats/{chat_id}",
+        "chats/{chat_id}/records",
+        "chats/{chat_id}/fork",
+        "openapi.json",
+        "ai",
+        "ai/breaker/reset",
+        "ai/cache/clear",
+        "ai/channels/{channel}/test",
+        "chats",
+        "bridge",
+        "bridge/hello",
+        "lore/search",
+        "lore/flag",
+        "gaps",
+        "semantic/prefetch",
+    }
     expected |= {f"chats/{{chat_id}}/{f}" for f in ("pins", "blocks", "context", "folder-filter", "notebook")}
     assert {p.removeprefix(API + "/") for p, _ in routes} == expected
     for f in ("pins", "blocks", "context", "folder-filter", "notebook"):
@@ -108,8 +141,15 @@ def test_retrieve_request_schema_matches_the_accepted_fields():
     aliases = {"chatId", "characterName", "dryRun", "folderFilter"}
     assert set(schema["properties"]) - aliases == RETRIEVE_FIELDS
     assert schema["additionalProperties"] is False
-    ok = {"chat_id": "c", "messages": messages("hello"), "dry_run": True, "pins": ["A", {"title": "B", "vault": "v"}],
-          "context": {"era": ["x", 1]}, "folder_filter": None, "seed": 3}
+    ok = {
+        "chat_id": "c",
+        "messages": messages("hello"),
+        "dry_run": True,
+        "pins": ["A", {"title": "B", "vault": "v"}],
+        "context": {"era": ["x", 1]},
+        "folder_filter": None,
+        "seed": 3,
+    }
     check(ok, schema, DOC)
     assert errors({"chatId": "c", "messages": []}, schema, DOC) == []
     assert errors({"messages": []}, schema, DOC), "chat_id is required"
@@ -165,13 +205,21 @@ def test_live_answers_match_the_documented_schemas(busy_server):
         ("get", f"{API}/health", "/health", None),
         ("get", f"{API}/skipped", "/skipped", None),
         ("post", f"{API}/sync", "/sync", None),
-        ("post", f"{API}/retrieve", "/retrieve",
-         {"chat_id": "c1", "messages": messages("a", "b", "tamsin bell omen eels quay"), "dry_run": True}),
+        (
+            "post",
+            f"{API}/retrieve",
+            "/retrieve",
+            {"chat_id": "c1", "messages": messages("a", "b", "tamsin bell omen eels quay"), "dry_run": True},
+        ),
         ("get", f"{API}/chats/c1", "/chats/{chat_id}", None),
         ("get", f"{API}/chats", "/chats", None),
         ("get", f"{API}/chats?limit=1", "/chats", None),
-        ("post", f"{API}/bridge/hello", "/bridge/hello", {"extension_version": "1.0.0", "st_version": None,
-                                                           "chat_id": "c1", "character": "Tamsin"}),
+        (
+            "post",
+            f"{API}/bridge/hello",
+            "/bridge/hello",
+            {"extension_version": "1.0.0", "st_version": None, "chat_id": "c1", "character": "Tamsin"},
+        ),
         ("get", f"{API}/bridge", "/bridge", None),
         ("get", f"{API}/chats/c1/records?limit=5", "/chats/{chat_id}/records", None),
         ("post", f"{API}/chats/c1-branch/fork", "/chats/{chat_id}/fork", {"from": "c1"}),
@@ -181,15 +229,23 @@ def test_live_answers_match_the_documented_schemas(busy_server):
         ("post", f"{API}/ai/cache/clear?chat_id=c1", "/ai/cache/clear", None),
         ("post", f"{API}/ai/channels/scribe/test", "/ai/channels/{channel}/test", None),  # not set up: ok false
         ("post", f"{API}/lore/search", "/lore/search", {"queries": ["tamsin", "unknown harbour"], "reason": "asked"}),
-        ("post", f"{API}/lore/flag", "/lore/flag", {"title": "unknown harbour", "reason": "r", "urgency": "high",
-                                                    "flag_type": "gap", "entry_title": ""}),
+        (
+            "post",
+            f"{API}/lore/flag",
+            "/lore/flag",
+            {"title": "unknown harbour", "reason": "r", "urgency": "high", "flag_type": "gap", "entry_title": ""},
+        ),
         ("get", f"{API}/gaps", "/gaps", None),
         ("get", f"{API}/gaps?status=pending&include_hidden=1", "/gaps", None),
         ("post", f"{API}/semantic/prefetch", "/semantic/prefetch", {"messages": ["the bell under the water"]}),
     ]
-    for seg, key, value in (("pins", "pins", ["Omen"]), ("blocks", "blocks", [{"title": "Omen", "vault": "lore"}]),
-                            ("context", "context", {"era": "Founding", "n": 3}),
-                            ("folder-filter", "folder_filter", "Places"), ("notebook", "notebook", "note")):
+    for seg, key, value in (
+        ("pins", "pins", ["Omen"]),
+        ("blocks", "blocks", [{"title": "Omen", "vault": "lore"}]),
+        ("context", "context", {"era": "Founding", "n": 3}),
+        ("folder-filter", "folder_filter", "Places"),
+        ("notebook", "notebook", "note"),
+    ):
         calls.append(("get", f"{API}/chats/c1/{seg}", f"/chats/{{chat_id}}/{seg}", None))
         calls.append(("put", f"{API}/chats/c1/{seg}", f"/chats/{{chat_id}}/{seg}", {key: value}))
     calls.append(("delete", f"{API}/chats/c1", "/chats/{chat_id}", None))
@@ -217,7 +273,7 @@ def test_error_answers_match_the_error_schema(server):
         ("GET", f"{API}/chats/x/records?limit=x", None),
         ("GET", f"{API}/chats?limit=501", None),
         ("POST", f"{API}/bridge/hello", b'{"bogus": 1}'),
-        ("POST", f"{API}/bridge/hello", b'[]'),
+        ("POST", f"{API}/bridge/hello", b"[]"),
         ("POST", f"{API}/semantic/prefetch", b'{"messages": []}'),
         ("GET", f"{API}/no-such-route", None),
         ("POST", f"{API}/status", None),

@@ -9,8 +9,11 @@ import pytest
 
 from ._support import API, messages, titles, verdicts_for
 
-SCRIPT = ("I ring the bell and call for tamsin.", "Tamsin hears the bell from the water.",
-          "The bell again; tamsin frowns.")
+SCRIPT = (
+    "I ring the bell and call for tamsin.",
+    "Tamsin hears the bell from the water.",
+    "The bell again; tamsin frowns.",
+)
 
 
 def test_state_survives_a_restart(world, start_server, tmp_path):

@@ -10,8 +10,12 @@ import httpx
 
 from ._support import API, dump, messages, titles, verdicts_for
 
-SCRIPT = ("I ring the bell and call for tamsin.", "Tamsin hears the bell from the water.",
-          "The bell again; tamsin frowns.", "Tamsin and the bell, once more.")
+SCRIPT = (
+    "I ring the bell and call for tamsin.",
+    "Tamsin hears the bell from the water.",
+    "The bell again; tamsin frowns.",
+    "Tamsin and the bell, once more.",
+)
 
 
 def _without_timings(gen: dict) -> dict:
@@ -56,12 +60,16 @@ def test_cooldown_and_strip_dedup_across_calls(server):
     # 2nd: the bell cools down, Tamsin's identical text was injected one generation ago.
     assert titles(gens[1]) == []
     assert ("keywords", "skipped", "on cooldown: 2 more generations") in verdicts_for(gens[1], "Drowned Bell")
-    assert any(st == "strip duplicates" and o == "removed" and "1 generation(s) ago" in r
-               for st, o, r in verdicts_for(gens[1], "Tamsin Reed"))
+    assert any(
+        st == "strip duplicates" and o == "removed" and "1 generation(s) ago" in r
+        for st, o, r in verdicts_for(gens[1], "Tamsin Reed")
+    )
     # 3rd: one more generation of cooldown; the look-back of 2 still sees the first injection.
     assert titles(gens[2]) == []
     assert ("keywords", "skipped", "on cooldown: 1 more generation") in verdicts_for(gens[2], "Drowned Bell")
-    assert any(st == "strip duplicates" and "2 generation(s) ago" in r for st, _, r in verdicts_for(gens[2], "Tamsin Reed"))
+    assert any(
+        st == "strip duplicates" and "2 generation(s) ago" in r for st, _, r in verdicts_for(gens[2], "Tamsin Reed")
+    )
     # 4th: both again.
     assert sorted(titles(gens[3])) == ["Drowned Bell", "Tamsin Reed"]
     state = server.state("run")
@@ -121,7 +129,7 @@ def test_seed_makes_probability_reproducible(server):
         gen = server.retrieve("s3", msgs, seed=seed, dry_run=True)
         results[seed] = "Omen" in titles(gen)
         if not results[seed]:
-            (stage, outcome_, reason), = verdicts_for(gen, "Omen")
+            ((stage, outcome_, reason),) = verdicts_for(gen, "Omen")
             assert (stage, outcome_) == ("keywords", "skipped") and reason.startswith("probability 0.5: rolled")
     assert set(results.values()) == {True, False}
 
@@ -189,7 +197,9 @@ def test_chats_never_see_each_others_state(server):
     assert "Omen" not in titles(a2) and "Hidden Archive" in titles(a2)
     assert ("keywords", "skipped", "on cooldown: 2 more generations") in verdicts_for(a2, "Drowned Bell")
     st_a = server.state("A")
-    assert st_a["generation_count"] == 2 and st_a["pins"] == ["Hidden Archive"] and st_a["context"] == {"era": "Founding"}
+    assert (
+        st_a["generation_count"] == 2 and st_a["pins"] == ["Hidden Archive"] and st_a["context"] == {"era": "Founding"}
+    )
     assert server.state("B")["generation_count"] == 1
     # Chat ids are exact: another case is another chat, surrounding spaces are refused (not trimmed).
     assert server.state("a")["generation_count"] == 0
@@ -199,10 +209,12 @@ def test_chats_never_see_each_others_state(server):
 def test_concurrent_requests_for_one_chat_are_serialised(server):
     async def main():
         async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+
             async def post(chat: str, text: str):
                 # swipe: false, so that every call counts (no same-slot rollback) whatever the order.
-                return await client.post(f"{API}/retrieve", json={
-                    "chat_id": chat, "messages": messages(text), "swipe": False})
+                return await client.post(
+                    f"{API}/retrieve", json={"chat_id": chat, "messages": messages(text), "swipe": False}
+                )
 
             calls = [post("busy", "the bell and tamsin") for _ in range(20)]
             calls += [post(f"other-{i % 4}", "tamsin at the quay") for i in range(12)]
@@ -222,6 +234,7 @@ def test_concurrent_requests_for_one_chat_are_serialised(server):
 
 def test_a_busy_chat_does_not_block_other_chats(server):
     """Hold chat A's lock on the engine loop: B's request completes, A's waits, then A completes."""
+
     async def take():
         held_lock = server.engine.retrieval._lock("held")
         await held_lock.acquire()
@@ -230,6 +243,7 @@ def test_a_busy_chat_does_not_block_other_chats(server):
     lock = server.thread.call(take(), timeout=10)  # a strong reference keeps it in the weak table
     released = False
     try:
+
         async def main():
             async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
                 body = {"messages": messages("tamsin at the quay")}
@@ -265,11 +279,15 @@ def test_sample_vault_retrieval(sample_copy, start_server):
 
 def test_distinct_slots_concurrently_all_count(server):
     """20 concurrent requests with chats of 1..20 messages (no swipe flag): each is its own slot."""
+
     async def main():
         async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
-            return await asyncio.gather(*[
-                client.post(f"{API}/retrieve", json={"chat_id": "slots", "messages": messages(*["tamsin"] * n)})
-                for n in range(1, 21)])
+            return await asyncio.gather(
+                *[
+                    client.post(f"{API}/retrieve", json={"chat_id": "slots", "messages": messages(*["tamsin"] * n)})
+                    for n in range(1, 21)
+                ]
+            )
 
     assert [r.status_code for r in asyncio.run(main())] == [200] * 20
     assert server.state("slots")["generation_count"] == 20

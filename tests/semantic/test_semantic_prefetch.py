@@ -33,8 +33,11 @@ def tiny_model(tmp_path_factory) -> Path:
 @pytest.fixture
 def live(tmp_path, tiny_model):
     vault = Path(shutil.copytree(SAMPLE, tmp_path / "vault"))
-    server = LiveServer(vault, tmp_path / "data", Settings().replace(
-        semantic_enabled=True, embedding_model_path=str(tiny_model), semantic_min_score=-1.0))
+    server = LiveServer(
+        vault,
+        tmp_path / "data",
+        Settings().replace(semantic_enabled=True, embedding_model_path=str(tiny_model), semantic_min_score=-1.0),
+    )
     server.thread.call(server.engine.semantic.wait_idle(), timeout=300)
     yield server
     server.close()
@@ -49,6 +52,7 @@ def settle(live: LiveServer) -> None:
         tasks = list(live.engine.semantic._prefetches)
         if tasks:
             await asyncio.gather(*tasks)
+
     live.thread.call(done(), timeout=60)
 
 
@@ -60,8 +64,9 @@ def test_prefetched_messages_are_cached_for_the_next_generation(live):
     assert ve.prefetched == 2
     assert clean_message(REPLY) in ve._queries and "OOC" not in clean_message(REPLY)  # cleaned as the query is
     misses = ve.query_cache_misses
-    out = live.retrieve("c1", [{"name": "Rook", "is_user": False, "mes": REPLY},
-                               {"name": "Mira", "is_user": True, "mes": DRAFT}])
+    out = live.retrieve(
+        "c1", [{"name": "Rook", "is_user": False, "mes": REPLY}, {"name": "Mira", "is_user": True, "mes": DRAFT}]
+    )
     assert any(v["stage"] == "semantic" for v in out["verdicts"])
     assert ve.query_cache_misses == misses  # nothing new to embed: both came from the prefetch
 
@@ -73,15 +78,18 @@ def test_a_prefetch_sent_twice_embeds_once(live):
     assert vault_embeddings(live).prefetched == 1
 
 
-@pytest.mark.parametrize("body, why", [
-    ({}, "messages must be a list"),
-    ({"messages": []}, "messages must be a list"),
-    ({"messages": ["a", "b", "c", "d", "e"]}, "messages must be a list"),
-    ({"messages": [42]}, "messages[0] must be text"),
-    ({"messages": ["x" * 50_001]}, "the limit is 50000"),
-    ({"messages": ["ok"], "extra": 1}, "send an object"),
-    (["not", "an", "object"], "send an object"),
-])
+@pytest.mark.parametrize(
+    "body, why",
+    [
+        ({}, "messages must be a list"),
+        ({"messages": []}, "messages must be a list"),
+        ({"messages": ["a", "b", "c", "d", "e"]}, "messages must be a list"),
+        ({"messages": [42]}, "messages[0] must be text"),
+        ({"messages": ["x" * 50_001]}, "the limit is 50000"),
+        ({"messages": ["ok"], "extra": 1}, "send an object"),
+        (["not", "an", "object"], "send an object"),
+    ],
+)
 def test_bad_bodies_are_refused_and_nothing_is_embedded(live, body, why):
     r = live.client.post(f"{API}/semantic/prefetch", json=body)
     assert r.status_code == 400 and why in r.json()["error"]

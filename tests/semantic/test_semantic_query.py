@@ -112,8 +112,9 @@ def test_query_vectors_are_cached_and_weighted():
 
 # -- passages (issue 12, step 3) ---------------------------------------------------------------
 
+
 def _entry(body, summary="A brewer's guild."):
-    fm = f"summary: \"{summary}\"\n" if summary else ""
+    fm = f'summary: "{summary}"\n' if summary else ""
     return parse_note("v", "Brewers.md", f"---\ntags: [lorebook]\nkeys: [brewer]\n{fm}---\n# Brewers\n{body}")
 
 
@@ -134,7 +135,9 @@ def test_entry_passages_start_with_title_and_summary():
     ps = entry_passages(e)
     assert ps[0] == "Brewers\nA brewer's guild."
     assert ps[1].startswith("Brewers\nFirst paragraph")
-    assert passage_excerpt(e, 1) == "First paragraph about ale.\n\nSecond paragraph about the ledgers.".replace("\n\n", " ")
+    assert passage_excerpt(e, 1) == "First paragraph about ale.\n\nSecond paragraph about the ledgers.".replace(
+        "\n\n", " "
+    )
     assert passage_excerpt(e, 99) is None
     no_summary = _entry("Only a body.", summary=None)
     assert entry_passages(no_summary) == ["Brewers\nOnly a body."]
@@ -143,13 +146,22 @@ def test_entry_passages_start_with_title_and_summary():
 def test_verdict_quotes_the_matching_passage():
     e = _entry("The stout bearded brewer keeps the guild's accounts.")
     snap = build_snapshot([VaultSlice("v", (e,))])
-    r, _ = run_generation(snap, [msg("U", "Who keeps the books?", user=True)], ChatState(),
-                          MatchConfig(semantic_enabled=True, semantic_min_score=0.0),
-                          semantic_hits=[(e.uid, 0.8, 1)])
+    r, _ = run_generation(
+        snap,
+        [msg("U", "Who keeps the books?", user=True)],
+        ChatState(),
+        MatchConfig(semantic_enabled=True, semantic_min_score=0.0),
+        semantic_hits=[(e.uid, 0.8, 1)],
+    )
     v = next(v for v in r.verdicts if v.stage == "semantic")
     assert "matched on: «The stout bearded brewer keeps the guild's accounts.»" in v.reason
-    r2, _ = run_generation(snap, [msg("U", "Who keeps the books?", user=True)], ChatState(),
-                           MatchConfig(semantic_enabled=True, semantic_min_score=0.0), semantic_hits=[(e.uid, 0.8)])
+    r2, _ = run_generation(
+        snap,
+        [msg("U", "Who keeps the books?", user=True)],
+        ChatState(),
+        MatchConfig(semantic_enabled=True, semantic_min_score=0.0),
+        semantic_hits=[(e.uid, 0.8)],
+    )
     assert "matched on" not in next(v for v in r2.verdicts if v.stage == "semantic").reason  # old-style hits
 
 
@@ -172,8 +184,11 @@ def test_relative_threshold_is_scale_free_and_keeps_the_floor():
 
 
 def _budget_snap():
-    notes = [("Lore A", "constant: true\npriority: 1", "Xa. " * 400), ("Lore B", "constant: true\npriority: 2", "Yb. " * 400),
-             ("Brewer", "keys: [zzz]\npriority: 90", "The stout bearded brewer keeps the ledgers.")]
+    notes = [
+        ("Lore A", "constant: true\npriority: 1", "Xa. " * 400),
+        ("Lore B", "constant: true\npriority: 2", "Yb. " * 400),
+        ("Brewer", "keys: [zzz]\npriority: 90", "The stout bearded brewer keeps the ledgers."),
+    ]
     entries = [parse_note("v", f"{t}.md", f"---\ntags: [lorebook]\n{fm}\n---\n# {t}\n{body}") for t, fm, body in notes]
     return build_snapshot([VaultSlice("v", tuple(entries))])
 
@@ -200,8 +215,13 @@ def test_an_entry_bm25_and_semantic_both_find_counts_as_semantic():
     b = parse_note("v", "Storm.md", "---\ntags: [lorebook]\nkeys: [yyy]\n---\n# Storm\nGales in autumn.")
     snap = build_snapshot([VaultSlice("v", (a, b))])
     chat = [msg("U", "ships dock", user=True)]
-    cfg = MatchConfig(semantic_enabled=True, semantic_min_score=0.0, semantic_top_k=1, fuzzy_search_enabled=True,
-                      fuzzy_search_min_score=0.1)
+    cfg = MatchConfig(
+        semantic_enabled=True,
+        semantic_min_score=0.0,
+        semantic_top_k=1,
+        fuzzy_search_enabled=True,
+        fuzzy_search_min_score=0.1,
+    )
     r, _ = run_generation(snap, chat, ChatState(), cfg, semantic_hits=[(a.uid, 0.7, 0), (b.uid, 0.69, 0)])
     how = {i.entry.title: i.matched_by for i in r.injected}
     assert how["Harbour"] == "(semantic, score: 0.70)" and how["Storm"] == "(semantic, score: 0.69)"
@@ -221,6 +241,8 @@ def test_settings_saved_with_the_old_floor_take_the_new_default(tmp_path):
     assert SettingsStore(path).load().semantic_min_score == 0.2
     path.write_text(_json.dumps({"schema_version": 1, "semantic_min_score": 0.4}), encoding="utf-8")
     assert SettingsStore(path).load().semantic_min_score == 0.4  # the user's own value stays
-    path.write_text(_json.dumps({"schema_version": 1, "semantic_min_score": 0.35, "semantic_relative_margin": 0.3}),
-                    encoding="utf-8")
+    path.write_text(
+        _json.dumps({"schema_version": 1, "semantic_min_score": 0.35, "semantic_relative_margin": 0.3}),
+        encoding="utf-8",
+    )
     assert SettingsStore(path).load().semantic_min_score == 0.35  # chosen with the new settings: kept

@@ -71,6 +71,7 @@ def semantic_verdicts(generation: dict) -> list[dict]:
 
 # -- engine --------------------------------------------------------------------------------------
 
+
 def test_off_by_default_embeds_nothing(servers, vault, tmp_path):
     s = start(servers, vault, tmp_path / "data")
     out = s.retrieve("c1", chat("Tell me about the lamplighters of the quay."))
@@ -112,8 +113,15 @@ def test_embeddings_survive_a_restart(servers, vault, tmp_path, tiny_model):
 
 def test_retrieve_adds_semantic_matches_with_verdicts(servers, vault, tmp_path, tiny_model):
     # the tiny model has random weights: similarities mean nothing, so every one is let through
-    s = start(servers, vault, tmp_path / "data", semantic_enabled=True, embedding_model_path=str(tiny_model),
-              semantic_min_score=-1.0, semantic_top_k=3)
+    s = start(
+        servers,
+        vault,
+        tmp_path / "data",
+        semantic_enabled=True,
+        embedding_model_path=str(tiny_model),
+        semantic_min_score=-1.0,
+        semantic_top_k=3,
+    )
     wait_idle(s)
     out = s.retrieve("c1", chat("A quiet evening, nothing in particular."))
     matched = [v for v in semantic_verdicts(out) if v["outcome"] == "matched"]
@@ -126,10 +134,17 @@ def test_retrieve_adds_semantic_matches_with_verdicts(servers, vault, tmp_path, 
     assert out["notes"] == []
 
 
-def test_switched_on_in_place_the_running_engine_embeds_and_searches_and_off_stops(servers, vault, tmp_path,
-                                                                                    tiny_model):
-    s = start(servers, vault, tmp_path / "data", embedding_model_path=str(tiny_model),
-              semantic_min_score=-1.0, semantic_top_k=2)
+def test_switched_on_in_place_the_running_engine_embeds_and_searches_and_off_stops(
+    servers, vault, tmp_path, tiny_model
+):
+    s = start(
+        servers,
+        vault,
+        tmp_path / "data",
+        embedding_model_path=str(tiny_model),
+        semantic_min_score=-1.0,
+        semantic_top_k=2,
+    )
     engine, snapshot = s.engine, s.engine.snapshot
     on = s.settings.replace(semantic_enabled=True)
     s.thread.call(engine.apply_settings(on), timeout=30)
@@ -167,14 +182,22 @@ def test_a_broken_model_file_is_reported_not_fatal(servers, vault, tmp_path):
 
 
 def test_pause_holds_embedding_and_lookups_still_answer(servers, vault, tmp_path, tiny_model):
-    s = start(servers, vault, tmp_path / "data", semantic_enabled=True, embedding_model_path=str(tiny_model),
-              semantic_paused=True, semantic_min_score=-1.0)
+    s = start(
+        servers,
+        vault,
+        tmp_path / "data",
+        semantic_enabled=True,
+        embedding_model_path=str(tiny_model),
+        semantic_paused=True,
+        semantic_min_score=-1.0,
+    )
     deadline = time.monotonic() + 60
     while s.engine.semantic.status.state != "paused" and time.monotonic() < deadline:
         time.sleep(0.05)
     assert s.engine.semantic.status.state == "paused"
     out = s.retrieve("c1", chat("A quiet evening."))
     assert len(out["notes"]) == 1 and ("paused" in out["notes"][0] or "so far" in out["notes"][0])
+
     async def resume() -> None:
         s.engine.set_semantic_paused(False)
 
@@ -185,8 +208,15 @@ def test_pause_holds_embedding_and_lookups_still_answer(servers, vault, tmp_path
 
 
 def test_test_a_chat_dry_run_uses_the_semantic_stage(servers, vault, tmp_path, tiny_model):
-    s = start(servers, vault, tmp_path / "data", semantic_enabled=True, embedding_model_path=str(tiny_model),
-              semantic_min_score=-1.0, semantic_top_k=2)
+    s = start(
+        servers,
+        vault,
+        tmp_path / "data",
+        semantic_enabled=True,
+        embedding_model_path=str(tiny_model),
+        semantic_min_score=-1.0,
+        semantic_top_k=2,
+    )
     wait_idle(s)
     doc = parse_chat_document(chat("A quiet evening, nothing in particular."))
     gens = s.thread.call(s.engine.test_chat(doc), timeout=60)
@@ -205,11 +235,23 @@ def test_meaning_finds_the_lamplighters_without_any_keyword(servers, vault, tmp_
 
 # -- the match command ---------------------------------------------------------------------------
 
+
 def match(tmp_path: Path, vault: Path, *args: str) -> subprocess.CompletedProcess:
     path = tmp_path / "chat.json"
     path.write_text(json.dumps(chat(HARBOUR_LIGHTS)), encoding="utf-8")
-    argv = [sys.executable, "-m", "dle_desktop", "--data-dir", str(tmp_path / "cli-data"), "match",
-            "--vault", str(vault), "--chat", str(path), *args]
+    argv = [
+        sys.executable,
+        "-m",
+        "dle_desktop",
+        "--data-dir",
+        str(tmp_path / "cli-data"),
+        "match",
+        "--vault",
+        str(vault),
+        "--chat",
+        str(path),
+        *args,
+    ]
     return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, encoding="utf-8", timeout=300)
 
 
@@ -220,7 +262,9 @@ def test_match_semantic_embeds_once_then_reuses(tmp_path, vault, tiny_model):
     assert first.returncode == 0, first.stderr
     assert "embedding entries:" in first.stdout + first.stderr
     assert "[(semantic, score:" in first.stdout
-    again = match(tmp_path, vault, "--semantic", "--embedding-model", str(tiny_model), "--settings", str(settings), "--json")
+    again = match(
+        tmp_path, vault, "--semantic", "--embedding-model", str(tiny_model), "--settings", str(settings), "--json"
+    )
     assert again.returncode == 0, again.stderr
     assert "embedding entries:" not in again.stderr  # nothing new to embed
     gen = json.loads(again.stdout)["generations"][0]

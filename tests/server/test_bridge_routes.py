@@ -22,8 +22,9 @@ BRIDGE = {"X-DLE-Client": "st-bridge"}
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
     base = tmp_path_factory.mktemp("bridge")
-    settings = Settings().replace(st_vector_routing=True, st_forget_deleted_chats=False, ai_search_timeout=5000,
-                                  ai_search_mode="ai-only")
+    settings = Settings().replace(
+        st_vector_routing=True, st_forget_deleted_chats=False, ai_search_timeout=5000, ai_search_mode="ai-only"
+    )
     server = LiveServer(write_world(base / "vault"), base / "data", settings=settings)
     yield server
     server.close()
@@ -42,19 +43,39 @@ def monitor(live) -> dict:
 
 
 def test_hello_records_the_contact_and_answers_what_the_extension_needs(live, page):
-    r = live.client.post(f"{API}/bridge/hello", headers=page,
-                         json={"extension_version": "0.3.0", "st_version": "1.13.5", "chat_id": "Tamsin - 2026-12-01",
-                               "character": "Tamsin", "last_error": None})
+    r = live.client.post(
+        f"{API}/bridge/hello",
+        headers=page,
+        json={
+            "extension_version": "0.3.0",
+            "st_version": "1.13.5",
+            "chat_id": "Tamsin - 2026-12-01",
+            "character": "Tamsin",
+            "last_error": None,
+        },
+    )
     assert r.status_code == 200 and r.headers["access-control-allow-origin"] == ST
     info = r.json()
-    assert info == {"server_version": __version__, "bundled_extension_version": info["bundled_extension_version"],
-                    "entries": 6, "index_ready": True, "index_version": live.engine.snapshot.version,
-                    "vector_routing": True, "forget_deleted_chats": False,
-                    "ai_search": {"enabled": False, "mode": "ai-only", "timeout_ms": 5000}, "semantic_enabled": False}
+    assert info == {
+        "server_version": __version__,
+        "bundled_extension_version": info["bundled_extension_version"],
+        "entries": 6,
+        "index_ready": True,
+        "index_version": live.engine.snapshot.version,
+        "vector_routing": True,
+        "forget_deleted_chats": False,
+        "ai_search": {"enabled": False, "mode": "ai-only", "timeout_ms": 5000},
+        "semantic_enabled": False,
+    }
     snap = monitor(live)
     assert snap["connected"] and snap["origin"] == ST
     assert (snap["extension_version"], snap["st_version"], snap["chat_id"], snap["character"], snap["last_error"]) == (
-        "0.3.0", "1.13.5", "Tamsin - 2026-12-01", "Tamsin", None)
+        "0.3.0",
+        "1.13.5",
+        "Tamsin - 2026-12-01",
+        "Tamsin",
+        None,
+    )
     assert time.time() - snap["last_contact"] < 30
 
 
@@ -65,14 +86,17 @@ def test_hello_fields_are_optional_and_native_clients_may_say_it(live):
     assert snap["origin"] is None and snap["extension_version"] is None and snap["last_error"] == "retrieve timed out"
 
 
-@pytest.mark.parametrize("body, problem", [
-    (b'{"extension_version": "1", "bogus": 2}', "unknown field(s): bogus"),
-    (b'{"chat_id": 5}', "chat_id must be text"),
-    (json.dumps({"character": "x" * 1001}).encode(), "limit is 1000"),
-    (b"[]", "send an object"),
-    (b"", "empty"),
-    (b"{", "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "body, problem",
+    [
+        (b'{"extension_version": "1", "bogus": 2}', "unknown field(s): bogus"),
+        (b'{"chat_id": 5}', "chat_id must be text"),
+        (json.dumps({"character": "x" * 1001}).encode(), "limit is 1000"),
+        (b"[]", "send an object"),
+        (b"", "empty"),
+        (b"{", "not valid JSON"),
+    ],
+)
 def test_a_bad_hello_is_refused_and_recorded_nowhere(live, body, problem):
     live.client.post(f"{API}/bridge/hello", json={"extension_version": "before"})
     r = live.client.post(f"{API}/bridge/hello", content=body)
@@ -129,7 +153,9 @@ def test_any_other_bridge_request_is_a_sign_of_life(live, page):
 
 def test_the_chat_list_is_newest_first(live, page):
     for chat in ("list-a", "list-b", "list/group c"):
-        assert live.client.post(f"{API}/retrieve", json={"chat_id": chat, "messages": messages("omen")}).status_code == 200
+        assert (
+            live.client.post(f"{API}/retrieve", json={"chat_id": chat, "messages": messages("omen")}).status_code == 200
+        )
         time.sleep(0.05)
     live.put("list-a", "notebook", "notebook", "touched last")  # saves the chat: newest now
     r = live.client.get(f"{API}/chats", headers=page)
@@ -165,10 +191,17 @@ def test_the_monitor_survives_an_engine_replacement(tmp_path):
 
     server = LiveServer(write_world(tmp_path / "vault"), tmp_path / "data", sync=False)
     try:
-        assert server.client.post(f"{API}/bridge/hello", json={"extension_version": "9"}, headers=BRIDGE).status_code == 200
+        assert (
+            server.client.post(f"{API}/bridge/hello", json={"extension_version": "9"}, headers=BRIDGE).status_code
+            == 200
+        )
         kept = server.runner.bridge_monitor
-        engine = Engine(server.paths, Settings().replace(st_vector_routing=True), server.secrets,
-                        vault_override=[FolderSource("lore", server.vault)])
+        engine = Engine(
+            server.paths,
+            Settings().replace(st_vector_routing=True),
+            server.secrets,
+            vault_override=[FolderSource("lore", server.vault)],
+        )
         old = server.engine
 
         async def swap():

@@ -53,8 +53,11 @@ def test_nothing_to_copy_from_a_chat_without_state(live):
     assert "fresh branch" not in [c["chat_id"] for c in live.client.get(f"{API}/chats").json()["chats"]]
 
 
-@pytest.mark.parametrize("body", [{}, {"from": ""}, {"from": 3}, {"from": "a", "extra": 1}, ["a"], {"from": " padded"}],
-                         ids=["missing", "empty", "number", "extra-field", "list", "whitespace"])
+@pytest.mark.parametrize(
+    "body",
+    [{}, {"from": ""}, {"from": 3}, {"from": "a", "extra": 1}, ["a"], {"from": " padded"}],
+    ids=["missing", "empty", "number", "extra-field", "list", "whitespace"],
+)
 def test_bad_bodies_are_refused_and_nothing_is_written(live, body):
     r = fork(live, "target-bad", body)
     assert r.status_code == 400, r.text

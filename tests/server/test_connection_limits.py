@@ -28,8 +28,9 @@ BOUND = 20.0  # seconds any single wait may take before the test gives up
 class Limited:
     def __init__(self, tmp_path, limits: ServerLimits) -> None:
         self.thread = EngineThread().start()
-        self.engine = Engine(AppPaths(tmp_path / "data", tmp_path / "data").ensure(), Settings(),
-                             SecretStore(use_keyring=False))
+        self.engine = Engine(
+            AppPaths(tmp_path / "data", tmp_path / "data").ensure(), Settings(), SecretStore(use_keyring=False)
+        )
         self.thread.call(self.engine.start(initial_sync=False, watch=False), timeout=30)
         self.runner = ServerRunner(self.engine, "127.0.0.1", 0, limits)
         self.thread.call(self.runner.start(), timeout=30)
@@ -51,8 +52,9 @@ class Limited:
 
 @pytest.fixture
 def limited(tmp_path):
-    server = Limited(tmp_path, ServerLimits(max_connections=20, header_timeout=0.5, keep_alive_timeout=1,
-                                            body_stall_timeout=0.5))
+    server = Limited(
+        tmp_path, ServerLimits(max_connections=20, header_timeout=0.5, keep_alive_timeout=1, body_stall_timeout=0.5)
+    )
     yield server
     server.close()
 
@@ -141,8 +143,10 @@ def test_an_idle_keep_alive_connection_is_closed(limited):
 
 def test_a_stalled_body_is_answered_408(limited):
     with limited.connect() as s:
-        s.sendall(b"POST /api/dle/v1/retrieve HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                  b"Content-Length: 1000\r\n\r\n{\"chat_id\": ")
+        s.sendall(
+            b"POST /api/dle/v1/retrieve HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b'Content-Length: 1000\r\n\r\n{"chat_id": '
+        )
         answer = closed_by_server(s)
     assert answer is not None and answer.startswith(b"HTTP/1.1 408")
     assert b"stalled" in answer
@@ -156,8 +160,10 @@ def test_when_every_connection_is_busy_a_newcomer_gets_503(tmp_path):
         for _ in range(5):  # requests in flight: each route waits for a body that is still coming
             s = server.connect()
             busy.append(s)
-            s.sendall(b"PUT /api/dle/v1/chats/c/notebook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n"
-                      b"Expect: 100-continue\r\n\r\n")
+            s.sendall(
+                b"PUT /api/dle/v1/chats/c/notebook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n"
+                b"Expect: 100-continue\r\n\r\n"
+            )
             # The interim answer comes when the route starts reading the body: it is in flight.
             assert s.recv(65536).startswith(b"HTTP/1.1 100")
         with server.connect() as late:
@@ -180,8 +186,10 @@ def test_when_every_connection_is_busy_a_newcomer_gets_503(tmp_path):
 def test_a_client_that_hangs_up_mid_body_is_not_an_unexpected_error(limited, caplog):
     caplog.set_level(logging.INFO)
     with limited.connect() as s:
-        s.sendall(b"POST /api/dle/v1/retrieve HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                  b"Content-Length: 1000\r\n\r\n{\"chat_id\": ")
+        s.sendall(
+            b"POST /api/dle/v1/retrieve HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b'Content-Length: 1000\r\n\r\n{"chat_id": '
+        )
     deadline = time.monotonic() + BOUND
     while time.monotonic() < deadline and not any("disconnected" in r.getMessage() for r in caplog.records):
         time.sleep(0.05)

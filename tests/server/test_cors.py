@@ -59,11 +59,21 @@ def values(headers: list[tuple[str, str]], name: str) -> list[str]:
 # ----------------------------------------------------------------------------- preflights
 
 
-@pytest.mark.parametrize("path", [f"{API}/retrieve", f"{API}/status", f"{API}/chats/group%2Fabc/pins",
-                                  "/api/vector/insert", "/api/vector/no-such-thing", "/no/such/route"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"{API}/retrieve",
+        f"{API}/status",
+        f"{API}/chats/group%2Fabc/pins",
+        "/api/vector/insert",
+        "/api/vector/no-such-thing",
+        "/no/such/route",
+    ],
+)
 def test_a_listed_origins_preflight_is_answered_on_every_path(live, path):
-    r = live.client.options(path, headers={**PREFLIGHT,
-                                           "Access-Control-Request-Headers": "content-type,authorization,x-dle-client"})
+    r = live.client.options(
+        path, headers={**PREFLIGHT, "Access-Control-Request-Headers": "content-type,authorization,x-dle-client"}
+    )
     assert r.status_code == 204 and r.content == b""
     assert r.headers["access-control-allow-origin"] == ST
     assert r.headers["access-control-allow-methods"] == "GET, POST, PUT, DELETE"
@@ -84,8 +94,9 @@ def test_the_preflight_takes_sillytaverns_own_headers(live):
 
 
 def test_a_preflight_asking_for_another_header_is_refused_by_name(live):
-    r = live.client.options(f"{API}/retrieve", headers={**PREFLIGHT,
-                                                        "Access-Control-Request-Headers": "content-type, x-evil"})
+    r = live.client.options(
+        f"{API}/retrieve", headers={**PREFLIGHT, "Access-Control-Request-Headers": "content-type, x-evil"}
+    )
     assert r.status_code == 403
     assert r.json()["cause"] == "forbidden_header" and "'x-evil'" in r.json()["error"]
     assert "access-control-allow-methods" not in r.headers and "access-control-allow-headers" not in r.headers
@@ -93,9 +104,14 @@ def test_a_preflight_asking_for_another_header_is_refused_by_name(live):
 
 
 def test_chromiums_private_network_preflight_is_answered(live):
-    r = live.client.options(f"{API}/status", headers={"Origin": "http://localhost:8000",
-                                                      "Access-Control-Request-Method": "GET",
-                                                      "Access-Control-Request-Private-Network": "true"})
+    r = live.client.options(
+        f"{API}/status",
+        headers={
+            "Origin": "http://localhost:8000",
+            "Access-Control-Request-Method": "GET",
+            "Access-Control-Request-Private-Network": "true",
+        },
+    )
     assert r.status_code == 204
     assert r.headers["access-control-allow-private-network"] == "true"
     assert r.headers["access-control-allow-origin"] == "http://localhost:8000"
@@ -104,9 +120,12 @@ def test_chromiums_private_network_preflight_is_answered(live):
 
 def test_a_preflight_never_reads_a_body(live):
     """A body it announces never comes, and the answer comes anyway (then the connection ends)."""
-    status, headers, body = raw_exchange(live.port, f"OPTIONS {API}/retrieve HTTP/1.1\nHost: 127.0.0.1:{live.port}\n"
-                                                    f"Origin: {ST}\nAccess-Control-Request-Method: POST\n"
-                                                    "Content-Length: 64")
+    status, headers, body = raw_exchange(
+        live.port,
+        f"OPTIONS {API}/retrieve HTTP/1.1\nHost: 127.0.0.1:{live.port}\n"
+        f"Origin: {ST}\nAccess-Control-Request-Method: POST\n"
+        "Content-Length: 64",
+    )
     assert status == 204 and body == b""
     assert values(headers, "access-control-allow-origin") == [ST]
     assert values(headers, "connection") == ["close"]
@@ -129,14 +148,19 @@ def test_a_listed_page_with_the_token_reads_answers(live, token):
     assert r.headers["vary"] == "Origin"
     assert "WWW-Authenticate" in r.headers["access-control-expose-headers"]
     assert "access-control-allow-credentials" not in r.headers
-    r = live.client.post(f"{API}/retrieve", json={"chat_id": "cors", "messages": messages("the quay")},
-                         headers={"Origin": ST, "X-DLE-Token": token})
+    r = live.client.post(
+        f"{API}/retrieve",
+        json={"chat_id": "cors", "messages": messages("the quay")},
+        headers={"Origin": ST, "X-DLE-Token": token},
+    )
     assert r.status_code == 200 and r.json()["injected"]
     assert r.headers["access-control-allow-origin"] == ST
 
 
-@pytest.mark.parametrize("auth, cause", [({}, "token_required"), ({"Authorization": "Bearer wrong"}, "bad_token"),
-                                         ({"X-DLE-Token": "wrong"}, "bad_token")])
+@pytest.mark.parametrize(
+    "auth, cause",
+    [({}, "token_required"), ({"Authorization": "Bearer wrong"}, "bad_token"), ({"X-DLE-Token": "wrong"}, "bad_token")],
+)
 def test_a_refusal_for_want_of_the_token_is_readable(live, auth, cause):
     r = live.client.post(f"{API}/retrieve", json={"chat_id": "x", "messages": []}, headers={"Origin": ST, **auth})
     assert r.status_code == 401 and r.json()["cause"] == cause and r.json()["error"]
@@ -152,16 +176,21 @@ def test_other_errors_are_readable_too(live, token):
     assert r.status_code == 405 and r.headers["access-control-allow-origin"] == ST and r.headers["allow"]
     r = live.client.post(f"{API}/retrieve", content=b"{", headers=auth)
     assert r.status_code == 400 and r.headers["access-control-allow-origin"] == ST
-    status, headers, body = raw_exchange(live.port, f"POST {API}/retrieve HTTP/1.1\nHost: 127.0.0.1:{live.port}\n"
-                                                    f"Origin: {ST}\nX-DLE-Token: {token}\nContent-Length: 999999999")
+    status, headers, body = raw_exchange(
+        live.port,
+        f"POST {API}/retrieve HTTP/1.1\nHost: 127.0.0.1:{live.port}\n"
+        f"Origin: {ST}\nX-DLE-Token: {token}\nContent-Length: 999999999",
+    )
     assert status == 413 and "limit" in json.loads(body)["error"]
     assert values(headers, "access-control-allow-origin") == [ST]
 
 
 def test_a_routes_own_cors_is_replaced_not_doubled(live, token):
     """/api/modules answers `*` with `Vary: Origin` of its own; a listed page gets one of each."""
-    status, headers, _ = raw_exchange(live.port, f"GET /api/modules HTTP/1.1\nHost: 127.0.0.1:{live.port}\n"
-                                                 f"Origin: {ST}\nAuthorization: Bearer {token}")
+    status, headers, _ = raw_exchange(
+        live.port,
+        f"GET /api/modules HTTP/1.1\nHost: 127.0.0.1:{live.port}\nOrigin: {ST}\nAuthorization: Bearer {token}",
+    )
     assert status == 200
     assert values(headers, "access-control-allow-origin") == [ST]
     assert values(headers, "vary") == ["Origin"]
@@ -175,8 +204,10 @@ def test_foreign_pages_get_no_cors_even_with_the_token(live, token):
 
 
 def test_an_origin_sent_twice_is_refused_without_cors(live, token):
-    status, headers, body = raw_exchange(live.port, f"GET {API}/status HTTP/1.1\nHost: 127.0.0.1:{live.port}\n"
-                                                    f"Origin: {ST}\nOrigin: {ST}\nX-DLE-Token: {token}")
+    status, headers, body = raw_exchange(
+        live.port,
+        f"GET {API}/status HTTP/1.1\nHost: 127.0.0.1:{live.port}\nOrigin: {ST}\nOrigin: {ST}\nX-DLE-Token: {token}",
+    )
     assert status == 403 and json.loads(body)["cause"] == "forbidden_origin"
     assert not values(headers, "access-control-allow-origin")
 
@@ -190,11 +221,21 @@ def test_requests_without_origin_are_unchanged(live):
 
 
 def test_with_cors_merges_vary_and_drops_a_routes_cors():
-    out = with_cors([(b"content-type", b"application/json"), (b"vary", b"Accept-Encoding, origin"),
-                     (b"access-control-allow-origin", b"*"), (b"access-control-allow-credentials", b"true")], ST)
-    assert dict(out) == {b"content-type": b"application/json", b"access-control-allow-origin": ST.encode(),
-                         b"access-control-expose-headers": b"Allow, Content-Length, Retry-After, WWW-Authenticate",
-                         b"vary": b"Origin, Accept-Encoding"}
+    out = with_cors(
+        [
+            (b"content-type", b"application/json"),
+            (b"vary", b"Accept-Encoding, origin"),
+            (b"access-control-allow-origin", b"*"),
+            (b"access-control-allow-credentials", b"true"),
+        ],
+        ST,
+    )
+    assert dict(out) == {
+        b"content-type": b"application/json",
+        b"access-control-allow-origin": ST.encode(),
+        b"access-control-expose-headers": b"Allow, Content-Length, Retry-After, WWW-Authenticate",
+        b"vary": b"Origin, Accept-Encoding",
+    }
 
 
 # ----------------------------------------------------------------------------- token rotation

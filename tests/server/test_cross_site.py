@@ -15,8 +15,13 @@ from dle_desktop.state.settings import Settings
 from tests.retrieval._support import API, LiveServer, messages, write_world
 
 FOREIGN = "https://evil.example"
-SAMPLE_PARAMS = {"chat_id": "victim", "vault": "lore", "path": "Places/Lantern Quay.md", "channel": "ai_search",
-                 "name": "insert"}
+SAMPLE_PARAMS = {
+    "chat_id": "victim",
+    "vault": "lore",
+    "path": "Places/Lantern Quay.md",
+    "channel": "ai_search",
+    "name": "insert",
+}
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +47,12 @@ def every_route(engine) -> list[tuple[str, str]]:
 def send_headers_only(port: int, method: str, path: str, headers: dict[str, str]) -> tuple[int, dict]:
     """Send a request whose headers promise a body that never comes, and read the answer: the
     server can only answer if it judged the request without reading the body."""
-    lines = [f"{method} {path.replace(' ', '%20')} HTTP/1.1", f"Host: 127.0.0.1:{port}", "Content-Length: 64",
-             *(f"{k}: {v}" for k, v in headers.items())]
+    lines = [
+        f"{method} {path.replace(' ', '%20')} HTTP/1.1",
+        f"Host: 127.0.0.1:{port}",
+        "Content-Length: 64",
+        *(f"{k}: {v}" for k, v in headers.items()),
+    ]
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
         data = b""
@@ -63,24 +72,39 @@ def _content_length(data: bytes) -> int:
 
 def observable(live: LiveServer) -> tuple:
     """What a forged request could change: the chat's state and records, AI usage and the files."""
-    files = sorted((p.relative_to(live.data).as_posix(), p.stat().st_size) for p in live.data.rglob("*")
-                   if p.is_file() and "logs" not in p.parts)
+    files = sorted(
+        (p.relative_to(live.data).as_posix(), p.stat().st_size)
+        for p in live.data.rglob("*")
+        if p.is_file() and "logs" not in p.parts
+    )
     return live.everything("victim"), live.client.get(f"{API}/ai").json(), files
 
 
 def test_a_cross_site_text_plain_post_cannot_write_a_chat_notebook(live):
     """The reproduction from the issue: a page on another site POSTs text/plain (no preflight)."""
     body = {"chat_id": "victim", "messages": messages("the quay at night"), "notebook": "attacker's notes"}
-    r = live.client.post(f"{API}/retrieve", content=json.dumps(body),
-                         headers={"Origin": FOREIGN, "Content-Type": "text/plain;charset=UTF-8"})
+    r = live.client.post(
+        f"{API}/retrieve",
+        content=json.dumps(body),
+        headers={"Origin": FOREIGN, "Content-Type": "text/plain;charset=UTF-8"},
+    )
     assert r.status_code == 403
     assert r.json()["cause"] == "forbidden_origin" and FOREIGN in r.json()["error"]
     assert live.client.get(f"{API}/chats/victim/notebook").json() == {"notebook": ""}
 
 
 #: Pages that are not SillyTavern's default address: other ports and schemes of loopback, other hosts.
-FOREIGN_ORIGINS = [FOREIGN, "null", "http://127.0.0.1:8001", "http://localhost:3000", "https://127.0.0.1:8000",
-                   "http://[::1]:8000", "http://192.168.1.5:8000", "file://", "chrome-extension://abc"]
+FOREIGN_ORIGINS = [
+    FOREIGN,
+    "null",
+    "http://127.0.0.1:8001",
+    "http://localhost:3000",
+    "https://127.0.0.1:8000",
+    "http://[::1]:8000",
+    "http://192.168.1.5:8000",
+    "file://",
+    "chrome-extension://abc",
+]
 
 
 def test_only_sillytaverns_default_address_is_listed_by_default():
@@ -135,14 +159,16 @@ def test_a_listed_origin_needs_the_token(listed):
     r = listed.client.put(f"{API}/chats/c/notebook", json={"notebook": "x"}, headers=origin)
     assert r.status_code == 401 and r.json()["cause"] == "token_required"
     assert r.headers["www-authenticate"].startswith("Bearer")
-    r = listed.client.put(f"{API}/chats/c/notebook", json={"notebook": "x"},
-                          headers={**origin, "Authorization": "Bearer not-the-token"})
+    r = listed.client.put(
+        f"{API}/chats/c/notebook", json={"notebook": "x"}, headers={**origin, "Authorization": "Bearer not-the-token"}
+    )
     assert r.status_code == 401 and r.json()["cause"] == "bad_token"
     assert listed.client.get(f"{API}/chats/c/notebook").json() == {"notebook": ""}
     token = listed.secrets.get("server-token")
     assert token and len(token) >= 32
-    r = listed.client.put(f"{API}/chats/c/notebook", json={"notebook": "x"},
-                          headers={**origin, "Authorization": f"Bearer {token}"})
+    r = listed.client.put(
+        f"{API}/chats/c/notebook", json={"notebook": "x"}, headers={**origin, "Authorization": f"Bearer {token}"}
+    )
     assert r.status_code == 200
     r = listed.client.get(f"{API}/chats/c/notebook", headers={**origin, "X-DLE-Token": token})
     assert r.json() == {"notebook": "x"}
@@ -161,8 +187,9 @@ def test_an_unlisted_port_of_a_listed_host_is_another_origin(listed):
 
 def test_a_preflight_from_a_listed_origin_passes_without_the_token(listed):
     """Browsers never send credentials on a preflight; the access layer answers it."""
-    r = listed.client.options("/api/modules", headers={"Origin": "http://127.0.0.1:8000",
-                                                       "Access-Control-Request-Method": "GET"})
+    r = listed.client.options(
+        "/api/modules", headers={"Origin": "http://127.0.0.1:8000", "Access-Control-Request-Method": "GET"}
+    )
     assert r.status_code == 204
     assert r.headers["access-control-allow-origin"] == "http://127.0.0.1:8000"
 

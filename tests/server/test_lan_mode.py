@@ -41,24 +41,48 @@ needs_lan = pytest.mark.skipif(LAN is None, reason="this machine has no non-loop
 # ----------------------------------------------------------------------------- the Host parser
 
 
-@pytest.mark.parametrize("header", [
-    "[::1]evil.example", "[::1]:80evil", "127.0.0.1:1@evil.example", "localhost@evil.example", "localhost:",
-    "localhost:0", "localhost:65536", "localhost:+80", "localhost: 80", "localhost:8765:80", "[::1", "::1",
-    "[::1%eth0]", "[fe80::1%25eth0]:80", "local host", "127.000.0.1", "127.0.0.1.", "\uff11\uff12\uff17.0.0.1",
-    "localhost\x00.evil", "evil.example/", "-bad.example", "",
-])
+@pytest.mark.parametrize(
+    "header",
+    [
+        "[::1]evil.example",
+        "[::1]:80evil",
+        "127.0.0.1:1@evil.example",
+        "localhost@evil.example",
+        "localhost:",
+        "localhost:0",
+        "localhost:65536",
+        "localhost:+80",
+        "localhost: 80",
+        "localhost:8765:80",
+        "[::1",
+        "::1",
+        "[::1%eth0]",
+        "[fe80::1%25eth0]:80",
+        "local host",
+        "127.000.0.1",
+        "127.0.0.1.",
+        "\uff11\uff12\uff17.0.0.1",
+        "localhost\x00.evil",
+        "evil.example/",
+        "-bad.example",
+        "",
+    ],
+)
 def test_malformed_host_headers_are_refused_by_the_parser(header):
     with pytest.raises(ValueError):
         parse_host(header)
 
 
-@pytest.mark.parametrize("header, parsed", [
-    ("LOCALHOST:8765", ("localhost", 8765)),
-    ("127.0.0.1", ("127.0.0.1", None)),
-    ("[0:0:0:0:0:0:0:1]:80", ("[::1]", 80)),
-    ("host.docker.internal:8765", ("host.docker.internal", 8765)),
-    ("my_box", ("my_box", None)),
-])
+@pytest.mark.parametrize(
+    "header, parsed",
+    [
+        ("LOCALHOST:8765", ("localhost", 8765)),
+        ("127.0.0.1", ("127.0.0.1", None)),
+        ("[0:0:0:0:0:0:0:1]:80", ("[::1]", 80)),
+        ("host.docker.internal:8765", ("host.docker.internal", 8765)),
+        ("my_box", ("my_box", None)),
+    ],
+)
 def test_host_headers_parse_to_one_canonical_form(header, parsed):
     assert parse_host(header) == parsed
 
@@ -87,14 +111,22 @@ def test_a_repeated_host_header_is_refused(served):
 
 
 def test_allowed_hosts_and_origins_are_checked_and_canonical():
-    s = Settings().replace(server_allowed_hosts="192.168.1.20, Host.Docker.Internal [0::1]",
-                           server_allowed_origins=["HTTP://127.0.0.1:8000", "https://st.example:443"])
+    s = Settings().replace(
+        server_allowed_hosts="192.168.1.20, Host.Docker.Internal [0::1]",
+        server_allowed_origins=["HTTP://127.0.0.1:8000", "https://st.example:443"],
+    )
     assert s.server_allowed_hosts == ("192.168.1.20", "host.docker.internal", "[::1]")
     assert s.server_allowed_origins == ("http://127.0.0.1:8000", "https://st.example")
     for bad in (["http://192.168.1.20"], ["box:8765"], ["evil.example/"], [""], [3]):
         with pytest.raises(ConfigError, match="server_allowed_hosts"):
             Settings().replace(server_allowed_hosts=bad)
-    for bad in (["null"], ["http://st.example/path"], ["ftp://st.example"], ["http://a@st.example"], ["127.0.0.1:8000"]):
+    for bad in (
+        ["null"],
+        ["http://st.example/path"],
+        ["ftp://st.example"],
+        ["http://a@st.example"],
+        ["127.0.0.1:8000"],
+    ):
         with pytest.raises(ConfigError, match="server_allowed_origins"):
             Settings().replace(server_allowed_origins=bad)
     assert host_name("[::1]") == "[::1]" and parse_origin("http://[::1]:80") == "http://[::1]"
@@ -119,7 +151,9 @@ class LanServer:
     def __init__(self, tmp_path, settings: Settings | None = None) -> None:
         self.thread = EngineThread().start()
         self.secrets = SecretStore(use_keyring=False)
-        self.engine = Engine(AppPaths(tmp_path / "data", tmp_path / "data").ensure(), settings or Settings(), self.secrets)
+        self.engine = Engine(
+            AppPaths(tmp_path / "data", tmp_path / "data").ensure(), settings or Settings(), self.secrets
+        )
         self.thread.call(self.engine.start(initial_sync=False, watch=False), timeout=30)
         self.runner = ServerRunner(self.engine, "0.0.0.0", 0)
         self.thread.call(self.runner.start(), timeout=30)
@@ -206,16 +240,29 @@ def test_a_loopback_server_creates_no_token_and_says_nothing(served, caplog):
 
 
 def scope(client: str | None, *headers: tuple[str, str], method: str = "GET") -> dict:
-    return {"type": "http", "method": method, "client": (client, 50000) if client else None,
-            "headers": [(k.lower().encode(), v.encode()) for k, v in (("Host", "localhost"), *headers)]}
+    return {
+        "type": "http",
+        "method": method,
+        "client": (client, 50000) if client else None,
+        "headers": [(k.lower().encode(), v.encode()) for k, v in (("Host", "localhost"), *headers)],
+    }
 
 
 POLICY = AccessPolicy.build("0.0.0.0", ["192.168.1.20"], ["http://127.0.0.1:8000"], lambda: "the-token")
 
 
-@pytest.mark.parametrize("peer, needs_token", [("127.0.0.1", False), ("127.8.9.10", False), ("::1", False),
-                                               ("::ffff:127.0.0.1", False), ("192.168.1.7", True),
-                                               ("::ffff:192.168.1.7", True), (None, True)])
+@pytest.mark.parametrize(
+    "peer, needs_token",
+    [
+        ("127.0.0.1", False),
+        ("127.8.9.10", False),
+        ("::1", False),
+        ("::ffff:127.0.0.1", False),
+        ("192.168.1.7", True),
+        ("::ffff:192.168.1.7", True),
+        (None, True),
+    ],
+)
 def test_the_peer_address_decides_whether_a_token_is_needed(peer, needs_token):
     refusal = POLICY.judge(scope(peer))
     assert (refusal is not None and refusal.cause == "token_required") == needs_token
@@ -223,8 +270,14 @@ def test_the_peer_address_decides_whether_a_token_is_needed(peer, needs_token):
 
 
 def test_a_repeated_origin_is_refused_even_if_one_copy_is_listed():
-    refusal = POLICY.judge(scope("127.0.0.1", ("Origin", "http://127.0.0.1:8000"), ("Origin", "https://evil.example"),
-                                 ("X-DLE-Token", "the-token")))
+    refusal = POLICY.judge(
+        scope(
+            "127.0.0.1",
+            ("Origin", "http://127.0.0.1:8000"),
+            ("Origin", "https://evil.example"),
+            ("X-DLE-Token", "the-token"),
+        )
+    )
     assert refusal is not None and refusal.cause == "forbidden_origin"
 
 

@@ -25,8 +25,12 @@ class Served:
     def __init__(self, root, data, settings: Settings | None = None, vault: str = "lore") -> None:
         self.root = root
         self.thread = EngineThread().start()
-        self.engine = Engine(AppPaths(data, data).ensure(), settings or Settings(), SecretStore(use_keyring=False),
-                             vault_override=[FolderSource(vault, root)])
+        self.engine = Engine(
+            AppPaths(data, data).ensure(),
+            settings or Settings(),
+            SecretStore(use_keyring=False),
+            vault_override=[FolderSource(vault, root)],
+        )
         self.thread.call(self.engine.start(watch=False), timeout=30)
         self.thread.call(self.engine.wait_ready(), timeout=30)
         self.runner = ServerRunner(self.engine, "127.0.0.1", 0)
@@ -45,13 +49,17 @@ class Served:
 
 @pytest.fixture
 def served(make_vault, lore, tmp_path):
-    root = make_vault({
-        "Places/Lantern Quay.md": lore("Lantern Quay", ("quay", "lanterns"), body="The docks. See [[Tamsin Reed]]."),
-        "Characters/Tamsin Reed.md": lore("Tamsin Reed", ("Tamsin", "ferry"), extra="priority: 20"),
-        "Characters/Old Hobb.md": lore("Old Hobb", ("hobb",), extra="requires: [Nobody Here]"),
-        "Broken.md": "---\ntags: [lorebook\n---\n# Broken\n",
-        "Plain.md": "no frontmatter",
-    })
+    root = make_vault(
+        {
+            "Places/Lantern Quay.md": lore(
+                "Lantern Quay", ("quay", "lanterns"), body="The docks. See [[Tamsin Reed]]."
+            ),
+            "Characters/Tamsin Reed.md": lore("Tamsin Reed", ("Tamsin", "ferry"), extra="priority: 20"),
+            "Characters/Old Hobb.md": lore("Old Hobb", ("hobb",), extra="requires: [Nobody Here]"),
+            "Broken.md": "---\ntags: [lorebook\n---\n# Broken\n",
+            "Plain.md": "no frontmatter",
+        }
+    )
     s = Served(root, tmp_path / "data")
     yield s
     s.close()
@@ -65,8 +73,9 @@ def test_status_shape(served):
     assert body["version"] == __version__
     assert body["entries"] == 3
     assert body["skipped"] == 2
-    assert body["vaults"] == [{"name": "lore", "kind": "folder", "location": str(served.root), "enabled": True,
-                               "entries": 3, "error": None}]
+    assert body["vaults"] == [
+        {"name": "lore", "kind": "folder", "location": str(served.root), "enabled": True, "entries": 3, "error": None}
+    ]
     assert body["syncing"] is False and body["sync_paused"] is False
     assert isinstance(body["index_version"], int)
     assert "server" not in {k.lower() for k in r.headers}  # no server banner
@@ -101,12 +110,15 @@ def test_single_entry_by_vault_and_path(served):
     assert e["resolved_links"] == ["Tamsin Reed"]
 
 
-@pytest.mark.parametrize("path", [
-    "lore/Places/Nowhere.md",
-    "other/Places/Lantern Quay.md",
-    "lore/Broken.md",
-    "lore/Places",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "lore/Places/Nowhere.md",
+        "other/Places/Lantern Quay.md",
+        "lore/Broken.md",
+        "lore/Places",
+    ],
+)
 def test_unknown_entry_is_a_404_json(served, path):
     r = served.client.get(f"{API}/entries/{quote(path)}")
     assert r.status_code == 404
@@ -172,8 +184,18 @@ def test_unknown_route_is_a_404_json(served):
 # ----------------------------------------------------------------------------- Host header
 
 
-@pytest.mark.parametrize("host", ["evil.com", "evil.com:{port}", "localhost.evil.com", "127.0.0.1.nip.io:{port}",
-                                  "10.0.0.5:{port}", "localhost:{port}:80", ""])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "evil.com",
+        "evil.com:{port}",
+        "localhost.evil.com",
+        "127.0.0.1.nip.io:{port}",
+        "10.0.0.5:{port}",
+        "localhost:{port}:80",
+        "",
+    ],
+)
 def test_foreign_host_headers_are_refused(served, host):
     r = served.client.get(f"{API}/status", headers={"Host": host.format(port=served.port)})
     assert r.status_code in (403, 400)  # an empty Host is refused by the HTTP layer or by us
@@ -181,8 +203,9 @@ def test_foreign_host_headers_are_refused(served, host):
         assert "not allowed" in r.json()["error"]
 
 
-@pytest.mark.parametrize("host", ["localhost:{port}", "127.0.0.1:{port}", "LOCALHOST:{port}", "localhost",
-                                  "127.0.0.1", "[::1]:{port}"])
+@pytest.mark.parametrize(
+    "host", ["localhost:{port}", "127.0.0.1:{port}", "LOCALHOST:{port}", "localhost", "127.0.0.1", "[::1]:{port}"]
+)
 def test_loopback_host_headers_are_accepted(served, host):
     r = served.client.get(f"{API}/status", headers={"Host": host.format(port=served.port)})
     assert r.status_code == 200, r.text
@@ -252,8 +275,12 @@ def test_url_property():
 
 
 def test_vault_names_and_paths_with_spaces_and_non_ascii(make_vault, lore, tmp_path):
-    root = make_vault({"Characters/Aurélie Duvêne.md": lore("Aurélie Duvêne", ("Aurélie",)),
-                       "Places/龍 Gate #1?.md": lore("Dragon Gate", ("gate",))})
+    root = make_vault(
+        {
+            "Characters/Aurélie Duvêne.md": lore("Aurélie Duvêne", ("Aurélie",)),
+            "Places/龍 Gate #1?.md": lore("Dragon Gate", ("gate",)),
+        }
+    )
     s = Served(root, tmp_path / "data", vault="My Lore Vault")
     try:
         r = s.client.get(f"{API}/entries/{quote('My Lore Vault')}/{quote('Characters/Aurélie Duvêne.md')}")

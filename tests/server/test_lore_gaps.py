@@ -22,17 +22,27 @@ ST = "http://127.0.0.1:8000"
 
 VAULT = {
     "Places/Lantern Quay.md": lore_text(
-        "Lantern Quay", ("quay",), extra="summary: The night harbour where smugglers land.",
+        "Lantern Quay",
+        ("quay",),
+        extra="summary: The night harbour where smugglers land.",
         body="Lantern Quay is where the smugglers land after dark. Read [[Quay Style]] first. Ask [[Tamsin Reed]] "
-             "at the [[Drowned Bell]]; mind the [[Omen]] and remember the [[Eel Year]]."),
-    "People/Tamsin Reed.md": lore_text("Tamsin Reed", ("tamsin",), extra="summary: A harbour pilot who owes favours.",
-                                       body="Tamsin Reed pilots boats through the fog."),
+        "at the [[Drowned Bell]]; mind the [[Omen]] and remember the [[Eel Year]].",
+    ),
+    "People/Tamsin Reed.md": lore_text(
+        "Tamsin Reed",
+        ("tamsin",),
+        extra="summary: A harbour pilot who owes favours.",
+        body="Tamsin Reed pilots boats through the fog.",
+    ),
     "Artifacts/Drowned Bell.md": lore_text("Drowned Bell", ("bell",), body="A bell that rings under the water."),
     "Rules/Omen.md": lore_text("Omen", ("omen",), body="Omens come before storms."),
     "History/Eel Year.md": lore_text("Eel Year", ("eels",), body="The year the eels came upriver."),
     # A writing guide that matches the same words as the quay: it must never be returned.
-    "Guides/Quay Style.md": lore_text("Quay Style", tags="[lorebook, lorebook-guide]",
-                                      body="How to write smugglers, lanterns and quay scenes: smugglers smugglers."),
+    "Guides/Quay Style.md": lore_text(
+        "Quay Style",
+        tags="[lorebook, lorebook-guide]",
+        body="How to write smugglers, lanterns and quay scenes: smugglers smugglers.",
+    ),
 }
 
 
@@ -101,7 +111,12 @@ def test_a_miss_creates_a_gap_and_a_similar_miss_merges_into_it(live):
     gap = by_query(live, "glass forge of Vell")
     assert gap["id"] == out["gap_ids"][0]
     assert (gap["type"], gap["subtype"], gap["status"], gap["frequency"], gap["urgency"]) == (
-        "search", "gap", "pending", 1, "medium")
+        "search",
+        "gap",
+        "pending",
+        1,
+        "medium",
+    )
     assert gap["reason"] == "Mira asked about the forge"
 
     again = search(live, queries=["Vell glass forge"], reason="the forge again")
@@ -120,8 +135,9 @@ def test_one_call_naming_a_query_twice_is_one_miss(live):
 def test_a_flag_merges_with_a_miss_and_raises_its_urgency(live):
     search(live, queries=["salt witches of Morrow"])
     assert by_query(live, "salt witches of Morrow")["urgency"] == "medium"
-    r = live.client.post(f"{API}/lore/flag", json={"title": "Morrow salt witches", "reason": "they cursed the quay",
-                                                   "urgency": "high"})
+    r = live.client.post(
+        f"{API}/lore/flag", json={"title": "Morrow salt witches", "reason": "they cursed the quay", "urgency": "high"}
+    )
     assert r.status_code == 200, r.text
     flagged = r.json()
     assert flagged["query"] == "salt witches of Morrow"  # merged into the miss, not a second record
@@ -131,8 +147,10 @@ def test_a_flag_merges_with_a_miss_and_raises_its_urgency(live):
 
 
 def test_an_update_flag_names_its_entry_and_stays_apart_from_gaps(live):
-    r = live.client.post(f"{API}/lore/flag", json={"title": "Omen", "reason": "storms now come without omens",
-                                                   "flag_type": "update", "urgency": "low"})
+    r = live.client.post(
+        f"{API}/lore/flag",
+        json={"title": "Omen", "reason": "storms now come without omens", "flag_type": "update", "urgency": "low"},
+    )
     assert r.status_code == 200, r.text
     gap = r.json()
     assert (gap["subtype"], gap["entry_title"], gap["urgency"], gap["frequency"]) == ("update", "Omen", "low", 1)
@@ -141,8 +159,9 @@ def test_an_update_flag_names_its_entry_and_stays_apart_from_gaps(live):
 
 
 def test_the_list_puts_pending_first_and_filters_by_status(live):
-    r = live.client.post(f"{API}/lore/flag", json={"title": "the tide clock", "reason": "asked twice",
-                                                   "urgency": "high"})
+    r = live.client.post(
+        f"{API}/lore/flag", json={"title": "the tide clock", "reason": "asked twice", "urgency": "high"}
+    )
     written = r.json()
     assert Librarian(live.engine).gaps.mark_written(written["id"])
     listed = gaps(live)
@@ -174,31 +193,39 @@ def test_the_gaps_are_the_librarians_own(live):
 BIG = json.dumps({"queries": ["x"], "reason": "y" * 300_000}).encode()
 
 
-@pytest.mark.parametrize("route, body, status, problem", [
-    ("search", b"", 400, "empty"),
-    ("search", b"{queries", 400, "not valid JSON"),
-    ("search", b"\xff\xfe{}", 400, "not UTF-8"),
-    ("search", b'["a"]', 400, "send an object"),
-    ("search", b"{}", 400, "queries is required"),
-    ("search", b'{"queries": "dragons"}', 400, "queries must be a list of text"),
-    ("search", b'{"queries": ["a", 2]}', 400, "queries must be a list of text"),
-    ("search", b'{"queries": []}', 400, "send 1 to 4"),
-    ("search", json.dumps({"queries": ["a", "b", "c", "d", "e"]}).encode(), 400, "has 5 items; send 1 to 4"),
-    ("search", b'{"queries": ["  "]}', 400, "a query is blank"),
-    ("search", json.dumps({"queries": ["q" * 501]}).encode(), 400, "the limit is 500"),
-    ("search", b'{"queries": ["a"], "reason": 5}', 400, "reason must be text"),
-    ("search", b'{"queries": ["a"], "exclude_titles": "Omen"}', 400, "exclude_titles must be a list"),
-    ("search", b'{"queries": ["a"], "bogus": 1}', 400, "unknown field(s): bogus"),
-    ("search", b'{"queries": ["\\ud800"]}', 400, "unpaired surrogate"),
-    ("search", BIG, 400, f"reason is 300000 characters; the limit is {MAX_REASON_CHARS}"),
-    ("flag", b"{}", 400, "title is required"),
-    ("flag", b'{"title": "x"}', 400, "reason is required"),
-    ("flag", b'{"title": " ", "reason": "r"}', 400, "title must not be blank"),
-    ("flag", b'{"title": "x", "reason": "r", "urgency": "urgent"}', 400, "urgency must be one of low, medium, high"),
-    ("flag", b'{"title": "x", "reason": "r", "flag_type": "bug"}', 400, "flag_type must be one of gap, update"),
-    ("flag", b'{"title": ["x"], "reason": "r"}', 400, "title must be text"),
-    ("flag", b'{"title": "x", "reason": "r", "entry_title": null}', 400, "entry_title must be text"),
-])
+@pytest.mark.parametrize(
+    "route, body, status, problem",
+    [
+        ("search", b"", 400, "empty"),
+        ("search", b"{queries", 400, "not valid JSON"),
+        ("search", b"\xff\xfe{}", 400, "not UTF-8"),
+        ("search", b'["a"]', 400, "send an object"),
+        ("search", b"{}", 400, "queries is required"),
+        ("search", b'{"queries": "dragons"}', 400, "queries must be a list of text"),
+        ("search", b'{"queries": ["a", 2]}', 400, "queries must be a list of text"),
+        ("search", b'{"queries": []}', 400, "send 1 to 4"),
+        ("search", json.dumps({"queries": ["a", "b", "c", "d", "e"]}).encode(), 400, "has 5 items; send 1 to 4"),
+        ("search", b'{"queries": ["  "]}', 400, "a query is blank"),
+        ("search", json.dumps({"queries": ["q" * 501]}).encode(), 400, "the limit is 500"),
+        ("search", b'{"queries": ["a"], "reason": 5}', 400, "reason must be text"),
+        ("search", b'{"queries": ["a"], "exclude_titles": "Omen"}', 400, "exclude_titles must be a list"),
+        ("search", b'{"queries": ["a"], "bogus": 1}', 400, "unknown field(s): bogus"),
+        ("search", b'{"queries": ["\\ud800"]}', 400, "unpaired surrogate"),
+        ("search", BIG, 400, f"reason is 300000 characters; the limit is {MAX_REASON_CHARS}"),
+        ("flag", b"{}", 400, "title is required"),
+        ("flag", b'{"title": "x"}', 400, "reason is required"),
+        ("flag", b'{"title": " ", "reason": "r"}', 400, "title must not be blank"),
+        (
+            "flag",
+            b'{"title": "x", "reason": "r", "urgency": "urgent"}',
+            400,
+            "urgency must be one of low, medium, high",
+        ),
+        ("flag", b'{"title": "x", "reason": "r", "flag_type": "bug"}', 400, "flag_type must be one of gap, update"),
+        ("flag", b'{"title": ["x"], "reason": "r"}', 400, "title must be text"),
+        ("flag", b'{"title": "x", "reason": "r", "entry_title": null}', 400, "entry_title must be text"),
+    ],
+)
 def test_a_bad_body_is_refused_and_records_nothing(live, route, body, status, problem):
     before = gaps(live, include_hidden="1")
     r = live.client.post(f"{API}/lore/{route}", content=body, headers={"Content-Type": "application/json"})
@@ -211,8 +238,10 @@ def test_a_huge_body_is_refused_by_the_server_limit_before_it_is_read(live):
     before = gaps(live, include_hidden="1")
     # A raw socket: the declared length is refused before a byte of the body is sent.
     with socket.create_connection(("127.0.0.1", live.port), timeout=30) as sock:
-        sock.sendall(f"POST {API}/lore/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                     f"Content-Length: {65 * 1024 * 1024}\r\n\r\n".encode())
+        sock.sendall(
+            f"POST {API}/lore/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {65 * 1024 * 1024}\r\n\r\n".encode()
+        )
         answer = b""
         while b"\r\n" not in answer:
             chunk = sock.recv(4096)
@@ -228,8 +257,9 @@ def test_refused_clients_record_nothing(live):
     body = {"queries": ["unseen cartographer"]}
     r = live.client.post(f"{API}/lore/search", json=body, headers={"Origin": "https://evil.example"})
     assert r.status_code == 403
-    r = live.client.post(f"{API}/lore/flag", json={"title": "unseen cartographer", "reason": "x"},
-                         headers={"Origin": ST})  # a listed origin, without the token
+    r = live.client.post(
+        f"{API}/lore/flag", json={"title": "unseen cartographer", "reason": "x"}, headers={"Origin": ST}
+    )  # a listed origin, without the token
     assert r.status_code == 401
     r = live.client.post(f"{API}/lore/search", json=body, headers={"Origin": ST, "Authorization": "Bearer wrong"})
     assert r.status_code == 401
@@ -237,7 +267,8 @@ def test_refused_clients_record_nothing(live):
     assert r.status_code == 403
     assert gaps(live, include_hidden="1") == before
     # The same request from SillyTavern's page with the token goes through.
-    r = live.client.post(f"{API}/lore/search", json=body,
-                         headers={"Origin": ST, "Authorization": f"Bearer {server_token(live.secrets)}"})
+    r = live.client.post(
+        f"{API}/lore/search", json=body, headers={"Origin": ST, "Authorization": f"Bearer {server_token(live.secrets)}"}
+    )
     assert r.status_code == 200 and r.json()["misses"] == ["unseen cartographer"]
     assert r.headers["access-control-allow-origin"] == ST

@@ -45,18 +45,32 @@ from tests.retrieval._support import LiveServer, write_world
 pytestmark = pytest.mark.slow  # about 15 s; runs with the suite
 
 SEED = 20261201
-CONFIG = SchemathesisConfig.from_dict({
-    "seed": SEED,
-    "generation": {"max-examples": 6, "database": "none"},
-    # coverage: boundary values and each kind of invalid value once; fuzzing: max-examples of each mode.
-    "phases": {"examples": {"enabled": False}, "coverage": {"enabled": True}, "fuzzing": {"enabled": True},
-               "stateful": {"enabled": False}},
-    "suppress-health-check": ["all"],
-})
+CONFIG = SchemathesisConfig.from_dict(
+    {
+        "seed": SEED,
+        "generation": {"max-examples": 6, "database": "none"},
+        # coverage: boundary values and each kind of invalid value once; fuzzing: max-examples of each mode.
+        "phases": {
+            "examples": {"enabled": False},
+            "coverage": {"enabled": True},
+            "fuzzing": {"enabled": True},
+            "stateful": {"enabled": False},
+        },
+        "suppress-health-check": ["all"],
+    }
+)
 SCHEMA = schemathesis.openapi.from_dict(openapi.DOCUMENT, config=CONFIG)
 
-ANSWER_CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_headers_conformance,
-                 response_schema_conformance, unsupported_method, allow_header_conformance, missing_required_header]
+ANSWER_CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    unsupported_method,
+    allow_header_conformance,
+    missing_required_header,
+]
 INPUT_CHECKS = [positive_data_acceptance, negative_data_rejection]
 #: Sources that would call a server or cloud (the others use our model or vectors sent in the request).
 REMOTE_SOURCES = set(KNOWN_SOURCES) - {"transformers"} - PRECOMPUTED_SOURCES

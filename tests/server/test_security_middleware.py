@@ -109,8 +109,10 @@ def test_declared_length_over_the_limit_is_refused_before_the_route_runs(limited
 
 def test_huge_declared_body_is_answered_without_sending_it(limited):
     """Only the headers are sent: a 413 arrives though the promised 100 MB never do."""
-    head = (b"POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\n"
-            b"Content-Length: 100000000\r\n\r\n")
+    head = (
+        b"POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\n"
+        b"Content-Length: 100000000\r\n\r\n"
+    )
     response = raw_exchange(limited.port, head + b"x" * 10)
     assert status_of(response) == 413
     assert b"100000000 bytes is over the limit" in response
@@ -155,7 +157,7 @@ def test_production_wrapping_checks_host_then_body(wrapped):
     assert httpx.post(f"{base}/echo", content=b"a" * 10, timeout=5).json() == {"length": 10}
     r = httpx.post(f"{base}/echo", content=b"a" * 10, headers={"Host": "evil.com"}, timeout=5)
     assert r.status_code == 403
-    head = (b"POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\n\r\n" % (MAX_BODY_BYTES + 1))
+    head = b"POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\n\r\n" % (MAX_BODY_BYTES + 1)
     assert status_of(raw_exchange(wrapped.port, head)) == 413
 
 

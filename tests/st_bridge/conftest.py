@@ -12,8 +12,16 @@ from pathlib import Path
 import pytest
 
 
-def make_st(root: Path, *, version: str = "1.19.0", port: int | None = 8123, data_root: str | None = None,
-            users: tuple[str, ...] = ("default-user",), run: bool = True, third_party: bool = True) -> Path:
+def make_st(
+    root: Path,
+    *,
+    version: str = "1.19.0",
+    port: int | None = 8123,
+    data_root: str | None = None,
+    users: tuple[str, ...] = ("default-user",),
+    run: bool = True,
+    third_party: bool = True,
+) -> Path:
     """A SillyTavern folder as its release archive has it (`run=False`: never started, so no
     config.yaml, only default/config.yaml) with `users` in its data root."""
     root.mkdir(parents=True, exist_ok=True)

@@ -37,8 +37,11 @@ REAL_ST = Path("/root/.cache/dle-desktop/st-1.19.0")
 
 def bundled_files() -> set[str]:
     src = bundled_extension_dir()
-    return {str(p.relative_to(src)) for p in src.rglob("*")
-            if p.is_file() and p.name != CONFIG_FILE and "__pycache__" not in p.parts and ".git" not in p.parts}
+    return {
+        str(p.relative_to(src))
+        for p in src.rglob("*")
+        if p.is_file() and p.name != CONFIG_FILE and "__pycache__" not in p.parts and ".git" not in p.parts
+    }
 
 
 def copied_files(folder: Path) -> set[str]:
@@ -55,6 +58,7 @@ def siblings(folder: Path) -> list[str]:
 
 # -- bundled -------------------------------------------------------------------------------------
 
+
 def test_bundled_extension_has_a_versioned_manifest():
     manifest = json.loads((bundled_extension_dir() / "manifest.json").read_text(encoding="utf-8"))
     assert bundled_extension_dir().name == EXTENSION_NAME
@@ -63,6 +67,7 @@ def test_bundled_extension_has_a_versioned_manifest():
 
 
 # -- inspect -------------------------------------------------------------------------------------
+
 
 def test_inspect_reads_version_port_data_root_and_users(st_root: Path):
     data = st_root / "data"
@@ -135,6 +140,7 @@ def test_inspect_reads_a_real_sillytavern_1_19_without_writing():
 
 # -- find_installs -------------------------------------------------------------------------------
 
+
 def test_find_installs_in_home_and_extra_dirs_once_each(tmp_path: Path):
     home = tmp_path / "home"
     in_home = make_st(home / "SillyTavern")
@@ -145,8 +151,9 @@ def test_find_installs_in_home_and_extra_dirs_once_each(tmp_path: Path):
     link.symlink_to(in_home)
     not_st = tmp_path / "plain"
     not_st.mkdir()
-    found = find_installs([extra, str(extra), link, not_st, tmp_path / "missing", "", home / "SillyTavern-Launcher"],
-                          home=home)
+    found = find_installs(
+        [extra, str(extra), link, not_st, tmp_path / "missing", "", home / "SillyTavern-Launcher"], home=home
+    )
     roots = [st.root for st in found]
     assert roots == [extra.resolve(), in_home.resolve(), launcher.resolve(), cached.resolve()]
     assert [st.port for st in found] == [8002, 8123, 8001, 8123]
@@ -155,12 +162,18 @@ def test_find_installs_in_home_and_extra_dirs_once_each(tmp_path: Path):
 
 # -- install -------------------------------------------------------------------------------------
 
+
 def test_install_for_one_user(st_root: Path):
     st = inspect(st_root)
     bridge = install(st, server_url=URL, token=TOKEN)
     target = st_root / "data" / "default-user" / "extensions" / EXTENSION_NAME
     assert bridge.path == target.resolve() or bridge.path == target
-    assert (bridge.scope, bridge.user, bridge.version, bridge.server_url) == ("user", "default-user", bundled_version(), URL)
+    assert (bridge.scope, bridge.user, bridge.version, bridge.server_url) == (
+        "user",
+        "default-user",
+        bundled_version(),
+        URL,
+    )
     assert bridge.has_token and bridge.up_to_date
     assert copied_files(target) == bundled_files() | {CONFIG_FILE}
     manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))
@@ -208,8 +221,9 @@ def test_update_replaces_the_old_copy(st_root: Path):
     first = install(st, server_url=URL, token=TOKEN)
     (first.path / "stale.js").write_text("old", encoding="utf-8")
     (first.path / "old-folder").mkdir()
-    (first.path / "manifest.json").write_text(json.dumps({"display_name": "DLE Desktop bridge", "version": "0.0.1"}),
-                                              encoding="utf-8")
+    (first.path / "manifest.json").write_text(
+        json.dumps({"display_name": "DLE Desktop bridge", "version": "0.0.1"}), encoding="utf-8"
+    )
     assert not installed(st)[0].up_to_date
     second = install(st, server_url="http://127.0.0.1:9999", token="new-token")
     assert second.path == first.path
@@ -233,6 +247,7 @@ def test_install_cleans_leftovers_of_an_interrupted_install(st_root: Path):
 
 # -- remove --------------------------------------------------------------------------------------
 
+
 def test_remove_our_copies(st_root: Path):
     st = inspect(st_root)
     mine = install(st, server_url=URL, token=TOKEN)
@@ -250,8 +265,9 @@ def test_remove_refuses_a_folder_that_is_not_ours(st_root: Path):
     st = inspect(st_root)
     theirs = st_root / "data" / "default-user" / "extensions" / EXTENSION_NAME
     theirs.mkdir()
-    (theirs / "manifest.json").write_text(json.dumps({"display_name": "Something else", "version": "9"}),
-                                          encoding="utf-8")
+    (theirs / "manifest.json").write_text(
+        json.dumps({"display_name": "Something else", "version": "9"}), encoding="utf-8"
+    )
     (theirs / "index.js").write_text("//", encoding="utf-8")
     before = tree(st_root)
     with pytest.raises(StInstallError, match="not the DLE Desktop bridge"):
@@ -284,8 +300,10 @@ def test_remove_does_not_follow_a_link(st_root: Path, tmp_path: Path):
 
 # -- refusals ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("user", ["../escape", "a/b", "a\\b", "..", "_storage", ".hidden", "nul\0byte", "", None,
-                                  " padded", "line\nbreak"])
+
+@pytest.mark.parametrize(
+    "user", ["../escape", "a/b", "a\\b", "..", "_storage", ".hidden", "nul\0byte", "", None, " padded", "line\nbreak"]
+)
 def test_bad_user_names_are_refused_and_nothing_is_written(st_root: Path, user):
     st = inspect(st_root)
     before = tree(st_root.parent)
@@ -353,9 +371,21 @@ def test_an_existing_copy_in_a_folder_we_may_not_write_is_kept(st_root: Path):
     assert read_config(bridge.path)["token"] == TOKEN
 
 
-@pytest.mark.parametrize("url", ["", "127.0.0.1:8765", "ftp://127.0.0.1/", "http://", "javascript:alert(1)",
-                                 "http://user:pw@127.0.0.1:8765", "ftp://user:pw@x/", "http://127.0.0.1:99999", "http://a b:1",
-                                 "http://127.0.0.1:8765/?x=1"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "",
+        "127.0.0.1:8765",
+        "ftp://127.0.0.1/",
+        "http://",
+        "javascript:alert(1)",
+        "http://user:pw@127.0.0.1:8765",
+        "ftp://user:pw@x/",
+        "http://127.0.0.1:99999",
+        "http://a b:1",
+        "http://127.0.0.1:8765/?x=1",
+    ],
+)
 def test_bad_server_urls_are_refused(st_root: Path, url: str):
     before = tree(st_root)
     with pytest.raises(StInstallError) as info:
@@ -384,16 +414,19 @@ def test_a_folder_that_stopped_being_sillytavern_is_refused(st_root: Path):
 
 # -- the token is a secret -----------------------------------------------------------------------
 
+
 def test_the_token_appears_in_no_repr_or_message(st_root: Path):
     st = inspect(st_root)
     bridge = install(st, server_url=URL, token=TOKEN)
     assert TOKEN not in repr(bridge) and TOKEN not in repr(installed(st))
     assert "token" not in set(InstalledBridge.__dataclass_fields__)
     messages = []
-    for call in (lambda: install(st, server_url="nope", token=TOKEN),
-                 lambda: install(st, server_url=URL, token=TOKEN, user="../x"),
-                 lambda: write_config(st_root / "missing", server_url=URL, token=TOKEN),
-                 lambda: rewrite_token([st], TOKEN + " with space")):
+    for call in (
+        lambda: install(st, server_url="nope", token=TOKEN),
+        lambda: install(st, server_url=URL, token=TOKEN, user="../x"),
+        lambda: write_config(st_root / "missing", server_url=URL, token=TOKEN),
+        lambda: rewrite_token([st], TOKEN + " with space"),
+    ):
         with pytest.raises(StInstallError) as info:
             call()
         messages.append(str(info.value) + repr(info.value))
@@ -401,6 +434,7 @@ def test_the_token_appears_in_no_repr_or_message(st_root: Path):
 
 
 # -- write_config, rewrite_token -----------------------------------------------------------------
+
 
 def test_write_config_is_atomic_and_private(tmp_path: Path):
     folder = tmp_path / "ext"
@@ -427,8 +461,12 @@ def test_rewrite_token_updates_every_copy_and_keeps_addresses(tmp_path: Path):
     assert rewrite_token([one, two, one, untouched], "fresh-token") == 4
     copies = installed(one) + installed(two)
     assert {read_config(b.path)["token"] for b in copies} == {"fresh-token"}
-    assert [read_config(b.path)["server_url"] for b in copies] == [URL, "http://127.0.0.1:7000", URL,
-                                                                   "http://localhost:8765"]
+    assert [read_config(b.path)["server_url"] for b in copies] == [
+        URL,
+        "http://127.0.0.1:7000",
+        URL,
+        "http://localhost:8765",
+    ]
     if os.name == "posix":
         assert {stat.S_IMODE((b.path / CONFIG_FILE).stat().st_mode) for b in copies} == {0o600}
     # a copy whose config lost its address is skipped (installing again writes one)

@@ -17,17 +17,34 @@ class Clock:
 
 
 def hello(monitor: BridgeMonitor, **changes) -> None:
-    fields = dict(origin="http://127.0.0.1:8000", extension_version="1.0.0", st_version="1.13.5", chat_id="c1",
-                  character="Tamsin", last_error=None)
+    fields = dict(
+        origin="http://127.0.0.1:8000",
+        extension_version="1.0.0",
+        st_version="1.13.5",
+        chat_id="c1",
+        character="Tamsin",
+        last_error=None,
+    )
     monitor.hello(**{**fields, **changes})
 
 
 def test_a_new_monitor_has_heard_nothing():
     snap = BridgeMonitor().snapshot()
-    assert snap == {"connected": False, "last_contact": None, "last_contact_age_s": None, "origin": None,
-                    "extension_version": None, "st_version": None, "chat_id": None, "character": None,
-                    "generations": 0, "last_injected": [], "last_total_tokens": None, "last_ms": None,
-                    "last_error": None}
+    assert snap == {
+        "connected": False,
+        "last_contact": None,
+        "last_contact_age_s": None,
+        "origin": None,
+        "extension_version": None,
+        "st_version": None,
+        "chat_id": None,
+        "character": None,
+        "generations": 0,
+        "last_injected": [],
+        "last_total_tokens": None,
+        "last_ms": None,
+        "last_error": None,
+    }
 
 
 def test_a_hello_is_a_contact_and_says_who_it_is():
@@ -37,8 +54,14 @@ def test_a_hello_is_a_contact_and_says_who_it_is():
     clock.now += 5
     snap = monitor.snapshot()
     assert snap["connected"] and snap["last_contact"] == 1_000_000.0 and snap["last_contact_age_s"] == 5.0
-    assert (snap["origin"], snap["extension_version"], snap["st_version"], snap["chat_id"], snap["character"],
-            snap["last_error"]) == ("http://127.0.0.1:8000", "1.0.0", "1.13.5", "c1", "Tamsin", "fetch failed")
+    assert (
+        snap["origin"],
+        snap["extension_version"],
+        snap["st_version"],
+        snap["chat_id"],
+        snap["character"],
+        snap["last_error"],
+    ) == ("http://127.0.0.1:8000", "1.0.0", "1.13.5", "c1", "Tamsin", "fetch failed")
     hello(monitor, chat_id=None, last_error=None)  # each hello replaces the last one's fields
     snap = monitor.snapshot()
     assert snap["chat_id"] is None and snap["last_error"] is None and snap["generations"] == 0
@@ -61,10 +84,12 @@ def test_generations_are_counted_with_the_last_ones_details():
     monitor = BridgeMonitor(clock)
     hello(monitor, last_error="old")
     clock.now += 100
-    monitor.generation(origin=None, chat_id="c2", character="Reed", injected=["Lantern Quay", "Omen"],
-                       total_tokens=120, ms=42.123)
-    monitor.generation(origin="http://localhost:8000", chat_id="c2", character=None, injected=["Omen"],
-                       total_tokens=30, ms=7)
+    monitor.generation(
+        origin=None, chat_id="c2", character="Reed", injected=["Lantern Quay", "Omen"], total_tokens=120, ms=42.123
+    )
+    monitor.generation(
+        origin="http://localhost:8000", chat_id="c2", character=None, injected=["Omen"], total_tokens=30, ms=7
+    )
     snap = monitor.snapshot()
     assert snap["generations"] == 2 and snap["last_injected"] == ["Omen"]
     assert (snap["last_total_tokens"], snap["last_ms"], snap["chat_id"], snap["character"]) == (30, 7.0, "c2", None)
@@ -90,8 +115,9 @@ def test_writers_and_readers_on_many_threads():
     def write(n: int) -> None:
         try:
             for i in range(300):
-                monitor.generation(origin=None, chat_id=f"c{n}", character=None, injected=[f"t{i}"] * 3,
-                                   total_tokens=i, ms=1.0)
+                monitor.generation(
+                    origin=None, chat_id=f"c{n}", character=None, injected=[f"t{i}"] * 3, total_tokens=i, ms=1.0
+                )
                 hello(monitor, chat_id=f"c{n}")
         except BaseException as exc:  # noqa: BLE001 - carried to the assert on errors below
             errors.append(exc)
@@ -104,8 +130,9 @@ def test_writers_and_readers_on_many_threads():
         except BaseException as exc:  # noqa: BLE001 - carried to the assert on errors below
             errors.append(exc)
 
-    threads = [threading.Thread(target=write, args=(n,)) for n in range(4)] + [threading.Thread(target=read)
-                                                                               for _ in range(2)]
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(4)] + [
+        threading.Thread(target=read) for _ in range(2)
+    ]
     for t in threads:
         t.start()
     for t in threads:

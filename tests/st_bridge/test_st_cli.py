@@ -33,8 +33,14 @@ def data_dir(tmp_path: Path) -> Path:
 
 
 def dle(env, data_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dle_desktop", "--data-dir", str(data_dir), *args], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "dle_desktop", "--data-dir", str(data_dir), *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def token_of(env, data_dir: Path) -> str:
@@ -58,7 +64,8 @@ def assert_clean_error(r: subprocess.CompletedProcess, *words: str) -> None:
 def test_install_status_find_and_remove(tmp_path: Path, env, data_dir: Path):
     st = make_st(tmp_path / "SillyTavern", port=8123, users=("default-user", "alice"))
     SettingsStore(data_dir / "settings.json").save(
-        Settings().replace(server_port=9911, server_allowed_origins=("http://localhost:8123",)))
+        Settings().replace(server_port=9911, server_allowed_origins=("http://localhost:8123",))
+    )
 
     r = dle(env, data_dir, "st", "install", "--st-dir", str(st))
     assert r.returncode == 0, r.stderr
@@ -86,7 +93,9 @@ def test_install_status_find_and_remove(tmp_path: Path, env, data_dir: Path):
     assert status["version"] == "1.19.0" and status["port"] == 8123 and status["users"] == ["default-user", "alice"]
     assert status["origins_allowed"] is True and status["bundled_version"] == bundled_version()
     assert [(b["scope"], b["user"], b["up_to_date"], b["has_token"]) for b in status["bridges"]] == [
-        ("user", "default-user", True, True), ("all-users", None, True, True)]
+        ("user", "default-user", True, True),
+        ("all-users", None, True, True),
+    ]
     assert token not in r.stdout
 
     r = dle(env, data_dir, "st", "status", "--st-dir", str(st))
@@ -115,8 +124,11 @@ def test_install_adds_both_origins_to_fresh_settings(tmp_path: Path, env, data_d
     r = dle(env, data_dir, "st", "install", "--st-dir", str(st), "--user", "alice")
     assert r.returncode == 0, r.stderr
     assert "http://127.0.0.1:8124, http://localhost:8124" in r.stdout
-    assert saved_origins(data_dir) == [*Settings().server_allowed_origins, "http://127.0.0.1:8124",
-                                       "http://localhost:8124"]
+    assert saved_origins(data_dir) == [
+        *Settings().server_allowed_origins,
+        "http://127.0.0.1:8124",
+        "http://localhost:8124",
+    ]
     config = json.loads((st / "data" / "alice" / "extensions" / EXTENSION_NAME / CONFIG_FILE).read_text())
     assert config["server_url"] == "http://127.0.0.1:8765"  # the default server port
 

@@ -56,8 +56,9 @@ class StServer(LiveServer):
 
     def __init__(self, data: Path, vault: Path, model: Path | None) -> None:
         self.model = model
-        super().__init__(vault, data, Settings(embedding_model_path=str(model) if model else ""), sync=False,
-                         client_timeout=120)
+        super().__init__(
+            vault, data, Settings(embedding_model_path=str(model) if model else ""), sync=False, client_timeout=120
+        )
 
     # -- the Vector API, as ST's frontend calls it ----------------------------------------
     def post(self, route: str, body, headers: dict | None = None, timeout: float | None = None) -> httpx.Response:
@@ -95,8 +96,13 @@ class StServer(LiveServer):
     # -- ST's koboldcpp flow: the browser gets vectors through ST's server from KoboldCpp ----
     def kobold(self, texts: list[str]) -> tuple[dict[str, list[float]], str]:
         """What ST's `/api/backends/kobold/embed` gets from our `/api/extra/embeddings` (no Content-Type)."""
-        raw = raw_request(self.port, "POST", "/api/extra/embeddings", json.dumps({"input": texts}).encode(),
-                          headers={"Host": f"127.0.0.1:{self.port}", "Connection": "close"})
+        raw = raw_request(
+            self.port,
+            "POST",
+            "/api/extra/embeddings",
+            json.dumps({"input": texts}).encode(),
+            headers={"Host": f"127.0.0.1:{self.port}", "Connection": "close"},
+        )
         assert raw.status == 200, raw.body
         data = json.loads(raw.body)
         rows = [x[0] if isinstance(x, list) else x for x in data["data"]]
@@ -164,8 +170,15 @@ def _request_bytes(method: str, path: str, body: bytes | None, headers: dict[str
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
 
 
-def raw_request(port: int, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None,
-                timeout: float = 60.0, close_wait: float = 2.0) -> RawResponse:
+def raw_request(
+    port: int,
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 60.0,
+    close_wait: float = 2.0,
+) -> RawResponse:
     """One request on a fresh socket, exactly the bytes given (no Content-Type unless in `headers`).
     `closed` tells whether the server closed the connection within `close_wait` s of its answer."""
     headers = dict(headers or {})

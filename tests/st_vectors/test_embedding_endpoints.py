@@ -35,6 +35,7 @@ def unit_rows(rows) -> np.ndarray:
 
 # -- llama.cpp / vLLM ------------------------------------------------------------------------------
 
+
 def test_llamacpp_shape(st):
     """ST: POST {"input": [...]} with no model, at most 10 texts; reads data[].index/embedding."""
     r = node_fetch(st, "/v1/embeddings", {"input": TEXTS})
@@ -79,8 +80,18 @@ def test_empty_input_list(st):
     assert r.status_code == 200 and r.json()["data"] == []
 
 
-@pytest.mark.parametrize("body", [{}, {"input": 5}, {"input": [1, 2, 3]}, {"input": [[1, 2]]}, {"input": ["a", None]},
-                                  {"input": "a", "model": 3}, {"input": "a", "encoding_format": "int8"}])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"input": 5},
+        {"input": [1, 2, 3]},
+        {"input": [[1, 2]]},
+        {"input": ["a", None]},
+        {"input": "a", "model": 3},
+        {"input": "a", "encoding_format": "int8"},
+    ],
+)
 def test_openai_bad_input_is_400_in_openai_error_shape(st, body):
     r = st.client.post("/v1/embeddings", json=body)
     assert r.status_code == 400
@@ -88,8 +99,9 @@ def test_openai_bad_input_is_400_in_openai_error_shape(st, body):
     assert err["type"] == "invalid_request_error" and err["message"]
 
 
-@pytest.mark.parametrize("path", ["/v1/embeddings", "/api/embed", "/api/embeddings", "/api/extra/embeddings",
-                                  "/api/embeddings/compute"])
+@pytest.mark.parametrize(
+    "path", ["/v1/embeddings", "/api/embed", "/api/embeddings", "/api/extra/embeddings", "/api/embeddings/compute"]
+)
 @pytest.mark.parametrize("raw", [b"", b"{bad", b"[1]", b"\xff\xfe"])
 def test_unreadable_bodies_are_400(st, path, raw):
     r = st.client.post(path, content=raw, headers={"Content-Type": "application/json"})
@@ -97,6 +109,7 @@ def test_unreadable_bodies_are_400(st, path, raw):
 
 
 # -- Ollama ----------------------------------------------------------------------------------------
+
 
 def test_ollama_embed_1_13_shape(st):
     body = {"input": TEXTS, "model": "mxbai-embed-large", "keep_alive": -1, "truncate": True}
@@ -142,10 +155,16 @@ def test_ollama_legacy_one_prompt_at_a_time_with_connection_close(st):
 
 # -- KoboldCpp -------------------------------------------------------------------------------------
 
+
 def test_koboldcpp_without_content_type(st):
     """ST's /api/backends/kobold/embed posts {"input": [...]} with only Authorization, no Content-Type."""
-    r = raw_request(st.port, "POST", "/api/extra/embeddings", json.dumps({"input": TEXTS}).encode(),
-                    {"Authorization": "Bearer kobold-key", "Accept": "*/*", "Connection": "close"})
+    r = raw_request(
+        st.port,
+        "POST",
+        "/api/extra/embeddings",
+        json.dumps({"input": TEXTS}).encode(),
+        {"Authorization": "Bearer kobold-key", "Accept": "*/*", "Connection": "close"},
+    )
     assert r.status == 200, r.body
     data = json.loads(r.body)
     assert isinstance(data["model"], str) and data["model"].strip()
@@ -162,12 +181,16 @@ def test_koboldcpp_empty_input_still_names_the_model(st):
 
 
 def test_koboldcpp_with_text_plain_content_type(st):
-    r = st.client.post("/api/extra/embeddings", content=json.dumps({"input": [DRAGON]}),
-                       headers={"Content-Type": "text/plain;charset=UTF-8"})
+    r = st.client.post(
+        "/api/extra/embeddings",
+        content=json.dumps({"input": [DRAGON]}),
+        headers={"Content-Type": "text/plain;charset=UTF-8"},
+    )
     assert r.status_code == 200 and len(r.json()["data"]) == 1
 
 
 # -- Extras ----------------------------------------------------------------------------------------
+
 
 def test_extras_compute_batch_and_single(st):
     r = node_fetch(st, "/api/embeddings/compute", {"text": ["extras text"]}, Authorization="Bearer sekrit")
@@ -187,16 +210,26 @@ def test_extras_modules_with_cors_for_the_browser(tmp_path):
     server = LiveServer(tmp_path / "vault", tmp_path / "data", settings, sync=False)
     try:
         token = server_token(server.secrets)
-        r = server.client.get("/api/modules", headers={"Origin": "http://localhost:8000", "Authorization": f"Bearer {token}"})
+        r = server.client.get(
+            "/api/modules", headers={"Origin": "http://localhost:8000", "Authorization": f"Bearer {token}"}
+        )
         assert r.status_code == 200 and r.json() == {"modules": ["embeddings"]}
         # A listed page gets its own origin back (the access layer's CORS), the route's `*` otherwise.
         assert r.headers["access-control-allow-origin"] == "http://localhost:8000"
         assert server.client.get("/api/modules").headers["access-control-allow-origin"] == "*"
-        r = server.client.get("/api/modules", headers={"Origin": "http://localhost:8000", "Authorization": "Bearer sekrit"})
+        r = server.client.get(
+            "/api/modules", headers={"Origin": "http://localhost:8000", "Authorization": "Bearer sekrit"}
+        )
         assert r.status_code == 401
-        pre = server.client.options("/api/modules", headers={
-            "Origin": "http://localhost:8000", "Access-Control-Request-Method": "GET",
-            "Access-Control-Request-Headers": "authorization", "Access-Control-Request-Private-Network": "true"})
+        pre = server.client.options(
+            "/api/modules",
+            headers={
+                "Origin": "http://localhost:8000",
+                "Access-Control-Request-Method": "GET",
+                "Access-Control-Request-Headers": "authorization",
+                "Access-Control-Request-Private-Network": "true",
+            },
+        )
         assert pre.status_code == 204
         assert pre.headers["access-control-allow-origin"] == "http://localhost:8000"
         assert "GET" in pre.headers["access-control-allow-methods"]
@@ -216,25 +249,37 @@ def test_only_the_browser_facing_endpoint_has_cors_of_its_own(st):
 
 # -- connections -----------------------------------------------------------------------------------
 
+
 def test_keep_alive_without_connection_close(st):
     """Without `Connection: close` the connection stays open and serves the next request."""
     body = json.dumps({"input": [DRAGON]}).encode()
-    responses = keep_alive_exchange(st.port, [
-        ("POST", "/v1/embeddings", body, {"Content-Type": "application/json"}),
-        ("POST", "/api/embed", body, {"Content-Type": "application/json"}),
-        ("POST", "/api/vector/list", b'{"collectionId":"ka","source":"transformers"}', {"Content-Type": "application/json"}),
-        ("POST", "/api/vector/query", b'{"collectionId":"ka"}', {"Content-Type": "application/json"}),  # a 400
-        ("GET", "/api/modules", None, {}),
-    ])
+    responses = keep_alive_exchange(
+        st.port,
+        [
+            ("POST", "/v1/embeddings", body, {"Content-Type": "application/json"}),
+            ("POST", "/api/embed", body, {"Content-Type": "application/json"}),
+            (
+                "POST",
+                "/api/vector/list",
+                b'{"collectionId":"ka","source":"transformers"}',
+                {"Content-Type": "application/json"},
+            ),
+            ("POST", "/api/vector/query", b'{"collectionId":"ka"}', {"Content-Type": "application/json"}),  # a 400
+            ("GET", "/api/modules", None, {}),
+        ],
+    )
     assert [r.status for r in responses] == [200, 200, 200, 400, 200]
     assert all(r.headers.get("connection", "").lower() != "close" for r in responses)
 
 
 def test_connection_close_then_an_immediate_new_request(st):
     """node-fetch: a request with `Connection: close`, answered and closed, then at once the next one."""
-    for path, body in [("/v1/embeddings", {"input": [DRAGON]}), ("/api/vector/list", {"collectionId": "cc", "source": "transformers"}),
-                       ("/api/vector/insert", {"collectionId": "cc", "source": "transformers", "items": []}),
-                       ("/api/vector/query", {"collectionId": "cc"})] * 3:
+    for path, body in [
+        ("/v1/embeddings", {"input": [DRAGON]}),
+        ("/api/vector/list", {"collectionId": "cc", "source": "transformers"}),
+        ("/api/vector/insert", {"collectionId": "cc", "source": "transformers", "items": []}),
+        ("/api/vector/query", {"collectionId": "cc"}),
+    ] * 3:
         r = node_fetch(st, path, body)
         assert r.status in (200, 400)
         assert r.headers.get("connection") == "close" and r.closed
@@ -254,8 +299,15 @@ def test_oversized_body_is_413(st):
     r = st.client.post("/v1/embeddings", content=body, headers={"Content-Type": "application/json"})
     assert r.status_code == 413 and "over the limit" in r.json()["error"]["message"]
     # Over the server-wide limit, declared only: refused at once, before any body is sent.
-    raw = raw_request(st.port, "POST", "/v1/embeddings", None,
-                      {"Content-Type": "application/json", "Content-Length": str(100 * 1024 * 1024)}, timeout=10, close_wait=0.1)
+    raw = raw_request(
+        st.port,
+        "POST",
+        "/v1/embeddings",
+        None,
+        {"Content-Type": "application/json", "Content-Length": str(100 * 1024 * 1024)},
+        timeout=10,
+        close_wait=0.1,
+    )
     assert raw.status == 413
 
 
@@ -266,14 +318,18 @@ def test_models_list(st):
 
 # -- no model ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path, body", [
-    ("/v1/embeddings", {"input": ["x"]}),
-    ("/api/embed", {"input": ["x"], "model": "m"}),
-    ("/api/embeddings", {"prompt": "x", "model": "m"}),
-    ("/api/extra/embeddings", {"input": ["x"]}),
-    ("/api/extra/embeddings", {"input": []}),
-    ("/api/embeddings/compute", {"text": ["x"]}),
-])
+
+@pytest.mark.parametrize(
+    "path, body",
+    [
+        ("/v1/embeddings", {"input": ["x"]}),
+        ("/api/embed", {"input": ["x"], "model": "m"}),
+        ("/api/embeddings", {"prompt": "x", "model": "m"}),
+        ("/api/extra/embeddings", {"input": ["x"]}),
+        ("/api/extra/embeddings", {"input": []}),
+        ("/api/embeddings/compute", {"text": ["x"]}),
+    ],
+)
 def test_no_model_configured_is_503_with_a_clear_message(no_model, path, body):
     r = no_model.client.post(path, json=body)
     assert r.status_code == 503, r.text
@@ -282,6 +338,7 @@ def test_no_model_configured_is_503_with_a_clear_message(no_model, path, body):
 
 
 # -- a real Node client --------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("mode", ["close", "keepalive"])
 def test_node_20_back_to_back_requests(st, mode):

@@ -27,11 +27,13 @@ pytestmark = pytest.mark.skipif(not MINILM.is_file(), reason="../shared/models/a
 QUERY_RESPONSE = (
     '{"metadata":[{"hash":4522783205579122,"text":"The dragon sleeps in the northern mountains","index":0},'
     '{"hash":3363174424249661,"text":"A red dragon attacked the mountain village","index":2}],'
-    '"hashes":[4522783205579122,3363174424249661]}')
+    '"hashes":[4522783205579122,3363174424249661]}'
+)
 QUERY_MULTI_RESPONSE = (
     '{"world_59964539520806":{"hashes":[4280468795193305,3243511751660667],'
     '"metadata":[{"hash":4280468795193305,"text":"The capital of Eldoria is Skyhold.","index":1},'
-    '{"hash":3243511751660667,"text":"Eldoria is a kingdom of floating islands.","index":0}]}}')
+    '{"hash":3243511751660667,"text":"Eldoria is a kingdom of floating islands.","index":0}]}}'
+)
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +56,11 @@ def styles(real: StServer):
 def test_query_example(real):
     for name, src, headers in styles(real):
         real.ok("insert", {"collectionId": CHAT_ID, **src, "items": EXAMPLE_ITEMS}, headers)
-        r = real.post("query", {"collectionId": CHAT_ID, **src, "searchText": "dragon mountains", "topK": 3,
-                                "threshold": 0.25}, headers)
+        r = real.post(
+            "query",
+            {"collectionId": CHAT_ID, **src, "searchText": "dragon mountains", "topK": 3, "threshold": 0.25},
+            headers,
+        )
         assert r.status_code == 200 and r.headers["content-type"] == "application/json; charset=utf-8", name
         assert r.text == QUERY_RESPONSE, name
 
@@ -63,11 +68,28 @@ def test_query_example(real):
 def test_query_multi_example(real):
     for name, src, headers in styles(real):
         real.ok("insert", {"collectionId": WORLD_ID, **src, "items": [item(KINGDOM, 0), item(CAPITAL, 1)]}, headers)
-        real.ok("insert", {"collectionId": FILE_ID, **src,
-                           "items": items_of("Bread and cheese are sold at the market every morning.",
-                                             "The weather was cold and rainy all week.")}, headers)
-        r = real.post("query-multi", {"collectionIds": [WORLD_ID, FILE_ID], **src, "searchText": "capital of Eldoria",
-                                      "topK": 2, "threshold": 0.25}, headers)
+        real.ok(
+            "insert",
+            {
+                "collectionId": FILE_ID,
+                **src,
+                "items": items_of(
+                    "Bread and cheese are sold at the market every morning.", "The weather was cold and rainy all week."
+                ),
+            },
+            headers,
+        )
+        r = real.post(
+            "query-multi",
+            {
+                "collectionIds": [WORLD_ID, FILE_ID],
+                **src,
+                "searchText": "capital of Eldoria",
+                "topK": 2,
+                "threshold": 0.25,
+            },
+            headers,
+        )
         assert r.status_code == 200, name
         assert r.text == QUERY_MULTI_RESPONSE, name
 

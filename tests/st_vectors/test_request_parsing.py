@@ -27,11 +27,30 @@ from dle_desktop.vectors.source_settings import (
 
 # -- source ---------------------------------------------------------------------------------------
 
+
 def test_known_sources_cover_every_st_list():
     assert set(KNOWN_SOURCES) == {
-        "transformers", "mistral", "openai", "extras", "palm", "togetherai", "nomicai", "cohere", "ollama", "llamacpp",
-        "vllm", "webllm", "koboldcpp", "vertexai", "electronhub", "openrouter", "chutes", "nanogpt", "siliconflow",
-        "workers_ai"}
+        "transformers",
+        "mistral",
+        "openai",
+        "extras",
+        "palm",
+        "togetherai",
+        "nomicai",
+        "cohere",
+        "ollama",
+        "llamacpp",
+        "vllm",
+        "webllm",
+        "koboldcpp",
+        "vertexai",
+        "electronhub",
+        "openrouter",
+        "chutes",
+        "nanogpt",
+        "siliconflow",
+        "workers_ai",
+    }
 
 
 @pytest.mark.parametrize("raw", ["", None, "  "])
@@ -47,29 +66,40 @@ def test_unknown_source_is_refused(raw):
 
 
 def test_body_settings_1_13():
-    s = parse_source_settings({"source": "ollama", "apiUrl": "http://127.0.0.1:11434", "model": "mxbai-embed-large",
-                               "keep": True})
+    s = parse_source_settings(
+        {"source": "ollama", "apiUrl": "http://127.0.0.1:11434", "model": "mxbai-embed-large", "keep": True}
+    )
     assert (s.source, s.api_url, s.model, s.keep) == ("ollama", "http://127.0.0.1:11434", "mxbai-embed-large", True)
     assert s.endpoint == "http://127.0.0.1:11434"
 
 
 HEADERS_1_12 = {
-    "X-LlamaCpp-URL": "http://127.0.0.1:18001", "X-Vllm-URL": "http://127.0.0.1:18002/v1", "X-Vllm-Model": "bge",
-    "X-Ollama-URL": "http://127.0.0.1:11434", "X-Ollama-Model": "nomic", "X-Ollama-Keep": "true",
-    "X-Extras-Url": "http://127.0.0.1:5100", "X-Extras-Key": "sekrit", "X-OpenAI-Model": "text-embedding-3-small",
-    "X-Togetherai-Model": "m2-bert", "X-Cohere-Model": "embed-english-v3.0",
+    "X-LlamaCpp-URL": "http://127.0.0.1:18001",
+    "X-Vllm-URL": "http://127.0.0.1:18002/v1",
+    "X-Vllm-Model": "bge",
+    "X-Ollama-URL": "http://127.0.0.1:11434",
+    "X-Ollama-Model": "nomic",
+    "X-Ollama-Keep": "true",
+    "X-Extras-Url": "http://127.0.0.1:5100",
+    "X-Extras-Key": "sekrit",
+    "X-OpenAI-Model": "text-embedding-3-small",
+    "X-Togetherai-Model": "m2-bert",
+    "X-Cohere-Model": "embed-english-v3.0",
 }
 
 
-@pytest.mark.parametrize("source, expected", [
-    ("llamacpp", dict(api_url="http://127.0.0.1:18001")),
-    ("vllm", dict(api_url="http://127.0.0.1:18002/v1", model="bge")),
-    ("ollama", dict(api_url="http://127.0.0.1:11434", model="nomic", keep=True)),
-    ("extras", dict(extras_url="http://127.0.0.1:5100", extras_key="sekrit")),
-    ("openai", dict(model="text-embedding-3-small")),
-    ("togetherai", dict(model="m2-bert")),
-    ("cohere", dict(model="embed-english-v3.0")),
-])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("llamacpp", dict(api_url="http://127.0.0.1:18001")),
+        ("vllm", dict(api_url="http://127.0.0.1:18002/v1", model="bge")),
+        ("ollama", dict(api_url="http://127.0.0.1:11434", model="nomic", keep=True)),
+        ("extras", dict(extras_url="http://127.0.0.1:5100", extras_key="sekrit")),
+        ("openai", dict(model="text-embedding-3-small")),
+        ("togetherai", dict(model="m2-bert")),
+        ("cohere", dict(model="embed-english-v3.0")),
+    ],
+)
 def test_header_settings_1_12(source, expected):
     s = parse_source_settings({"source": source}, HEADERS_1_12)
     for name, value in expected.items():
@@ -97,15 +127,18 @@ def test_ollama_keep_header_is_boolean_of_the_string(value, keep):
     assert parse_source_settings({"source": "ollama"}, headers).keep is keep
 
 
-@pytest.mark.parametrize("body", [
-    {"source": "llamacpp", "apiUrl": "not a url"},
-    {"source": "llamacpp", "apiUrl": "ftp://x/"},
-    {"source": "vllm", "apiUrl": "http://:99999"},
-    {"source": "llamacpp", "apiUrl": 5},
-    {"source": "vllm", "model": ["x"]},
-    {"source": "ollama", "keep": "yes"},
-    {"source": "koboldcpp", "embeddings": [[1, 2]]},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"source": "llamacpp", "apiUrl": "not a url"},
+        {"source": "llamacpp", "apiUrl": "ftp://x/"},
+        {"source": "vllm", "apiUrl": "http://:99999"},
+        {"source": "llamacpp", "apiUrl": 5},
+        {"source": "vllm", "model": ["x"]},
+        {"source": "ollama", "keep": "yes"},
+        {"source": "koboldcpp", "embeddings": [[1, 2]]},
+    ],
+)
 def test_bad_settings_are_refused(body):
     with pytest.raises(SourceSettingsError):
         parse_source_settings(body)
@@ -124,10 +157,24 @@ def test_endpoint_ignores_trailing_slash():
 
 # -- JavaScript Number() ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("value, expected", [
-    (5, 5.0), (2.5, 2.5), ("7", 7.0), (" 3 ", 3.0), ("", 0.0), (None, 0.0), (True, 1.0), (False, 0.0),
-    ("0x10", 16.0), ("1e2", 100.0), ("Infinity", math.inf), ("-Infinity", -math.inf),
-])
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (5, 5.0),
+        (2.5, 2.5),
+        ("7", 7.0),
+        (" 3 ", 3.0),
+        ("", 0.0),
+        (None, 0.0),
+        (True, 1.0),
+        (False, 0.0),
+        ("0x10", 16.0),
+        ("1e2", 100.0),
+        ("Infinity", math.inf),
+        ("-Infinity", -math.inf),
+    ],
+)
 def test_js_number(value, expected):
     assert js_number(value) == expected
 
@@ -139,8 +186,10 @@ def test_js_number_nan(value):
 
 # -- fields ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("raw, expected", [(None, 10), (0, 10), ("0", 10), ("", 10), (1, 1), (3, 3), ("5", 5),
-                                           (1000, 1000), (4.0, 4)])
+
+@pytest.mark.parametrize(
+    "raw, expected", [(None, 10), (0, 10), ("0", 10), ("", 10), (1, 1), (3, 3), ("5", 5), (1000, 1000), (4.0, 4)]
+)
 def test_top_k(raw, expected):
     assert parse_top_k(raw) == expected
 
@@ -152,8 +201,9 @@ def test_top_k_refused(raw):
     assert info.value.status == 400
 
 
-@pytest.mark.parametrize("raw, expected", [(None, 0.0), (0, 0.0), (0.25, 0.25), ("0.5", 0.5), (-1, -1.0), (1, 1.0),
-                                           ("", 0.0)])
+@pytest.mark.parametrize(
+    "raw, expected", [(None, 0.0), (0, 0.0), (0.25, 0.25), ("0.5", 0.5), (-1, -1.0), (1, 1.0), ("", 0.0)]
+)
 def test_threshold(raw, expected):
     assert parse_threshold(raw) == expected
 
@@ -182,16 +232,30 @@ def test_collection_ids_rules():
 
 
 def test_items_keep_only_hash_text_index():
-    items = parse_items([{"hash": 1, "text": "a", "index": 0, "extra": "dropped"}, {"hash": 2.0, "text": "b", "index": 1}])
+    items = parse_items(
+        [{"hash": 1, "text": "a", "index": 0, "extra": "dropped"}, {"hash": 2.0, "text": "b", "index": 1}]
+    )
     assert items == [StoredItem(1, 0, "a"), StoredItem(2, 1, "b")]
 
 
-@pytest.mark.parametrize("bad", [
-    None, {}, "items", [1], [{"text": "a", "index": 0}], [{"hash": 1, "index": 0}], [{"hash": 1, "text": "a"}],
-    [{"hash": "1", "text": "a", "index": 0}], [{"hash": 1.5, "text": "a", "index": 0}],
-    [{"hash": True, "text": "a", "index": 0}], [{"hash": 1, "text": 5, "index": 0}],
-    [{"hash": 2 ** 64, "text": "a", "index": 0}], [{"hash": math.nan, "text": "a", "index": 0}],
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        None,
+        {},
+        "items",
+        [1],
+        [{"text": "a", "index": 0}],
+        [{"hash": 1, "index": 0}],
+        [{"hash": 1, "text": "a"}],
+        [{"hash": "1", "text": "a", "index": 0}],
+        [{"hash": 1.5, "text": "a", "index": 0}],
+        [{"hash": True, "text": "a", "index": 0}],
+        [{"hash": 1, "text": 5, "index": 0}],
+        [{"hash": 2**64, "text": "a", "index": 0}],
+        [{"hash": math.nan, "text": "a", "index": 0}],
+    ],
+)
 def test_bad_items_are_refused(bad):
     with pytest.raises(VectorApiError) as info:
         parse_items(bad)

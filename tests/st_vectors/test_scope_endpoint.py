@@ -16,18 +16,21 @@ from ._support import EXAMPLE_ITEMS
 HASHES = sorted(i["hash"] for i in EXAMPLE_ITEMS)
 
 
-@pytest.mark.parametrize(("source", "url", "canonical"), [
-    ("llamacpp", "http://localhost:8080", "http://127.0.0.1:8080"),
-    ("llamacpp", "http://127.0.0.1:8080/v1/", "http://127.0.0.1:8080"),
-    ("vllm", "http://[::1]:8000/v1", "http://127.0.0.1:8000"),
-    ("ollama", "http://0.0.0.0:11434/api", "http://127.0.0.1:11434"),
-    ("ollama", "HTTP://LocalHost.:80/", "http://127.0.0.1"),
-    ("extras", "http://127.0.0.5:5100/extras", "http://127.0.0.1:5100"),
-    ("llamacpp", "http://localhost:8765/v1", OWN_SERVER),
-    ("ollama", "http://[::ffff:127.0.0.1]:8765", OWN_SERVER),
-    ("llamacpp", "http://192.168.1.20:8080/v1", "http://192.168.1.20:8080"),  # a LAN address stays itself
-    ("openai", "https://api.openai.com/v1/", "https://api.openai.com/v1"),  # a path that matters stays
-])
+@pytest.mark.parametrize(
+    ("source", "url", "canonical"),
+    [
+        ("llamacpp", "http://localhost:8080", "http://127.0.0.1:8080"),
+        ("llamacpp", "http://127.0.0.1:8080/v1/", "http://127.0.0.1:8080"),
+        ("vllm", "http://[::1]:8000/v1", "http://127.0.0.1:8000"),
+        ("ollama", "http://0.0.0.0:11434/api", "http://127.0.0.1:11434"),
+        ("ollama", "HTTP://LocalHost.:80/", "http://127.0.0.1"),
+        ("extras", "http://127.0.0.5:5100/extras", "http://127.0.0.1:5100"),
+        ("llamacpp", "http://localhost:8765/v1", OWN_SERVER),
+        ("ollama", "http://[::ffff:127.0.0.1]:8765", OWN_SERVER),
+        ("llamacpp", "http://192.168.1.20:8080/v1", "http://192.168.1.20:8080"),  # a LAN address stays itself
+        ("openai", "https://api.openai.com/v1/", "https://api.openai.com/v1"),  # a path that matters stays
+    ],
+)
 def test_spellings_of_one_server_make_one_scope_endpoint(source, url, canonical):
     assert scope_endpoint(source, url, own_port=8765) == canonical
 
@@ -56,8 +59,9 @@ def test_a_collection_stored_under_the_old_spelling_is_still_found(fresh, cid):
     old_key = embedder_for_st_source(parse_source_settings({"source": "llamacpp", "apiUrl": old_url})).profile.key()
     assert "endpoint=http://localhost:" in old_key
     store = fresh.engine.vectors.get_store()
-    store.insert(cid, "llamacpp", old_key, [StoredItem(hash=5, index=0, text="from before")],
-                 np.eye(1, 64, dtype=np.float32))
+    store.insert(
+        cid, "llamacpp", old_key, [StoredItem(hash=5, index=0, text="from before")], np.eye(1, 64, dtype=np.float32)
+    )
     assert fresh.list(cid, source="llamacpp", apiUrl=fresh.url) == [5]
     insert(fresh, cid, fresh.url)  # new items join the old scope rather than starting a new one
     assert sorted(fresh.list(cid, source="llamacpp", apiUrl=f"http://127.0.0.1:{fresh.port}")) == sorted([5, *HASHES])

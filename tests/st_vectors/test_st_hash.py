@@ -7,13 +7,16 @@ import pytest
 from dle_desktop.vectors.st_hash import get_string_hash
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("Hello", 4867314475583282),  # §1.1, checked against Node
-    ("", 3338908027751811),  # §1.1
-    ("Eldoria", 59964539520806),  # world_59964539520806 (§1.1 collection ids)
-    ("/user/files/1719330000000_1234567.txt", 4473160753641173),  # file_4473160753641173
-    ("The dragon sleeps in the northern mountains", 4522783205579122),  # §1.2 insert example
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Hello", 4867314475583282),  # §1.1, checked against Node
+        ("", 3338908027751811),  # §1.1
+        ("Eldoria", 59964539520806),  # world_59964539520806 (§1.1 collection ids)
+        ("/user/files/1719330000000_1234567.txt", 4473160753641173),  # file_4473160753641173
+        ("The dragon sleeps in the northern mountains", 4522783205579122),  # §1.2 insert example
+    ],
+)
 def test_documented_values(text, expected):
     assert get_string_hash(text) == expected
 
@@ -21,7 +24,7 @@ def test_documented_values(text, expected):
 def test_range_and_determinism():
     for text in ("a", "ä", "漢字", "🐉", "x" * 5000):
         h = get_string_hash(text)
-        assert 0 <= h < 2 ** 53
+        assert 0 <= h < 2**53
         assert get_string_hash(text) == h
 
 
@@ -32,7 +35,7 @@ def test_astral_characters_count_as_two_utf16_units():
 
 
 def test_lone_surrogate_is_one_code_unit_not_an_error():
-    assert 0 <= get_string_hash("a\ud800b") < 2 ** 53
+    assert 0 <= get_string_hash("a\ud800b") < 2**53
 
 
 def test_seed_changes_the_hash():

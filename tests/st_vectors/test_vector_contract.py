@@ -48,8 +48,18 @@ def remote_available(source: str = "llamacpp") -> bool:
         return False
 
 
-TRANSPORTS = ["transformers", "koboldcpp", "llamacpp-1.13", "llamacpp-1.12", "vllm-1.13", "vllm-1.12",
-              "ollama-1.13", "ollama-1.12", "extras-1.13", "extras-1.12"]
+TRANSPORTS = [
+    "transformers",
+    "koboldcpp",
+    "llamacpp-1.13",
+    "llamacpp-1.12",
+    "vllm-1.13",
+    "vllm-1.12",
+    "ollama-1.13",
+    "ollama-1.12",
+    "extras-1.13",
+    "extras-1.12",
+]
 
 
 def source(st, transport: str, texts=()) -> tuple[dict, dict]:
@@ -101,6 +111,7 @@ def designed(model: str, vectors: dict[str, list[float]], source: str = "webllm"
 
 
 # -- list / insert / delete (the §1.2 examples, every transport) -----------------------------------
+
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_list_insert_delete_examples(st, transport):
@@ -158,19 +169,39 @@ def test_query_example_reproduced_exactly(st):
     """§1.2 /query with topK 3 and threshold 0.25. TT's fix: `hashes` is filtered by the threshold
     together with `metadata` (upstream ST would also list the bread hash)."""
     cid = CHAT_ID + " [designed]"
-    vectors = {DRAGON: at_cosine(0.9), RED_DRAGON: at_cosine(0.6, axis=2), BREAD: at_cosine(0.1, axis=3),
-               "dragon mountains": QUERY}
+    vectors = {
+        DRAGON: at_cosine(0.9),
+        RED_DRAGON: at_cosine(0.6, axis=2),
+        BREAD: at_cosine(0.1, axis=3),
+        "dragon mountains": QUERY,
+    }
     st.ok("insert", {"collectionId": cid, **designed("designed-4d", vectors, "koboldcpp"), "items": EXAMPLE_ITEMS})
-    r = st.post("query", {"collectionId": cid, **designed("designed-4d", vectors, "koboldcpp"),
-                          "searchText": "dragon mountains", "topK": 3, "threshold": 0.25})
+    r = st.post(
+        "query",
+        {
+            "collectionId": cid,
+            **designed("designed-4d", vectors, "koboldcpp"),
+            "searchText": "dragon mountains",
+            "topK": 3,
+            "threshold": 0.25,
+        },
+    )
     assert r.status_code == 200
     assert r.text == (
         '{"metadata":[{"hash":4522783205579122,"text":"The dragon sleeps in the northern mountains","index":0},'
         '{"hash":3363174424249661,"text":"A red dragon attacked the mountain village","index":2}],'
-        '"hashes":[4522783205579122,3363174424249661]}')
+        '"hashes":[4522783205579122,3363174424249661]}'
+    )
     # Without a threshold (default 0) every hit with a score >= 0 is listed, best first.
-    out = st.json("query", {"collectionId": cid, **designed("designed-4d", vectors, "koboldcpp"),
-                            "searchText": "dragon mountains", "topK": 3})
+    out = st.json(
+        "query",
+        {
+            "collectionId": cid,
+            **designed("designed-4d", vectors, "koboldcpp"),
+            "searchText": "dragon mountains",
+            "topK": 3,
+        },
+    )
     assert out["hashes"] == [4522783205579122, 3363174424249661, 2025268282665900]
 
 
@@ -197,7 +228,9 @@ def test_query_topk_and_threshold_defaults(st, cid):
     assert [m["text"] for m in out["metadata"]] == texts[:10]  # 10 by default; all of them score >= 0
     for k in (0, None, "0", ""):
         assert len(st.json("query", {"collectionId": cid, **body, "searchText": "q", "topK": k})["hashes"]) == 10
-    assert len(st.json("query", {"collectionId": cid, **body, "searchText": "q", "topK": "3"})["hashes"]) == 3  # Number("3")
+    assert (
+        len(st.json("query", {"collectionId": cid, **body, "searchText": "q", "topK": "3"})["hashes"]) == 3
+    )  # Number("3")
     out = st.json("query", {"collectionId": cid, **body, "searchText": "q", "topK": 14})
     assert [m["text"] for m in out["metadata"]] == texts[:10]  # threshold 0 drops the 4 negative scores
     out = st.json("query", {"collectionId": cid, **body, "searchText": "q", "topK": 14, "threshold": "-1"})
@@ -205,16 +238,24 @@ def test_query_topk_and_threshold_defaults(st, cid):
 
 
 def test_query_of_a_missing_collection_is_empty(st, cid):
-    assert st.json("query", {"collectionId": cid, "source": "transformers", "searchText": "anything"}) == \
-        {"metadata": [], "hashes": []}
+    assert st.json("query", {"collectionId": cid, "source": "transformers", "searchText": "anything"}) == {
+        "metadata": [],
+        "hashes": [],
+    }
     assert st.list(cid, source="transformers") == []  # ST creates it empty: it lists as empty afterwards
 
 
 # -- query-multi ----------------------------------------------------------------------------------
 
+
 def _eldoria(st, model="eldoria-4d", file_cos=0.5):
-    vectors = {CAPITAL: at_cosine(0.95), KINGDOM: at_cosine(0.7, axis=2), "The harbour of Skyhold": at_cosine(file_cos),
-               "Bread prices": at_cosine(0.1, axis=3), "capital of Eldoria": QUERY}
+    vectors = {
+        CAPITAL: at_cosine(0.95),
+        KINGDOM: at_cosine(0.7, axis=2),
+        "The harbour of Skyhold": at_cosine(file_cos),
+        "Bread prices": at_cosine(0.1, axis=3),
+        "capital of Eldoria": QUERY,
+    }
     body = designed(model, vectors, "koboldcpp")
     st.ok("insert", {"collectionId": WORLD_ID, **body, "items": [item(KINGDOM, 0), item(CAPITAL, 1)]})
     st.ok("insert", {"collectionId": FILE_ID, **body, "items": items_of("The harbour of Skyhold", "Bread prices")})
@@ -225,35 +266,56 @@ def test_query_multi_example_reproduced_exactly(st):
     """§1.2 /query-multi: topK is global, the threshold applies, and only collections with a
     surviving hit appear; values are {hashes, metadata} in score order."""
     body = _eldoria(st)
-    r = st.post("query-multi", {"collectionIds": [WORLD_ID, FILE_ID], **body, "searchText": "capital of Eldoria",
-                                "topK": 2, "threshold": 0.25})
+    r = st.post(
+        "query-multi",
+        {
+            "collectionIds": [WORLD_ID, FILE_ID],
+            **body,
+            "searchText": "capital of Eldoria",
+            "topK": 2,
+            "threshold": 0.25,
+        },
+    )
     assert r.status_code == 200 and r.headers["content-type"] == "application/json; charset=utf-8"
     assert r.text == (
         '{"world_59964539520806":{"hashes":[4280468795193305,3243511751660667],'
         '"metadata":[{"hash":4280468795193305,"text":"The capital of Eldoria is Skyhold.","index":1},'
-        '{"hash":3243511751660667,"text":"Eldoria is a kingdom of floating islands.","index":0}]}}')
+        '{"hash":3243511751660667,"text":"Eldoria is a kingdom of floating islands.","index":0}]}}'
+    )
     st.ok("purge", {"collectionId": WORLD_ID})
     st.ok("purge", {"collectionId": FILE_ID})
 
 
 def test_query_multi_top_k_is_global_and_grouped_by_collection(st):
     body = _eldoria(st, model="eldoria-global", file_cos=0.8)  # the harbour chunk now ranks second overall
-    out = st.json("query-multi", {"collectionIds": [FILE_ID, WORLD_ID, "missing-collection"], **body,
-                                  "searchText": "capital of Eldoria", "topK": 3, "threshold": 0.25})
+    out = st.json(
+        "query-multi",
+        {
+            "collectionIds": [FILE_ID, WORLD_ID, "missing-collection"],
+            **body,
+            "searchText": "capital of Eldoria",
+            "topK": 3,
+            "threshold": 0.25,
+        },
+    )
     assert list(out) == [WORLD_ID, FILE_ID]  # grouped in global score order: the best hit's collection first
     assert out[WORLD_ID]["hashes"] == [4280468795193305, 3243511751660667]
     assert out[FILE_ID]["hashes"] == [item("The harbour of Skyhold", 0)["hash"]]
     for group in out.values():
         assert list(group) == ["hashes", "metadata"]
         assert group["hashes"] == [m["hash"] for m in group["metadata"]]
-    out = st.json("query-multi", {"collectionIds": [WORLD_ID, FILE_ID], **body, "searchText": "capital of Eldoria",
-                                  "topK": 1})
-    assert out == {WORLD_ID: {"hashes": [4280468795193305],
-                              "metadata": [{"hash": 4280468795193305, "text": CAPITAL, "index": 1}]}}
+    out = st.json(
+        "query-multi", {"collectionIds": [WORLD_ID, FILE_ID], **body, "searchText": "capital of Eldoria", "topK": 1}
+    )
+    assert out == {
+        WORLD_ID: {"hashes": [4280468795193305], "metadata": [{"hash": 4280468795193305, "text": CAPITAL, "index": 1}]}
+    }
     out = st.json("query-multi", {"collectionIds": [WORLD_ID, FILE_ID], **body, "searchText": "capital of Eldoria"})
     assert sum(len(g["hashes"]) for g in out.values()) == 4  # default topK 10, threshold 0: all four
-    out = st.json("query-multi", {"collectionIds": [WORLD_ID, FILE_ID], **body, "searchText": "capital of Eldoria",
-                                  "threshold": 0.99})
+    out = st.json(
+        "query-multi",
+        {"collectionIds": [WORLD_ID, FILE_ID], **body, "searchText": "capital of Eldoria", "threshold": 0.99},
+    )
     assert out == {}
     st.ok("purge", {"collectionId": WORLD_ID})
     st.ok("purge", {"collectionId": FILE_ID})
@@ -271,13 +333,17 @@ def test_query_multi_embeds_once_over_real_collections(st, cid, transport):
     st.ok("insert", {"collectionId": a, **src, "items": items_of(DRAGON, BREAD)}, headers)
     st.ok("insert", {"collectionId": b, **src, "items": items_of(RED_DRAGON)}, headers)
     src, headers = source(st, transport, [DRAGON])
-    out = st.json("query-multi", {"collectionIds": [a, b], **src, "searchText": DRAGON, "topK": 3, "threshold": -1},
-                  headers)
+    out = st.json(
+        "query-multi", {"collectionIds": [a, b], **src, "searchText": DRAGON, "topK": 3, "threshold": -1}, headers
+    )
     assert set(out) == {a, b}
-    assert sorted(h for g in out.values() for h in g["hashes"]) == sorted(item(t, 0)["hash"] for t in (DRAGON, BREAD, RED_DRAGON))
+    assert sorted(h for g in out.values() for h in g["hashes"]) == sorted(
+        item(t, 0)["hash"] for t in (DRAGON, BREAD, RED_DRAGON)
+    )
 
 
 # -- idempotence, chunks, delete -----------------------------------------------------------------
+
 
 @pytest.mark.parametrize("transport", ["transformers", "koboldcpp", "llamacpp-1.13"])
 def test_reinserting_the_same_items_does_not_duplicate(st, cid, transport):
@@ -292,7 +358,7 @@ def test_chunks_share_hash_and_index_and_delete_removes_every_chunk(st, cid):
     """message_chunk_size: one message → several items with the same hash and index, different text."""
     message = "The dragon sleeps. " * 30
     h = item(message, 0)["hash"]
-    chunks = [{"hash": h, "text": message[i:i + 100], "index": 4} for i in range(0, len(message), 100)]
+    chunks = [{"hash": h, "text": message[i : i + 100], "index": 4} for i in range(0, len(message), 100)]
     other = item("Another message entirely", 5)
     st.ok("insert", {"collectionId": cid, "source": "transformers", "items": chunks + [other]})
     assert st.list(cid, source="transformers") == [h] * len(chunks) + [other["hash"]]  # duplicates listed
@@ -312,6 +378,7 @@ def test_delete_casts_hashes_with_number(st, cid):
 
 # -- sources and scopes ---------------------------------------------------------------------------
 
+
 def test_empty_source_means_transformers(st, cid):
     st.ok("insert", {"collectionId": cid, "source": "", "items": EXAMPLE_ITEMS[:1]})
     assert st.list(cid, source="transformers") == [EXAMPLE_ITEMS[0]["hash"]]
@@ -320,9 +387,14 @@ def test_empty_source_means_transformers(st, cid):
 
 def test_scopes_are_per_source_and_model(st, cid):
     st.ok("insert", {"collectionId": cid, "source": "transformers", "items": EXAMPLE_ITEMS[:1]})
-    st.ok("insert", {"collectionId": cid, **designed("model-a", {BREAD: [1, 0]}, "koboldcpp"), "items": [EXAMPLE_ITEMS[1]]})
-    st.ok("insert", {"collectionId": cid, **designed("model-b", {RED_DRAGON: [0, 1, 0]}, "koboldcpp"),
-                     "items": [EXAMPLE_ITEMS[2]]})
+    st.ok(
+        "insert",
+        {"collectionId": cid, **designed("model-a", {BREAD: [1, 0]}, "koboldcpp"), "items": [EXAMPLE_ITEMS[1]]},
+    )
+    st.ok(
+        "insert",
+        {"collectionId": cid, **designed("model-b", {RED_DRAGON: [0, 1, 0]}, "koboldcpp"), "items": [EXAMPLE_ITEMS[2]]},
+    )
     assert st.list(cid, source="transformers") == [EXAMPLE_ITEMS[0]["hash"]]
     assert st.list(cid, source="koboldcpp", model="model-a") == [EXAMPLE_ITEMS[1]["hash"]]
     assert st.list(cid, source="koboldcpp", model="model-b") == [EXAMPLE_ITEMS[2]["hash"]]
@@ -333,14 +405,17 @@ def test_header_and_body_settings_reach_the_same_scope(st, cid):
     if not remote_available():
         pytest.skip("vectors/remote.py does not provide a llamacpp embedder (yet)")
     st.ok("insert", {"collectionId": cid, "source": "llamacpp", "apiUrl": st.url, "items": EXAMPLE_ITEMS})
-    assert st.json("list", {"collectionId": cid, "source": "llamacpp"}, {"X-LlamaCpp-URL": st.url}) == \
-        [i["hash"] for i in EXAMPLE_ITEMS]
+    assert st.json("list", {"collectionId": cid, "source": "llamacpp"}, {"X-LlamaCpp-URL": st.url}) == [
+        i["hash"] for i in EXAMPLE_ITEMS
+    ]
     # ST 1.12 sends an empty body field and the header; the header fills it.
-    assert st.json("list", {"collectionId": cid, "source": "llamacpp", "apiUrl": ""}, {"X-LlamaCpp-URL": st.url}) == \
-        [i["hash"] for i in EXAMPLE_ITEMS]
+    assert st.json("list", {"collectionId": cid, "source": "llamacpp", "apiUrl": ""}, {"X-LlamaCpp-URL": st.url}) == [
+        i["hash"] for i in EXAMPLE_ITEMS
+    ]
 
 
 # -- purge / purge-all ----------------------------------------------------------------------------
+
 
 def test_purge_example_removes_every_scope_of_the_collection(st):
     kept = FILE_ID + "-other"
@@ -379,6 +454,7 @@ def test_purge_all_keeps_the_model(fresh, tiny_model):
 
 # -- empty inputs, persistence --------------------------------------------------------------------
 
+
 def test_empty_items_are_ok_without_embedding(no_model, cid):
     """TT: `items: []` → 200 without embedding (this server has no model, so embedding would fail)."""
     r = no_model.post("insert", {"collectionId": cid, "source": "transformers", "items": []})
@@ -389,12 +465,14 @@ def test_empty_items_are_ok_without_embedding(no_model, cid):
 
 def test_vectors_survive_a_restart(fresh):
     fresh.ok("insert", {"collectionId": CHAT_ID, "source": "transformers", "items": EXAMPLE_ITEMS})
-    before = fresh.json("query", {"collectionId": CHAT_ID, "source": "transformers", "searchText": DRAGON,
-                                  "threshold": -1})
+    before = fresh.json(
+        "query", {"collectionId": CHAT_ID, "source": "transformers", "searchText": DRAGON, "threshold": -1}
+    )
     fresh.restart()
     assert fresh.list(CHAT_ID, source="transformers") == [i["hash"] for i in EXAMPLE_ITEMS]
-    after = fresh.json("query", {"collectionId": CHAT_ID, "source": "transformers", "searchText": DRAGON,
-                                 "threshold": -1})
+    after = fresh.json(
+        "query", {"collectionId": CHAT_ID, "source": "transformers", "searchText": DRAGON, "threshold": -1}
+    )
     assert after == before
 
 
@@ -411,6 +489,7 @@ def test_json_bodies_are_compact_like_express(st, cid):
 
 # -- ST's koboldcpp hop, served on our port too ---------------------------------------------------
 
+
 def test_kobold_embed_hop_then_the_vector_routes(st, cid):
     """ST 1.13+'s browser flow for `koboldcpp`, against our port: POST /api/backends/kobold/embed
     {server, items} (here the "KoboldCpp" is our own /api/extra/embeddings), then /api/vector/*
@@ -426,18 +505,30 @@ def test_kobold_embed_hop_then_the_vector_routes(st, cid):
     st.ok("insert", {"collectionId": cid, **src, "items": EXAMPLE_ITEMS})
     assert st.list(cid, source="koboldcpp", model=empty["model"]) == [i["hash"] for i in EXAMPLE_ITEMS]
     q = st.client.post("/api/backends/kobold/embed", json={"server": st.url, "items": [DRAGON], "isQuery": True}).json()
-    out = st.json("query", {"collectionId": cid, "source": "koboldcpp", "model": q["model"],
-                            "embeddings": {DRAGON: q["embeddings"][0]}, "searchText": DRAGON, "topK": 1})
+    out = st.json(
+        "query",
+        {
+            "collectionId": cid,
+            "source": "koboldcpp",
+            "model": q["model"],
+            "embeddings": {DRAGON: q["embeddings"][0]},
+            "searchText": DRAGON,
+            "topK": 1,
+        },
+    )
     assert out["hashes"] == [4522783205579122]
 
 
-@pytest.mark.parametrize("body, status", [
-    ({"items": ["a"]}, 400),
-    ({"server": "not a url", "items": ["a"]}, 400),
-    ({"server": "http://127.0.0.1:9", "items": "a"}, 400),
-    ({"server": "http://127.0.0.1:9", "items": [1]}, 400),
-    ({"server": "http://127.0.0.1:9", "items": ["a"]}, 500),  # nothing listens there
-])
+@pytest.mark.parametrize(
+    "body, status",
+    [
+        ({"items": ["a"]}, 400),
+        ({"server": "not a url", "items": ["a"]}, 400),
+        ({"server": "http://127.0.0.1:9", "items": "a"}, 400),
+        ({"server": "http://127.0.0.1:9", "items": [1]}, 400),
+        ({"server": "http://127.0.0.1:9", "items": ["a"]}, 500),  # nothing listens there
+    ],
+)
 def test_kobold_embed_hop_errors(st, body, status):
     r = st.client.post("/api/backends/kobold/embed", json=body)
     assert r.status_code == status, r.text
@@ -445,6 +536,7 @@ def test_kobold_embed_hop_errors(st, body, status):
 
 
 # -- concurrency ------------------------------------------------------------------------------------
+
 
 def test_concurrent_inserts_and_queries(st, cid):
     """ST fires chat sync, file ingestion and queries at once: every insert lands, every call answers."""
@@ -454,17 +546,23 @@ def test_concurrent_inserts_and_queries(st, cid):
 
     def insert(n: int) -> int:
         with httpx.Client(base_url=st.url, timeout=120) as c:
-            body = {"collectionId": cid, "source": "transformers",
-                    "items": [item(f"thread {n} message {i}", i) for i in range(10)]}
+            body = {
+                "collectionId": cid,
+                "source": "transformers",
+                "items": [item(f"thread {n} message {i}", i) for i in range(10)],
+            }
             return c.post("/api/vector/insert", json=body).status_code
 
     def query(n: int) -> int:
         with httpx.Client(base_url=st.url, timeout=120) as c:
-            return c.post("/api/vector/query", json={"collectionId": cid, "source": "transformers",
-                                                     "searchText": f"thread {n}", "topK": 5}).status_code
+            return c.post(
+                "/api/vector/query",
+                json={"collectionId": cid, "source": "transformers", "searchText": f"thread {n}", "topK": 5},
+            ).status_code
 
     with ThreadPoolExecutor(8) as pool:
         statuses = list(pool.map(insert, range(8))) + list(pool.map(query, range(8)))
     assert statuses == [200] * 16
     assert sorted(st.list(cid, source="transformers")) == sorted(
-        item(f"thread {n} message {i}", i)["hash"] for n in range(8) for i in range(10))
+        item(f"thread {n} message {i}", i)["hash"] for n in range(8) for i in range(10)
+    )

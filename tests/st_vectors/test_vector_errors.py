@@ -83,22 +83,30 @@ def test_missing_or_wrong_fields_are_400(st, route, body):
 def test_nan_and_infinity_json_literals_are_400(st):
     """Python's JSON reader accepts NaN / Infinity; they are refused, never stored."""
     for literal in ("NaN", "Infinity", "-Infinity"):
-        body = ('{"collectionId":"c","source":"transformers","searchText":"x","threshold":%s}' % literal)  # noqa: UP031 - a JSON literal: % keeps its braces as they are
+        body = '{"collectionId":"c","source":"transformers","searchText":"x","threshold":%s}' % literal  # noqa: UP031 - a JSON literal: % keeps its braces as they are
         assert st.post("query", body).status_code == 400
-        body = ('{"collectionId":"c","source":"transformers","searchText":"x","topK":%s}' % literal)  # noqa: UP031 - a JSON literal: % keeps its braces as they are
+        body = '{"collectionId":"c","source":"transformers","searchText":"x","topK":%s}' % literal  # noqa: UP031 - a JSON literal: % keeps its braces as they are
         assert st.post("query", body).status_code == 400
 
 
 @pytest.mark.parametrize("route", [r for r in ROUTES if r not in ("purge", "purge-all")])
 def test_unknown_source_is_400_on_every_embedding_route(st, route):
-    body = {"collectionId": "c", "collectionIds": ["c"], "source": "nosuch", "items": EXAMPLE_ITEMS,
-            "hashes": [1], "searchText": "x"}
+    body = {
+        "collectionId": "c",
+        "collectionIds": ["c"],
+        "source": "nosuch",
+        "items": EXAMPLE_ITEMS,
+        "hashes": [1],
+        "searchText": "x",
+    }
     payload = st.error(route, body, 400)
     assert "unknown vector source" in payload["message"]
 
 
-@pytest.mark.parametrize("raw", [b"{not json", b"[1,2,3]", b'"a string"', b"\xff\xfe{}", b'{"collectionId": "c"',
-                                 b'{"collectionId":"\\ud800"}'])
+@pytest.mark.parametrize(
+    "raw",
+    [b"{not json", b"[1,2,3]", b'"a string"', b"\xff\xfe{}", b'{"collectionId": "c"', b'{"collectionId":"\\ud800"}'],
+)
 @pytest.mark.parametrize("route", ROUTES)
 def test_unreadable_bodies_are_400(st, route, raw):
     r = st.post(route, raw)
@@ -149,8 +157,10 @@ def test_bad_precomputed_vectors_are_400_and_write_nothing(st, cid, name, src):
 
 @pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e999"])
 def test_nan_or_inf_in_precomputed_vectors_is_400(st, cid, literal):
-    body = ('{"collectionId":%s,"source":"koboldcpp","model":"m","items":[{"hash":1,"text":"t","index":0}],'  # noqa: UP031 - a JSON literal: % keeps its braces as they are
-            '"embeddings":{"t":[0.5,%s,0.25]}}' % (json.dumps(cid), literal))
+    body = (
+        '{"collectionId":%s,"source":"koboldcpp","model":"m","items":[{"hash":1,"text":"t","index":0}],'  # noqa: UP031 - a JSON literal: % keeps its braces as they are
+        '"embeddings":{"t":[0.5,%s,0.25]}}' % (json.dumps(cid), literal)
+    )
     before = st.disk_state()
     payload = st.error("insert", body, 400)
     assert "NaN" in payload["message"] or "infinite" in payload["message"]
@@ -167,8 +177,11 @@ def test_mixed_dimensions_in_one_insert_are_400(st, cid):
 def test_dimension_change_inside_a_scope_is_409_and_writes_nothing(st, cid):
     st.ok("insert", {"collectionId": cid, **kobold("m", {"a": [1, 0, 0]}), "items": items_of("a")})
     before = st.disk_state()
-    payload = st.error("insert", {"collectionId": cid, **kobold("m", {"b": [1, 0, 0, 0], "c": [0, 1, 0, 0]}),
-                                  "items": items_of("b", "c")}, 409)
+    payload = st.error(
+        "insert",
+        {"collectionId": cid, **kobold("m", {"b": [1, 0, 0, 0], "c": [0, 1, 0, 0]}), "items": items_of("b", "c")},
+        409,
+    )
     assert payload["cause"] == "vector_index_conflict"
     assert st.disk_state() == before
     assert st.list(cid, source="koboldcpp", model="m") == [items_of("a")[0]["hash"]]
@@ -185,6 +198,7 @@ def test_query_vector_of_another_dimension_is_a_4xx(st, cid):
 
 # -- sizes ----------------------------------------------------------------------------------------
 
+
 def test_a_50_mb_body_is_413_and_writes_nothing(st, cid):
     filler = "x" * 1000
     items = [{"hash": i, "text": f"{filler} {i}", "index": i} for i in range(50_000)]
@@ -199,8 +213,15 @@ def test_a_50_mb_body_is_413_and_writes_nothing(st, cid):
 
 
 def test_a_huge_declared_body_is_refused_without_being_sent(st):
-    raw = raw_request(st.port, "POST", "/api/vector/insert", None,
-                      {"Content-Type": "application/json", "Content-Length": str(200 * 1024 * 1024)}, timeout=10, close_wait=0.1)
+    raw = raw_request(
+        st.port,
+        "POST",
+        "/api/vector/insert",
+        None,
+        {"Content-Type": "application/json", "Content-Length": str(200 * 1024 * 1024)},
+        timeout=10,
+        close_wait=0.1,
+    )
     assert raw.status == 413
 
 
@@ -212,15 +233,18 @@ def test_ten_thousand_items_are_accepted(st, cid):
     st.ok("insert", {"collectionId": cid, **kobold("m4", vectors), "items": items_of(*texts)})
     listed = st.list(cid, source="koboldcpp", model="m4")
     assert len(listed) == 10_000 and set(listed) == {i["hash"] for i in items_of(*texts)}
-    out = st.json("query", {"collectionId": cid, **kobold("m4", {"q": [1.0, 0.0, 0.0, 0.5]}), "searchText": "q",
-                            "topK": 1000})
+    out = st.json(
+        "query", {"collectionId": cid, **kobold("m4", {"q": [1.0, 0.0, 0.0, 0.5]}), "searchText": "q", "topK": 1000}
+    )
     assert len(out["hashes"]) == 1000
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-@pytest.mark.skipif(not os.environ.get("DLE_SLOW_TESTS"), reason="embeds 10,000 texts (minutes); set DLE_SLOW_TESTS=1. "
-                    "10,000 precomputed items are tested always")
+@pytest.mark.skipif(
+    not os.environ.get("DLE_SLOW_TESTS"),
+    reason="embeds 10,000 texts (minutes); set DLE_SLOW_TESTS=1. 10,000 precomputed items are tested always",
+)
 def test_ten_thousand_items_with_the_local_model(st, cid):
     """The same through the real llama.cpp embedder (tiny model: 1 ms a text on an idle machine,
     ten times that on a busy one, hence the generous time limits)."""
@@ -237,11 +261,14 @@ def test_too_many_items_are_refused_before_embedding(st, cid):
 
 # -- the embedder is missing or fails ----------------------------------------------------------------
 
+
 def test_no_local_model_is_a_clear_error_and_writes_nothing(no_model, cid):
     before = no_model.disk_state()
-    for route, body in [("insert", {"collectionId": cid, "source": "transformers", "items": EXAMPLE_ITEMS}),
-                        ("query", {"collectionId": cid, "source": "transformers", "searchText": "x"}),
-                        ("list", {"collectionId": cid, "source": "transformers"})]:
+    for route, body in [
+        ("insert", {"collectionId": cid, "source": "transformers", "items": EXAMPLE_ITEMS}),
+        ("query", {"collectionId": cid, "source": "transformers", "searchText": "x"}),
+        ("list", {"collectionId": cid, "source": "transformers"}),
+    ]:
         payload = no_model.error(route, body, 500)
         assert payload["cause"] == "embedding_unavailable"
         assert "embedding_model_path" in payload["message"]
@@ -252,12 +279,15 @@ def test_no_local_model_is_a_clear_error_and_writes_nothing(no_model, cid):
     no_model.ok("purge-all", {})
 
 
-@pytest.mark.parametrize("src", [
-    {"source": "llamacpp"},
-    {"source": "vllm", "apiUrl": "http://127.0.0.1:9"},
-    {"source": "ollama", "apiUrl": "http://127.0.0.1:9"},
-    {"source": "extras"},
-])
+@pytest.mark.parametrize(
+    "src",
+    [
+        {"source": "llamacpp"},
+        {"source": "vllm", "apiUrl": "http://127.0.0.1:9"},
+        {"source": "ollama", "apiUrl": "http://127.0.0.1:9"},
+        {"source": "extras"},
+    ],
+)
 def test_remote_sources_without_their_settings_are_400(st, cid, src):
     st.error("insert", {"collectionId": cid, **src, "items": EXAMPLE_ITEMS}, 400)
 
@@ -268,25 +298,48 @@ def test_unreachable_remote_is_500_and_writes_nothing(st, cid):
     if not remote_available():
         pytest.skip("vectors/remote.py does not provide a llamacpp embedder (yet)")
     before = st.disk_state()
-    payload = st.error("insert", {"collectionId": cid, "source": "llamacpp", "apiUrl": "http://127.0.0.1:9",
-                                  "items": EXAMPLE_ITEMS}, 500)
+    payload = st.error(
+        "insert",
+        {"collectionId": cid, "source": "llamacpp", "apiUrl": "http://127.0.0.1:9", "items": EXAMPLE_ITEMS},
+        500,
+    )
     assert payload["cause"] == "embedding_unavailable"
     assert st.disk_state() == before
 
 
 # -- no 500 from input ------------------------------------------------------------------------------
 
-JUNK = [None, True, 0, -1, 1.5, "", "x", [], [None], {}, {"a": None}, [[[]]], "\u0000", 2 ** 70]
+JUNK = [None, True, 0, -1, 1.5, "", "x", [], [None], {}, {"a": None}, [[[]]], "\u0000", 2**70]
 
 
 @pytest.mark.parametrize("route", ROUTES)
 def test_junk_in_every_field_never_gives_a_500(request, route):
     # The purges really purge: they get a server of their own.
     st = request.getfixturevalue("fresh" if route.startswith("purge") else "st")
-    fields = ("collectionId", "collectionIds", "items", "hashes", "searchText", "topK", "threshold", "source", "apiUrl",
-              "model", "keep", "embeddings")
-    base = {"collectionId": "junk", "collectionIds": ["junk"], "items": [], "hashes": [], "searchText": "x",
-            "source": "koboldcpp", "model": "m", "embeddings": {"x": [1, 0]}}
+    fields = (
+        "collectionId",
+        "collectionIds",
+        "items",
+        "hashes",
+        "searchText",
+        "topK",
+        "threshold",
+        "source",
+        "apiUrl",
+        "model",
+        "keep",
+        "embeddings",
+    )
+    base = {
+        "collectionId": "junk",
+        "collectionIds": ["junk"],
+        "items": [],
+        "hashes": [],
+        "searchText": "x",
+        "source": "koboldcpp",
+        "model": "m",
+        "embeddings": {"x": [1, 0]},
+    }
     before = st.disk_state()
     for field in fields:
         for value in JUNK:
@@ -305,8 +358,9 @@ def test_no_cors_on_the_vector_routes(st):
     preflight is refused."""
     r = st.client.post("/api/vector/list", json={"collectionId": "c", "source": "transformers"})
     assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
-    r = st.client.options("/api/vector/list", headers={"Origin": "http://evil.example",
-                                                       "Access-Control-Request-Method": "POST"})
+    r = st.client.options(
+        "/api/vector/list", headers={"Origin": "http://evil.example", "Access-Control-Request-Method": "POST"}
+    )
     assert r.status_code == 403 and "access-control-allow-origin" not in r.headers
 
 
@@ -314,20 +368,29 @@ def test_errors_keep_the_connection_usable(st):
     with httpx.Client(base_url=st.url, timeout=30) as client:
         for _ in range(3):
             assert client.post("/api/vector/query", json={"collectionId": "c"}).status_code == 400
-            assert client.post("/api/vector/list", json={"collectionId": "c", "source": "transformers"}).status_code == 200
+            assert (
+                client.post("/api/vector/list", json={"collectionId": "c", "source": "transformers"}).status_code == 200
+            )
 
 
-@pytest.mark.parametrize("origin", ["http://evil.example", "https://evil.example:8443", "null", "http://192.168.1.5:8000",
-                                    "file://"])
+@pytest.mark.parametrize(
+    "origin", ["http://evil.example", "https://evil.example:8443", "null", "http://192.168.1.5:8000", "file://"]
+)
 def test_cross_site_pages_cannot_post(st, cid, origin):
     """A web page's cross-site `text/plain` POST needs no preflight: it is refused by its Origin
     (the Host is ours, so the Host check alone would let it through), and nothing is written."""
     st.ok("insert", {"collectionId": cid, "source": "transformers", "items": EXAMPLE_ITEMS[:1]})
     before = st.disk_state()
-    for route, body in [("purge-all", {}), ("purge", {"collectionId": cid}),
-                        ("insert", {"collectionId": cid, "source": "transformers", "items": EXAMPLE_ITEMS})]:
-        r = st.client.post(f"/api/vector/{route}", content=json.dumps(body),
-                           headers={"Origin": origin, "Content-Type": "text/plain;charset=UTF-8"})
+    for route, body in [
+        ("purge-all", {}),
+        ("purge", {"collectionId": cid}),
+        ("insert", {"collectionId": cid, "source": "transformers", "items": EXAMPLE_ITEMS}),
+    ]:
+        r = st.client.post(
+            f"/api/vector/{route}",
+            content=json.dumps(body),
+            headers={"Origin": origin, "Content-Type": "text/plain;charset=UTF-8"},
+        )
         assert r.status_code == 403 and r.json()["cause"] == "forbidden_origin"
     for path in ("/v1/embeddings", "/api/embed", "/api/extra/embeddings", "/api/embeddings/compute"):
         r = st.client.post(path, content=b'{"input": "x", "text": "x"}', headers={"Origin": origin})
@@ -336,14 +399,21 @@ def test_cross_site_pages_cannot_post(st, cid, origin):
     assert st.list(cid, source="transformers") == [EXAMPLE_ITEMS[0]["hash"]]
 
 
-@pytest.mark.parametrize("origin, status, cause", [("http://localhost:8000", 401, "token_required"),
-                                                   ("http://127.0.0.1:8000", 401, "token_required"),
-                                                   ("http://[::1]:8000", 403, "forbidden_origin")])
+@pytest.mark.parametrize(
+    "origin, status, cause",
+    [
+        ("http://localhost:8000", 401, "token_required"),
+        ("http://127.0.0.1:8000", 401, "token_required"),
+        ("http://[::1]:8000", 403, "forbidden_origin"),
+    ],
+)
 def test_pages_on_loopback_are_web_pages_too(st, origin, status, cause):
     """A page on http://127.0.0.1:8000 may be SillyTavern, or anything else served there: only
     origins listed in server_allowed_origins (SillyTavern's default address is, by default) are
     let through, and only with the server token."""
-    r = st.client.post("/api/vector/list", json={"collectionId": "c", "source": "transformers"}, headers={"Origin": origin})
+    r = st.client.post(
+        "/api/vector/list", json={"collectionId": "c", "source": "transformers"}, headers={"Origin": origin}
+    )
     assert r.status_code == status and r.json()["cause"] == cause
 
 

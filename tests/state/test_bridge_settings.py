@@ -75,7 +75,10 @@ def test_applying_them_needs_neither_a_new_engine_nor_a_server_restart(tmp_path)
 
 
 def test_allowed_hosts_and_origins_refresh_the_running_server_only():
-    for field, value in (("server_allowed_origins", ["http://127.0.0.1:8123"]), ("server_allowed_hosts", ["192.168.1.20"])):
+    for field, value in (
+        ("server_allowed_origins", ["http://127.0.0.1:8123"]),
+        ("server_allowed_hosts", ["192.168.1.20"]),
+    ):
         todo = plan(Settings(), Settings().replace(**{field: value}))
         assert todo.refresh_access and todo.in_place
         assert not todo.new_engine and not todo.restart_server, field

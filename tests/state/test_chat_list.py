@@ -50,19 +50,31 @@ def test_a_store_from_an_earlier_version(tmp_path):
     db.executescript(OLD_SCHEMA)
     db.execute("PRAGMA user_version = 1")
     good = json.dumps(ChatState().replace(generation_count=4).to_json())
-    db.executemany("INSERT INTO chats VALUES (?, ?, ?)", [
-        ("old", good, 100.0), ("newer", good, 200.0), ("not json", "{broken", 150.0),
-        ("odd count", json.dumps({"generation_count": "many"}), 50.0), ("a\nb", good, 300.0)])
-    db.executemany("INSERT INTO generations VALUES (?, ?, ?, ?)",
-                   [("old", g, 100.0 + g, json.dumps(record(g))) for g in (3, 4)])
+    db.executemany(
+        "INSERT INTO chats VALUES (?, ?, ?)",
+        [
+            ("old", good, 100.0),
+            ("newer", good, 200.0),
+            ("not json", "{broken", 150.0),
+            ("odd count", json.dumps({"generation_count": "many"}), 50.0),
+            ("a\nb", good, 300.0),
+        ],
+    )
+    db.executemany(
+        "INSERT INTO generations VALUES (?, ?, ?, ?)", [("old", g, 100.0 + g, json.dumps(record(g))) for g in (3, 4)]
+    )
     db.commit()
     db.close()
     store = ChatStore(path)
     chats = store.list_chats()
     # The id with a newline was renamed when the store was opened (chat_store's schema 2).
     assert [(c["chat_id"], c["generation_count"], c["updated_at"], c["records"]) for c in chats] == [
-        ("a\\u000ab", 4, 300.0, 0), ("newer", 4, 200.0, 0), ("not json", 0, 150.0, 0), ("old", 4, 100.0, 2),
-        ("odd count", 0, 50.0, 0)]
+        ("a\\u000ab", 4, 300.0, 0),
+        ("newer", 4, 200.0, 0),
+        ("not json", 0, 150.0, 0),
+        ("old", 4, 100.0, 2),
+        ("odd count", 0, 50.0, 0),
+    ]
     indexes = {row[1] for row in sqlite3.connect(path).execute("PRAGMA index_list(chats)")}
     assert "chats_by_update" in indexes
     store.close()

@@ -59,9 +59,23 @@ def test_unreadable_or_foreign_files_give_none_and_bad_values_are_skipped(tmp_pa
     assert store.load(["v"]) is None
     path.write_text(json.dumps({"format": "something-else"}), encoding="utf-8")
     assert store.load(["v"]) is None
-    path.write_text(json.dumps({"format": "dle-graph-layout/1", "positions": {
-        "ok": [1, 2], "nan": [float("nan"), 1], "short": [1], "text": ["a", "b"], "bool": [True, 1]},
-        "pinned": ["ok", "nan", 5], "seed": "x"}), encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            {
+                "format": "dle-graph-layout/1",
+                "positions": {
+                    "ok": [1, 2],
+                    "nan": [float("nan"), 1],
+                    "short": [1],
+                    "text": ["a", "b"],
+                    "bool": [True, 1],
+                },
+                "pinned": ["ok", "nan", 5],
+                "seed": "x",
+            }
+        ),
+        encoding="utf-8",
+    )
     got = store.load(["v"])
     assert got.positions == {"ok": (1.0, 2.0)}
     assert got.pinned == {"ok"} and got.seed == 0 and got.preset == "balanced"
@@ -79,8 +93,15 @@ def test_injection_totals_sum_every_chats_analytics(tmp_path):
     db = tmp_path / "state.sqlite"
     assert injection_totals(db) == ({}, 0)  # no database yet
     store = ChatStore(db)
-    store.save("chat-1", ChatState(analytics={"v:Alpha": {"matched": 5, "injected": 3, "last_triggered": 2},
-                                              "v:Beta": {"matched": 1, "injected": 0, "last_triggered": 1}}))
+    store.save(
+        "chat-1",
+        ChatState(
+            analytics={
+                "v:Alpha": {"matched": 5, "injected": 3, "last_triggered": 2},
+                "v:Beta": {"matched": 1, "injected": 0, "last_triggered": 1},
+            }
+        ),
+    )
     store.save("chat-2", ChatState(analytics={"v:Alpha": {"matched": 2, "injected": 2, "last_triggered": 4}}))
     store.save("chat-3", ChatState())
     store.close()

@@ -25,7 +25,8 @@ import numpy as np
 
 # A fixed text to learn the BPE merges from: English prose with the letters and pairs lore text
 # uses most, so common words become a few tokens (as with a real vocabulary) rather than bytes.
-_CORPUS = """
+_CORPUS = (
+    """
 The dragon sleeps in the northern mountains, and the village below keeps its fires low.
 Bread and cheese are traded at the market of the river town every morning of the week.
 A red dragon was seen over the harbour; the guild of lantern makers closed their doors.
@@ -36,14 +37,17 @@ Magic in this world comes from the moon, and every mage must pay a price for the
 They talked about the weather, the war in the east, the merchants and the price of salt.
 What is the name of the tavern where the thieves meet? Who owns the ship in the harbour?
 Characters, places, factions, artifacts, history, creatures and rules of the setting.
-""" * 3
+"""
+    * 3
+)
 
 _SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 _WORD_RE = re.compile(r"'s|'t|'re|'ve|'m|'ll|'d| ?[A-Za-z]+| ?[0-9]| ?[^\sA-Za-z0-9]+|\s+")
 
 # Shapes of Qwen3-Embedding-0.6B (config.json of Qwen/Qwen3-Embedding-0.6B).
-QWEN3_0_6B = dict(hidden=1024, layers=28, heads=16, kv_heads=8, head_dim=128, ffn=3072,
-                  n_vocab=151669, context_length=32768)
+QWEN3_0_6B = dict(
+    hidden=1024, layers=28, heads=16, kv_heads=8, head_dim=128, ffn=3072, n_vocab=151669, context_length=32768
+)
 
 
 def _bytes_to_unicode() -> dict[int, str]:
@@ -115,8 +119,12 @@ def _english_bpe(vocab_size: int) -> tuple[list[str], list[str]]:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=2,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(texts, trainer)
     model = json.loads(tok.to_str())["model"]
     merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
@@ -130,9 +138,23 @@ def _english_bpe(vocab_size: int) -> tuple[list[str], list[str]]:
     return tokens, merges
 
 
-def _write_qwen3(path: Path, *, seed: int, hidden: int, layers: int, heads: int, kv_heads: int, head_dim: int,
-                 ffn: int, n_merges: int, n_vocab: int | None, context_length: int, quant: str, name: str,
-                 english_vocab: int = 0) -> Path:
+def _write_qwen3(
+    path: Path,
+    *,
+    seed: int,
+    hidden: int,
+    layers: int,
+    heads: int,
+    kv_heads: int,
+    head_dim: int,
+    ffn: int,
+    n_merges: int,
+    n_vocab: int | None,
+    context_length: int,
+    quant: str,
+    name: str,
+    english_vocab: int = 0,
+) -> Path:
     import gguf  # test/benchmark dependency only
 
     rng = np.random.default_rng(seed)
@@ -149,10 +171,16 @@ def _write_qwen3(path: Path, *, seed: int, hidden: int, layers: int, heads: int,
         types.append(gguf.TokenType.CONTROL)
     vocab = len(tokens)
 
-    qtype = {"F32": gguf.GGMLQuantizationType.F32, "F16": gguf.GGMLQuantizationType.F16,
-             "Q8_0": gguf.GGMLQuantizationType.Q8_0}[quant]
-    ftype = {"F32": gguf.LlamaFileType.ALL_F32, "F16": gguf.LlamaFileType.MOSTLY_F16,
-             "Q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}[quant]
+    qtype = {
+        "F32": gguf.GGMLQuantizationType.F32,
+        "F16": gguf.GGMLQuantizationType.F16,
+        "Q8_0": gguf.GGMLQuantizationType.Q8_0,
+    }[quant]
+    ftype = {
+        "F32": gguf.LlamaFileType.ALL_F32,
+        "F16": gguf.LlamaFileType.MOSTLY_F16,
+        "Q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
+    }[quant]
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -184,7 +212,7 @@ def _write_qwen3(path: Path, *, seed: int, hidden: int, layers: int, heads: int,
     w.add_add_bos_token(False)
 
     def matrix(rows: int, cols: int, scale: float) -> np.ndarray:
-        return (rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(scale))
+        return rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(scale)
 
     def add(name_: str, data: np.ndarray) -> None:
         if data.ndim == 1 or qtype == gguf.GGMLQuantizationType.F32:
@@ -201,16 +229,16 @@ def _write_qwen3(path: Path, *, seed: int, hidden: int, layers: int, heads: int,
     for i in range(layers):
         p = f"blk.{i}."
         add(p + "attn_norm.weight", ones(hidden))
-        add(p + "attn_q.weight", matrix(heads * head_dim, hidden, hidden ** -0.5))
-        add(p + "attn_k.weight", matrix(kv_heads * head_dim, hidden, hidden ** -0.5))
-        add(p + "attn_v.weight", matrix(kv_heads * head_dim, hidden, hidden ** -0.5))
+        add(p + "attn_q.weight", matrix(heads * head_dim, hidden, hidden**-0.5))
+        add(p + "attn_k.weight", matrix(kv_heads * head_dim, hidden, hidden**-0.5))
+        add(p + "attn_v.weight", matrix(kv_heads * head_dim, hidden, hidden**-0.5))
         add(p + "attn_output.weight", matrix(hidden, heads * head_dim, (heads * head_dim) ** -0.5))
         add(p + "attn_q_norm.weight", ones(head_dim))
         add(p + "attn_k_norm.weight", ones(head_dim))
         add(p + "ffn_norm.weight", ones(hidden))
-        add(p + "ffn_gate.weight", matrix(ffn, hidden, hidden ** -0.5))
-        add(p + "ffn_up.weight", matrix(ffn, hidden, hidden ** -0.5))
-        add(p + "ffn_down.weight", matrix(hidden, ffn, ffn ** -0.5))
+        add(p + "ffn_gate.weight", matrix(ffn, hidden, hidden**-0.5))
+        add(p + "ffn_up.weight", matrix(ffn, hidden, hidden**-0.5))
+        add(p + "ffn_down.weight", matrix(hidden, ffn, ffn**-0.5))
     try:
         w.write_header_to_file()
         w.write_kv_data_to_file()
@@ -222,28 +250,62 @@ def _write_qwen3(path: Path, *, seed: int, hidden: int, layers: int, heads: int,
     return path
 
 
-def make_tiny_qwen3_gguf(path: str | os.PathLike[str], seed: int = 0, hidden: int = 64, layers: int = 2,
-                         heads: int = 4, kv_heads: int = 2, ffn: int = 128, n_merges: int = 240,
-                         context_length: int = 2048, n_vocab: int | None = None) -> Path:
+def make_tiny_qwen3_gguf(
+    path: str | os.PathLike[str],
+    seed: int = 0,
+    hidden: int = 64,
+    layers: int = 2,
+    heads: int = 4,
+    kv_heads: int = 2,
+    ffn: int = 128,
+    n_merges: int = 240,
+    context_length: int = 2048,
+    n_vocab: int | None = None,
+) -> Path:
     """Write a tiny Qwen3 embedding GGUF (F32, last-token pooling) to `path` and return it.
 
     Same arguments → byte-identical file. The vocabulary: 256 byte tokens, `n_merges` learnt
     merges and the specials `<|endoftext|>` (EOS and padding), `<|im_start|>`, `<|im_end|>`;
     `n_vocab` pads it to a real model's size (llama.cpp's buffers grow with the vocabulary)."""
-    return _write_qwen3(Path(path), seed=seed, hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads,
-                        head_dim=hidden // heads, ffn=ffn, n_merges=n_merges, n_vocab=n_vocab,
-                        context_length=context_length, quant="F32", name="Tiny Qwen3 Embedding (random)")
+    return _write_qwen3(
+        Path(path),
+        seed=seed,
+        hidden=hidden,
+        layers=layers,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=hidden // heads,
+        ffn=ffn,
+        n_merges=n_merges,
+        n_vocab=n_vocab,
+        context_length=context_length,
+        quant="F32",
+        name="Tiny Qwen3 Embedding (random)",
+    )
 
 
-def make_qwen3_0_6b_shaped_gguf(path: str | os.PathLike[str], seed: int = 0, quant: str = "Q8_0",
-                                english_vocab: int = 0) -> Path:
+def make_qwen3_0_6b_shaped_gguf(
+    path: str | os.PathLike[str], seed: int = 0, quant: str = "Q8_0", english_vocab: int = 0
+) -> Path:
     """Write a GGUF with Qwen3-Embedding-0.6B's shapes and random weights (`quant` "Q8_0" or
     "F16"), for throughput benchmarks only: ~640 MB in Q8_0, a minute or so to generate.
     `english_vocab` > 0 gives it a byte-level BPE of that many tokens learnt from English text
     (`_english_bpe`, needs the `tokenizers` package), so a chat message costs about the tokens it
     would with the real model; 0 keeps the toy 240-merge vocabulary."""
     s = QWEN3_0_6B
-    return _write_qwen3(Path(path), seed=seed, hidden=s["hidden"], layers=s["layers"], heads=s["heads"],
-                        kv_heads=s["kv_heads"], head_dim=s["head_dim"], ffn=s["ffn"], n_merges=240,
-                        n_vocab=s["n_vocab"], context_length=s["context_length"], quant=quant,
-                        name="Qwen3-0.6B-shaped Embedding (random)", english_vocab=english_vocab)
+    return _write_qwen3(
+        Path(path),
+        seed=seed,
+        hidden=s["hidden"],
+        layers=s["layers"],
+        heads=s["heads"],
+        kv_heads=s["kv_heads"],
+        head_dim=s["head_dim"],
+        ffn=s["ffn"],
+        n_merges=240,
+        n_vocab=s["n_vocab"],
+        context_length=s["context_length"],
+        quant=quant,
+        name="Qwen3-0.6B-shaped Embedding (random)",
+        english_vocab=english_vocab,
+    )

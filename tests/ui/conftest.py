@@ -71,8 +71,15 @@ def make_desktop(tmp_path, qapp):
 
     made = []
 
-    def make(vault: Path | None, tray: bool = False, data_dir: Path | None = None, settings: Settings | None = None,
-             command_line: list[str] | None = None, runtime_options: dict | None = None, enabled: bool = True):
+    def make(
+        vault: Path | None,
+        tray: bool = False,
+        data_dir: Path | None = None,
+        settings: Settings | None = None,
+        command_line: list[str] | None = None,
+        runtime_options: dict | None = None,
+        enabled: bool = True,
+    ):
         """`command_line`: start as `dle-desktop --vault ...` would (vault=None: only those, or the
         saved/sample vaults when empty); otherwise `vault` is opened directly."""
         from dle_desktop.app.runtime import session_engine
@@ -85,7 +92,9 @@ def make_desktop(tmp_path, qapp):
             ctx.session = SessionVaults.from_command_line(command_line)
             engine = session_engine(ctx)
         else:
-            engine = Engine(paths, settings, ctx.secrets, vault_override=[FolderSource("vault", vault, enabled=enabled)])
+            engine = Engine(
+                paths, settings, ctx.secrets, vault_override=[FolderSource("vault", vault, enabled=enabled)]
+            )
         runtime = Runtime(ctx, engine, **({"serve": False, "port": 0} if runtime_options is None else runtime_options))
         ui_state = QSettings(str(paths.config_dir / "ui-state.ini"), QSettings.IniFormat)
         desktop = DesktopApp(qapp, runtime, ui_state, tray_available=tray)

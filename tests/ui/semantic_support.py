@@ -42,8 +42,12 @@ def serve_default_model(desk, httpd, payload: bytes, sha256: str | None = None) 
     (so the engine picks the downloaded file up as its default model)."""
     httpd.behaviour.payload = payload
     host, port = httpd.server_address[:2]
-    spec = ModelSpec(filename=DEFAULT_MODEL.filename, url=f"http://{host}:{port}/resolve/{DEFAULT_MODEL.filename}",
-                     sha256=sha256 or hashlib.sha256(payload).hexdigest(), description="Test model")
+    spec = ModelSpec(
+        filename=DEFAULT_MODEL.filename,
+        url=f"http://{host}:{port}/resolve/{DEFAULT_MODEL.filename}",
+        sha256=sha256 or hashlib.sha256(payload).hexdigest(),
+        description="Test model",
+    )
     download = desk.model_download
     download.spec = spec
     # Small reads, so a ~300 kB file still reports progress many times and can be cancelled midway.

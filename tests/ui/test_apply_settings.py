@@ -26,8 +26,9 @@ def test_applying_runs_in_the_background_while_the_window_stays_responsive(make_
     other = tmp_path / "other"
     other.mkdir()
     s = desk.runtime.ctx.settings
-    task = desk.apply_settings(s.replace(vaults=[{"name": "other", "kind": "folder", "path": str(other)}],
-                                         scan_depth=5), {})
+    task = desk.apply_settings(
+        s.replace(vaults=[{"name": "other", "kind": "folder", "path": str(other)}], scan_depth=5), {}
+    )
     assert task is not None and not task.done()
     assert SettingsStore(desk.runtime.ctx.paths.settings_file).load().scan_depth == 5  # saved at once
 

@@ -27,8 +27,15 @@ def settings_for(vault, **changes) -> Settings:
 
 
 def fake_profile(fake, pid: str = "fake-1", name: str = "Fake", **extra) -> dict:
-    return {"id": pid, "name": name, "provider": "openai", "flavor": "custom", "base_url": fake.url + "/v1",
-            "model": "fake-model", **extra}
+    return {
+        "id": pid,
+        "name": name,
+        "provider": "openai",
+        "flavor": "custom",
+        "base_url": fake.url + "/v1",
+        "model": "fake-model",
+        **extra,
+    }
 
 
 def open_view(desk) -> ChannelsView:
@@ -47,8 +54,12 @@ def texts(widget) -> list[str]:
     """Every text a user could read or copy out of the widget tree."""
     out = [w.text() for w in widget.findChildren(QLabel)] + [w.text() for w in widget.findChildren(QLineEdit)]
     for table in widget.findChildren(QTableWidget):
-        out += [table.item(r, c).text() for r in range(table.rowCount()) for c in range(table.columnCount())
-                if table.item(r, c) is not None]
+        out += [
+            table.item(r, c).text()
+            for r in range(table.rowCount())
+            for c in range(table.columnCount())
+            if table.item(r, c) is not None
+        ]
     for lst in widget.findChildren(QListWidget):
         out += [lst.item(r).text() for r in range(lst.count())]
     return out
@@ -60,8 +71,11 @@ async def settled(desk) -> None:
     if desk.apply_task is not None:  # settings are applied in the background
         await desk.apply_task
     view = desk.window.vault_view
-    await wait_for(lambda: (snap := desk.runtime.engine.snapshot) is not None and view.snapshot is snap,
-                   timeout=60, what="the new engine's index in the window")
+    await wait_for(
+        lambda: (snap := desk.runtime.engine.snapshot) is not None and view.snapshot is snap,
+        timeout=60,
+        what="the new engine's index in the window",
+    )
 
 
 async def ai_call(desk, channel: str = "ai_search") -> str:
@@ -208,9 +222,15 @@ def test_a_hanging_connection_test_is_cancelled(make_desktop, vault_copy, ai_fak
 
 
 def test_channels_inherit_test_and_count_usage(make_desktop, vault_copy, ai_fake, qloop):
-    desk = make_desktop(vault_copy, settings=settings_for(
-        vault_copy, connection_profiles=[fake_profile(ai_fake)], ai_search_profile_id="fake-1",
-        librarian_connection_mode="proxy"))
+    desk = make_desktop(
+        vault_copy,
+        settings=settings_for(
+            vault_copy,
+            connection_profiles=[fake_profile(ai_fake)],
+            ai_search_profile_id="fake-1",
+            librarian_connection_mode="proxy",
+        ),
+    )
     desk.runtime.ctx.secrets.set("ai-profile:fake-1", KEY)
     view = open_view(desk)
 
@@ -250,7 +270,11 @@ def test_channels_inherit_test_and_count_usage(make_desktop, vault_copy, ai_fake
         assert view.channel_panel.strips["scribe"].result.text().startswith("✗ Session Scribe (unsaved settings)")
         view.channel_panel.select_channel("librarian")
         await view.channel_panel.test_channel("librarian")  # unchanged here: the engine's own test says what is missing
-        assert view.channel_panel.strips["librarian"].result.text().startswith("✗ Librarian is not set up: proxy mode needs a model")
+        assert (
+            view.channel_panel.strips["librarian"]
+            .result.text()
+            .startswith("✗ Librarian is not set up: proxy mode needs a model")
+        )
 
         # Usage after a real call on the channel
         ai_fake.reply('[{"title": "Gorduin"}]', usage={"input": 900, "output": 12})
@@ -278,23 +302,32 @@ def test_channels_inherit_test_and_count_usage(make_desktop, vault_copy, ai_fake
 
 
 def test_breaker_opens_shows_the_wait_and_resets(make_desktop, vault_copy, ai_fake, qloop):
-    desk = make_desktop(vault_copy, settings=settings_for(
-        vault_copy, connection_profiles=[fake_profile(ai_fake)], ai_search_profile_id="fake-1"))
+    desk = make_desktop(
+        vault_copy,
+        settings=settings_for(vault_copy, connection_profiles=[fake_profile(ai_fake)], ai_search_profile_id="fake-1"),
+    )
     view = open_view(desk)
 
     async def scenario():
         await view.refresh()
-        assert view.breaker_panel.breaker_label.text().startswith("Closed") and not view.breaker_panel.reset_button.isEnabled()
+        assert (
+            view.breaker_panel.breaker_label.text().startswith("Closed")
+            and not view.breaker_panel.reset_button.isEnabled()
+        )
         for _ in range(2):
             ai_fake.fail(500)
             with pytest.raises(AiError):
                 await ai_call(desk)
         await view.refresh()
-        assert re.fullmatch(r"Open after 2 failures: AI calls are paused, retrying in \d+ s\.", view.breaker_panel.breaker_label.text())
+        assert re.fullmatch(
+            r"Open after 2 failures: AI calls are paused, retrying in \d+ s\.", view.breaker_panel.breaker_label.text()
+        )
         assert view.breaker_panel.reset_button.isEnabled()
         assert cell(view, "ai_search", "Calls") == "2 (2 failed)"
         view.channel_panel.select_channel("ai_search")
-        assert view.channel_panel.last_error.isVisible() and view.channel_panel.last_error.text().startswith("Last error: ")
+        assert view.channel_panel.last_error.isVisible() and view.channel_panel.last_error.text().startswith(
+            "Last error: "
+        )
         view.breaker_panel.reset_button.click()
         await wait_for(lambda: view.breaker_panel.breaker_label.text().startswith("Closed"), what="the breaker closed")
         assert desk.bridge.engine.ai.breaker.state == "closed"
@@ -309,9 +342,14 @@ def test_breaker_opens_shows_the_wait_and_resets(make_desktop, vault_copy, ai_fa
 
 
 def test_delete_a_profile_in_use_warns_and_removes_its_key(make_desktop, vault_copy, ai_fake, qloop):
-    desk = make_desktop(vault_copy, settings=settings_for(
-        vault_copy, connection_profiles=[fake_profile(ai_fake), fake_profile(ai_fake, "spare-2", "Spare")],
-        ai_search_profile_id="fake-1"))
+    desk = make_desktop(
+        vault_copy,
+        settings=settings_for(
+            vault_copy,
+            connection_profiles=[fake_profile(ai_fake), fake_profile(ai_fake, "spare-2", "Spare")],
+            ai_search_profile_id="fake-1",
+        ),
+    )
     secrets = desk.runtime.ctx.secrets
     secrets.set("ai-profile:fake-1", KEY)
     view = open_view(desk)
@@ -346,8 +384,11 @@ def test_delete_a_profile_in_use_warns_and_removes_its_key(make_desktop, vault_c
 
 def test_edits_apply_and_survive_a_restart(make_desktop, vault_copy, ai_fake, qloop, tmp_path):
     data_dir = tmp_path / "data"
-    desk = make_desktop(vault_copy, data_dir=data_dir, settings=settings_for(
-        vault_copy, connection_profiles=[fake_profile(ai_fake)], ai_search_profile_id="fake-1"))
+    desk = make_desktop(
+        vault_copy,
+        data_dir=data_dir,
+        settings=settings_for(vault_copy, connection_profiles=[fake_profile(ai_fake)], ai_search_profile_id="fake-1"),
+    )
     view = open_view(desk)
     changes = []
     view.dirtyChanged.connect(changes.append)
@@ -390,10 +431,17 @@ def test_edits_apply_and_survive_a_restart(make_desktop, vault_copy, ai_fake, ql
 
     settings_file = desk.runtime.ctx.paths.settings_file
     saved = SettingsStore(settings_file).load()
-    assert (saved.ai_search_enabled, saved.ai_search_mode, saved.hierarchical_pre_filter,
-            saved.hierarchical_aggressiveness) == (True, "ai-only", True, 0.5)
+    assert (
+        saved.ai_search_enabled,
+        saved.ai_search_mode,
+        saved.hierarchical_pre_filter,
+        saved.hierarchical_aggressiveness,
+    ) == (True, "ai-only", True, 0.5)
     assert (saved.optimize_keys_connection_mode, saved.optimize_keys_model, saved.optimize_keys_timeout) == (
-        "proxy", "claude-via-proxy", 45500)
+        "proxy",
+        "claude-via-proxy",
+        45500,
+    )
     assert saved.vaults == desk.runtime.ctx.settings.vaults  # the rest of the settings are kept
 
     qloop.run_until_complete(settled(desk))

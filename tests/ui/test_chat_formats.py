@@ -11,9 +11,11 @@ def test_plain_lines_first_speaker_is_user_and_continuations_join():
 
 
 def test_sillytavern_jsonl_export():
-    text = ('{"user_name": "You", "character_name": "Seraphina", "chat_metadata": {}}\n'
-            '{"name": "You", "is_user": true, "mes": "hi", "send_date": "x"}\n'
-            '{"name": "Seraphina", "is_user": false, "mes": "hello", "swipe_id": 1, "swipes": ["a", "hello"]}\n')
+    text = (
+        '{"user_name": "You", "character_name": "Seraphina", "chat_metadata": {}}\n'
+        '{"name": "You", "is_user": true, "mes": "hi", "send_date": "x"}\n'
+        '{"name": "Seraphina", "is_user": false, "mes": "hello", "swipe_id": 1, "swipes": ["a", "hello"]}\n'
+    )
     doc = parse_chat_text(text)
     assert doc.character_name == "Seraphina"
     assert [m.mes for m in doc.messages] == ["hi", "hello"]

@@ -89,9 +89,22 @@ def test_verdict_double_click_selects_entry(make_desktop, vault_copy, qloop):
 def _ai_settings(url: str):
     from dle_desktop.state.settings import settings_from_mapping
 
-    return settings_from_mapping({"connection_profiles": [{"id": "f", "name": "Fake", "provider": "openai",
-                                                          "flavor": "custom", "base_url": url + "/v1", "model": "m"}],
-                                  "aiSearchProfileId": "f", "aiSearchTimeout": 60000})
+    return settings_from_mapping(
+        {
+            "connection_profiles": [
+                {
+                    "id": "f",
+                    "name": "Fake",
+                    "provider": "openai",
+                    "flavor": "custom",
+                    "base_url": url + "/v1",
+                    "model": "m",
+                }
+            ],
+            "aiSearchProfileId": "f",
+            "aiSearchTimeout": 60000,
+        }
+    )
 
 
 def test_panel_runs_with_ai_search_on_and_shows_its_notes(make_desktop, vault_copy, qloop):
@@ -101,8 +114,11 @@ def test_panel_runs_with_ai_search_on_and_shows_its_notes(make_desktop, vault_co
         desk = make_desktop(vault_copy, settings=_ai_settings(fake.url))
         view = desk.window.vault_view
         panel = view.test_panel
-        fake.reply(structured={"selected": [{"title": "Guild of Lamplighters", "confidence": "high",
-                                             "reason": "they keep the lamps"}]})
+        fake.reply(
+            structured={
+                "selected": [{"title": "Guild of Lamplighters", "confidence": "high", "reason": "they keep the lamps"}]
+            }
+        )
         fake.reply(structured={"selected": []})
 
         async def scenario():

@@ -58,8 +58,16 @@ def test_the_entries_table_shows_its_columns_and_the_strip_its_text(make_desktop
         for col in (0, 1):  # titles and folders are whole
             assert header.sectionSize(col) >= table.sizeHintForColumn(col), ENTRY_COLUMNS[col]
         # The strip's usual line is not squeezed to "Sem…"
-        strip.set_status({"state": "ready", "embedded": 61, "entries": 61, "done": 0, "total": 0,
-                          "model": "bge-small-en-v1.5-q8_0.gguf"})
+        strip.set_status(
+            {
+                "state": "ready",
+                "embedded": 61,
+                "entries": 61,
+                "done": 0,
+                "total": 0,
+                "model": "bge-small-en-v1.5-q8_0.gguf",
+            }
+        )
         await settle()
         assert strip.label.text() == strip.label.full_text
         assert strip.label.full_text.startswith("Semantic index: ready, 61 of 61 entries embedded")
@@ -100,7 +108,9 @@ def test_notes_not_indexed_keep_their_line_number_in_view(make_desktop, vault_co
         group = health.topLevelItem(3)
         assert group.text(0).startswith("Not indexed")
         group.setExpanded(True)
-        with_lines = [group.child(i) for i in range(group.childCount()) if re.search(r"\(line \d+\)$", group.child(i).text(0))]
+        with_lines = [
+            group.child(i) for i in range(group.childCount()) if re.search(r"\(line \d+\)$", group.child(i).text(0))
+        ]
         assert with_lines
         for item in with_lines:
             health.scrollToItem(item)
@@ -157,9 +167,18 @@ def test_a_split_squeezed_by_the_old_layout_is_not_restored(make_desktop, vault_
 
 def test_long_profile_and_model_names_leave_the_status_its_room(make_desktop, vault_copy, qloop):
     settings = Settings().replace(
-        connection_profiles=[{"id": "p1", "name": "OpenRouter main account", "provider": "openai",
-                              "flavor": "openrouter", "model": "anthropic/claude-3.5-sonnet-20241022"}],
-        ai_search_profile_id="p1", librarian_connection_mode="proxy")
+        connection_profiles=[
+            {
+                "id": "p1",
+                "name": "OpenRouter main account",
+                "provider": "openai",
+                "flavor": "openrouter",
+                "model": "anthropic/claude-3.5-sonnet-20241022",
+            }
+        ],
+        ai_search_profile_id="p1",
+        librarian_connection_mode="proxy",
+    )
     desk = make_desktop(vault_copy, settings=settings)
     window = shown(desk)
     window.tabs.setCurrentWidget(window.channels_view)

@@ -34,14 +34,25 @@ async def settled(desk) -> None:
     if desk.apply_task is not None:  # settings are applied in the background
         await desk.apply_task
     view = desk.window.vault_view
-    await wait_for(lambda: (snap := desk.runtime.engine.snapshot) is not None and view.snapshot is snap,
-                   timeout=60, what="the new engine's index in the window")
+    await wait_for(
+        lambda: (snap := desk.runtime.engine.snapshot) is not None and view.snapshot is snap,
+        timeout=60,
+        what="the new engine's index in the window",
+    )
 
 
 def test_page_round_trips_settings_through_save_and_a_new_engine(make_desktop, vault_copy, tiny_model, qloop):
-    desk = make_desktop(vault_copy, settings=settings_for(
-        vault_copy, semantic_top_k=7, semantic_min_score=0.5, semantic_rrf_k=80,
-        embedding_model_path=str(tiny_model), vector_ann_threshold=5000))
+    desk = make_desktop(
+        vault_copy,
+        settings=settings_for(
+            vault_copy,
+            semantic_top_k=7,
+            semantic_min_score=0.5,
+            semantic_rrf_k=80,
+            embedding_model_path=str(tiny_model),
+            vector_ann_threshold=5000,
+        ),
+    )
     strip = desk.window.vault_view.semantic_strip
     assert strip.isHidden()  # semantic search is off
 
@@ -49,7 +60,12 @@ def test_page_round_trips_settings_through_save_and_a_new_engine(make_desktop, v
     page = dlg.embeddings
     assert dlg.current_page() == "embeddings"
     assert not page.semantic.isChecked() and not page.top_k.isEnabled()
-    assert (page.top_k.value(), page.min_score.value(), page.rrf_k.value(), page.ann_threshold.value()) == (7, 0.5, 80, 5000)
+    assert (page.top_k.value(), page.min_score.value(), page.rrf_k.value(), page.ann_threshold.value()) == (
+        7,
+        0.5,
+        80,
+        5000,
+    )
     assert page.use_file.isChecked() and page.path.text() == str(tiny_model)
     assert page.file_message.text().startswith("✔ tiny.gguf")
 
@@ -62,8 +78,14 @@ def test_page_round_trips_settings_through_save_and_a_new_engine(make_desktop, v
     press_ok(dlg)
 
     saved = SettingsStore(desk.runtime.ctx.paths.settings_file).load()
-    assert (saved.semantic_enabled, saved.semantic_top_k, saved.semantic_min_score, saved.semantic_rrf_k,
-            saved.embedding_model_path, saved.vector_ann_threshold) == (True, 12, -0.25, 1, str(tiny_model), 123456)
+    assert (
+        saved.semantic_enabled,
+        saved.semantic_top_k,
+        saved.semantic_min_score,
+        saved.semantic_rrf_k,
+        saved.embedding_model_path,
+        saved.vector_ann_threshold,
+    ) == (True, 12, -0.25, 1, str(tiny_model), 123456)
     assert saved.server_port == desk.runtime.ctx.settings.server_port  # the other pages' values are kept
 
     async def scenario():
@@ -83,8 +105,9 @@ def test_page_round_trips_settings_through_save_and_a_new_engine(make_desktop, v
     again.window().reject()
 
 
-def test_browsing_to_a_file_that_is_not_a_gguf_says_so_and_blocks_saving(make_desktop, vault_copy, tiny_model,
-                                                                        tmp_path, qloop):
+def test_browsing_to_a_file_that_is_not_a_gguf_says_so_and_blocks_saving(
+    make_desktop, vault_copy, tiny_model, tmp_path, qloop
+):
     desk = make_desktop(vault_copy, settings=settings_for(vault_copy))
     dlg = desk.open_settings(page="embeddings")
     page = dlg.embeddings
@@ -121,8 +144,9 @@ def test_browsing_to_a_file_that_is_not_a_gguf_says_so_and_blocks_saving(make_de
     qloop.run_until_complete(scenario())
 
 
-def test_download_shows_progress_and_makes_the_default_model_available(make_desktop, vault_copy, tiny_model,
-                                                                      model_server, qloop):
+def test_download_shows_progress_and_makes_the_default_model_available(
+    make_desktop, vault_copy, tiny_model, model_server, qloop
+):
     desk = make_desktop(vault_copy, settings=settings_for(vault_copy, semantic_enabled=True))
     serve_default_model(desk, model_server, tiny_model.read_bytes())
     model_server.behaviour.chunk_delay = 0.005
@@ -130,7 +154,8 @@ def test_download_shows_progress_and_makes_the_default_model_available(make_desk
     page = desk.open_settings(page="embeddings").embeddings
     seen: list[tuple[str, int, str]] = []
     desk.model_download.progressed.connect(
-        lambda *_: seen.append((page.download_message.text(), page.progress.value(), strip.label.full_text)))
+        lambda *_: seen.append((page.download_message.text(), page.progress.value(), strip.label.full_text))
+    )
 
     async def scenario():
         await wait_for(lambda: strip.state == "error", timeout=60, what="no model yet")
@@ -176,15 +201,18 @@ def test_cancelled_download_keeps_its_bytes_and_resumes(make_desktop, vault_copy
 
     async def scenario():
         page.download_button.click()
-        await wait_for(lambda: download.last_progress is not None and download.last_progress.downloaded >= 32768,
-                       what="some bytes")
+        await wait_for(
+            lambda: download.last_progress is not None and download.last_progress.downloaded >= 32768, what="some bytes"
+        )
         page.cancel_button.click()
         await wait_for(lambda: not download.running, what="cancelled")
         part = download.manager.part_path(spec)
         kept = part.stat().st_size
         assert 0 < kept < len(payload)
         assert not download.is_available()
-        assert page.download_message.text().startswith("Download cancelled; ") and "kept" in page.download_message.text()
+        assert (
+            page.download_message.text().startswith("Download cancelled; ") and "kept" in page.download_message.text()
+        )
         assert page.model_state.text().startswith("Partly downloaded: ") and "resumes" in page.model_state.text()
         assert plain(page.download_button.text()) == "Resume download" and page.download_button.isEnabled()
         assert page.cancel_button.isHidden()
@@ -205,10 +233,13 @@ def test_cancelled_download_keeps_its_bytes_and_resumes(make_desktop, vault_copy
 
 
 @pytest.mark.parametrize("failure, words", [("checksum", "is corrupt"), ("no-network", "no network")])
-def test_download_errors_are_plain_and_lose_nothing(make_desktop, vault_copy, tiny_model, model_server, qloop,
-                                                     failure, words):
+def test_download_errors_are_plain_and_lose_nothing(
+    make_desktop, vault_copy, tiny_model, model_server, qloop, failure, words
+):
     desk = make_desktop(vault_copy, settings=settings_for(vault_copy))
-    spec = serve_default_model(desk, model_server, tiny_model.read_bytes(), sha256="0" * 64 if failure == "checksum" else None)
+    spec = serve_default_model(
+        desk, model_server, tiny_model.read_bytes(), sha256="0" * 64 if failure == "checksum" else None
+    )
     if failure == "no-network":
         with socket.socket() as s:  # a port nobody listens on
             s.bind(("127.0.0.1", 0))

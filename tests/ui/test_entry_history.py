@@ -15,8 +15,11 @@ def _select(view, title: str) -> str:
 
 async def _set_keys(desk, entry, keys):
     engine = desk.bridge.engine
-    return await desk.bridge.call(engine.writer.set_fields(entry.vault, entry.path, {"keys": keys},
-                                                           base=entry.content_hash, feature="optimize-keys"))
+    return await desk.bridge.call(
+        engine.writer.set_fields(
+            entry.vault, entry.path, {"keys": keys}, base=entry.content_hash, feature="optimize-keys"
+        )
+    )
 
 
 def test_a_write_shows_in_the_detail_and_undo_takes_it_back(make_desktop, vault_copy, qloop):

@@ -23,8 +23,11 @@ from tests.ui.semantic_support import model_server, serve_default_model, tiny_mo
 from tests.ui.test_sillytavern_view import make_st
 
 # docs/screenshots only when asked (DLE_UPDATE_SCREENSHOTS=1): a test run must not change the tree.
-SHOTS = (Path(__file__).resolve().parents[2] / "docs" / "screenshots" if os.environ.get("DLE_UPDATE_SCREENSHOTS") == "1"
-         else Path(tempfile.gettempdir()) / "dle-desktop-screenshots")
+SHOTS = (
+    Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+    if os.environ.get("DLE_UPDATE_SCREENSHOTS") == "1"
+    else Path(tempfile.gettempdir()) / "dle-desktop-screenshots"
+)
 
 
 @pytest.fixture
@@ -88,12 +91,16 @@ async def settled(desk) -> None:
     """Until the guide's applied choices are in, and the window shows the running engine's index."""
     if desk.apply_task is not None:
         await desk.apply_task
-    await wait_for(lambda: (snap := desk.runtime.engine.snapshot) is not None
-                   and desk.window.vault_view.snapshot is snap, timeout=60, what="the engine's index in the window")
+    await wait_for(
+        lambda: (snap := desk.runtime.engine.snapshot) is not None and desk.window.vault_view.snapshot is snap,
+        timeout=60,
+        what="the engine's index in the window",
+    )
 
 
 def test_first_start_shows_the_guide_keeping_the_sample_applies_nothing_and_the_next_start_skips_it(
-        start_app, qloop, tmp_path):
+    start_app, qloop, tmp_path
+):
     desk = start_app()
     guide = desk.guide
     assert guide is not None and guide.isVisible() and guide.currentId() == guide.VAULT
@@ -116,8 +123,9 @@ def test_first_start_shows_the_guide_keeping_the_sample_applies_nothing_and_the_
     assert again.guide is None and again.window.isVisible()
 
 
-def test_a_folder_of_notes_is_counted_an_empty_one_warns_a_missing_one_is_refused(start_app, vault_copy, qloop,
-                                                                                  tmp_path):
+def test_a_folder_of_notes_is_counted_an_empty_one_warns_a_missing_one_is_refused(
+    start_app, vault_copy, qloop, tmp_path
+):
     desk = start_app()
     guide = desk.guide
     page = guide.vault_page
@@ -142,8 +150,9 @@ def test_a_folder_of_notes_is_counted_an_empty_one_warns_a_missing_one_is_refuse
     chooser.selectFile(str(vault_copy))
     chooser.accept()
     notes = count_notes(vault_copy)
-    assert notes == sum(1 for p in vault_copy.rglob("*.md") if not any(part.startswith(".") for part in
-                                                                        p.relative_to(vault_copy).parts))
+    assert notes == sum(
+        1 for p in vault_copy.rglob("*.md") if not any(part.startswith(".") for part in p.relative_to(vault_copy).parts)
+    )
     assert page.folder.text() == str(vault_copy) and page.folder_message.text() == f"✔ {notes} notes found."
     shoot(guide, "first-run-1-vault.png")
 
@@ -163,8 +172,9 @@ def test_a_folder_of_notes_is_counted_an_empty_one_warns_a_missing_one_is_refuse
 def test_an_obsidian_rest_vault_is_tested_and_its_key_goes_to_the_secrets_store(start_app, qloop, tmp_path):
     notes = tmp_path / "obsidian"
     notes.mkdir()
-    (notes / "Eldoria.md").write_text("---\ntags: [lorebook]\nkeys: [Eldoria]\n---\n# Eldoria\n\nA kingdom of rivers.\n",
-                                      encoding="utf-8")
+    (notes / "Eldoria.md").write_text(
+        "---\ntags: [lorebook]\nkeys: [Eldoria]\n---\n# Eldoria\n\nA kingdom of rivers.\n", encoding="utf-8"
+    )
     key = "olra-key-PLANTED-0123456789abcdef"
     desk = start_app()
     guide = desk.guide
@@ -189,8 +199,11 @@ def test_an_obsidian_rest_vault_is_tested_and_its_key_goes_to_the_secrets_store(
         async def scenario():
             await guide.settled()
             await settled(desk)
-            await wait_for(lambda: any(e.title == "Eldoria" for e in desk.runtime.engine.snapshot.entries),
-                           timeout=30, what="the REST vault's note in the index")
+            await wait_for(
+                lambda: any(e.title == "Eldoria" for e in desk.runtime.engine.snapshot.entries),
+                timeout=30,
+                what="the REST vault's note in the index",
+            )
 
         qloop.run_until_complete(scenario())
 
@@ -203,7 +216,8 @@ def test_an_obsidian_rest_vault_is_tested_and_its_key_goes_to_the_secrets_store(
 
 
 def test_the_model_download_starts_shows_progress_and_cancels_and_skip_changes_nothing(
-        start_app, tiny_model, model_server, qloop):
+    start_app, tiny_model, model_server, qloop
+):
     desk = start_app()
     guide = desk.guide
     payload = tiny_model.read_bytes()
@@ -223,8 +237,9 @@ def test_the_model_download_starts_shows_progress_and_cancels_and_skip_changes_n
     async def scenario():
         emb.download_button.click()
         assert download.running and not emb.cancel_button.isHidden() and not emb.progress.isHidden()
-        await wait_for(lambda: download.last_progress is not None and download.last_progress.downloaded >= 32768,
-                       what="some bytes")
+        await wait_for(
+            lambda: download.last_progress is not None and download.last_progress.downloaded >= 32768, what="some bytes"
+        )
         assert " of " in emb.download_message.text() and "%" in emb.download_message.text()
         emb.cancel_button.click()
         await wait_for(lambda: not download.running, what="cancelled")
@@ -335,8 +350,9 @@ def test_closing_midway_keeps_what_was_applied_and_marks_it_seen(start_app, vaul
     assert [v.path for v in saved(desk).vaults] == [str(vault_copy.resolve())]
 
 
-def test_help_getting_started_reopens_it_and_it_never_opens_unasked_in_tests(start_app, make_desktop, vault_copy,
-                                                                             qloop, tmp_path):
+def test_help_getting_started_reopens_it_and_it_never_opens_unasked_in_tests(
+    start_app, make_desktop, vault_copy, qloop, tmp_path
+):
     quiet = make_desktop(vault_copy, data_dir=tmp_path / "other-data")  # how every other UI test builds the app
     assert quiet.guide is None and not seen(quiet)
     quiet.quit()

@@ -57,6 +57,7 @@ def make_view(qtbot, tmp_path):
         qtbot.waitExposed(view)
         shown(qtbot, view, snapshot)
         return view
+
     made: list[GraphView] = []
     yield lambda *a, **k: made.append(make(*a, **k)) or made[-1]
     for v in made:
@@ -210,8 +211,9 @@ def test_hover_dims_all_but_the_neighbourhood_and_ego_view(make_view, sample_sna
     i = int(np.argmax(view.graph.degree))
     pt = QPointF(screen_of(view, i))
     # a real move event through Qt (qtbot.mouseMove skips a move to where an earlier test left the cursor)
-    QApplication.sendEvent(c, QMouseEvent(QEvent.MouseMove, pt, c.mapToGlobal(pt), Qt.NoButton, Qt.NoButton,
-                                          Qt.NoModifier))
+    QApplication.sendEvent(
+        c, QMouseEvent(QEvent.MouseMove, pt, c.mapToGlobal(pt), Qt.NoButton, Qt.NoButton, Qt.NoModifier)
+    )
     assert c.hovered == i
     assert set(c.highlighted().tolist()) == {i, *c.adj.neighbours(i).tolist()}
     c.set_hovered(-1)
@@ -288,7 +290,9 @@ def test_incremental_after_a_change_keeps_old_nodes_in_place(make_view, tmp_path
     old = dict(zip(view.graph.uids, view.canvas.xy.tolist()))
     span = float(np.ptp(view.canvas.xy, axis=0).max())
     (folder / "Places" / "Wick's Lamp Shop.md").write_text(
-        "---\ntags: [lorebook]\nkeys: [lamp shop]\n---\n# Wick's Lamp Shop\nRun by [[Brother Wick]].\n", encoding="utf-8")
+        "---\ntags: [lorebook]\nkeys: [lamp shop]\n---\n# Wick's Lamp Shop\nRun by [[Brother Wick]].\n",
+        encoding="utf-8",
+    )
     res = shown(qtbot, view, index(folder))
     assert res.mode == "incremental" and view.graph.n == len(old) + 1
     new = dict(zip(view.graph.uids, view.canvas.xy.tolist()))

@@ -59,8 +59,9 @@ def test_open_log_folder(make_desktop, vault_copy, qloop, monkeypatch):
     assert opened == [desk.runtime.ctx.paths.logs_dir]
 
 
-def test_start_with_the_system_box_follows_and_writes_the_login_item(make_desktop, vault_copy, tmp_path, qloop,
-                                                                     monkeypatch):
+def test_start_with_the_system_box_follows_and_writes_the_login_item(
+    make_desktop, vault_copy, tmp_path, qloop, monkeypatch
+):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     entry = tmp_path / "config" / "autostart" / "dle-desktop.desktop"
     desk = make_desktop(vault_copy)

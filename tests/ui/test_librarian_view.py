@@ -14,21 +14,36 @@ from tests.fakes.ai_provider import ai_fake  # noqa: F401 - the fixture
 from tests.ui.conftest import wait_for
 
 # docs/screenshots only when asked (DLE_UPDATE_SCREENSHOTS=1): a test run must not change the tree.
-SHOT = (Path(__file__).resolve().parents[2] / "docs" / "screenshots" if os.environ.get("DLE_UPDATE_SCREENSHOTS") == "1"
-        else Path(tempfile.gettempdir()) / "dle-desktop-screenshots") / "librarian-view.png"
-DRAFT = {"message": "Nothing on Mira in the vault, so here is a first draft. She smuggles past Old Hobb.",
-         "draft": {"title": "Mira Vell", "type": "character", "priority": 50, "tags": ["lorebook", "smuggler"],
-                   "keys": ["Mira", "Mira Vell"],
-                   "summary": "A smuggler working the night quays; select when Mira or contraband comes up.",
-                   "content": '<div class="meta-block">[Role: smuggler | Affiliation: none | Status: active]</div>\n\n'
-                              "Mira Vell runs contraband through Lantern Quay after the lanterns go out."},
-         "action": "update_draft"}
+SHOT = (
+    Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+    if os.environ.get("DLE_UPDATE_SCREENSHOTS") == "1"
+    else Path(tempfile.gettempdir()) / "dle-desktop-screenshots"
+) / "librarian-view.png"
+DRAFT = {
+    "message": "Nothing on Mira in the vault, so here is a first draft. She smuggles past Old Hobb.",
+    "draft": {
+        "title": "Mira Vell",
+        "type": "character",
+        "priority": 50,
+        "tags": ["lorebook", "smuggler"],
+        "keys": ["Mira", "Mira Vell"],
+        "summary": "A smuggler working the night quays; select when Mira or contraband comes up.",
+        "content": '<div class="meta-block">[Role: smuggler | Affiliation: none | Status: active]</div>\n\n'
+        "Mira Vell runs contraband through Lantern Quay after the lanterns go out.",
+    },
+    "action": "update_draft",
+}
 
 
 def _settings(fake):
-    return settings_from_mapping({"connection_profiles": [{"id": "fake", "name": "Fake", "provider": "anthropic",
-                                                           "base_url": fake.url, "model": "fake-model"}],
-                                  "aiSearchProfileId": "fake"})
+    return settings_from_mapping(
+        {
+            "connection_profiles": [
+                {"id": "fake", "name": "Fake", "provider": "anthropic", "base_url": fake.url, "model": "fake-model"}
+            ],
+            "aiSearchProfileId": "fake",
+        }
+    )
 
 
 def test_a_session_drafts_edits_writes_and_undoes(make_desktop, vault_copy, qloop, ai_fake, tmp_path):
@@ -92,8 +107,10 @@ def test_optimize_keys_from_the_vault_view_shows_the_diff_and_writes_it(make_des
         entry = next(e for e in vault.snapshot.entries if e.title == "Tidewriting")
         assert vault.select_uid(entry.uid)
         vault.entryActionRequested.emit("optimize-keys", entry.uid)
-        await wait_for(lambda: vault.snapshot.find("Tidewriting").keys == ("tidewriting", "tide script"),
-                       what="the new keys indexed")
+        await wait_for(
+            lambda: vault.snapshot.find("Tidewriting").keys == ("tidewriting", "tide script"),
+            what="the new keys indexed",
+        )
         assert window.tabs.currentWidget() is view
         diff = seen[0].change.diff
         changed = [ln[1:] for ln in diff.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
@@ -117,17 +134,23 @@ def test_a_gap_recorded_through_the_lore_api_shows_in_the_gaps_panel(make_deskto
     async def scenario():
         await wait_for(lambda: engine.snapshot is not None and len(engine.snapshot) == 61, what="the sample entries")
         assert view.lib.gaps is engine.gaps  # one store: the view's and the lore API's
+
         def texts() -> list[str]:
             return [view.lists.gaps.item(i).text() for i in range(view.lists.gaps.count())]
 
         assert not any("zyxwv quorble" in t for t in texts())
         # Off the GUI thread, as the server's route runs it.
-        worker = threading.Thread(target=search_lore, args=(engine.snapshot, engine.gaps, ["zyxwv quorble"]),
-                                  kwargs={"reason": "asked in SillyTavern"})
+        worker = threading.Thread(
+            target=search_lore,
+            args=(engine.snapshot, engine.gaps, ["zyxwv quorble"]),
+            kwargs={"reason": "asked in SillyTavern"},
+        )
         worker.start()
         worker.join()
-        await wait_for(lambda: any("zyxwv quorble  ×1" in t and "asked in SillyTavern" in t for t in texts()),
-                       what="the new gap in the panel")
+        await wait_for(
+            lambda: any("zyxwv quorble  ×1" in t and "asked in SillyTavern" in t for t in texts()),
+            what="the new gap in the panel",
+        )
         assert view.lists.tabText(1) == f"Gaps ({view.lists.gaps.count()})"
 
     qloop.run_until_complete(scenario())

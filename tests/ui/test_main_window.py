@@ -71,7 +71,8 @@ def test_edit_on_disk_updates_table(make_desktop, vault_copy, qloop):
     async def scenario():
         await wait_for(lambda: view.model.rowCount() == 61)
         (vault_copy / "Brand New Place.md").write_text(
-            "---\ntags: [lorebook]\nkeys: [brand new]\n---\n# Brand New Place\nFresh lore.\n", encoding="utf-8")
+            "---\ntags: [lorebook]\nkeys: [brand new]\n---\n# Brand New Place\nFresh lore.\n", encoding="utf-8"
+        )
         await wait_for(lambda: view.model.rowCount() == 62, what="new entry via watcher")
         (vault_copy / "Brand New Place.md").unlink()
         await wait_for(lambda: view.model.rowCount() == 61, what="deleted entry via watcher")
@@ -157,7 +158,8 @@ def test_close_with_tray_hides_and_keeps_running(make_desktop, vault_copy, qloop
         assert desk.runtime.thread.alive
         # The engine keeps syncing while hidden.
         (desk.runtime.engine.sources[0].root / "Hidden Edit.md").write_text(
-            "---\ntags: [lorebook]\n---\n# Hidden Edit\nx\n", encoding="utf-8")
+            "---\ntags: [lorebook]\n---\n# Hidden Edit\nx\n", encoding="utf-8"
+        )
         await wait_for(lambda: len(desk.runtime.engine.snapshot) == 62, what="sync while hidden")
         desk.tray.openRequested.emit()
         assert win.isVisible()
@@ -203,7 +205,9 @@ def test_add_vault_folder_switches_engine_and_persists(make_desktop, vault_copy,
     desk = make_desktop(vault_copy)
     mine = tmp_path / "my-vault"
     (mine / "People").mkdir(parents=True)
-    (mine / "People" / "Ada.md").write_text("---\ntags: [lorebook]\nkeys: [Ada]\n---\n# Ada\nAn engineer.\n", encoding="utf-8")
+    (mine / "People" / "Ada.md").write_text(
+        "---\ntags: [lorebook]\nkeys: [Ada]\n---\n# Ada\nAn engineer.\n", encoding="utf-8"
+    )
     view = desk.window.vault_view
 
     async def scenario():
@@ -261,8 +265,11 @@ def test_ctrl_f_focuses_the_filter(make_desktop, vault_copy, qtbot, qloop):
         window.tabs.setCurrentWidget(window.channels_view)
         window.channels_view.setFocus()
         QTest.keyClick(window.channels_view, Qt.Key_F, Qt.ControlModifier)
-        await wait_for(lambda: window.tabs.currentWidget() is view and view.filter.hasFocus(), timeout=3,
-                       what="Vault tab and filter focus after Ctrl+F on Channels")
+        await wait_for(
+            lambda: window.tabs.currentWidget() is view and view.filter.hasFocus(),
+            timeout=3,
+            what="Vault tab and filter focus after Ctrl+F on Channels",
+        )
 
     qloop.run_until_complete(scenario())
 

@@ -31,7 +31,9 @@ def make(make_desktop, vault_copy, tmp_path):
     """A desktop allowed to serve (the lore server stays off), on these OLRA settings."""
 
     def build(**olra):
-        desk = make_desktop(vault_copy, settings=Settings(server_enabled=False, **olra), runtime_options={"serve": True})
+        desk = make_desktop(
+            vault_copy, settings=Settings(server_enabled=False, **olra), runtime_options={"serve": True}
+        )
         desk.window.sillytavern_view.installs_panel.home = tmp_path / "home"  # never the real home's SillyTavern
         return desk
 
@@ -51,15 +53,18 @@ def applied(desk, qloop) -> None:
 
 
 def get_vault(runner, key: str) -> httpx.Response:
-    return httpx.get(f"{runner.url}/vault/", headers={"Authorization": f"Bearer {key}", "Accept": "application/json"},
-                     timeout=10)
+    return httpx.get(
+        f"{runner.url}/vault/", headers={"Authorization": f"Bearer {key}", "Accept": "application/json"}, timeout=10
+    )
 
 
 def test_the_tab_is_beside_the_bridge_and_off_by_default(make, qloop):
     desk = make()
     view = desk.window.sillytavern_view
     assert [view.inner_tabs.tabText(i) for i in range(view.inner_tabs.count())] == [
-        "SillyTavern bridge", "DeepLore Enhanced (Obsidian REST)"]
+        "SillyTavern bridge",
+        "DeepLore Enhanced (Obsidian REST)",
+    ]
     panel = open_tab(desk, qloop)
     assert not panel.enabled.isChecked()
     assert panel.status.text().startswith("Off")

@@ -29,8 +29,15 @@ def test_the_filter_matches_our_name_dles_name_and_the_explanation(qapp):
     page.filter.setText("cut SENTENCE")  # every word, any case, from the explanation
     assert page.visible_names() == ["max_tokens_budget"]
     page.filter.setText("semantic")  # settings edited on another page are found, and say where
-    assert page.visible_names() == ["semantic_enabled", "semantic_top_k", "semantic_min_score", "semantic_rrf_k",
-                                    "semantic_relative_margin", "semantic_last_weight", "fix_semantic_budget"]
+    assert page.visible_names() == [
+        "semantic_enabled",
+        "semantic_top_k",
+        "semantic_min_score",
+        "semantic_rrf_k",
+        "semantic_relative_margin",
+        "semantic_last_weight",
+        "fix_semantic_budget",
+    ]
     assert page.rows["semantic_top_k"].control.text() == "Edit on the Embeddings page"
     page.filter.setText("no such setting")
     assert page.visible_names() == [] and shown_groups(page) == []
@@ -48,7 +55,10 @@ def test_reset_to_default_per_row(qapp):
         rows[name].reset.click()
         assert not rows[name].reset.isEnabled()
     assert {n: page.values()[n] for n in ("scan_depth", "injection_template", "match_whole_words")} == {
-        "scan_depth": 4, "injection_template": Settings().injection_template, "match_whole_words": False}
+        "scan_depth": 4,
+        "injection_template": Settings().injection_template,
+        "match_whole_words": False,
+    }
     rows["max_entries"].editor.setValue(25)
     assert rows["max_entries"].reset.isEnabled()
 
@@ -64,13 +74,21 @@ def test_values_round_trip_into_settings_and_apply_in_place(make_desktop, vault_
     rows["scan_depth"].editor.setValue(12)
     rows["fuzzy_search_enabled"].editor.setChecked(True)
     rows["fuzzy_search_min_score"].editor.setValue(1.25)
-    rows["injection_position"].editor.setCurrentIndex(rows["injection_position"].editor.findText("Before the main prompt"))
+    rows["injection_position"].editor.setCurrentIndex(
+        rows["injection_position"].editor.findText("Before the main prompt")
+    )
     rows["injection_template"].editor.setPlainText("[{{title}}]\n{{content}}")
     rows["contextual_gating_tolerance"].editor.setCurrentText("lenient")
     rows["fix_guide_leak"].editor.setChecked(False)
-    want = dict(scan_depth=12, fuzzy_search_enabled=True, fuzzy_search_min_score=1.25, injection_position=2,
-                injection_template="[{{title}}]\n{{content}}", contextual_gating_tolerance="lenient",
-                fix_guide_leak=False)
+    want = dict(
+        scan_depth=12,
+        fuzzy_search_enabled=True,
+        fuzzy_search_min_score=1.25,
+        injection_position=2,
+        injection_template="[{{title}}]\n{{content}}",
+        contextual_gating_tolerance="lenient",
+        fix_guide_leak=False,
+    )
     built = dlg.build_settings()
     assert {k: getattr(built, k) for k in want} == want
     press_ok(dlg)

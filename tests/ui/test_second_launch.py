@@ -22,8 +22,14 @@ REPO = Path(__file__).resolve().parents[2]
 def launch(data_dir: Path, *args: str) -> subprocess.Popen:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(REPO), PYTHONIOENCODING="utf-8")
     env.pop("DLE_DESKTOP_DATA_DIR", None)
-    return subprocess.Popen([sys.executable, "-m", "dle_desktop", "--data-dir", str(data_dir), *args], cwd=REPO,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "dle_desktop", "--data-dir", str(data_dir), *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.fixture

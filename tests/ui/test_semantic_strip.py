@@ -21,8 +21,9 @@ def watch(desk) -> list[tuple[str, str, bool]]:
 
 
 def test_strip_shows_embedding_progress_then_ready_counts(make_desktop, vault_copy, tiny_model, qloop):
-    desk = make_desktop(vault_copy, settings=settings_for(vault_copy, semantic_enabled=True,
-                                                          embedding_model_path=str(tiny_model)))
+    desk = make_desktop(
+        vault_copy, settings=settings_for(vault_copy, semantic_enabled=True, embedding_model_path=str(tiny_model))
+    )
     strip = desk.window.vault_view.semantic_strip
     seen = watch(desk)
     assert not strip.isHidden()
@@ -43,8 +44,11 @@ def test_strip_shows_embedding_progress_then_ready_counts(make_desktop, vault_co
 
 def test_pause_and_resume_reach_the_engine_and_survive_a_restart(make_desktop, vault_copy, tiny_model, tmp_path, qloop):
     data = tmp_path / "data"
-    desk = make_desktop(vault_copy, data_dir=data, settings=settings_for(
-        vault_copy, semantic_enabled=True, embedding_model_path=str(tiny_model)))
+    desk = make_desktop(
+        vault_copy,
+        data_dir=data,
+        settings=settings_for(vault_copy, semantic_enabled=True, embedding_model_path=str(tiny_model)),
+    )
     strip = desk.window.vault_view.semantic_strip
     store = SettingsStore(desk.runtime.ctx.paths.settings_file)
 
@@ -72,8 +76,10 @@ def test_pause_and_resume_reach_the_engine_and_survive_a_restart(make_desktop, v
         await wait_for(lambda: strip.state == "paused", timeout=60, what="the held-back entry, still paused")
         assert again.runtime.engine.semantic.paused
         # Paused before the first batch, it still says how far it is
-        await wait_for(lambda: strip.label.full_text == "Semantic index: paused at 0 / 1 entries (tiny)",
-                       what="the counts of the paused pass")
+        await wait_for(
+            lambda: strip.label.full_text == "Semantic index: paused at 0 / 1 entries (tiny)",
+            what="the counts of the paused pass",
+        )
         assert not strip.bar.isHidden()
         strip.pause_button.click()
         await wait_for(lambda: strip.state == "ready", timeout=60, what="embedding resumed and finished")
@@ -88,8 +94,9 @@ def test_pause_and_resume_reach_the_engine_and_survive_a_restart(make_desktop, v
 def test_unavailable_semantic_search_says_why_and_leads_to_its_settings(make_desktop, vault_copy, tmp_path, qloop):
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 64)
-    desk = make_desktop(vault_copy, settings=settings_for(vault_copy, semantic_enabled=True,
-                                                          embedding_model_path=str(broken)))
+    desk = make_desktop(
+        vault_copy, settings=settings_for(vault_copy, semantic_enabled=True, embedding_model_path=str(broken))
+    )
     strip = desk.window.vault_view.semantic_strip
 
     async def scenario():
@@ -111,8 +118,13 @@ def test_unavailable_semantic_search_says_why_and_leads_to_its_settings(make_des
 
 
 def test_with_every_vault_disabled_the_strip_offers_no_resume(make_desktop, vault_copy, tiny_model, qloop):
-    desk = make_desktop(vault_copy, enabled=False, settings=settings_for(
-        vault_copy, semantic_enabled=True, semantic_paused=True, embedding_model_path=str(tiny_model)))
+    desk = make_desktop(
+        vault_copy,
+        enabled=False,
+        settings=settings_for(
+            vault_copy, semantic_enabled=True, semantic_paused=True, embedding_model_path=str(tiny_model)
+        ),
+    )
     strip = desk.window.vault_view.semantic_strip
 
     async def scenario():

@@ -44,8 +44,9 @@ def test_busy_port_shows_a_notice_and_retry_starts_the_server(make_desktop, vaul
 def test_settings_ok_starts_the_server_once_the_port_is_free(make_desktop, vault_copy, busy_port, qloop):
     """After freeing the port, Settings → OK (no changes) left the server off."""
     port, free = busy_port
-    desk = make_desktop(vault_copy, settings=Settings().replace(server_port=port, server_enabled=True),
-                        runtime_options={})
+    desk = make_desktop(
+        vault_copy, settings=Settings().replace(server_port=port, server_enabled=True), runtime_options={}
+    )
     assert desk.runtime.server is None and not desk.window.server_notice.isHidden()
     free()
     qloop.run_until_complete(desk.apply_settings(desk.runtime.ctx.settings, {}))  # applied in the background

@@ -45,8 +45,10 @@ def test_vaults_page_says_where_each_vault_came_from(make_desktop, vault_copy, t
     settings = Settings().replace(vaults=[{"name": "Saved", "kind": "folder", "path": str(saved_dir)}])
     desk = make_desktop(None, command_line=[str(vault_copy)], settings=settings)
     dlg = desk.open_settings()
-    assert table_rows(dlg) == [("Saved", str(saved_dir.resolve()), "saved · not in use now"),
-                               ("vault", str(vault_copy.resolve()), "command line · this session")]
+    assert table_rows(dlg) == [
+        ("Saved", str(saved_dir.resolve()), "saved · not in use now"),
+        ("vault", str(vault_copy.resolve()), "command line · this session"),
+    ]
     assert "--vault" in dlg.session_note.text()
     # The command-line row is shown, not edited: selecting it selects no saved vault.
     dlg.table.selectRow(1)

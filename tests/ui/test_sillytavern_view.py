@@ -70,8 +70,11 @@ async def settled(desk) -> None:
     """Until the background apply is done and the window shows the running engine's index."""
     if desk.apply_task is not None:
         await desk.apply_task
-    await wait_for(lambda: (snap := desk.runtime.engine.snapshot) is not None
-                   and desk.window.vault_view.snapshot is snap, timeout=60, what="the engine's index in the window")
+    await wait_for(
+        lambda: (snap := desk.runtime.engine.snapshot) is not None and desk.window.vault_view.snapshot is snap,
+        timeout=60,
+        what="the engine's index in the window",
+    )
 
 
 def config_of(copy_dir: Path) -> dict:
@@ -107,7 +110,10 @@ def test_install_update_and_remove_for_a_user(desk, st_dir, qloop):
         assert cell(view, 0, "SillyTavern") == "1.19.0"
         assert cell(view, 0, "Bridge") == "not installed"
         assert [panel.target.itemText(i) for i in range(panel.target.count())] == [
-            "user default-user", "user alice", "all users"]
+            "user default-user",
+            "user alice",
+            "all users",
+        ]
         assert panel.install_button.text() == "Install"
 
         panel.set_target("default-user")
@@ -260,8 +266,10 @@ def test_rotate_token_rewrites_every_installed_copy(desk, st_dir, qloop):
             panel.set_target(target)
             assert await panel.install_selected()
         await settled(desk)
-        copies = [st_dir / "data" / "default-user" / "extensions" / BRIDGE,
-                  st_dir / "public" / "scripts" / "extensions" / "third-party" / BRIDGE]
+        copies = [
+            st_dir / "data" / "default-user" / "extensions" / BRIDGE,
+            st_dir / "public" / "scripts" / "extensions" / "third-party" / BRIDGE,
+        ]
         old = server_token(secrets)
         assert all(config_of(c)["token"] == old for c in copies)
         assert await view.access_panel.rotate(ask=False) == 2
@@ -289,14 +297,28 @@ def test_connection_label_for_never_connected_and_stale(desk, qloop):
     assert conn.status.text().startswith(NEVER)
 
     chat = "Seraphina - 2026-01-02@14h03m22s"
-    monitor.hello(origin="http://127.0.0.1:8123", extension_version="0.1.0", st_version="1.19.0", chat_id=chat,
-                  character="Seraphina", last_error="DLE Desktop did not answer in 10 s")
-    monitor.generation(origin=None, chat_id=chat, character="Seraphina", injected=["Ada", "Bram", "Cyr", "Dun"],
-                       total_tokens=1234, ms=12.4)
+    monitor.hello(
+        origin="http://127.0.0.1:8123",
+        extension_version="0.1.0",
+        st_version="1.19.0",
+        chat_id=chat,
+        character="Seraphina",
+        last_error="DLE Desktop did not answer in 10 s",
+    )
+    monitor.generation(
+        origin=None,
+        chat_id=chat,
+        character="Seraphina",
+        injected=["Ada", "Bram", "Cyr", "Dun"],
+        total_tokens=1234,
+        ms=12.4,
+    )
     now[0] += 3
     view._tick()  # what the timer does every two seconds
-    assert conn.status.text() == ('Connected: SillyTavern 1.19.0, bridge 0.1.0 · last contact 3 s ago · '
-                                  f'chat "{chat}" · 4 entries injected (1,234 tokens, 12 ms)')
+    assert conn.status.text() == (
+        "Connected: SillyTavern 1.19.0, bridge 0.1.0 · last contact 3 s ago · "
+        f'chat "{chat}" · 4 entries injected (1,234 tokens, 12 ms)'
+    )
     assert "page http://127.0.0.1:8123" in conn.details.text()
     assert "last injected: Ada, Bram, Cyr, Dun" in conn.details.text()
     assert conn.error.text() == "The bridge last reported: DLE Desktop did not answer in 10 s"
@@ -308,10 +330,11 @@ def test_connection_label_for_never_connected_and_stale(desk, qloop):
 
 def test_connection_text_shortens_a_long_chat_name():
     snap = BridgeMonitor(clock=lambda: 50.0)
-    snap.hello(origin=None, extension_version=None, st_version="1.12.14", chat_id="x" * 80, character=None,
-               last_error=None)
+    snap.hello(
+        origin=None, extension_version=None, st_version="1.12.14", chat_id="x" * 80, character=None, last_error=None
+    )
     text, _ = connection_text(snap.snapshot(now=50.5))
-    assert text.startswith("Connected: SillyTavern 1.12.14 · last contact just now · chat \"")
+    assert text.startswith('Connected: SillyTavern 1.12.14 · last contact just now · chat "')
     assert "…" in text and "x" * 80 not in text
 
 

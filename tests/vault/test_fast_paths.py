@@ -58,7 +58,9 @@ def test_title_change_falls_back_to_full_build_and_relinks(tmp_path):
         ix = VaultIndexer([FolderSource("v", vault)])
         await ix.sync_all()
         note = vault / "Rules" / "Tidewriting.md"
-        note.write_text(note.read_text(encoding="utf-8").replace("# Tidewriting", "# Tide-Writing", 1), encoding="utf-8")
+        note.write_text(
+            note.read_text(encoding="utf-8").replace("# Tidewriting", "# Tide-Writing", 1), encoding="utf-8"
+        )
         return (await ix.sync_paths("v", ["Rules/Tidewriting.md"])).snapshot
 
     snap = asyncio.run(go())

@@ -13,21 +13,23 @@ from dle_desktop.vault.sources import MAX_FOLDER_DEPTH, FolderSource, check_rela
 
 
 def test_listing_walks_nested_folders_and_ignores_dot_folders_and_other_files(make_vault, lore):
-    root = make_vault({
-        "Top.md": lore("Top"),
-        "Places/Harbour.md": lore("Harbour"),
-        "Places/Delta/Reeds.md": lore("Reeds"),
-        "Places/Delta/Deeper/Still/Bottom.md": lore("Bottom"),
-        "Shout.MD": lore("Shout"),  # extension check is case-insensitive, like Obsidian
-        ".obsidian/workspace.md": "not a note",
-        ".trash/Old.md": lore("Old"),
-        "Places/.hidden/Secret.md": lore("Secret"),
-        ".dotfile.md": lore("Dot"),
-        "notes.txt": "plain text",
-        "image.png": b"\x89PNG\r\n",
-        "DeepLore/field-definitions.yaml": "fields: []\n",
-        "folder.md/inside.md": lore("Inside"),  # a folder named like a note is walked, not listed
-    })
+    root = make_vault(
+        {
+            "Top.md": lore("Top"),
+            "Places/Harbour.md": lore("Harbour"),
+            "Places/Delta/Reeds.md": lore("Reeds"),
+            "Places/Delta/Deeper/Still/Bottom.md": lore("Bottom"),
+            "Shout.MD": lore("Shout"),  # extension check is case-insensitive, like Obsidian
+            ".obsidian/workspace.md": "not a note",
+            ".trash/Old.md": lore("Old"),
+            "Places/.hidden/Secret.md": lore("Secret"),
+            ".dotfile.md": lore("Dot"),
+            "notes.txt": "plain text",
+            "image.png": b"\x89PNG\r\n",
+            "DeepLore/field-definitions.yaml": "fields: []\n",
+            "folder.md/inside.md": lore("Inside"),  # a folder named like a note is walked, not listed
+        }
+    )
     listing = FolderSource("v", root).list_sync()
     assert sorted(listing.stamps) == [
         "Places/Delta/Deeper/Still/Bottom.md",
@@ -119,19 +121,22 @@ def test_write_replaces_the_file_atomically(make_vault, lore):
     assert sorted(p.name for p in root.iterdir()) == ["A.md"]
 
 
-@pytest.mark.parametrize("bad", [
-    "../outside.md",
-    "Sub/../../outside.md",
-    "./A.md",
-    "..",
-    "/etc/passwd",
-    "\\..\\outside.md",
-    "C:/Windows/x.md",
-    "c:evil.md",
-    "",
-    "   ",
-    "a\x00b.md",
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "../outside.md",
+        "Sub/../../outside.md",
+        "./A.md",
+        "..",
+        "/etc/passwd",
+        "\\..\\outside.md",
+        "C:/Windows/x.md",
+        "c:evil.md",
+        "",
+        "   ",
+        "a\x00b.md",
+    ],
+)
 def test_paths_escaping_the_vault_are_refused(make_vault, tmp_path, lore, bad):
     root = make_vault({"Sub/A.md": lore("A")})
     src = FolderSource("v", root)
@@ -188,8 +193,10 @@ def test_folders_deeper_than_the_limit_make_a_partial_listing(make_vault, lore):
     assert any(f"deeper than {MAX_FOLDER_DEPTH}" in p for p in listing.problems)
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
-                    reason="root ignores folder permissions, so chmod 000 cannot make a folder unreadable")
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() == 0,
+    reason="root ignores folder permissions, so chmod 000 cannot make a folder unreadable",
+)
 def test_unreadable_subfolder_makes_a_partial_listing(make_vault, lore):
     root = make_vault({"Top.md": lore("Top"), "Locked/Inside.md": lore("Inside")})
     locked = root / "Locked"

@@ -66,7 +66,7 @@ def _damage_variants(good: bytes, key: str):
         "truncated": good[: len(good) // 2],
         "empty": b"",
         "garbage": b"\x00\x01this is not a pickle at all\xff" * 10,
-        "text": b"{\"format\": 3}",
+        "text": b'{"format": 3}',
         "other format": pickle.dumps({"format": CACHE_FORMAT + 1, "key": key, "records": {}, "meta": {}}),
         "old format": pickle.dumps({"format": CACHE_FORMAT - 1, "key": key, "records": {}, "meta": {}}),
         "other key": pickle.dumps({"format": CACHE_FORMAT, "key": key + "x", "records": {}, "meta": {}}),
@@ -77,10 +77,22 @@ def _damage_variants(good: bytes, key: str):
     }
 
 
-@pytest.mark.parametrize("variant", [
-    "truncated", "empty", "garbage", "text", "other format", "old format", "other key", "not a dict",
-    "records not a dict", "bad record", "unknown class",
-])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "truncated",
+        "empty",
+        "garbage",
+        "text",
+        "other format",
+        "old format",
+        "other key",
+        "not a dict",
+        "records not a dict",
+        "bad record",
+        "unknown class",
+    ],
+)
 def test_damaged_cache_is_a_miss_not_an_error(tmp_path, lore, variant):
     cache = IndexCache(tmp_path / "cache")
     cache.save("key-1", make_records(lore))

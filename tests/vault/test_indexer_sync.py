@@ -21,8 +21,9 @@ def run(coro):
     return asyncio.run(coro)
 
 
-def indexer_for(*roots: Path, names: tuple[str, ...] | None = None, cache_dir: Path | None = None,
-                **options) -> VaultIndexer:
+def indexer_for(
+    *roots: Path, names: tuple[str, ...] | None = None, cache_dir: Path | None = None, **options
+) -> VaultIndexer:
     names = names or tuple("v" if len(roots) == 1 else f"v{i}" for i in range(len(roots)))
     sources = [FolderSource(n, r) for n, r in zip(names, roots)]
     return VaultIndexer(sources, ParseOptions(**options), IndexCache(cache_dir) if cache_dir else None)
@@ -137,8 +138,9 @@ def test_field_definitions_change_forces_a_reparse_of_every_file(make_vault, lor
     first = run(idx.sync_all())
     assert "faction" not in first.snapshot.by_uid[uid("N0.md")].custom_fields
 
-    helpers.write_files(root, {"DeepLore/field-definitions.yaml":
-                               "fields:\n  - name: faction\n    label: Faction\n    type: string\n"})
+    helpers.write_files(
+        root, {"DeepLore/field-definitions.yaml": "fields:\n  - name: faction\n    label: Faction\n    type: string\n"}
+    )
     result = run(idx.sync_all())
     assert result.read == 7 and result.parsed == 7  # every note, though no note changed
     assert result.snapshot.by_uid[uid("N0.md")].custom_fields == {"faction": "Vantreel"}
@@ -195,8 +197,10 @@ def test_partial_listing_keeps_entries_it_could_not_see(make_vault, lore):
     assert any(f"deeper than {MAX_FOLDER_DEPTH}" in w for w in result.snapshot.warnings)
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
-                    reason="root ignores folder permissions, so chmod 000 cannot make a folder unreadable")
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() == 0,
+    reason="root ignores folder permissions, so chmod 000 cannot make a folder unreadable",
+)
 def test_unreadable_subfolder_keeps_its_previous_entries(make_vault, lore):
     root = make_vault({"A.md": lore("Alpha"), "Locked/B.md": lore("Beta"), "Locked/C.md": lore("Gamma")})
     idx = indexer_for(root)
@@ -248,14 +252,16 @@ def test_one_missing_vault_of_two_still_indexes_the_other(make_vault, lore, tmp_
 
 
 def test_malformed_notes_are_skipped_with_path_line_and_reason(make_vault, lore):
-    root = make_vault({
-        "Good.md": lore("Good"),
-        "Creatures/Broken.md": "---\ntags: [lorebook]\nkeys: [crab, stilt\npriority: 3\n---\n# Broken\n",
-        "Tabs.md": "---\ntags: [lorebook]\n\tkeys: bad indent\n---\n# Tabs\n",
-        "NotADict.md": "---\n- just\n- a list\n---\n# List\n",
-        "Binary.md": b"\x00\x01\x02\xff\xfe",
-        "Also Good.md": lore("Also Good"),
-    })
+    root = make_vault(
+        {
+            "Good.md": lore("Good"),
+            "Creatures/Broken.md": "---\ntags: [lorebook]\nkeys: [crab, stilt\npriority: 3\n---\n# Broken\n",
+            "Tabs.md": "---\ntags: [lorebook]\n\tkeys: bad indent\n---\n# Tabs\n",
+            "NotADict.md": "---\n- just\n- a list\n---\n# List\n",
+            "Binary.md": b"\x00\x01\x02\xff\xfe",
+            "Also Good.md": lore("Also Good"),
+        }
+    )
     result = run(indexer_for(root).sync_all())
     assert titles(result) == ["Also Good", "Good"]
     skipped = {s.path: s for s in result.snapshot.skipped}
@@ -304,8 +310,12 @@ def test_cancelled_sync_leaves_the_previous_snapshot_and_records(make_generated_
     assert idx.snapshot is first.snapshot
     records_after = {p: (r.stamp, r.content_hash, r.result) for p, r in idx._records["v"].items()}
     assert records_after.keys() == records_before.keys()
-    assert all(records_after[p][0] == records_before[p][0] and records_after[p][1] == records_before[p][1]
-               and records_after[p][2] is records_before[p][2] for p in records_before)
+    assert all(
+        records_after[p][0] == records_before[p][0]
+        and records_after[p][1] == records_before[p][1]
+        and records_after[p][2] is records_before[p][2]
+        for p in records_before
+    )
 
     # The next sync does the whole job, as if the cancelled one never happened.
     result = run(idx.sync_all())
@@ -380,18 +390,24 @@ def test_sync_paths_refuses_escaping_paths(make_vault, lore):
 
 @pytest.fixture
 def two_vaults(make_vault, lore):
-    a = make_vault({"Shared.md": lore("Shared", ("from-a",), body="Text from A."),
-                    "Only A.md": lore("Only A", ("oa",))}, name="a")
-    b = make_vault({"Folder/Shared.md": lore("Shared", ("from-b",), body="Text from B."),
-                    "Only B.md": lore("Only B", ("ob",))}, name="b")
+    a = make_vault(
+        {"Shared.md": lore("Shared", ("from-a",), body="Text from A."), "Only A.md": lore("Only A", ("oa",))}, name="a"
+    )
+    b = make_vault(
+        {"Folder/Shared.md": lore("Shared", ("from-b",), body="Text from B."), "Only B.md": lore("Only B", ("ob",))},
+        name="b",
+    )
     return a, b
 
 
-@pytest.mark.parametrize("mode, expected", [
-    ("all", {("A", "Shared"), ("B", "Shared")}),
-    ("first", {("A", "Shared")}),
-    ("last", {("B", "Shared")}),
-])
+@pytest.mark.parametrize(
+    "mode, expected",
+    [
+        ("all", {("A", "Shared"), ("B", "Shared")}),
+        ("first", {("A", "Shared")}),
+        ("last", {("B", "Shared")}),
+    ],
+)
 def test_conflict_modes_through_the_indexer(two_vaults, mode, expected):
     a, b = two_vaults
     result = run(indexer_for(a, b, names=("A", "B"), conflict_mode=mode).sync_all())
@@ -439,7 +455,10 @@ def test_field_definitions_come_from_the_primary_vault_only(make_vault, lore):
     result = run(indexer_for(a, b, names=("A", "B")).sync_all())
     assert all("faction" not in e.custom_fields for e in result.snapshot.entries)
     result = run(indexer_for(b, a, names=("B", "A")).sync_all())
-    assert {e.title: e.custom_fields.get("faction") for e in result.snapshot.entries} == {"Alpha": "Heron", "Beta": "Eel"}
+    assert {e.title: e.custom_fields.get("faction") for e in result.snapshot.entries} == {
+        "Alpha": "Heron",
+        "Beta": "Eel",
+    }
 
 
 def test_custom_tag_settings_change_what_is_admitted(make_vault, lore):

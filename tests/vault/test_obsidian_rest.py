@@ -86,19 +86,22 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def vault(tmp_path: Path) -> Path:
-    return make_vault(tmp_path / "vault", {
-        "Welcome.md": "# Welcome\n",
-        "notes.txt": "not a note",
-        "Characters/Gorduin.md": "---\ntags: [lorebook]\n---\nGorduin\n",
-        "Characters/portrait.png": "png",
-        "Characters/Villains/Angel Crown.md": "Angel\n",
-        "World/Rules/Duskfrost.md": "Duskfrost\n",
-        "DeepLore/field-definitions.yaml": "fields: []\n",
-        ".obsidian/app.json": "{}",
-        ".hidden.md": "hidden",
-        "Characters/.draft.md": "draft",
-        ".trash/old.md": "old",
-    })
+    return make_vault(
+        tmp_path / "vault",
+        {
+            "Welcome.md": "# Welcome\n",
+            "notes.txt": "not a note",
+            "Characters/Gorduin.md": "---\ntags: [lorebook]\n---\nGorduin\n",
+            "Characters/portrait.png": "png",
+            "Characters/Villains/Angel Crown.md": "Angel\n",
+            "World/Rules/Duskfrost.md": "Duskfrost\n",
+            "DeepLore/field-definitions.yaml": "fields: []\n",
+            ".obsidian/app.json": "{}",
+            ".hidden.md": "hidden",
+            "Characters/.draft.md": "draft",
+            ".trash/old.md": "old",
+        },
+    )
 
 
 @pytest.fixture
@@ -171,22 +174,66 @@ def test_bad_spec_message_hides_the_key() -> None:
 # --------------------------------------------------------------------------- host allowlist
 
 
-@pytest.mark.parametrize("host", [
-    "localhost", "LOCALHOST", "localhost.localdomain", "127.0.0.1", "127.255.255.254", "10.0.0.5",
-    "172.16.0.1", "172.31.255.255", "192.168.0.10", "169.254.10.10", "::1", "[::1]", "fd12:3456::1",
-    "fe80::1", "::ffff:127.0.0.1", "::ffff:7f00:2",
-])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "localhost",
+        "LOCALHOST",
+        "localhost.localdomain",
+        "127.0.0.1",
+        "127.255.255.254",
+        "10.0.0.5",
+        "172.16.0.1",
+        "172.31.255.255",
+        "192.168.0.10",
+        "169.254.10.10",
+        "::1",
+        "[::1]",
+        "fd12:3456::1",
+        "fe80::1",
+        "::ffff:127.0.0.1",
+        "::ffff:7f00:2",
+    ],
+)
 def test_allowed_hosts(host: str) -> None:
     assert check_host_allowed(host) == host.lower().strip("[]")
 
 
-@pytest.mark.parametrize("host", [
-    "8.8.8.8", "1.1.1.1", "172.32.0.1", "172.15.255.255", "100.64.0.1", "100.127.255.255", "0.0.0.0",
-    "255.255.255.255", "2130706433", "0177.0.0.1", "0x7f.0.0.1", "0x7f000001", "127.1", "127.0.0.1.",
-    "017700000001", "127.000.000.001", "256.0.0.1", "example.com", "obsidian.local", "localhost.evil.com",
-    "169.254.169.254", "metadata.google.internal", "::", "2001:4860:4860::8888", "fc00::1", "::ffff:10.0.0.1",
-    "::ffff:8.8.8.8", "fe80::1%eth0", "", "   ",
-])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "8.8.8.8",
+        "1.1.1.1",
+        "172.32.0.1",
+        "172.15.255.255",
+        "100.64.0.1",
+        "100.127.255.255",
+        "0.0.0.0",
+        "255.255.255.255",
+        "2130706433",
+        "0177.0.0.1",
+        "0x7f.0.0.1",
+        "0x7f000001",
+        "127.1",
+        "127.0.0.1.",
+        "017700000001",
+        "127.000.000.001",
+        "256.0.0.1",
+        "example.com",
+        "obsidian.local",
+        "localhost.evil.com",
+        "169.254.169.254",
+        "metadata.google.internal",
+        "::",
+        "2001:4860:4860::8888",
+        "fc00::1",
+        "::ffff:10.0.0.1",
+        "::ffff:8.8.8.8",
+        "fe80::1%eth0",
+        "",
+        "   ",
+    ],
+)
 def test_refused_hosts(host: str) -> None:
     with pytest.raises(ConfigError) as info:
         check_host_allowed(host)
@@ -227,10 +274,16 @@ def test_recursive_listing_keeps_only_visible_notes(server: FakeObsidian) -> Non
 def test_listing_requests_look_like_dle(server: FakeObsidian) -> None:
     run(using(parse_vault_spec(server.spec), lambda s: s.list_notes()))
     paths = sorted(r.raw_path for r in server.requests)
-    assert paths == sorted([
-        "/vault/", "/vault/Characters/", "/vault/Characters/Villains/", "/vault/DeepLore/",
-        "/vault/World/", "/vault/World/Rules/",
-    ])
+    assert paths == sorted(
+        [
+            "/vault/",
+            "/vault/Characters/",
+            "/vault/Characters/Villains/",
+            "/vault/DeepLore/",
+            "/vault/World/",
+            "/vault/World/Rules/",
+        ]
+    )
     for req in server.requests:
         assert req.method == "GET"
         assert req.headers["Authorization"] == f"Bearer {KEY}"
@@ -788,11 +841,15 @@ def test_preflight_needs_no_key(server: FakeObsidian) -> None:
     import http.client
 
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
-    conn.request("OPTIONS", "/vault/", headers={
-        "Origin": "http://127.0.0.1:8000",
-        "Access-Control-Request-Method": "PUT",
-        "Access-Control-Request-Headers": "authorization,content-type",
-    })
+    conn.request(
+        "OPTIONS",
+        "/vault/",
+        headers={
+            "Origin": "http://127.0.0.1:8000",
+            "Access-Control-Request-Method": "PUT",
+            "Access-Control-Request-Headers": "authorization,content-type",
+        },
+    )
     resp = conn.getresponse()
     resp.read()
     conn.close()

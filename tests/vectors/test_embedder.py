@@ -56,6 +56,7 @@ def run(coro):
 def test_tiny_gguf_is_deterministic_and_declares_qwen3_last_token(tiny_gguf: Path, tmp_path: Path) -> None:
     again = make_tiny_qwen3_gguf(tmp_path / "again.gguf")
     other = make_tiny_qwen3_gguf(tmp_path / "other.gguf", seed=1)
+
     def digest(p: Path) -> str:
         return hashlib.sha256(p.read_bytes()).hexdigest()
 
@@ -88,8 +89,9 @@ def test_embeds_unit_float32_rows_of_the_model_dimension(emb: LocalEmbedder) -> 
 
 def test_profile_describes_model_quant_prompt_and_length(emb: LocalEmbedder, tiny_gguf: Path) -> None:
     p = emb.profile
-    assert p == EmbeddingProfile(model_id="tiny-qwen3-F32", quantisation="F32", prompt_version="v1",
-                                 max_tokens=2048, endpoint="")
+    assert p == EmbeddingProfile(
+        model_id="tiny-qwen3-F32", quantisation="F32", prompt_version="v1", max_tokens=2048, endpoint=""
+    )
     short = LocalEmbedder(tiny_gguf, n_ctx=128, n_threads=1)
     long = LocalEmbedder(tiny_gguf, n_ctx=100_000, n_threads=1)
     raw = LocalEmbedder(tiny_gguf, n_threads=1, query_instruction=None)
@@ -160,8 +162,17 @@ def test_empty_and_whitespace_texts_are_embedded(emb: LocalEmbedder) -> None:
 
 
 def test_unicode_and_odd_characters(emb: LocalEmbedder) -> None:
-    texts = ["héllo wörld", "世界の竜は北の山で眠る", "🐉🔥🏰", "שלום עולם", "e\u0301\u0301", "nul\x00byte",
-             "lone \ud800 surrogate", "<|endoftext|> is just text here", "\t\r\n"]
+    texts = [
+        "héllo wörld",
+        "世界の竜は北の山で眠る",
+        "🐉🔥🏰",
+        "שלום עולם",
+        "e\u0301\u0301",
+        "nul\x00byte",
+        "lone \ud800 surrogate",
+        "<|endoftext|> is just text here",
+        "\t\r\n",
+    ]
     v = run(emb.embed(texts))
     assert v.shape == (len(texts), 64)
     np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
@@ -194,8 +205,13 @@ def test_broken_model_fails_the_request_and_the_embedder_recovers(kind: str, tin
         bad.write_bytes(good[: len(good) // 2])
     elif kind == "bad_version":
         bad.write_bytes(good[:4] + struct.pack("<I", 99) + good[8:])
-    expected = {"missing": "cannot be read", "not_gguf": "not a GGUF", "truncated_header": "truncated",
-                "truncated_tensors": "could not be loaded", "bad_version": "version 99"}[kind]
+    expected = {
+        "missing": "cannot be read",
+        "not_gguf": "not a GGUF",
+        "truncated_header": "truncated",
+        "truncated_tensors": "could not be loaded",
+        "bad_version": "version 99",
+    }[kind]
     e = LocalEmbedder(bad, n_threads=1)
     try:
         assert e.profile.model_id == kind  # describing a broken file never raises
@@ -283,6 +299,7 @@ def test_many_concurrent_tasks_share_one_worker_thread(tiny_gguf: Path) -> None:
 
 def test_cancelled_request_leaves_the_embedder_usable(tiny_gguf: Path) -> None:
     with LocalEmbedder(tiny_gguf, n_threads=1) as e:
+
         async def main():
             big = asyncio.create_task(e.embed([f"text {i} " * 50 for i in range(3000)]))
             await asyncio.sleep(0.05)
@@ -315,8 +332,10 @@ def test_embedder_works_from_two_event_loops(tiny_gguf: Path) -> None:
 @pytest.mark.parametrize("pack_text_tokens", [None, 12])
 def test_packed_batches_match_one_sequence_per_decode(tiny_gguf: Path, pack_text_tokens) -> None:
     texts = [f"short text {i} " * (1 + i % 7) for i in range(40)]
-    with LocalEmbedder(tiny_gguf, n_threads=1, batch_tokens=0) as single, \
-            LocalEmbedder(tiny_gguf, n_threads=1, batch_tokens=128, pack_text_tokens=pack_text_tokens) as packed:
+    with (
+        LocalEmbedder(tiny_gguf, n_threads=1, batch_tokens=0) as single,
+        LocalEmbedder(tiny_gguf, n_threads=1, batch_tokens=128, pack_text_tokens=pack_text_tokens) as packed,
+    ):
         a = single.embed_sync(texts)
         b = packed.embed_sync(texts)
     # the same vectors up to float rounding (matrix kernels add in another order for bigger batches)
@@ -340,9 +359,15 @@ def test_plan_batches_groups_short_texts_only() -> None:
 
 def test_normalise_vectors_checks_everything() -> None:
     np.testing.assert_allclose(normalise_vectors([[3, 4]]), [[0.6, 0.8]])
-    for bad, what in [([[0, 0]], "zero"), ([[1, float("nan")]], "non-finite"), ([[1, 2], [1]], "equally long"),
-                      ([["1", "2"]], "numbers"), ([[True, False]], "numbers"), ([1, 2], "equally long"),
-                      ([[1e39, 1]], "non-finite")]:
+    for bad, what in [
+        ([[0, 0]], "zero"),
+        ([[1, float("nan")]], "non-finite"),
+        ([[1, 2], [1]], "equally long"),
+        ([["1", "2"]], "numbers"),
+        ([[True, False]], "numbers"),
+        ([1, 2], "equally long"),
+        ([[1e39, 1]], "non-finite"),
+    ]:
         with pytest.raises(EmbeddingError) as info:
             normalise_vectors(bad)
         assert what in str(info.value)

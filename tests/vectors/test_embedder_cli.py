@@ -25,8 +25,14 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dle_desktop", "embed", *args], cwd=REPO, input=stdin,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "dle_desktop", "embed", *args],
+        cwd=REPO,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize("query", [False, True])
@@ -51,11 +57,14 @@ def test_embed_reads_stdin_and_prints_a_summary(tiny: Path) -> None:
     assert "64 dimensions" in r.stdout and "tiny-qwen3" in r.stdout
 
 
-@pytest.mark.parametrize("content, message", [
-    (None, "does not exist"),
-    (b"<html>nope</html>", "not a GGUF"),
-    ("half", "could not be loaded"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "does not exist"),
+        (b"<html>nope</html>", "not a GGUF"),
+        ("half", "could not be loaded"),
+    ],
+)
 def test_embed_errors_exit_2_with_a_message(tiny: Path, tmp_path: Path, content, message: str) -> None:
     target = tmp_path / "model.gguf"
     if content == "half":

@@ -42,14 +42,21 @@ print(json.dumps({"base": base["VmRSS"], "peak": after["VmHWM"], "after": after[
 
 @pytest.fixture(scope="module")
 def big_vocab_model(tmp_path_factory) -> Path:
-    return make_tiny_qwen3_gguf(tmp_path_factory.mktemp("gguf") / "tiny-qwen3-big-vocab.gguf",
-                                n_vocab=QWEN3_0_6B["n_vocab"])
+    return make_tiny_qwen3_gguf(
+        tmp_path_factory.mktemp("gguf") / "tiny-qwen3-big-vocab.gguf", n_vocab=QWEN3_0_6B["n_vocab"]
+    )
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak RSS from /proc")
 def test_a_long_text_costs_little_memory_and_nothing_stays(big_vocab_model: Path) -> None:
-    run = subprocess.run([sys.executable, "-c", PROBE, str(big_vocab_model), LONG_TEXT], capture_output=True,
-                         text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-c", PROBE, str(big_vocab_model), LONG_TEXT],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     mb = json.loads(run.stdout.strip().splitlines()[-1])
     assert mb["truncated"] == 1  # the text really filled the 2,048-token context
@@ -60,8 +67,10 @@ def test_a_long_text_costs_little_memory_and_nothing_stays(big_vocab_model: Path
 
 def test_last_token_pooling_in_two_steps_gives_the_one_pass_vectors(big_vocab_model: Path) -> None:
     texts = [LONG_TEXT[:6000], "", "a short one"] + [f"packed text {i}" for i in range(20)]
-    with LocalEmbedder(big_vocab_model, n_threads=1) as two_step, LocalEmbedder(big_vocab_model, n_threads=1,
-                                                                                    last_token_outputs=False) as one_pass:
+    with (
+        LocalEmbedder(big_vocab_model, n_threads=1) as two_step,
+        LocalEmbedder(big_vocab_model, n_threads=1, last_token_outputs=False) as one_pass,
+    ):
         one_pass.embed_sync(["load"])  # llama.cpp pools: every token an output
         before = one_pass.tokens_processed
         a = two_step.embed_sync(texts)

@@ -81,12 +81,12 @@ def test_documents_and_other_work_in_between_do_not_corrupt_the_kept_head(tiny: 
     try:
         want = full.embed_sync(QUERIES[:3], query=True)
         for i, q in enumerate(QUERIES[:3]):
-            _same(fast.embed_sync([q], query=True), want[i:i + 1])
+            _same(fast.embed_sync([q], query=True), want[i : i + 1])
             fast.embed_sync(["a long document " * 40, "short doc"], query=False)  # clears the KV cache
-            _same(fast.embed_sync([q], query=True), want[i:i + 1])
+            _same(fast.embed_sync([q], query=True), want[i : i + 1])
             # raw work on the worker may touch the context's memory: the head is computed again
             fast.run_on_worker(lambda: None).result()
-            _same(fast.embed_sync([q], query=True), want[i:i + 1])
+            _same(fast.embed_sync([q], query=True), want[i : i + 1])
     finally:
         fast.close()
         full.close()

@@ -54,8 +54,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         b = self.server.behaviour  # type: ignore[attr-defined]  # hung on the stdlib server by the fixture
-        b.requests.append({"path": self.path, "range": self.headers.get("Range"),
-                           "if_range": self.headers.get("If-Range")})
+        b.requests.append(
+            {"path": self.path, "range": self.headers.get("Range"), "if_range": self.headers.get("If-Range")}
+        )
         if b.slow:
             time.sleep(b.slow)
         if b.status is not None:
@@ -100,7 +101,7 @@ class _Handler(BaseHTTPRequestHandler):
         limit = b.drop_after.pop(0) if b.drop_after else None
         sent = 0
         for i in range(0, len(body), 16384):
-            piece = body[i:i + 16384]
+            piece = body[i : i + 16384]
             if limit is not None and sent + len(piece) > limit:
                 self.wfile.write(piece[: limit - sent])
                 self.wfile.flush()
@@ -149,8 +150,9 @@ def run(coro):
 
 
 def test_default_model_is_qwen3_embedding_q8_from_hugging_face(tmp_path: Path) -> None:
-    assert DEFAULT_MODEL.url == ("https://huggingface.co/Qwen/Qwen3-Embedding-0.6B-GGUF/resolve/main/"
-                                 "Qwen3-Embedding-0.6B-Q8_0.gguf")
+    assert DEFAULT_MODEL.url == (
+        "https://huggingface.co/Qwen/Qwen3-Embedding-0.6B-GGUF/resolve/main/Qwen3-Embedding-0.6B-Q8_0.gguf"
+    )
     assert DEFAULT_MODEL.filename == "Qwen3-Embedding-0.6B-Q8_0.gguf"
     m = ModelManager(tmp_path)
     assert m.path_for() == tmp_path / "Qwen3-Embedding-0.6B-Q8_0.gguf"

@@ -93,7 +93,7 @@ class _Handler(BaseHTTPRequestHandler):
         fake.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
         if fake.delay:
             time.sleep(fake.delay)
-        status, answer = (fake.reply(body) if fake.reply else (200, good_answer(fake.kind, body)))
+        status, answer = fake.reply(body) if fake.reply else (200, good_answer(fake.kind, body))
         data = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
         try:
             self.send_response(status)
@@ -232,9 +232,16 @@ def test_same_model_on_two_servers_has_two_profiles(fake) -> None:
     assert a.profile.key() != b.profile.key()
 
 
-@pytest.mark.parametrize("suffix, path", [("", "/v1/embeddings"), ("/v1", "/v1/embeddings"),
-                                          ("/v1/", "/v1/embeddings"), ("/api/openai", "/api/openai/embeddings"),
-                                          ("/v1/embeddings", "/v1/embeddings")])
+@pytest.mark.parametrize(
+    "suffix, path",
+    [
+        ("", "/v1/embeddings"),
+        ("/v1", "/v1/embeddings"),
+        ("/v1/", "/v1/embeddings"),
+        ("/api/openai", "/api/openai/embeddings"),
+        ("/v1/embeddings", "/v1/embeddings"),
+    ],
+)
 def test_openai_compatible_url_rules(fake, suffix: str, path: str) -> None:
     e = make_remote_embedder("openai", base_url=fake.url + suffix, model="m")
     run(e.embed(["x"]))
@@ -399,12 +406,15 @@ def test_cancelling_the_caller_cancels_the_request(fake) -> None:
     assert run(main()) < 1.0
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"kind": "nope"}, "unknown embedding source"),
-    ({"kind": "llamacpp"}, "needs a server URL"),
-    ({"kind": "llamacpp", "base_url": "ftp://x"}, "http(s)"),
-    ({"kind": "vllm", "base_url": "http://x"}, "needs a model"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"kind": "nope"}, "unknown embedding source"),
+        ({"kind": "llamacpp"}, "needs a server URL"),
+        ({"kind": "llamacpp", "base_url": "ftp://x"}, "http(s)"),
+        ({"kind": "vllm", "base_url": "http://x"}, "needs a model"),
+    ],
+)
 def test_bad_settings_are_400(kwargs: dict, message: str) -> None:
     with pytest.raises(EmbeddingError) as info:
         RemoteEmbedder(RemoteSource(**kwargs))
@@ -436,8 +446,9 @@ def test_st_sources_map_to_remote_embedders(fake, secrets) -> None:
     assert e is not None
     run(e.embed(["x"]))
     assert fake.requests[-1]["body"]["keep_alive"] == -1 and fake.requests[-1]["path"] == "/api/embed"
-    again = embedder_for_st_source(_St("ollama", api_url=fake.url, model="nomic-embed-text", keep=True),
-                                   secrets=secrets)
+    again = embedder_for_st_source(
+        _St("ollama", api_url=fake.url, model="nomic-embed-text", keep=True), secrets=secrets
+    )
     assert again is e  # cached: connections reused
     fake.kind = "extras"
     x = embedder_for_st_source(_St("extras", extras_url=fake.url, extras_key="sekrit-extras"), secrets=secrets)

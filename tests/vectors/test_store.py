@@ -35,8 +35,11 @@ def items(n: int, start: int = 0, prefix: str = "text") -> list[StoredItem]:
 def snapshot(root: Path) -> dict[str, str]:
     """Every file under root with a digest of its bytes (the lock file and SQLite's shared-memory
     index, which readers may touch, aside)."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and p.name != ".lock" and not p.name.endswith("-shm")}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != ".lock" and not p.name.endswith("-shm")
+    }
 
 
 def scope_dirs(root: Path) -> list[Path]:
@@ -139,8 +142,17 @@ def test_hash_and_index_extremes_and_numpy_integers(store):
 
 
 def test_delete_by_hash_removes_every_chunk(store):
-    store.insert(*SCOPE, [StoredItem(1, 0, "a1"), StoredItem(1, 0, "a2"), StoredItem(2, 1, "b"),
-                          StoredItem(1, 0, "a3"), StoredItem(3, 2, "c")], vecs(5))
+    store.insert(
+        *SCOPE,
+        [
+            StoredItem(1, 0, "a1"),
+            StoredItem(1, 0, "a2"),
+            StoredItem(2, 1, "b"),
+            StoredItem(1, 0, "a3"),
+            StoredItem(3, 2, "c"),
+        ],
+        vecs(5),
+    )
     assert store.delete(*SCOPE, [1]) == 3
     assert store.list_hashes(*SCOPE) == [2, 3]
     assert all(h.item.hash != 1 for h in store.query(*SCOPE, vecs(5)[0], 10))
@@ -171,8 +183,9 @@ def test_a_scope_emptied_by_deletes_answers_empty_and_keeps_its_dimension(store)
     assert store.delete(*SCOPE, [1000, 1001, 1002]) == 3
     assert store.list_hashes(*SCOPE) == []
     assert store.query(*SCOPE, vecs(1)[0], 3) == []
-    assert store.collections() == [{"collection": SCOPE[0], "source": SCOPE[1], "profile_key": SCOPE[2],
-                                    "count": 0, "dim": D}]
+    assert store.collections() == [
+        {"collection": SCOPE[0], "source": SCOPE[1], "profile_key": SCOPE[2], "count": 0, "dim": D}
+    ]
     with pytest.raises(VectorConflict):
         store.insert(*SCOPE, items(1), vecs(1, d=D + 1))
 
@@ -232,10 +245,14 @@ def test_normalisation_of_3_4(store, root):
     assert store.query(*SCOPE, np.array([0.0, 2.0]), 1)[0].score == pytest.approx(0.8, abs=1e-6)
 
 
-@pytest.mark.parametrize("rows", [
-    [[1e38, 3e38, 0.0]],                       # squares overflow float32
-    [[1e-40, 2e-40, -1e-40]],                  # subnormal float32
-], ids=["huge", "tiny"])
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [[1e38, 3e38, 0.0]],  # squares overflow float32
+        [[1e-40, 2e-40, -1e-40]],  # subnormal float32
+    ],
+    ids=["huge", "tiny"],
+)
 def test_extreme_magnitudes_normalise(store, rows):
     v = np.array(rows, np.float32)
     store.insert(*SCOPE, items(1), v)
@@ -262,13 +279,41 @@ def test_query_with_wrong_dimension_conflicts(store):
         store.query(*SCOPE, np.ones(D + 1), 3)
 
 
-@pytest.mark.parametrize("vector, top_k", [
-    (np.array([np.nan] * D), 3), (np.array([np.inf] + [1.0] * (D - 1)), 3), (np.zeros(D), 3),
-    (np.ones((2, D)), 3), (np.array(["a"] * D), 3), (np.array([True] * D), 3), (np.ones((D, 1, 1)), 3),
-    ([[1.0, 2.0], [3.0]], 3), (np.ones(D), 0), (np.ones(D), -1), (np.ones(D), True), (np.ones(D), 2.0),
-    (np.ones(D), "3"), (np.ones(0), 3),
-], ids=["nan", "inf", "zero", "two-rows", "strings", "bools", "3-d", "ragged", "k0", "k-neg", "k-bool",
-        "k-float", "k-str", "empty"])
+@pytest.mark.parametrize(
+    "vector, top_k",
+    [
+        (np.array([np.nan] * D), 3),
+        (np.array([np.inf] + [1.0] * (D - 1)), 3),
+        (np.zeros(D), 3),
+        (np.ones((2, D)), 3),
+        (np.array(["a"] * D), 3),
+        (np.array([True] * D), 3),
+        (np.ones((D, 1, 1)), 3),
+        ([[1.0, 2.0], [3.0]], 3),
+        (np.ones(D), 0),
+        (np.ones(D), -1),
+        (np.ones(D), True),
+        (np.ones(D), 2.0),
+        (np.ones(D), "3"),
+        (np.ones(0), 3),
+    ],
+    ids=[
+        "nan",
+        "inf",
+        "zero",
+        "two-rows",
+        "strings",
+        "bools",
+        "3-d",
+        "ragged",
+        "k0",
+        "k-neg",
+        "k-bool",
+        "k-float",
+        "k-str",
+        "empty",
+    ],
+)
 def test_invalid_queries_raise_value_error(store, vector, top_k):
     store.insert(*SCOPE, items(2), vecs(2))
     with pytest.raises(ValueError):
@@ -345,11 +390,18 @@ def test_invalid_insert_into_existing_scope_raises_and_writes_nothing(store, roo
     assert store.list_hashes(*SCOPE) == hashes
 
 
-@pytest.mark.parametrize("names", [(None, "s", "p"), ("c", 5, "p"), ("c", "s", b"p"), ("c\ud800", "s", "p")],
-                         ids=["collection-none", "source-int", "profile-bytes", "surrogate"])
+@pytest.mark.parametrize(
+    "names",
+    [(None, "s", "p"), ("c", 5, "p"), ("c", "s", b"p"), ("c\ud800", "s", "p")],
+    ids=["collection-none", "source-int", "profile-bytes", "surrogate"],
+)
 def test_invalid_scope_names_raise_value_error(store, root, names):
-    for call in (lambda: store.insert(*names, items(1), vecs(1)), lambda: store.list_hashes(*names),
-                 lambda: store.query(*names, np.ones(D), 1), lambda: store.delete(*names, [1])):
+    for call in (
+        lambda: store.insert(*names, items(1), vecs(1)),
+        lambda: store.list_hashes(*names),
+        lambda: store.query(*names, np.ones(D), 1),
+        lambda: store.delete(*names, [1]),
+    ):
         with pytest.raises(ValueError):
             call()
     if not isinstance(names[0], str) or "\ud800" in names[0]:
@@ -432,8 +484,10 @@ def test_purge_all_removes_every_scope_and_nothing_else(tmp_path):
         assert store.purge_all() is None
         assert store.collections() == []
         assert all(store.list_hashes(f"chat{i}", "llamacpp", "m") == [] for i in range(3))
-        assert (snapshot(data / "models") | {"state": hashlib.sha256((data / "state.sqlite").read_bytes()).hexdigest()}
-                == outside)
+        assert (
+            snapshot(data / "models") | {"state": hashlib.sha256((data / "state.sqlite").read_bytes()).hexdigest()}
+            == outside
+        )
         assert (data / "vectors" / "README.txt").read_text() == "not ours"
         assert sorted(p.name for p in (data / "vectors").iterdir()) == [".lock", "README.txt"]
         assert store.insert("chat0", "llamacpp", "m", items(1), vecs(1)) == 1
@@ -460,7 +514,11 @@ def test_collection_and_profile_names_are_stored_readably(store, root):
     db = sqlite3.connect(scope / "meta.sqlite")
     try:
         assert db.execute("SELECT collection, source, profile_key, dim FROM info").fetchone() == (
-            "Seraphina / ? <chat>*", "llamacpp", "model=m\nendpoint=http://x", D)
+            "Seraphina / ? <chat>*",
+            "llamacpp",
+            "model=m\nendpoint=http://x",
+            D,
+        )
     finally:
         db.close()
 
@@ -645,9 +703,14 @@ def test_a_closed_store_refuses_calls(root):
     store.insert(*SCOPE, items(1), vecs(1))
     store.close()
     store.close()  # twice is fine
-    for call in (lambda: store.list_hashes(*SCOPE), lambda: store.insert(*SCOPE, items(1, start=3), vecs(1)),
-                 lambda: store.query(*SCOPE, np.ones(D), 1), lambda: store.purge("x"), store.purge_all,
-                 store.collections):
+    for call in (
+        lambda: store.list_hashes(*SCOPE),
+        lambda: store.insert(*SCOPE, items(1, start=3), vecs(1)),
+        lambda: store.query(*SCOPE, np.ones(D), 1),
+        lambda: store.purge("x"),
+        store.purge_all,
+        store.collections,
+    ):
         with pytest.raises(RuntimeError):
             call()
 

@@ -65,7 +65,7 @@ def test_hnsw_recall_at_10_on_30k_random_64d_rows(tmp_path):
     store = VectorStore(tmp_path / "vectors", ann_threshold=1_000, ann_background=False)
     try:
         for start in range(0, n, 5_000):
-            store.insert(*SCOPE, items(5_000, start), data[start:start + 5_000])
+            store.insert(*SCOPE, items(5_000, start), data[start : start + 5_000])
         info = store.build_index(*SCOPE)
         assert info["count"] == info["covered"] == in_graph(n) and info["uncovered"] == n - in_graph(n)
         assert info["calibration"] == "held-out rows" and info["recall"] >= 0.995
@@ -77,7 +77,9 @@ def test_hnsw_recall_at_10_on_30k_random_64d_rows(tmp_path):
         assert store.index_info(*SCOPE)["count"] == in_graph(n)  # answered by the graph (+ the held-out rows)
         # the scores are exact whatever path found the rows
         hits = store.query(*SCOPE, queries[0], 10)
-        assert [h.score for h in hits] == pytest.approx((unit(data)[[h.item.index for h in hits]] @ unit(queries[0])).tolist(), abs=1e-6)
+        assert [h.score for h in hits] == pytest.approx(
+            (unit(data)[[h.item.index for h in hits]] @ unit(queries[0])).tolist(), abs=1e-6
+        )
     finally:
         store.close()
 
@@ -233,7 +235,12 @@ def test_the_background_builder_indexes_large_scopes_after_a_query(tmp_path):
         assert again.query(*SCOPE, np.ones(16), 1)[0].item.text == "new"
         assert again.wait_for_index(30)
         info = again.index_info(*SCOPE)  # ...the saved graph is loaded and extended by that row
-        assert (info["count"], info["covered"], info["saved_count"], info["unsaved"]) == (built + 1, built + 1, built, 1)
+        assert (info["count"], info["covered"], info["saved_count"], info["unsaved"]) == (
+            built + 1,
+            built + 1,
+            built,
+            1,
+        )
     finally:
         again.close()
 

@@ -45,7 +45,7 @@ class Expectations:
     def apply(self, lines: list[list[str]]) -> str | None:
         """Apply the new log lines; return the operation cut off by the kill (None if between ops)."""
         cut = None
-        for parts in lines[self.seen_lines:]:
+        for parts in lines[self.seen_lines :]:
             phase, op, args = parts[0], parts[1], [int(x) for x in parts[2:]]
             if op == "insert":
                 self.main[args[0]] = [args[1], "in" if phase == "done" else "maybe"]
@@ -71,8 +71,9 @@ def _check_batches(expected: dict[int, list], hashes: list[int], what: str) -> d
     for b, (n, state) in expected.items():
         got = [h for h in hashes if h // 10_000 == b]
         if got:
-            assert Counter(got) == Counter(b * 10_000 + i // 2 for i in range(n)), \
+            assert Counter(got) == Counter(b * 10_000 + i // 2 for i in range(n)), (
                 f"{what}: batch {b} is torn: {len(got)} of {n} items"
+            )
             assert state != "out", f"{what}: batch {b} was deleted but is back"
             present[b] = n
         else:
@@ -153,9 +154,18 @@ def test_killing_the_writer_at_random_moments_never_tears_the_store(tmp_path):
         while kills < MAX_KILLS and (kills < MIN_KILLS or time.monotonic() - started < TIME_BUDGET_S):
             stderr = tmp_path / f"writer-{kills}.err"
             with open(stderr, "wb") as err:
-                proc = subprocess.Popen([sys.executable, str(WRITER), str(root), str(log),
-                                         str((kills + 1) * 1_000), str(rng.randrange(2**31))],
-                                        stdout=subprocess.PIPE, stderr=err)
+                proc = subprocess.Popen(
+                    [
+                        sys.executable,
+                        str(WRITER),
+                        str(root),
+                        str(log),
+                        str((kills + 1) * 1_000),
+                        str(rng.randrange(2**31)),
+                    ],
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                )
             try:
                 assert proc.stdout is not None
                 ready = proc.stdout.readline()
@@ -174,7 +184,9 @@ def test_killing_the_writer_at_random_moments_never_tears_the_store(tmp_path):
         scope_log.removeHandler(recoveries)
         scope_log.setLevel(old_level)
     elapsed = time.monotonic() - started
-    print(f"\n{kills} kills in {elapsed:.1f} s; cut off: {dict(cut_ops)}; batches written: "
-          f"{len(exp.main) + len(exp.side)}; opens that truncated uncommitted rows: {recoveries.truncations}")
+    print(
+        f"\n{kills} kills in {elapsed:.1f} s; cut off: {dict(cut_ops)}; batches written: "
+        f"{len(exp.main) + len(exp.side)}; opens that truncated uncommitted rows: {recoveries.truncations}"
+    )
     assert kills >= MIN_KILLS
     assert cut_ops["insert"] >= kills // 3, cut_ops  # most kills land inside an insert

@@ -13,7 +13,9 @@ from dle_desktop.vault.writer import NoteWriter
 
 
 async def main(vault: str, data: str, path: str, text_a: str, text_b: str) -> None:
-    writer = NoteWriter([FolderSource("v", Path(vault))], history=WriteHistory(Path(data) / "h.sqlite", keep_per_note=2))
+    writer = NoteWriter(
+        [FolderSource("v", Path(vault))], history=WriteHistory(Path(data) / "h.sqlite", keep_per_note=2)
+    )
     announced = False
     while True:
         version = await writer.read("v", path)

@@ -21,19 +21,22 @@ def test_a_write_through_the_engine_is_indexed_when_it_returns(tmp_path):
     vault.mkdir()
     (vault / "Quay.md").write_text(lore_text("Quay", ("quay",)), encoding="utf-8")
     paths = AppPaths(tmp_path / "data", tmp_path / "data").ensure()
-    engine = Engine(paths, Settings(), SecretStore(use_keyring=False), vault_override=[FolderSource("mine", vault)],
-                    use_cache=False)
+    engine = Engine(
+        paths, Settings(), SecretStore(use_keyring=False), vault_override=[FolderSource("mine", vault)], use_cache=False
+    )
 
     async def main() -> None:
         await engine.start(watch=False)
         try:
             snapshot = await engine.wait_ready()
             quay = snapshot.find("Quay")
-            await engine.writer.set_fields("mine", "Quay.md", {"keys": ["quay", "harbour"]}, base=quay.content_hash,
-                                           feature="optimize-keys")
+            await engine.writer.set_fields(
+                "mine", "Quay.md", {"keys": ["quay", "harbour"]}, base=quay.content_hash, feature="optimize-keys"
+            )
             assert engine.snapshot.find("Quay").keys == ("quay", "harbour")
-            result = await engine.writer.create("mine", "Gull Court.md", lore_text("Gull Court", ("gulls",)),
-                                                feature="librarian")
+            result = await engine.writer.create(
+                "mine", "Gull Court.md", lore_text("Gull Court", ("gulls",)), feature="librarian"
+            )
             assert engine.snapshot.find("Gull Court") is not None
             await engine.writer.undo(result.record.id)
             assert engine.snapshot.find("Gull Court") is None

@@ -8,23 +8,26 @@ from dle_desktop.errors import VaultPathError
 from dle_desktop.vault.filenames import check_note_path, note_path_for_title, sanitize_title
 
 
-@pytest.mark.parametrize(("title", "name"), [
-    ("Lantern Quay", "Lantern Quay"),
-    ('What: a "test"?', "What_ a _test__"),
-    ("a/b\\c|d*e<f>g", "a_b_c_d_e_f_g"),
-    ("...dots...", "dots"),
-    ("trailing   ", "trailing"),
-    ("CON", "_CON"),
-    ("lpt1", "_lpt1"),
-    ("CONSOLE", "CONSOLE"),
-    ("", "Untitled"),
-    ("???", "___"),
-    ("...", "Untitled"),
-    ("two\r\nlines", "two lines"),
-    ("tab\there", "tab_here"),
-    ("東京 🌊", "東京 🌊"),
-    ("ends with dot. ", "ends with dot"),
-])
+@pytest.mark.parametrize(
+    ("title", "name"),
+    [
+        ("Lantern Quay", "Lantern Quay"),
+        ('What: a "test"?', "What_ a _test__"),
+        ("a/b\\c|d*e<f>g", "a_b_c_d_e_f_g"),
+        ("...dots...", "dots"),
+        ("trailing   ", "trailing"),
+        ("CON", "_CON"),
+        ("lpt1", "_lpt1"),
+        ("CONSOLE", "CONSOLE"),
+        ("", "Untitled"),
+        ("???", "___"),
+        ("...", "Untitled"),
+        ("two\r\nlines", "two lines"),
+        ("tab\there", "tab_here"),
+        ("東京 🌊", "東京 🌊"),
+        ("ends with dot. ", "ends with dot"),
+    ],
+)
 def test_sanitize_title_follows_dle(title, name):
     assert sanitize_title(title) == name
 
@@ -40,8 +43,21 @@ def test_note_path_for_title_in_a_folder():
     assert note_path_for_title("x") == "x.md"
 
 
-@pytest.mark.parametrize("path", ["../outside.md", "a/../../b.md", "/etc/passwd.md", "C:/x.md", "a\\..\\b.md",
-                                  ".obsidian/x.md", "a/.hidden.md", "note.txt", "", "a\x00b.md"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../outside.md",
+        "a/../../b.md",
+        "/etc/passwd.md",
+        "C:/x.md",
+        "a\\..\\b.md",
+        ".obsidian/x.md",
+        "a/.hidden.md",
+        "note.txt",
+        "",
+        "a\x00b.md",
+    ],
+)
 def test_paths_the_writer_refuses(path):
     with pytest.raises(VaultPathError):
         check_note_path(path)

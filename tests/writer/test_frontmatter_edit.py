@@ -106,8 +106,10 @@ def test_comment_only_frontmatter_keeps_the_comment():
 
 def test_remove_fields_and_keep_the_comments_around_them():
     new = edit_fields(COMMENTED, {"priority": REMOVE, "summary": REMOVE})
-    assert new == ("---\n# Reviewed by hand, spring 211.\ntags: [lorebook, place]   # keep 'place' for the graph\n"
-                   'keys:   [Lantern Quay, the quay]  # "the quay" matches often\n---\n# Lantern Quay\n')
+    assert new == (
+        "---\n# Reviewed by hand, spring 211.\ntags: [lorebook, place]   # keep 'place' for the graph\n"
+        'keys:   [Lantern Quay, the quay]  # "the quay" matches often\n---\n# Lantern Quay\n'
+    )
 
 
 def test_removing_every_field_leaves_an_empty_block():
@@ -142,10 +144,16 @@ def test_strings_yaml_1_1_would_misread_are_quoted():
 
 
 def test_numbers_booleans_and_empty_values():
-    new = edit_fields("---\ntags: [lorebook]\n---\n", {"priority": 5, "probability": 0.5, "enabled": False,
-                                                        "outlet": None})
-    assert split_note(new).data == {"tags": ["lorebook"], "priority": 5, "probability": 0.5, "enabled": False,
-                                    "outlet": None}
+    new = edit_fields(
+        "---\ntags: [lorebook]\n---\n", {"priority": 5, "probability": 0.5, "enabled": False, "outlet": None}
+    )
+    assert split_note(new).data == {
+        "tags": ["lorebook"],
+        "priority": 5,
+        "probability": 0.5,
+        "enabled": False,
+        "outlet": None,
+    }
 
 
 def test_nested_mapping_value():
@@ -159,14 +167,17 @@ def test_no_change_returns_the_same_text():
     assert edit_fields(COMMENTED, {"absent": REMOVE}) == COMMENTED
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("---\nkeys: [a, b\n---\n", "not valid YAML"),
-    ("---\nkeys: a\n  bad: indent\n---\n", "not valid YAML"),
-    ("---\n- a\n- b\n---\n", "must be a mapping"),
-    ("---\nkeys: [a]\nkeys: [b]\n---\n", "written 2 times"),
-    ("---\n{keys: [a], tags: [lorebook]}\n---\n", "flow mapping"),
-    ("---\nkeys: [a]\nno closing line\n", "never closed"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("---\nkeys: [a, b\n---\n", "not valid YAML"),
+        ("---\nkeys: a\n  bad: indent\n---\n", "not valid YAML"),
+        ("---\n- a\n- b\n---\n", "must be a mapping"),
+        ("---\nkeys: [a]\nkeys: [b]\n---\n", "written 2 times"),
+        ("---\n{keys: [a], tags: [lorebook]}\n---\n", "flow mapping"),
+        ("---\nkeys: [a]\nno closing line\n", "never closed"),
+    ],
+)
 def test_malformed_frontmatter_is_refused_with_a_clear_message(text, message):
     with pytest.raises(FrontmatterEditError, match=message):
         edit_fields(text, {"keys": ["new"]})
@@ -195,9 +206,19 @@ def test_replace_body_keeps_the_frontmatter_and_bom_byte_for_byte():
 
 
 def test_compose_note_in_dle_house_style():
-    text = compose_note({"type": "lore", "priority": 50, "tags": ["lorebook"], "keys": ["Glass Road", "road"],
-                         "summary": "The trade road east."}, "# Glass Road\n\nIt sings at dusk.\n")
-    assert text == ("---\ntype: lore\npriority: 50\ntags:\n  - lorebook\nkeys:\n  - Glass Road\n  - road\n"
-                    "summary: The trade road east.\n---\n# Glass Road\n\nIt sings at dusk.\n")
+    text = compose_note(
+        {
+            "type": "lore",
+            "priority": 50,
+            "tags": ["lorebook"],
+            "keys": ["Glass Road", "road"],
+            "summary": "The trade road east.",
+        },
+        "# Glass Road\n\nIt sings at dusk.\n",
+    )
+    assert text == (
+        "---\ntype: lore\npriority: 50\ntags:\n  - lorebook\nkeys:\n  - Glass Road\n  - road\n"
+        "summary: The trade road east.\n---\n# Glass Road\n\nIt sings at dusk.\n"
+    )
     entry = parse_note("v", "Glass Road.md", text)
     assert (entry.title, entry.keys, entry.priority) == ("Glass Road", ("Glass Road", "road"), 50)

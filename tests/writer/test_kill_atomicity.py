@@ -44,9 +44,20 @@ def test_a_killed_writer_leaves_the_old_or_the_new_note(tmp_path):
     seen = {"a": 0, "b": 0}
     for _ in range(KILLS):
         child = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("kill_child.py")), str(vault), str(data), "Big.md",
-             str(tmp_path / "a.txt"), str(tmp_path / "b.txt")],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=REPO)
+            [
+                sys.executable,
+                str(Path(__file__).with_name("kill_child.py")),
+                str(vault),
+                str(data),
+                "Big.md",
+                str(tmp_path / "a.txt"),
+                str(tmp_path / "b.txt"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=REPO,
+        )
         try:
             line = child.stdout.readline()
             assert line == b"ready\n", child.stderr.read().decode()

@@ -49,8 +49,9 @@ def written():
 @pytest.fixture
 def writer(vault, tmp_path, written) -> NoteWriter:
     history = WriteHistory(tmp_path / "data" / "write-history.sqlite")
-    yield NoteWriter([FolderSource("v", vault)], history=history,
-                     on_written=lambda name, paths: written.append((name, paths)))
+    yield NoteWriter(
+        [FolderSource("v", vault)], history=history, on_written=lambda name, paths: written.append((name, paths))
+    )
     history.close()
 
 
@@ -77,8 +78,9 @@ def test_create_over_an_existing_note_is_refused(writer, vault, written):
 
 
 def test_create_titled_uses_dles_file_name_rules(writer, vault):
-    result = run(writer.create_titled("v", 'Mirela: "the" Archivist', "# Mirela\n", folder="Characters",
-                                      feature="librarian"))
+    result = run(
+        writer.create_titled("v", 'Mirela: "the" Archivist', "# Mirela\n", folder="Characters", feature="librarian")
+    )
     assert result.path == "Characters/Mirela_ _the_ Archivist.md"
     assert (vault / "Characters" / "Mirela_ _the_ Archivist.md").is_file()
 
@@ -87,8 +89,9 @@ def test_set_fields_changes_only_the_field_and_keeps_the_file_mode(writer, vault
     note = vault / "Places" / "Quay.md"
     os.chmod(note, 0o640)
     version = run(writer.read("v", "Places/Quay.md"))
-    result = run(writer.set_fields("v", "Places/Quay.md", {"keys": ["Quay", "harbour"]}, base=version,
-                                   feature="optimize-keys"))
+    result = run(
+        writer.set_fields("v", "Places/Quay.md", {"keys": ["Quay", "harbour"]}, base=version, feature="optimize-keys")
+    )
     assert note.read_text() == NOTE.replace("  - Quay\n", "  - Quay\n  - harbour\n")
     assert stat.S_IMODE(note.stat().st_mode) == 0o640
     assert parse_note("v", "Places/Quay.md", note.read_text()).keys == ("Quay", "harbour")
@@ -203,8 +206,11 @@ def test_a_note_that_is_not_utf8_is_not_rewritten(writer, vault):
     raw = b"---\ntags: [lorebook]\n---\ncaf\xe9\n"
     (vault / "Latin1.md").write_bytes(raw)
     with pytest.raises(WriteRefused, match="not UTF-8"):
-        run(writer.set_fields("v", "Latin1.md", {"priority": 1}, base=simple_hash(raw.decode("utf-8", "replace")),
-                              feature="manual"))
+        run(
+            writer.set_fields(
+                "v", "Latin1.md", {"priority": 1}, base=simple_hash(raw.decode("utf-8", "replace")), feature="manual"
+            )
+        )
     assert (vault / "Latin1.md").read_bytes() == raw
 
 
@@ -232,8 +238,11 @@ def test_a_crashed_writes_leftover_temp_file_is_swept_by_the_next_write(writer, 
 def test_undo_restores_the_text_before_and_is_recorded(writer, vault, written):
     note = vault / "Places" / "Quay.md"
     version = run(writer.read("v", "Places/Quay.md"))
-    edit = run(writer.set_fields("v", "Places/Quay.md", {"keys": ["X"], "priority": REMOVE}, base=version,
-                                 feature="optimize-keys"))
+    edit = run(
+        writer.set_fields(
+            "v", "Places/Quay.md", {"keys": ["X"], "priority": REMOVE}, base=version, feature="optimize-keys"
+        )
+    )
     undo = run(writer.undo(edit.record.id))
     assert note.read_text() == NOTE
     assert undo.record.action == "undo" and undo.record.undoes == edit.record.id
@@ -301,7 +310,8 @@ def test_the_reindex_hook_may_be_async_or_return_a_future(vault):
     for hook in (async_hook, future_hook, failing_hook):
         writer = NoteWriter([FolderSource("v", vault)], on_written=hook)
         version = run(writer.read("v", "Places/Quay.md"))
-        result = run(writer.set_fields("v", "Places/Quay.md", {"priority": len(seen) + 100}, base=version,
-                                       feature="manual"))
+        result = run(
+            writer.set_fields("v", "Places/Quay.md", {"priority": len(seen) + 100}, base=version, feature="manual")
+        )
         assert result.written  # a failing index does not undo or hide the write
     assert seen == [("async", {"Places/Quay.md"}), ("future", {"Places/Quay.md"})]

@@ -115,8 +115,9 @@ def test_undo_through_rest_and_no_delete_for_a_create(emulated):
 
     async def body() -> None:
         version = await writer.read("rest", "Places/Quay.md")
-        edit = await writer.set_fields("rest", "Places/Quay.md", {"keys": ["Quay", "harbour"]}, base=version,
-                                       feature="optimize-keys")
+        edit = await writer.set_fields(
+            "rest", "Places/Quay.md", {"keys": ["Quay", "harbour"]}, base=version, feature="optimize-keys"
+        )
         assert (folder / "Places" / "Quay.md").read_bytes() != NOTE.encode()
         await writer.undo(edit.record.id)
         assert (folder / "Places" / "Quay.md").read_bytes() == NOTE.encode()

@@ -31,14 +31,20 @@ class GraphFinding:
     data: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "entries": list(self.entries), "titles": list(self.titles),
-                "message": self.message, "data": self.data}
+        return {
+            "kind": self.kind,
+            "entries": list(self.entries),
+            "titles": list(self.titles),
+            "message": self.message,
+            "data": self.data,
+        }
 
 
 def _finding(graph: LoreGraph, kind: str, nodes: Iterable[int], message: str, **data: Any) -> GraphFinding:
     nodes = list(nodes)
-    return GraphFinding(kind, tuple(graph.uids[i] for i in nodes), message,
-                   tuple(graph.entries[i].title for i in nodes), data)
+    return GraphFinding(
+        kind, tuple(graph.uids[i] for i in nodes), message, tuple(graph.entries[i].title for i in nodes), data
+    )
 
 
 def _igraph(graph: LoreGraph, kinds: Iterable[str] | None = None) -> tuple[ig.Graph, np.ndarray, np.ndarray]:
@@ -50,6 +56,7 @@ def _igraph(graph: LoreGraph, kinds: Iterable[str] | None = None) -> tuple[ig.Gr
 # ----------------------------------------------------------------------------------------------
 # Communities
 # ----------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Communities:
@@ -64,8 +71,9 @@ class Communities:
         return {"groups": groups, "modularity": self.modularity, "method": self.method, "seed": self.seed}
 
 
-def communities(graph: LoreGraph, seed: int = 0, method: str = "leiden", resolution: float = 1.0,
-                kinds: Iterable[str] | None = None) -> Communities:
+def communities(
+    graph: LoreGraph, seed: int = 0, method: str = "leiden", resolution: float = 1.0, kinds: Iterable[str] | None = None
+) -> Communities:
     """Leiden (modularity, iterated until stable) or Louvain (`method="louvain"`) on the
     weighted graph; seeded, so the same graph and seed give the same communities. Numbered by
     size, largest first (ties: lowest node index)."""
@@ -77,8 +85,9 @@ def communities(graph: LoreGraph, seed: int = 0, method: str = "leiden", resolut
         ig.set_random_number_generator(random.Random(seed))
         try:
             if method == "leiden":
-                raw = g.community_leiden(objective_function="modularity", weights=weights,
-                                         resolution=resolution, n_iterations=-1).membership
+                raw = g.community_leiden(
+                    objective_function="modularity", weights=weights, resolution=resolution, n_iterations=-1
+                ).membership
             elif method == "louvain":
                 raw = g.community_multilevel(weights=weights, resolution=resolution).membership
             else:
@@ -101,6 +110,7 @@ def communities(graph: LoreGraph, seed: int = 0, method: str = "leiden", resolut
 # Backbone
 # ----------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, eq=False)
 class Backbone:
     alpha: float
@@ -111,9 +121,15 @@ class Backbone:
 
     def to_json(self, graph: LoreGraph | None = None) -> dict[str, Any]:
         ids = (lambda i: graph.uids[i]) if graph is not None else int
-        return {"alpha": self.alpha, "total": self.total, "kept": len(self.pairs),
-                "edges": [[ids(a), ids(b), float(w), float(s)] for (a, b), w, s in
-                          zip(self.pairs.tolist(), self.weights.tolist(), self.significance.tolist())]}
+        return {
+            "alpha": self.alpha,
+            "total": self.total,
+            "kept": len(self.pairs),
+            "edges": [
+                [ids(a), ids(b), float(w), float(s)]
+                for (a, b), w, s in zip(self.pairs.tolist(), self.weights.tolist(), self.significance.tolist())
+            ],
+        }
 
 
 def backbone(graph: LoreGraph, alpha: float = 0.05, kinds: Iterable[str] | None = None) -> Backbone:
@@ -142,6 +158,7 @@ def backbone(graph: LoreGraph, alpha: float = 0.05, kinds: Iterable[str] | None 
 # Circular requires
 # ----------------------------------------------------------------------------------------------
 
+
 def requires_cycles(graph: LoreGraph, max_length: int = 12) -> list[GraphFinding]:
     """Every simple cycle of `requires` (A requires B … requires A), each reported once,
     starting at its alphabetically first title. Cycles longer than `max_length` entries are not
@@ -162,8 +179,11 @@ def requires_cycles(graph: LoreGraph, max_length: int = 12) -> list[GraphFinding
         seen.add(key)
         names = [graph.entries[i].title for i in cyc]
         chain = " → ".join(names + [names[0]])
-        message = (f"'{names[0]}' requires itself" if len(cyc) == 1
-                   else f"Circular requires: {chain}; none of them can ever be injected by requires alone")
+        message = (
+            f"'{names[0]}' requires itself"
+            if len(cyc) == 1
+            else f"Circular requires: {chain}; none of them can ever be injected by requires alone"
+        )
         out.append(_finding(graph, "requires_cycle", cyc, message, length=len(cyc)))
     out.sort(key=lambda f: [t.lower() for t in f.titles])
     return out
@@ -172,6 +192,7 @@ def requires_cycles(graph: LoreGraph, max_length: int = 12) -> list[GraphFinding
 # ----------------------------------------------------------------------------------------------
 # Gap analysis
 # ----------------------------------------------------------------------------------------------
+
 
 def _cut_points(n: int, nbrs: list[list[int]]) -> dict[int, int]:
     """Articulation points → how many entries their removal cuts off: the entries of their
@@ -216,10 +237,18 @@ def _cut_points(n: int, nbrs: list[list[int]]) -> dict[int, int]:
     return out
 
 
-def gap_analysis(graph: LoreGraph, comms: Communities | None = None, *, seed: int = 0,
-                 min_cut_piece: int = 2, imbalance_min_size: int = 5, imbalance_share: float = 0.5,
-                 imbalance_ratio: float = 3.0, max_shared_group: int = 30,
-                 max_missing: int = 200) -> list[GraphFinding]:
+def gap_analysis(
+    graph: LoreGraph,
+    comms: Communities | None = None,
+    *,
+    seed: int = 0,
+    min_cut_piece: int = 2,
+    imbalance_min_size: int = 5,
+    imbalance_share: float = 0.5,
+    imbalance_ratio: float = 3.0,
+    max_shared_group: int = 30,
+    max_missing: int = 200,
+) -> list[GraphFinding]:
     """DLE's gap analysis, plus cut entries:
 
     - `orphan`: an entry with no edge at all;
@@ -238,8 +267,14 @@ def gap_analysis(graph: LoreGraph, comms: Communities | None = None, *, seed: in
     out: list[GraphFinding] = []
     deg = graph.degree
     for i in np.flatnonzero(deg == 0).tolist():
-        out.append(_finding(graph, "orphan", [i], f"'{graph.entries[i].title}' has no links, requires, excludes or "
-                                                  "cascades to or from any other entry"))
+        out.append(
+            _finding(
+                graph,
+                "orphan",
+                [i],
+                f"'{graph.entries[i].title}' has no links, requires, excludes or cascades to or from any other entry",
+            )
+        )
 
     # bridges: pairs of communities joined by exactly one edge
     pairs, _ = graph.simple_edges()
@@ -256,18 +291,30 @@ def gap_analysis(graph: LoreGraph, comms: Communities | None = None, *, seed: in
             if len(es) == 1 and sizes[x] >= 2 and sizes[y] >= 2:
                 a, b = pairs[es[0]].tolist()
                 ta, tb = graph.entries[a].title, graph.entries[b].title
-                out.append(_finding(graph, "bridge", [a, b],
-                                    f"'{ta}' – '{tb}' is the only connection between community {x + 1} "
-                                    f"({sizes[x]} entries) and community {y + 1} ({sizes[y]} entries)",
-                                    communities=[x, y]))
+                out.append(
+                    _finding(
+                        graph,
+                        "bridge",
+                        [a, b],
+                        f"'{ta}' – '{tb}' is the only connection between community {x + 1} "
+                        f"({sizes[x]} entries) and community {y + 1} ({sizes[y]} entries)",
+                        communities=[x, y],
+                    )
+                )
 
     # cut entries
     nbrs = graph.neighbours()
     for v, piece in sorted(_cut_points(n, nbrs).items()):
         if piece >= min_cut_piece:
-            out.append(_finding(graph, "cut_entry", [v],
-                                f"Removing '{graph.entries[v].title}' would cut {piece} entries off the rest of the graph",
-                                cut_off=piece))
+            out.append(
+                _finding(
+                    graph,
+                    "cut_entry",
+                    [v],
+                    f"Removing '{graph.entries[v].title}' would cut {piece} entries off the rest of the graph",
+                    cut_off=piece,
+                )
+            )
 
     # type imbalance
     types = graph.types
@@ -278,10 +325,19 @@ def gap_analysis(graph: LoreGraph, comms: Communities | None = None, *, seed: in
         for t in NODE_TYPES:
             share = sum(1 for i in group if types[i] == t) / len(group)
             if share >= imbalance_share and share >= imbalance_ratio * vault_share[t]:
-                out.append(_finding(graph, "type_imbalance", group,
-                                    f"Community {c + 1} ({len(group)} entries) is {share:.0%} {t} entries "
-                                    f"(the vault: {vault_share[t]:.0%})",
-                                    community=c, type=t, share=share, vault_share=vault_share[t]))
+                out.append(
+                    _finding(
+                        graph,
+                        "type_imbalance",
+                        group,
+                        f"Community {c + 1} ({len(group)} entries) is {share:.0%} {t} entries "
+                        f"(the vault: {vault_share[t]:.0%})",
+                        community=c,
+                        type=t,
+                        share=share,
+                        vault_share=vault_share[t],
+                    )
+                )
 
     out.extend(missing_connections(graph, max_shared_group=max_shared_group, max_missing=max_missing))
     return out
@@ -329,16 +385,22 @@ def missing_connections(graph: LoreGraph, max_shared_group: int = 30, max_missin
     out = []
     for (a, b), keys in ranked:
         what = ", ".join(f"{name}: {display[(name, v)]}" for name, v in keys)
-        out.append(_finding(graph, "missing_connection", [a, b],
-                            f"'{graph.entries[a].title}' and '{graph.entries[b].title}' share {what} "
-                            "but are not connected",
-                            shared=[[name, display[(name, v)]] for name, v in keys]))
+        out.append(
+            _finding(
+                graph,
+                "missing_connection",
+                [a, b],
+                f"'{graph.entries[a].title}' and '{graph.entries[b].title}' share {what} but are not connected",
+                shared=[[name, display[(name, v)]] for name, v in keys],
+            )
+        )
     return out
 
 
 # ----------------------------------------------------------------------------------------------
 # All of it
 # ----------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, eq=False)
 class Analysis:
@@ -352,11 +414,17 @@ class Analysis:
         return self.cycles + self.gaps
 
     def to_json(self, graph: LoreGraph | None = None) -> dict[str, Any]:
-        return {"communities": self.communities.to_json(graph), "backbone": self.backbone.to_json(graph),
-                "findings": [f.to_json() for f in self.findings]}
+        return {
+            "communities": self.communities.to_json(graph),
+            "backbone": self.backbone.to_json(graph),
+            "findings": [f.to_json() for f in self.findings],
+        }
 
 
-def analyse(graph: LoreGraph, seed: int = 0, alpha: float = 0.05, method: str = "leiden", **gap_options: Any) -> Analysis:
+def analyse(
+    graph: LoreGraph, seed: int = 0, alpha: float = 0.05, method: str = "leiden", **gap_options: Any
+) -> Analysis:
     comms = communities(graph, seed=seed, method=method)
-    return Analysis(comms, backbone(graph, alpha), tuple(requires_cycles(graph)),
-                    tuple(gap_analysis(graph, comms, **gap_options)))
+    return Analysis(
+        comms, backbone(graph, alpha), tuple(requires_cycles(graph)), tuple(gap_analysis(graph, comms, **gap_options))
+    )

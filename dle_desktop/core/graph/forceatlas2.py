@@ -107,12 +107,19 @@ class Layout:
         return {u: (float(x), float(y)) for u, (x, y) in zip(self.uids, self.positions.tolist())}
 
     def to_json(self) -> dict[str, Any]:
-        return {"positions": {u: [x, y] for u, (x, y) in self.as_dict().items()}, "iterations": self.iterations,
-                "total": self.total, "cancelled": self.cancelled, "seed": self.seed, "params": self.params.to_json()}
+        return {
+            "positions": {u: [x, y] for u, (x, y) in self.as_dict().items()},
+            "iterations": self.iterations,
+            "total": self.total,
+            "cancelled": self.cancelled,
+            "seed": self.seed,
+            "params": self.params.to_json(),
+        }
 
 
-def _initial(graph: LoreGraph, rng: np.random.Generator, previous: Mapping[str, tuple[float, float]] | None,
-             scale: float) -> tuple[np.ndarray, np.ndarray]:
+def _initial(
+    graph: LoreGraph, rng: np.random.Generator, previous: Mapping[str, tuple[float, float]] | None, scale: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Start positions, and which nodes are new."""
     n = graph.n
     pos = rng.uniform(-scale, scale, size=(n, 2))
@@ -234,8 +241,9 @@ def _components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.array([find(x) for x in range(n)], dtype=np.int64)
 
 
-def _tidy_islands(pos: np.ndarray, label: np.ndarray, margin: float = 1.1,
-                  keep: np.ndarray | None = None) -> np.ndarray:
+def _tidy_islands(
+    pos: np.ndarray, label: np.ndarray, margin: float = 1.1, keep: np.ndarray | None = None
+) -> np.ndarray:
     """Move every component but the largest radially in to `margin` × the largest one's radius
     (98th percentile) plus its own radius, if it lies beyond that; shapes are kept. Components
     holding a node of `keep` (a mask: pinned nodes) stay where they are."""
@@ -268,11 +276,25 @@ def _grid_size(n: int) -> int:
     return 128 if n < 4000 else 256
 
 
-def _simulate(pos: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray, mass: np.ndarray, p: LayoutParams,
-              total: int, *, new: np.ndarray, hold: int = 0, incremental: bool = False, start_span: float = 1.0,
-              pinned: np.ndarray | None = None, cancel: Callable[[], bool] | None = None,
-              progress: Callable[[int, int], None] | None = None, every: int = 1,
-              exact: bool | None = None) -> tuple[np.ndarray, int, bool]:
+def _simulate(
+    pos: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    w: np.ndarray,
+    mass: np.ndarray,
+    p: LayoutParams,
+    total: int,
+    *,
+    new: np.ndarray,
+    hold: int = 0,
+    incremental: bool = False,
+    start_span: float = 1.0,
+    pinned: np.ndarray | None = None,
+    cancel: Callable[[], bool] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    every: int = 1,
+    exact: bool | None = None,
+) -> tuple[np.ndarray, int, bool]:
     """`total` ForceAtlas2 iterations from `pos`: (positions, iterations done, cancelled)."""
     n = len(pos)
     if pinned is None:
@@ -310,7 +332,9 @@ def _simulate(pos: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray, mass
             pull = delta * coef[:, None]
             fa = np.empty((n, 2))
             for k in range(2):
-                fa[:, k] = np.bincount(b, weights=pull[:, k], minlength=n) - np.bincount(a, weights=pull[:, k], minlength=n)
+                fa[:, k] = np.bincount(b, weights=pull[:, k], minlength=n) - np.bincount(
+                    a, weights=pull[:, k], minlength=n
+                )
             if p.dissuade_hubs:
                 fa /= mass[:, None]
             force += fa
@@ -361,8 +385,16 @@ def _simulate(pos: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray, mass
     return pos, done, cancelled
 
 
-def _community_start(membership: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray, mass: np.ndarray,
-                     p: LayoutParams, rng: np.random.Generator, scale: float) -> np.ndarray:
+def _community_start(
+    membership: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    w: np.ndarray,
+    mass: np.ndarray,
+    p: LayoutParams,
+    rng: np.random.Generator,
+    scale: float,
+) -> np.ndarray:
     """Start positions from communities: the graph of communities (masses summed, edges between
     communities summed into one weighted edge per pair) laid out with the same forces, then each
     community's members spread uniformly over a disc around its position, the discs sized by
@@ -378,8 +410,9 @@ def _community_start(membership: np.ndarray, a: np.ndarray, b: np.ndarray, w: np
     cw = np.bincount(inv, weights=w[inter], minlength=len(uniq)) if len(uniq) else np.zeros(0)
     cpos = rng.uniform(-scale, scale, size=(c, 2))
     if c > 1:
-        cpos, _, _ = _simulate(cpos, uniq // c, uniq % c, cw, cmass, p, p.community_iterations,
-                               new=np.ones(c, dtype=bool))
+        cpos, _, _ = _simulate(
+            cpos, uniq // c, uniq % c, cw, cmass, p, p.community_iterations, new=np.ones(c, dtype=bool)
+        )
     # disc radius ∝ √mass, scaled so that neighbouring discs about touch
     root = np.sqrt(cmass)
     if c > 1:
@@ -435,7 +468,7 @@ def layout(
                 pinned[i] = True
     pairs, weights = graph.simple_edges(p.kinds)
     a, b = (pairs[:, 0], pairs[:, 1]) if len(pairs) else (np.zeros(0, np.int64), np.zeros(0, np.int64))
-    w = weights ** p.edge_weight_influence if p.edge_weight_influence != 1 else weights
+    w = weights**p.edge_weight_influence if p.edge_weight_influence != 1 else weights
     deg = np.bincount(pairs.ravel(), minlength=n) if len(pairs) else np.zeros(n, np.int64)
     mass = deg.astype(np.float64) + 1.0
     # a fresh layout (or a re-layout where the only known nodes are pinned ones) starts from
@@ -456,9 +489,23 @@ def layout(
     every = progress_every or max(1, total // 100)
     hold = total // 2 if incremental and new.any() else 0  # known nodes still, new ones settle
     start_span = float(np.ptp(pos[~new], axis=0).max()) if incremental and (~new).sum() > 1 else 1.0
-    pos, done, cancelled = _simulate(pos, a, b, w, mass, p, total, new=new, hold=hold, incremental=incremental,
-                                     start_span=start_span, pinned=pinned, cancel=cancel, progress=progress,
-                                     every=every)
+    pos, done, cancelled = _simulate(
+        pos,
+        a,
+        b,
+        w,
+        mass,
+        p,
+        total,
+        new=new,
+        hold=hold,
+        incremental=incremental,
+        start_span=start_span,
+        pinned=pinned,
+        cancel=cancel,
+        progress=progress,
+        every=every,
+    )
     if p.tidy_islands and n > 1:
         # in an incremental run only islands made wholly of new nodes are brought in: one that
         # was on screen before stays where the user saw it

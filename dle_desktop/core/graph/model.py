@@ -113,8 +113,9 @@ class LoreGraph:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "nodes": [{"uid": e.uid, "title": e.title, "vault": e.vault, "type": t}
-                      for e, t in zip(self.entries, self.types)],
+            "nodes": [
+                {"uid": e.uid, "title": e.title, "vault": e.vault, "type": t} for e, t in zip(self.entries, self.types)
+            ],
             "edges": [e.to_json(self) for e in self.edges],
         }
 
@@ -139,7 +140,8 @@ class _Mentions:
             e = self._entries[i]
             names = dict.fromkeys(n.lower() for n in (e.title, *e.keys) if n.strip())
             got = self._names[i] = tuple(
-                (n, re.compile(r"\b" + re.escape(n) + r"\b") if len(n) <= 3 else None) for n in names)
+                (n, re.compile(r"\b" + re.escape(n) + r"\b") if len(n) <= 3 else None) for n in names
+            )
         return got
 
     def count(self, src: int, dst: int) -> int:
@@ -150,7 +152,9 @@ class _Mentions:
         return total
 
 
-def build_graph(source: IndexSnapshot | Sequence[Entry], mention_weights: bool = True, previous: LoreGraph | None = None) -> LoreGraph:
+def build_graph(
+    source: IndexSnapshot | Sequence[Entry], mention_weights: bool = True, previous: LoreGraph | None = None
+) -> LoreGraph:
     """The graph of an `IndexSnapshot` (or a sequence of entries). Entries with `graph: false`
     are left out, and so are edges to them. Titles resolve case-insensitively; where several
     entries share a title (conflict mode `all`), a reference goes to the copies in the same
@@ -176,8 +180,12 @@ def build_graph(source: IndexSnapshot | Sequence[Entry], mention_weights: bool =
     typed: dict[tuple[int, int, str], None] = {}
     arcs: dict[tuple[int, int], None] = {}
     for i, e in enumerate(entries):
-        for kind, titles in (("link", e.resolved_links), ("requires", e.requires),
-                             ("excludes", e.excludes), ("cascade", e.cascade_links)):
+        for kind, titles in (
+            ("link", e.resolved_links),
+            ("requires", e.requires),
+            ("excludes", e.excludes),
+            ("cascade", e.cascade_links),
+        ):
             for t in titles:
                 for j in targets(e, t):
                     if kind == "requires":

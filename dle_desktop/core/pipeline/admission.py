@@ -31,11 +31,15 @@ def on_cooldown(ctx: StageContext, e: Entry, stage: str) -> bool:
     return False
 
 
-def warm_enough(ctx: StageContext, e: Entry, hit: KeyHit, idx: int, stage: str, index: KeywordIndex | None = None) -> bool:
+def warm_enough(
+    ctx: StageContext, e: Entry, hit: KeyHit, idx: int, stage: str, index: KeywordIndex | None = None
+) -> bool:
     if not e.warmup:
         return True
     found = count_occurrences(hit, (index or ctx.index).keys[idx], ctx.config.match_whole_words)
     if found < e.warmup:
-        ctx.trace.add(e, stage, "skipped", f"warmup: its keys occur {found} time{'s' if found != 1 else ''}, needs {e.warmup}")
+        ctx.trace.add(
+            e, stage, "skipped", f"warmup: its keys occur {found} time{'s' if found != 1 else ''}, needs {e.warmup}"
+        )
         return False
     return True

@@ -99,8 +99,9 @@ def _fallback(candidates: list[Active], keyword: list[Active], fallback: str) ->
     return []  # none
 
 
-def apply_ai_outcome(ctx: StageContext, mode: str, candidates: list[Active], keyword: list[Active],
-                     outcome: AiOutcome) -> list[Active]:
+def apply_ai_outcome(
+    ctx: StageContext, mode: str, candidates: list[Active], keyword: list[Active], outcome: AiOutcome
+) -> list[Active]:
     """The working set after AI search: force-injected candidates plus the AI's picks, or the
     configured fallback, with a verdict for every selectable candidate."""
     cfg, trace = ctx.config, ctx.trace
@@ -126,9 +127,13 @@ def apply_ai_outcome(ctx: StageContext, mode: str, candidates: list[Active], key
             if a.forced or a.entry.uid in picked_uids:
                 continue
             if a.entry.uid in low:
-                trace.add(a.entry, STAGE, "removed",
-                          f"picked with {low[a.entry.uid].confidence} confidence, below the threshold "
-                          f"({cfg.ai_confidence_threshold})")
+                trace.add(
+                    a.entry,
+                    STAGE,
+                    "removed",
+                    f"picked with {low[a.entry.uid].confidence} confidence, below the threshold "
+                    f"({cfg.ai_confidence_threshold})",
+                )
             elif mode == "two-stage":
                 trace.add(a.entry, STAGE, "removed", "a keyword candidate the AI did not pick")
         if outcome.unmatched:

@@ -23,8 +23,12 @@ class ChatMessage:
         """System notes, thoughts, tool calls, narrator and small-system lines are not scanned."""
         x = self.extra or {}
         return bool(
-            self.is_system or self.is_thoughts or x.get("is_thoughts") or x.get("tool_invocations")
-            or x.get("type") == "narrator" or x.get("isSmallSys")
+            self.is_system
+            or self.is_thoughts
+            or x.get("is_thoughts")
+            or x.get("tool_invocations")
+            or x.get("type") == "narrator"
+            or x.get("isSmallSys")
         )
 
 
@@ -41,7 +45,7 @@ def scan_text(messages: Sequence[ChatMessage], depth: int) -> str:
 
 def ai_transcript(messages: Sequence[ChatMessage], depth: int) -> str:
     out = []
-    for m in (messages[-depth:] if depth > 0 else []):
+    for m in messages[-depth:] if depth > 0 else []:
         if m.skipped_in_scan:
             continue
         out.append(f"{m.name or 'Unknown'} ({'user' if m.is_user else 'character'}): {m.mes}")

@@ -14,10 +14,21 @@ MAX_MESSAGES = 20_000
 MAX_MESSAGE_CHARS = 1_000_000
 MAX_NAME_CHARS = 1_000
 #: camelCase spellings DLE users have, mapped to ours.
-ALIASES = {"folderFilter": "folder_filter", "characterName": "character_name", "chatId": "chat_id",
-           "dryRun": "dry_run"}
-DOC_FIELDS = {"messages", "context", "pins", "blocks", "folder_filter", "character_name", "chat_id", "notebook",
-              "swipe", "dry_run", "seed", "settings"}
+ALIASES = {"folderFilter": "folder_filter", "characterName": "character_name", "chatId": "chat_id", "dryRun": "dry_run"}
+DOC_FIELDS = {
+    "messages",
+    "context",
+    "pins",
+    "blocks",
+    "folder_filter",
+    "character_name",
+    "chat_id",
+    "notebook",
+    "swipe",
+    "dry_run",
+    "seed",
+    "settings",
+}
 
 
 def has_lone_surrogate(value: object) -> bool:

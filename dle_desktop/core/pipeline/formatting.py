@@ -43,9 +43,18 @@ class Group:
     scan: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "position": self.position, "position_name": POSITION_NAMES.get(self.position, str(self.position)),
-                "depth": self.depth, "role": self.role, "role_name": ROLE_NAMES.get(self.role, str(self.role)),
-                "outlet": self.outlet, "text": self.text, "entries": list(self.titles), "scan": self.scan}
+        return {
+            "key": self.key,
+            "position": self.position,
+            "position_name": POSITION_NAMES.get(self.position, str(self.position)),
+            "depth": self.depth,
+            "role": self.role,
+            "role_name": ROLE_NAMES.get(self.role, str(self.role)),
+            "outlet": self.outlet,
+            "text": self.text,
+            "entries": list(self.titles),
+            "scan": self.scan,
+        }
 
 
 def placement(entry: Entry, cfg: MatchConfig) -> tuple[int, int, int]:
@@ -112,18 +121,29 @@ def apply_budget(items: list[Active], cfg: MatchConfig, trace: Trace) -> tuple[l
                 cpt = (len(e.content) / e.token_estimate) if e.token_estimate else 4.0
                 text = truncate_to_sentence(e.content, math.floor(remaining * cpt))
                 new_tokens = math.ceil(len(text) / cpt) if cpt else 0
-                cut = dataclasses.replace(e, content=text, token_estimate=new_tokens, content_hash=e.content_hash + "_trunc")
+                cut = dataclasses.replace(
+                    e, content=text, token_estimate=new_tokens, content_hash=e.content_hash + "_trunc"
+                )
                 positional.append(Injected(cut, a.matched_by, pos, depth, role, truncated=True, original_tokens=tokens))
                 total += new_tokens
-                trace.add(e, "budget", "truncated",
-                          f"{tokens} tokens did not fit in the {remaining} left of {cfg.max_tokens_budget}; cut to {new_tokens}")
+                trace.add(
+                    e,
+                    "budget",
+                    "truncated",
+                    f"{tokens} tokens did not fit in the {remaining} left of {cfg.max_tokens_budget}; cut to {new_tokens}",
+                )
                 stopped = True
                 continue
             if positional:
                 trace.add(e, "budget", "cut", f"{tokens} tokens; only {remaining} of {cfg.max_tokens_budget} left")
                 stopped = True
                 continue
-            trace.add(e, "budget", "cut", f"{tokens} tokens; only {remaining} of {cfg.max_tokens_budget} left (nothing injected yet, trying the next)")
+            trace.add(
+                e,
+                "budget",
+                "cut",
+                f"{tokens} tokens; only {remaining} of {cfg.max_tokens_budget} left (nothing injected yet, trying the next)",
+            )
             continue
         positional.append(Injected(e, a.matched_by, pos, depth, role))
         total += tokens

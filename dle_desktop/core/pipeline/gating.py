@@ -100,6 +100,10 @@ def folder_filter(ctx: StageContext, items: list[Active]) -> list[Active]:
         if _exempt(a) or f is None or any(f == x or f.startswith(x.rstrip("/") + "/") for x in folders):
             out.append(a)
         else:
-            ctx.trace.add(a.entry, "folder filter", "removed",
-                          f"its folder '{f}' is outside the chat's folder filter ({', '.join(folders)})")
+            ctx.trace.add(
+                a.entry,
+                "folder filter",
+                "removed",
+                f"its folder '{f}' is outside the chat's folder filter ({', '.join(folders)})",
+            )
     return out

@@ -44,8 +44,12 @@ def match_entries(ctx: StageContext) -> list[Active]:
             for e in ctx.bootstraps:
                 if e.uid not in active:
                     active[e.uid] = Active(e, "(bootstrap)", forced=True)
-                    trace.add(e, "bootstrap", "matched",
-                              f"bootstrap: the chat has {len(ctx.messages)} messages (≤ {cfg.new_chat_threshold})")
+                    trace.add(
+                        e,
+                        "bootstrap",
+                        "matched",
+                        f"bootstrap: the chat has {len(ctx.messages)} messages (≤ {cfg.new_chat_threshold})",
+                    )
 
     with trace.timed("keywords"):
         if cfg.scan_depth > 0:
@@ -63,14 +67,23 @@ def match_entries(ctx: StageContext) -> list[Active]:
                 hit = ctx.window(depth)
                 key, refine_blocked = _keyword_match(ctx, idx, hit)
                 if key is None:
-                    trace.add(e, "keywords", "skipped", f"its keys occur only outside its scan window of {depth} messages")
+                    trace.add(
+                        e, "keywords", "skipped", f"its keys occur only outside its scan window of {depth} messages"
+                    )
                     continue
                 if refine_blocked:
-                    trace.add(e, "keywords", "skipped",
-                              f"key '{_spelled(ctx, idx, key)}' matched but none of its refine keys did ({', '.join(e.refine_keys)})")
+                    trace.add(
+                        e,
+                        "keywords",
+                        "skipped",
+                        f"key '{_spelled(ctx, idx, key)}' matched but none of its refine keys did ({', '.join(e.refine_keys)})",
+                    )
                     continue
-                if (not warm_enough(ctx, e, hit, idx, "keywords") or not passes_probability(ctx, e, "keywords")
-                        or on_cooldown(ctx, e, "keywords")):
+                if (
+                    not warm_enough(ctx, e, hit, idx, "keywords")
+                    or not passes_probability(ctx, e, "keywords")
+                    or on_cooldown(ctx, e, "keywords")
+                ):
                     continue
                 active[e.uid] = Active(e, _spelled(ctx, idx, key))
                 trace.add(e, "keywords", "matched", f"key '{_spelled(ctx, idx, key)}' in the last {depth} messages")
@@ -83,8 +96,14 @@ def match_entries(ctx: StageContext) -> list[Active]:
             if target is None:
                 # Keys are indexed in normalised form; confirm the exact (case-folded) key.
                 owners = ctx.index.owners.get(normalise(ctx.character_name.strip(), ctx.index.case_sensitive), ())
-                target = next((ctx.index.entries[i] for i in sorted(owners)
-                               if any(k.lower() == name for k in ctx.index.entries[i].keys)), None)
+                target = next(
+                    (
+                        ctx.index.entries[i]
+                        for i in sorted(owners)
+                        if any(k.lower() == name for k in ctx.index.entries[i].keys)
+                    ),
+                    None,
+                )
             if target is not None and target.uid not in active:
                 active[target.uid] = Active(target, "(active character)")
                 trace.add(target, "character", "matched", f"it is the active character ({ctx.character_name})")
@@ -120,8 +139,12 @@ def match_entries(ctx: StageContext) -> list[Active]:
                     if key is None:
                         continue
                     if refine_blocked:
-                        trace.add(e, f"recursion {step}", "skipped",
-                                  f"key '{_spelled(ctx, idx, key)}' found in matched lore but no refine key was")
+                        trace.add(
+                            e,
+                            f"recursion {step}",
+                            "skipped",
+                            f"key '{_spelled(ctx, idx, key)}' found in matched lore but no refine key was",
+                        )
                         continue
                     if on_cooldown(ctx, e, f"recursion {step}") or not passes_probability(ctx, e, f"recursion {step}"):
                         continue
@@ -130,7 +153,12 @@ def match_entries(ctx: StageContext) -> list[Active]:
                     a = Active(e, f"{_spelled(ctx, idx, key)} (recursion step {step})")
                     active[e.uid] = a
                     found.append(a)
-                    trace.add(e, f"recursion {step}", "matched", f"key '{_spelled(ctx, idx, key)}' found in the text of matched lore")
+                    trace.add(
+                        e,
+                        f"recursion {step}",
+                        "matched",
+                        f"key '{_spelled(ctx, idx, key)}' found in the text of matched lore",
+                    )
                 if not found:
                     break
                 newly = found
@@ -157,9 +185,16 @@ def match_entries(ctx: StageContext) -> list[Active]:
                 if e.uid in active or e.constant:
                     continue
                 depth = ctx.entry_depth(e) or cfg.scan_depth
-                hit = ctx.window(depth) if kindex is ctx.index else kindex.scan(ctx._full.text).after(ctx._offsets.get(depth, 0))
-                if (cfg.fix_refine_keys_in_fuzzy and kindex.refine[row]
-                        and first_matching_key(hit, kindex.refine[row], cfg.match_whole_words) is None):
+                hit = (
+                    ctx.window(depth)
+                    if kindex is ctx.index
+                    else kindex.scan(ctx._full.text).after(ctx._offsets.get(depth, 0))
+                )
+                if (
+                    cfg.fix_refine_keys_in_fuzzy
+                    and kindex.refine[row]
+                    and first_matching_key(hit, kindex.refine[row], cfg.match_whole_words) is None
+                ):
                     trace.add(e, "fuzzy", "skipped", f"BM25 score {score:.2f} but none of its refine keys matched")
                     continue
                 if on_cooldown(ctx, e, "fuzzy"):

@@ -47,8 +47,12 @@ def reinjection_cooldown(ctx: StageContext, items: list[Active], forced: set[str
     for a in items:
         last = ctx.state.injection_history.get(a.entry.tracker_key)
         if a.entry.tracker_key not in forced and last is not None and ctx.state.generation_count - last < n:
-            ctx.trace.add(a.entry, "reinjection cooldown", "removed",
-                          f"injected {ctx.state.generation_count - last + 1} generation(s) ago; re-injection cooldown is {n}")
+            ctx.trace.add(
+                a.entry,
+                "reinjection cooldown",
+                "removed",
+                f"injected {ctx.state.generation_count - last + 1} generation(s) ago; re-injection cooldown is {n}",
+            )
         else:
             out.append(a)
     return out
@@ -88,12 +92,13 @@ def dedup_key(title: str, pos: int, depth: int, role: int, content_hash: str) ->
     return f"{title}|{pos}|{depth}|{role}|{content_hash}"
 
 
-def strip_dedup(ctx: StageContext, items: list[Active], forced: set[str],
-                placement: Callable[[Entry], tuple[int, int, int]]) -> list[Active]:
+def strip_dedup(
+    ctx: StageContext, items: list[Active], forced: set[str], placement: Callable[[Entry], tuple[int, int, int]]
+) -> list[Active]:
     cfg = ctx.config
     if not cfg.strip_duplicate_injections or not ctx.state.injection_log:
         return items
-    recent = ctx.state.injection_log[-cfg.strip_lookback_depth:]
+    recent = ctx.state.injection_log[-cfg.strip_lookback_depth :]
     seen: dict[str, int] = {}
     for record in recent:
         for x in record.get("entries", ()):
@@ -104,9 +109,13 @@ def strip_dedup(ctx: StageContext, items: list[Active], forced: set[str],
         pos, depth, role = placement(e)
         key = dedup_key(e.title, pos, depth, role, e.content_hash)
         if e.tracker_key not in forced and key in seen:
-            ctx.trace.add(e, "strip duplicates", "removed",
-                          f"the same text was injected {ctx.state.generation_count - seen[key]} generation(s) ago "
-                          f"(look-back {cfg.strip_lookback_depth})")
+            ctx.trace.add(
+                e,
+                "strip duplicates",
+                "removed",
+                f"the same text was injected {ctx.state.generation_count - seen[key]} generation(s) ago "
+                f"(look-back {cfg.strip_lookback_depth})",
+            )
         else:
             out.append(a)
     return out

@@ -37,9 +37,31 @@ _EXPANSIONS = {"æ": "ae", "œ": "oe"}
 #: Letters ICU sorts as a base letter with a secondary (accent-like) difference.
 _STROKED = {"ø": ("o", "\u0338"), "đ": ("d", "\u0335"), "ł": ("l", "\u0337"), "ħ": ("h", "\u0335")}
 #: ICU's secondary order of common combining marks; others follow by code point.
-_MARK_ORDER = {chr(c): i for i, c in enumerate(
-    (0x301, 0x300, 0x306, 0x302, 0x30C, 0x30A, 0x308, 0x30B, 0x303, 0x307, 0x338, 0x327, 0x328, 0x304,
-     0x337, 0x335, 0x31B, 0x323))}
+_MARK_ORDER = {
+    chr(c): i
+    for i, c in enumerate(
+        (
+            0x301,
+            0x300,
+            0x306,
+            0x302,
+            0x30C,
+            0x30A,
+            0x308,
+            0x30B,
+            0x303,
+            0x307,
+            0x338,
+            0x327,
+            0x328,
+            0x304,
+            0x337,
+            0x335,
+            0x31B,
+            0x323,
+        )
+    )
+}
 
 
 @functools.lru_cache(maxsize=65536)

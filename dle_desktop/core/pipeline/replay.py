@@ -9,8 +9,11 @@ from dle_desktop.core.pipeline.state import ChatState
 
 def initial_state(doc: ChatDocument) -> ChatState:
     return ChatState(
-        pins=doc.pins or (), blocks=doc.blocks or (), context=doc.context or {},
-        folder_filter=doc.folder_filter, notebook=doc.notebook or "",
+        pins=doc.pins or (),
+        blocks=doc.blocks or (),
+        context=doc.context or {},
+        folder_filter=doc.folder_filter,
+        notebook=doc.notebook or "",
     )
 
 

@@ -62,9 +62,18 @@ class GenerationResult:
     def to_json(self) -> dict[str, Any]:
         return {
             "injected": [
-                {"title": i.entry.title, "vault": i.entry.vault, "tokens": i.entry.token_estimate,
-                 "truncated": i.truncated, "original_tokens": i.original_tokens, "matched_by": i.matched_by,
-                 "position": i.position, "depth": i.depth, "role": i.role, "priority": i.entry.priority}
+                {
+                    "title": i.entry.title,
+                    "vault": i.entry.vault,
+                    "tokens": i.entry.token_estimate,
+                    "truncated": i.truncated,
+                    "original_tokens": i.original_tokens,
+                    "matched_by": i.matched_by,
+                    "position": i.position,
+                    "depth": i.depth,
+                    "role": i.role,
+                    "priority": i.entry.priority,
+                }
                 for i in self.injected
             ],
             "groups": [g.to_json() for g in self.groups],
@@ -89,8 +98,18 @@ class _SnapshotParts:
     entry_depths: frozenset[int]
 
 
-_SAME_FOR_MATCHING = ("vault", "path", "title", "keys", "refine_keys", "constant", "bootstrap", "seed", "guide",
-                      "scan_depth")
+_SAME_FOR_MATCHING = (
+    "vault",
+    "path",
+    "title",
+    "keys",
+    "refine_keys",
+    "constant",
+    "bootstrap",
+    "seed",
+    "guide",
+    "scan_depth",
+)
 
 
 def _patched_parts(snapshot: IndexSnapshot, key: bool) -> tuple[Any, ...] | None:
@@ -119,10 +138,13 @@ def _patched_parts(snapshot: IndexSnapshot, key: bool) -> tuple[Any, ...] | None
         swap[id(old)] = new
     by_title = {t: [swap.get(id(e), e) for e in es] for t, es in old_parts.by_title.items()}
     parts = _SnapshotParts(
-        visible, by_title, {cs: idx.with_entries(visible) for cs, idx in old_parts.indexes.items()},
+        visible,
+        by_title,
+        {cs: idx.with_entries(visible) for cs, idx in old_parts.indexes.items()},
         constants=[swap.get(id(e), e) for e in old_parts.constants],
         bootstraps=[swap.get(id(e), e) for e in old_parts.bootstraps],
-        exempt_keys=old_parts.exempt_keys, entry_depths=old_parts.entry_depths,
+        exempt_keys=old_parts.exempt_keys,
+        entry_depths=old_parts.entry_depths,
     )
     snapshot._patched_from = None
     return (key, parts)
@@ -144,13 +166,18 @@ def _parts(snapshot: IndexSnapshot, cfg: MatchConfig) -> tuple[_SnapshotParts, K
             by_title: dict[str, list[Entry]] = {}
             for e in visible:
                 by_title.setdefault(e.title.lower(), []).append(e)
-            parts = (key, _SnapshotParts(
-                visible, by_title, {},
-                constants=[e for e in visible if e.constant],
-                bootstraps=[e for e in visible if e.bootstrap],
-                exempt_keys=frozenset(e.tracker_key for e in visible if e.constant or e.seed or e.bootstrap),
-                entry_depths=frozenset(e.scan_depth for e in visible if e.scan_depth),
-            ))
+            parts = (
+                key,
+                _SnapshotParts(
+                    visible,
+                    by_title,
+                    {},
+                    constants=[e for e in visible if e.constant],
+                    bootstraps=[e for e in visible if e.bootstrap],
+                    exempt_keys=frozenset(e.tracker_key for e in visible if e.constant or e.seed or e.bootstrap),
+                    entry_depths=frozenset(e.scan_depth for e in visible if e.scan_depth),
+                ),
+            )
             snapshot._pipeline_parts = parts  # type: ignore[attr-defined]  # a cache riding on the immutable snapshot
         p = parts[1]
         index = p.indexes.get(cfg.case_sensitive)
@@ -247,11 +274,22 @@ def begin_generation(
     if cfg.fuzzy_search_enabled:
         bm25 = snapshot.bm25.search
     ctx = StageContext(
-        entries=parts.visible, index=index, messages=list(messages), state=state, config=cfg,
-        rng=rng or random.Random(), trace=trace, field_definitions=snapshot.field_definitions,
-        character_name=character_name, bm25_search=bm25, by_title=parts.by_title,
-        constants=parts.constants, bootstraps=parts.bootstraps, exempt_keys=parts.exempt_keys,
-        entry_depths=parts.entry_depths, semantic_hits=semantic_hits,
+        entries=parts.visible,
+        index=index,
+        messages=list(messages),
+        state=state,
+        config=cfg,
+        rng=rng or random.Random(),
+        trace=trace,
+        field_definitions=snapshot.field_definitions,
+        character_name=character_name,
+        bm25_search=bm25,
+        by_title=parts.by_title,
+        constants=parts.constants,
+        bootstraps=parts.bootstraps,
+        exempt_keys=parts.exempt_keys,
+        entry_depths=parts.entry_depths,
+        semantic_hits=semantic_hits,
         hidden={} if cfg.fix_guide_leak else {e.uid: e for e in snapshot.entries if e.guide},
     )
     mode = ai_mode(cfg)
@@ -274,10 +312,26 @@ def begin_generation(
             kept = {a.entry.uid for a in candidates}
             for a in pool:
                 if a.entry.uid not in kept and a.matched_by.startswith("(wiki-linked"):
-                    trace.add(a.entry, "contextual gating", "removed", "a linked candidate outside the chat's gates or folders")
+                    trace.add(
+                        a.entry,
+                        "contextual gating",
+                        "removed",
+                        "a linked candidate outside the chat's gates or folders",
+                    )
     query = semantic_query(messages, cfg)
-    return Pending(ctx, parts, state, before, slot, rolled, t0, mode, keyword, candidates,
-                   query.shown() if query is not None else None)
+    return Pending(
+        ctx,
+        parts,
+        state,
+        before,
+        slot,
+        rolled,
+        t0,
+        mode,
+        keyword,
+        candidates,
+        query.shown() if query is not None else None,
+    )
 
 
 def finish_generation(pending: Pending, outcome: AiOutcome | None = None) -> tuple[GenerationResult, ChatState]:
@@ -310,18 +364,29 @@ def finish_generation(pending: Pending, outcome: AiOutcome | None = None) -> tup
             positional.sort(key=lambda inj: rank.get(inj.entry.uid, len(rank)))
         groups = group(positional, outlets, cfg)
         if cfg.notebook_enabled and state.notebook.strip():
-            groups.append(Group("deeplore_notebook", cfg.notebook_position, cfg.notebook_depth, cfg.notebook_role,
-                                state.notebook.strip()))
+            groups.append(
+                Group(
+                    "deeplore_notebook",
+                    cfg.notebook_position,
+                    cfg.notebook_depth,
+                    cfg.notebook_role,
+                    state.notebook.strip(),
+                )
+            )
     injected = [*positional, *outlets]
 
     with trace.timed("tracking"):
         new_state = _track(state, pending.before, items, injected, cfg, pending.slot)
     trace.timings_ms["total"] = round((time.perf_counter() - pending.t0) * 1000, 3)
     result = GenerationResult(
-        injected=tuple(injected), groups=tuple(groups),
+        injected=tuple(injected),
+        groups=tuple(groups),
         total_tokens=sum(i.entry.token_estimate for i in injected),
-        verdicts=tuple(trace.verdicts), timings_ms=dict(trace.timings_ms), notes=tuple(trace.notes),
-        swipe_rollback=pending.rolled, semantic_query=pending.query_shown,
+        verdicts=tuple(trace.verdicts),
+        timings_ms=dict(trace.timings_ms),
+        notes=tuple(trace.notes),
+        swipe_rollback=pending.rolled,
+        semantic_query=pending.query_shown,
     )
     return result, new_state
 
@@ -341,15 +406,30 @@ def run_generation(
 ) -> tuple[GenerationResult, ChatState]:
     """One generation without stopping for AI: `begin_generation` then `finish_generation`
     (with `ai_outcome` when the caller already has one, e.g. a replayed decision)."""
-    pending = begin_generation(snapshot, messages, state, cfg, character_name=character_name, rng=rng, swipe=swipe,
-                               semantic_hits=semantic_hits, semantic_note=semantic_note)
+    pending = begin_generation(
+        snapshot,
+        messages,
+        state,
+        cfg,
+        character_name=character_name,
+        rng=rng,
+        swipe=swipe,
+        semantic_hits=semantic_hits,
+        semantic_note=semantic_note,
+    )
     if isinstance(pending, GenerationResult):
         return pending, state
     return finish_generation(pending, ai_outcome)
 
 
-def _track(state: ChatState, before: dict[str, Any], matched: list[Active], injected: list[Injected], cfg: MatchConfig,
-           slot: str) -> ChatState:
+def _track(
+    state: ChatState,
+    before: dict[str, Any],
+    matched: list[Active],
+    injected: list[Injected],
+    cfg: MatchConfig,
+    slot: str,
+) -> ChatState:
     gen = state.generation_count
     cooldowns = dict(state.cooldowns)
     history = dict(state.injection_history)
@@ -363,7 +443,7 @@ def _track(state: ChatState, before: dict[str, Any], matched: list[Active], inje
         {"title": i.entry.title, "pos": i.position, "depth": i.depth, "role": i.role, "hash": i.entry.content_hash}
         for i in injected
     ]
-    log = (*state.injection_log, {"gen": gen, "entries": log_entries})[-(cfg.strip_lookback_depth + 1):]
+    log = (*state.injection_log, {"gen": gen, "entries": log_entries})[-(cfg.strip_lookback_depth + 1) :]
 
     analytics = {k: dict(v) for k, v in state.analytics.items()}
     for a in matched:
@@ -395,6 +475,13 @@ def _track(state: ChatState, before: dict[str, Any], matched: list[Active], inje
     # DLE's `finally`: count the generation, then tick every cooldown down (removed at ≤ 1).
     ticked = {k: v - 1 for k, v in cooldowns.items() if v > 1}
     return state.replace(
-        generation_count=gen + 1, cooldowns=ticked, injection_history=history, injection_log=log,
-        analytics=analytics, counts=counts, swipe_keys=swipe_keys, last_swipe_key=slot, before_last=before,
+        generation_count=gen + 1,
+        cooldowns=ticked,
+        injection_history=history,
+        injection_log=log,
+        analytics=analytics,
+        counts=counts,
+        swipe_keys=swipe_keys,
+        last_swipe_key=slot,
+        before_last=before,
     )

@@ -45,7 +45,7 @@ def clean_message(text: str) -> str:
         out = out[-MAX_PART_CHARS:]
         cut = out.find(" ")
         if 0 <= cut < 40:
-            out = out[cut + 1:]
+            out = out[cut + 1 :]
     return out
 
 

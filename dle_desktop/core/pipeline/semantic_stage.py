@@ -52,8 +52,10 @@ def semantic_stage(ctx: StageContext, active: dict[str, Active]) -> None:
             passage[uid] = hit[2] if len(hit) > 2 else -1
     sem_rank = {uid: i + 1 for i, (uid, _) in enumerate(semantic)}
     bm_rank = {uid: i + 1 for i, uid in enumerate(ctx._fuzzy_ranked)}
-    fused = {uid: 1 / (cfg.semantic_rrf_k + r) + (1 / (cfg.semantic_rrf_k + bm_rank[uid]) if uid in bm_rank else 0.0)
-             for uid, r in sem_rank.items()}
+    fused = {
+        uid: 1 / (cfg.semantic_rrf_k + r) + (1 / (cfg.semantic_rrf_k + bm_rank[uid]) if uid in bm_rank else 0.0)
+        for uid, r in sem_rank.items()
+    }
     scores = dict(semantic)
     added = 0
     for uid in sorted(fused, key=lambda u: (-fused[u], sem_rank[u])):
@@ -67,11 +69,14 @@ def semantic_stage(ctx: StageContext, active: dict[str, Active]) -> None:
                 # BM25 found it too: it counts as a semantic match (what the budget keeps first
                 # with fix_semantic_budget), not as a second-hand one.
                 active[uid] = Active(e, f"(semantic, score: {scores[uid]:.2f})")
-                trace.add(e, "semantic", "matched",
-                          f"meaning close to the chat: similarity {scores[uid]:.2f} (rank {sem_rank[uid]}, "
-                          f"BM25 rank {bm_rank.get(uid, '-')}; fused {fused[uid]:.4f}; BM25 had matched it)"
-                          + (f"; matched on: «{x}»" if passage[uid] >= 0 and (x := passage_excerpt(e, passage[uid]))
-                             else ""))
+                trace.add(
+                    e,
+                    "semantic",
+                    "matched",
+                    f"meaning close to the chat: similarity {scores[uid]:.2f} (rank {sem_rank[uid]}, "
+                    f"BM25 rank {bm_rank.get(uid, '-')}; fused {fused[uid]:.4f}; BM25 had matched it)"
+                    + (f"; matched on: «{x}»" if passage[uid] >= 0 and (x := passage_excerpt(e, passage[uid])) else ""),
+                )
             continue
         if on_cooldown(ctx, e, "semantic") or not passes_probability(ctx, e, "semantic"):
             continue
@@ -79,7 +84,11 @@ def semantic_stage(ctx: StageContext, active: dict[str, Active]) -> None:
         excerpt = passage_excerpt(e, passage[uid]) if passage[uid] >= 0 else None
         on = f"; matched on: «{excerpt}»" if excerpt else ""
         active[uid] = Active(e, f"(semantic, score: {scores[uid]:.2f})")
-        trace.add(e, "semantic", "matched",
-                  f"meaning close to the chat: similarity {scores[uid]:.2f} (rank {sem_rank[uid]}{both}; "
-                  f"fused {fused[uid]:.4f}){on}")
+        trace.add(
+            e,
+            "semantic",
+            "matched",
+            f"meaning close to the chat: similarity {scores[uid]:.2f} (rank {sem_rank[uid]}{both}; "
+            f"fused {fused[uid]:.4f}){on}",
+        )
         added += 1

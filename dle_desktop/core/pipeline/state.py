@@ -69,8 +69,15 @@ class ChatState:
     #: the generation-tracking part of the state before the last generation, for swipe rollback
     before_last: dict[str, Any] | None = None
 
-    TRACKING = ("generation_count", "cooldowns", "injection_history", "injection_log", "counts",
-                "swipe_keys", "analytics")
+    TRACKING = (
+        "generation_count",
+        "cooldowns",
+        "injection_history",
+        "injection_log",
+        "counts",
+        "swipe_keys",
+        "analytics",
+    )
 
     def replace(self, **changes: Any) -> ChatState:
         return dataclasses.replace(self, **changes)
@@ -98,15 +105,17 @@ class ChatState:
             }
 
         out = enc(self)
-        out.update({
-            "pins": [p.to_json() for p in self.pins],
-            "blocks": [b.to_json() for b in self.blocks],
-            "context": dict(self.context),
-            "folder_filter": list(self.folder_filter) if self.folder_filter is not None else None,
-            "notebook": self.notebook,
-            "last_swipe_key": self.last_swipe_key,
-            "before_last": enc(ChatState(**self.before_last)) if self.before_last else None,
-        })
+        out.update(
+            {
+                "pins": [p.to_json() for p in self.pins],
+                "blocks": [b.to_json() for b in self.blocks],
+                "context": dict(self.context),
+                "folder_filter": list(self.folder_filter) if self.folder_filter is not None else None,
+                "notebook": self.notebook,
+                "last_swipe_key": self.last_swipe_key,
+                "before_last": enc(ChatState(**self.before_last)) if self.before_last else None,
+            }
+        )
         return out
 
     @classmethod

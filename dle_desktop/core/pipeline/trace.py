@@ -20,7 +20,13 @@ class Verdict:
     reason: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"title": self.title, "vault": self.vault, "stage": self.stage, "outcome": self.outcome, "reason": self.reason}
+        return {
+            "title": self.title,
+            "vault": self.vault,
+            "stage": self.stage,
+            "outcome": self.outcome,
+            "reason": self.reason,
+        }
 
 
 @dataclass

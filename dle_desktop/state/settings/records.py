@@ -50,16 +50,34 @@ class VaultConfig:
         if not 1 <= port <= 65535:
             raise ConfigError(f"vault '{raw['name']}': port {port} is outside 1-65535")
         return cls(
-            name=raw["name"].strip(), kind=kind, path=str(raw.get("path", "")),
-            host=str(raw.get("host", "127.0.0.1")), port=port,
-            https=bool(raw.get("https", False)), enabled=bool(raw.get("enabled", True)),
+            name=raw["name"].strip(),
+            kind=kind,
+            path=str(raw.get("path", "")),
+            host=str(raw.get("host", "127.0.0.1")),
+            port=port,
+            https=bool(raw.get("https", False)),
+            enabled=bool(raw.get("enabled", True)),
         )
 
 
 PROVIDERS = ("openai", "anthropic", "gemini", "ollama")
 #: OpenAI-compatible servers we know by name (base URL defaults and structured-output rules).
-OPENAI_FLAVORS = ("openai", "openrouter", "groq", "xai", "fireworks", "deepseek", "mistral", "azure",
-                  "llamacpp", "koboldcpp", "ollama", "vllm", "lmstudio", "custom")
+OPENAI_FLAVORS = (
+    "openai",
+    "openrouter",
+    "groq",
+    "xai",
+    "fireworks",
+    "deepseek",
+    "mistral",
+    "azure",
+    "llamacpp",
+    "koboldcpp",
+    "ollama",
+    "vllm",
+    "lmstudio",
+    "custom",
+)
 
 
 @dataclass(frozen=True)
@@ -94,8 +112,10 @@ class ProfileConfig:
         allowed = {f.name for f in dataclasses.fields(cls)}
         extra = set(raw) - allowed
         if "api_key" in extra or "apiKey" in extra:
-            raise ConfigError("connection profiles never hold API keys in the settings file; set the key in the app "
-                              "(it is stored in the system keyring)")
+            raise ConfigError(
+                "connection profiles never hold API keys in the settings file; set the key in the app "
+                "(it is stored in the system keyring)"
+            )
         if extra:
             raise ConfigError(f"unknown connection profile setting(s): {', '.join(sorted(extra))}")
         pid, name = raw.get("id"), raw.get("name")
@@ -118,7 +138,9 @@ class ProfileConfig:
         headers = raw.get("extra_headers") or {}
         if isinstance(headers, (list, tuple)):
             headers = dict(headers)
-        if not isinstance(headers, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
+        if not isinstance(headers, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+        ):
             raise ConfigError(f"{label}: extra_headers must map header names to text")
         try:
             timeout = float(raw.get("timeout_s", 20.0))
@@ -129,6 +151,15 @@ class ProfileConfig:
         for key in ("model", "api_version"):
             if not isinstance(raw.get(key, ""), str):
                 raise ConfigError(f"{label}: {key} must be text")
-        return cls(id=pid.strip(), name=name.strip(), provider=provider, flavor=flavor, base_url=base_url.rstrip("/"),
-                   model=raw.get("model", ""), extra_headers=tuple(sorted(headers.items())), timeout_s=timeout,
-                   thinking=bool(raw.get("thinking", False)), api_version=raw.get("api_version", ""))
+        return cls(
+            id=pid.strip(),
+            name=name.strip(),
+            provider=provider,
+            flavor=flavor,
+            base_url=base_url.rstrip("/"),
+            model=raw.get("model", ""),
+            extra_headers=tuple(sorted(headers.items())),
+            timeout_s=timeout,
+            thinking=bool(raw.get("thinking", False)),
+            api_version=raw.get("api_version", ""),
+        )

@@ -71,7 +71,9 @@ class SettingsStore:
                 move_into_place(self.path, kept)
             except OSError:
                 kept = self.path
-            self.problem = f"settings file could not be read ({exc}); it was kept as {kept.name} and defaults are in use"
+            self.problem = (
+                f"settings file could not be read ({exc}); it was kept as {kept.name} and defaults are in use"
+            )
             log.warning(self.problem)
             return Settings()
 

@@ -37,13 +37,16 @@ class AiSearchPanel(QGroupBox):
         self.ai_budget = QCheckBox("Confidence decides budget cuts")
         self.ai_budget.setToolTip(meta("fix_ai_confidence_budget", "doc"))
         self.prefilter = QCheckBox("Category pre-filter")
-        self.prefilter.setToolTip("For large vaults: a first, small AI call picks categories, so the full "
-                                  "search sees fewer candidates")
-        self.aggressiveness = QSpinBox(minimum=0, maximum=int(meta("hierarchical_aggressiveness", "hi") * 100),
-                                       suffix=" %")
+        self.prefilter.setToolTip(
+            "For large vaults: a first, small AI call picks categories, so the full search sees fewer candidates"
+        )
+        self.aggressiveness = QSpinBox(
+            minimum=0, maximum=int(meta("hierarchical_aggressiveness", "hi") * 100), suffix=" %"
+        )
         self.aggressiveness.setPrefix("may drop up to ")
-        self.aggressiveness.setToolTip("The most of the candidates the pre-filter may drop; an answer that "
-                                       "would drop more is ignored")
+        self.aggressiveness.setToolTip(
+            "The most of the candidates the pre-filter may drop; an answer that would drop more is ignored"
+        )
         form = QFormLayout(self)
         form.addRow(self.ai_enabled)
         form.addRow("Mode", self.ai_mode)
@@ -51,8 +54,13 @@ class AiSearchPanel(QGroupBox):
         form.addRow("If the AI fails", self.ai_error)
         form.addRow("If it picks nothing", self.ai_empty)
         form.addRow(self.ai_budget)
-        form.addRow(note("When the token budget cuts, the AI's surest picks are kept first (off: by "
-                         "priority only, as DLE does).", MUTED_STYLE))
+        form.addRow(
+            note(
+                "When the token budget cuts, the AI's surest picks are kept first (off: by "
+                "priority only, as DLE does).",
+                MUTED_STYLE,
+            )
+        )
         pre = QHBoxLayout()
         pre.addWidget(self.prefilter)
         pre.addWidget(self.aggressiveness, 1)
@@ -60,7 +68,8 @@ class AiSearchPanel(QGroupBox):
         self.ai_enabled.toggled.connect(lambda on: self._edit(ai_search_enabled=on))
         self.ai_mode.currentIndexChanged.connect(lambda *_: self._edit(ai_search_mode=self.ai_mode.currentData()))
         self.ai_threshold.currentIndexChanged.connect(
-            lambda *_: self._edit(ai_confidence_threshold=self.ai_threshold.currentData()))
+            lambda *_: self._edit(ai_confidence_threshold=self.ai_threshold.currentData())
+        )
         self.ai_error.currentIndexChanged.connect(lambda *_: self._edit(ai_error_fallback=self.ai_error.currentData()))
         self.ai_empty.currentIndexChanged.connect(lambda *_: self._edit(ai_empty_fallback=self.ai_empty.currentData()))
         self.ai_budget.toggled.connect(lambda on: self._edit(fix_ai_confidence_budget=on))
@@ -95,8 +104,10 @@ class BreakerPanel(QGroupBox):
         super().__init__("Circuit breaker")
         self.view = view
         self.breaker_label = note("Reading…", MUTED_STYLE)
-        self.breaker_label.setToolTip("Two failures in a row that say the provider is broken (server errors, network, "
-                                      "unreadable answers) pause AI calls for 30 s; AI search then falls back")
+        self.breaker_label.setToolTip(
+            "Two failures in a row that say the provider is broken (server errors, network, "
+            "unreadable answers) pause AI calls for 30 s; AI search then falls back"
+        )
         self.reset_button = QPushButton("Reset")
         self.reset_button.setToolTip("Close the breaker now, so the next AI call goes out")
         self.clear_cache_button = QPushButton("Clear AI cache")
@@ -118,8 +129,10 @@ class BreakerPanel(QGroupBox):
         if snap.get("offline"):
             text, style = "AI calls are switched off for this run (offline).", WARN_STYLE
         elif state == "open":
-            text = (f"Open after {b.get('failures', 0)} failures: AI calls are paused, retrying in "
-                    f"{max(0, round(b.get('retry_in_seconds') or 0))} s.")
+            text = (
+                f"Open after {b.get('failures', 0)} failures: AI calls are paused, retrying in "
+                f"{max(0, round(b.get('retry_in_seconds') or 0))} s."
+            )
             style = ERROR_STYLE
         elif state in BREAKER_TEXT:
             text, style = BREAKER_TEXT[state]

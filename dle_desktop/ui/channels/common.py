@@ -11,9 +11,16 @@ from dle_desktop.ai.types import FLAVOR_LABELS
 from dle_desktop.state.settings import CHANNELS, FIELDS, ProfileConfig, Settings
 
 CHANNEL_PARTS = ("connection_mode", "profile_id", "proxy_url", "model", "max_tokens", "timeout")
-AI_SEARCH_FIELDS = ("ai_search_enabled", "ai_search_mode", "ai_confidence_threshold", "ai_error_fallback",
-                    "ai_empty_fallback", "fix_ai_confidence_budget", "hierarchical_pre_filter",
-                    "hierarchical_aggressiveness")
+AI_SEARCH_FIELDS = (
+    "ai_search_enabled",
+    "ai_search_mode",
+    "ai_confidence_threshold",
+    "ai_error_fallback",
+    "ai_empty_fallback",
+    "fix_ai_confidence_budget",
+    "hierarchical_pre_filter",
+    "hierarchical_aggressiveness",
+)
 #: The settings the Channels view edits; everything else is left as it is.
 OWN_FIELDS = ("connection_profiles", *(f"{c}_{p}" for c in CHANNELS for p in CHANNEL_PARTS), *AI_SEARCH_FIELDS)
 

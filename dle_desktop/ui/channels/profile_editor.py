@@ -176,9 +176,19 @@ class ProfileEditor(QDialog):
     """Add or edit one connection profile. After `accepted`: `profile()`, `new_key` (typed, or None)
     and `clear_key` (the stored key is to be removed)."""
 
-    def __init__(self, profile: ProfileConfig | None, *, taken_names: set[str], taken_ids: set[str],
-                 key_state: str, persistent: bool, tester: Tester | None = None,
-                 pending_key: str | None = None, parent=None, key_location: str | None = None) -> None:
+    def __init__(
+        self,
+        profile: ProfileConfig | None,
+        *,
+        taken_names: set[str],
+        taken_ids: set[str],
+        key_state: str,
+        persistent: bool,
+        tester: Tester | None = None,
+        pending_key: str | None = None,
+        parent=None,
+        key_location: str | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Edit connection profile" if profile else "New connection profile")
         self.setMinimumWidth(560)
@@ -205,8 +215,9 @@ class ProfileEditor(QDialog):
         self.flavor = QComboBox()
         for fl in OPENAI_FLAVORS:
             self.flavor.addItem(FLAVOR_LABELS.get(fl, fl), fl)
-        self.flavor.setCurrentIndex(OPENAI_FLAVORS.index(p.flavor) if p.flavor in OPENAI_FLAVORS else
-                                    OPENAI_FLAVORS.index("custom"))
+        self.flavor.setCurrentIndex(
+            OPENAI_FLAVORS.index(p.flavor) if p.flavor in OPENAI_FLAVORS else OPENAI_FLAVORS.index("custom")
+        )
         self.base_url = QLineEdit(p.base_url or default_base_url(p.provider, p.flavor))
         self.model = QLineEdit(p.model)
         self.key = QLineEdit()
@@ -263,8 +274,11 @@ class ProfileEditor(QDialog):
         header_row.addWidget(self.headers, 1)
         header_row.addLayout(header_buttons)
         form.addRow("Extra headers", header_row)
-        header_note = note("Header values are saved in settings.json: put API keys in the key field, "
-                           "which is kept out of settings.json (in the system keyring, or a private file without one).", MUTED_STYLE)
+        header_note = note(
+            "Header values are saved in settings.json: put API keys in the key field, "
+            "which is kept out of settings.json (in the system keyring, or a private file without one).",
+            MUTED_STYLE,
+        )
         header_note.setMinimumWidth(400)
         form.addRow("", header_note)
         self.form = form
@@ -323,11 +337,18 @@ class ProfileEditor(QDialog):
         url = self.base_url.text().strip()
         if url and url.rstrip("/") == default_base_url(self.provider_name, self.flavor_name):
             url = ""  # the built-in address: follows the default
-        return {"id": self.pid, "name": self.name.text().strip(), "provider": self.provider_name,
-                "flavor": self.flavor_name, "base_url": url, "model": self.model.text().strip(),
-                "extra_headers": self._headers(), "timeout_s": self.timeout.value(),
-                "thinking": self.thinking.isChecked() and self.provider_name in ("anthropic", "gemini"),
-                "api_version": self.api_version.text().strip() if self.flavor_name == "azure" else ""}
+        return {
+            "id": self.pid,
+            "name": self.name.text().strip(),
+            "provider": self.provider_name,
+            "flavor": self.flavor_name,
+            "base_url": url,
+            "model": self.model.text().strip(),
+            "extra_headers": self._headers(),
+            "timeout_s": self.timeout.value(),
+            "thinking": self.thinking.isChecked() and self.provider_name in ("anthropic", "gemini"),
+            "api_version": self.api_version.text().strip() if self.flavor_name == "azure" else "",
+        }
 
     def profile(self) -> ProfileConfig:
         """The profile as edited; raises DleError with a message for the user when it is not valid."""
@@ -372,9 +393,15 @@ class ProfileEditor(QDialog):
         elif model_optional(provider, flavor):
             self.model.setPlaceholderText(LOADED_MODEL_HINT)
         else:
-            self.model.setPlaceholderText("e.g. " + {"anthropic": "claude-haiku-4-5", "gemini": "gemini-2.5-flash",
-                                                      "ollama": "llama3.1:8b", "openrouter": "anthropic/claude-haiku-4.5"
-                                                      }.get(flavor if provider == "openai" else provider, "the model name"))
+            self.model.setPlaceholderText(
+                "e.g. "
+                + {
+                    "anthropic": "claude-haiku-4-5",
+                    "gemini": "gemini-2.5-flash",
+                    "ollama": "llama3.1:8b",
+                    "openrouter": "anthropic/claude-haiku-4.5",
+                }.get(flavor if provider == "openai" else provider, "the model name")
+            )
         self.validate()
 
     def _url_edited(self, text: str) -> None:
@@ -420,8 +447,11 @@ class ProfileEditor(QDialog):
             text, style = key_status_text(self.key_state, self.persistent, self.key_location)
         self.key_note.setText(text)
         self.key_note.setStyleSheet(style)
-        self.key.setPlaceholderText("•••••••• (stored; type to replace)" if self.key_state in ("stored", "pending")
-                                    else "paste the API key, if the server needs one")
+        self.key.setPlaceholderText(
+            "•••••••• (stored; type to replace)"
+            if self.key_state in ("stored", "pending")
+            else "paste the API key, if the server needs one"
+        )
         self.clear_key_button.setEnabled(typed or self.key_state in ("stored", "pending"))
 
     # -- test and save ---------------------------------------------------------------------------

@@ -71,8 +71,12 @@ class ProfilesPanel(QGroupBox):
         self.profile_list.blockSignals(True)
         self.profile_list.clear()
         for p in view.profiles():
-            key = {"stored": "key stored", "pending": "key saved on Apply", "cleared": "key removed on Apply",
-                   "none": "no key"}[view.key_state(p.secret_id)]
+            key = {
+                "stored": "key stored",
+                "pending": "key saved on Apply",
+                "cleared": "key removed on Apply",
+                "none": "no key",
+            }[view.key_state(p.secret_id)]
             item = QListWidgetItem(f"{p.name}\n{profile_kind(p)} · {p.model or 'server default'} · {key}")
             item.setData(Qt.ItemDataRole.UserRole, p.id)
             used = users.get(p.id)
@@ -113,12 +117,17 @@ class ProfilesPanel(QGroupBox):
         view = self.view
         others = [p for p in view.profiles() if profile is None or p.id != profile.id]
         secret_id = profile.secret_id if profile else ""
-        editor = ProfileEditor(profile, taken_names={p.name for p in others},
-                               taken_ids={p.id for p in view.profiles()},
-                               key_state=view.key_state(secret_id) if profile else "none",
-                               persistent=view.secrets.persistent,
-                               key_location=getattr(view.secrets, "location", None), tester=self._tester(),
-                               pending_key=view.new_keys.get(secret_id), parent=view)
+        editor = ProfileEditor(
+            profile,
+            taken_names={p.name for p in others},
+            taken_ids={p.id for p in view.profiles()},
+            key_state=view.key_state(secret_id) if profile else "none",
+            persistent=view.secrets.persistent,
+            key_location=getattr(view.secrets, "location", None),
+            tester=self._tester(),
+            pending_key=view.new_keys.get(secret_id),
+            parent=view,
+        )
         editor.accepted.connect(lambda: on_save(editor))
         editor.finished.connect(lambda *_: editor.deleteLater())
         self.editor = editor
@@ -201,15 +210,23 @@ class ProfilesPanel(QGroupBox):
         chosen = pid
         users = self._users_of(chosen)
         if users:
-            text = (f"'{profile.name}' is used by {', '.join(users)}. Delete it anyway? Those channels have no "
-                    "connection until you choose another profile.")
+            text = (
+                f"'{profile.name}' is used by {', '.join(users)}. Delete it anyway? Those channels have no "
+                "connection until you choose another profile."
+            )
         else:
             text = f"Delete the connection profile '{profile.name}'?"
-        box = QMessageBox(QMessageBox.Icon.Warning if users else QMessageBox.Icon.Question, "Delete connection profile", text,
-                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self.view)
+        box = QMessageBox(
+            QMessageBox.Icon.Warning if users else QMessageBox.Icon.Question,
+            "Delete connection profile",
+            text,
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            self.view,
+        )
         box.setInformativeText("Its API key is removed from the keyring when you apply.")
         box.setDefaultButton(QMessageBox.StandardButton.No)
         box.button(QMessageBox.StandardButton.Yes).setText("Delete")
+
         def answered(button: QAbstractButton) -> None:
             if box.standardButton(button) == QMessageBox.StandardButton.Yes:
                 self._delete(chosen)

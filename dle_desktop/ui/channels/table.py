@@ -80,8 +80,9 @@ class ChannelsPanel(QGroupBox):
             self.table.setItem(r, 0, item)
             for col in range(1, len(COLUMNS)):
                 self.table.setItem(r, col, QTableWidgetItem(""))
-        self.table.setFixedHeight(self.table.verticalHeader().length() + header.sizeHint().height()
-                                  + 2 * self.table.frameWidth() + 2)
+        self.table.setFixedHeight(
+            self.table.verticalHeader().length() + header.sizeHint().height() + 2 * self.table.frameWidth() + 2
+        )
         self.table.currentCellChanged.connect(lambda *_: self.fill_detail())
         self.tips = CutTextTips(self.table)
         self.table.viewport().installEventFilter(self)  # Connection and Model widths follow the room there is
@@ -100,8 +101,9 @@ class ChannelsPanel(QGroupBox):
         self.strips: dict[str, TestStrip] = {}
         for c in CHANNELS:
             strip = TestStrip("Test")
-            strip.button.setToolTip("Send a tiny request (8 tokens) on this channel's connection; it bypasses the "
-                                    "breaker")
+            strip.button.setToolTip(
+                "Send a tiny request (8 tokens) on this channel's connection; it bypasses the breaker"
+            )
             strip.button.clicked.connect(lambda *_, ch=c: self.test_channel(ch))
             self.strips[c] = strip
             self.tests.addWidget(strip)
@@ -130,7 +132,8 @@ class ChannelsPanel(QGroupBox):
 
         self.mode.currentIndexChanged.connect(lambda *_: self._edit("connection_mode", self.mode.currentData()))
         self.profile_combo.currentIndexChanged.connect(
-            lambda *_: self._edit("profile_id", self.profile_combo.currentData() or ""))
+            lambda *_: self._edit("profile_id", self.profile_combo.currentData() or "")
+        )
         self.proxy_url.textEdited.connect(lambda t: self._edit("proxy_url", t.strip()))
         self.model.textEdited.connect(lambda t: self._edit("model", t.strip()))
         self.max_tokens.valueChanged.connect(lambda v: self._edit("max_tokens", v))
@@ -166,8 +169,12 @@ class ChannelsPanel(QGroupBox):
                 calls = f"{u['calls']}" + (f" ({u['failures']} failed)" if u["failures"] else "")
                 self._cell(r, 4, calls, None, QColor("#b3261e") if u["failures"] else None)
                 self._cell(r, 5, f"{_tokens(u['input_tokens'])} / {_tokens(u['output_tokens'])}")
-                self._cell(r, 6, f"{u['last_latency_ms']} ms" if u["last_latency_ms"] is not None else "—",
-                           time.strftime("at %H:%M:%S", time.localtime(u["last_call_at"])) if u["last_call_at"] else None)
+                self._cell(
+                    r,
+                    6,
+                    f"{u['last_latency_ms']} ms" if u["last_latency_ms"] is not None else "—",
+                    time.strftime("at %H:%M:%S", time.localtime(u["last_call_at"])) if u["last_call_at"] else None,
+                )
             else:
                 for col in range(4, 7):
                     self._cell(r, col, "")
@@ -283,17 +290,25 @@ class ChannelsPanel(QGroupBox):
         self.profile_combo.setEnabled(mode == "profile")
         self.proxy_url.setEnabled(r.mode == "proxy")
         default_model = (settings.ai_search_model if r.inherited else "") or (
-            r.profile.model if r.profile is not None and r.mode == "profile" else "")
-        self.model.setPlaceholderText(f"default: {default_model}" if default_model else
-                                      "required for a proxy" if r.mode == "proxy" else "the profile's model")
+            r.profile.model if r.profile is not None and r.mode == "profile" else ""
+        )
+        self.model.setPlaceholderText(
+            f"default: {default_model}"
+            if default_model
+            else "required for a proxy"
+            if r.mode == "proxy"
+            else "the profile's model"
+        )
         if r.problem:
             text, style = f"✗ {r.problem}", ERROR_STYLE
         else:
             assert r.profile is not None  # None only with a problem
             via = "AI search's connection: " if r.inherited else ""
             conn = f"the proxy at {r.profile.base_url}" if r.mode == "proxy" else f"profile '{r.profile.name}'"
-            text = (f"{via}{conn}, model {r.model or 'chosen by the server'}, up to {r.max_tokens} tokens, "
-                    f"{r.timeout_s:g} s timeout.")
+            text = (
+                f"{via}{conn}, model {r.model or 'chosen by the server'}, up to {r.max_tokens} tokens, "
+                f"{r.timeout_s:g} s timeout."
+            )
             style = ""
         if r.note:
             text += f"\n⚠ {r.note}."
@@ -308,8 +323,11 @@ class ChannelsPanel(QGroupBox):
             self.usage.setText("No calls yet.")
             self.last_error.hide()
             return
-        parts = [f"{u['calls']} call{'s' if u['calls'] != 1 else ''}", f"{u['failures']} failed",
-                 f"tokens {u['input_tokens']:,} in / {u['output_tokens']:,} out"]
+        parts = [
+            f"{u['calls']} call{'s' if u['calls'] != 1 else ''}",
+            f"{u['failures']} failed",
+            f"tokens {u['input_tokens']:,} in / {u['output_tokens']:,} out",
+        ]
         if u["cache_read_tokens"] or u["cache_write_tokens"]:
             parts.append(f"prompt cache {u['cache_read_tokens']:,} read / {u['cache_write_tokens']:,} written")
         if c == "ai_search":
@@ -322,8 +340,11 @@ class ChannelsPanel(QGroupBox):
         self.last_error.setVisible(bool(u["last_error"]))
 
     def fill_usage_since(self, since) -> None:
-        self.usage_since.setText(time.strftime("Usage counted since %d %b %Y, %H:%M", time.localtime(since))
-                                 if isinstance(since, (int, float)) else "")
+        self.usage_since.setText(
+            time.strftime("Usage counted since %d %b %Y, %H:%M", time.localtime(since))
+            if isinstance(since, (int, float))
+            else ""
+        )
 
     def _edit(self, part: str, value) -> None:
         if self._filling or value is None:

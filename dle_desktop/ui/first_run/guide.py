@@ -68,13 +68,24 @@ class FirstRunGuide(QWizard):
         self.button(SKIP).setToolTip("Go on without this step; it stays as it was")
         self.button(SKIP).clicked.connect(lambda *_: self.skip())
         self.setButtonText(QWizard.WizardButton.CancelButton, "&Close")
-        self.setButtonLayout([QWizard.WizardButton.Stretch, SKIP, QWizard.WizardButton.BackButton, QWizard.WizardButton.NextButton,
-                              QWizard.WizardButton.FinishButton, QWizard.WizardButton.CancelButton])
+        self.setButtonLayout(
+            [
+                QWizard.WizardButton.Stretch,
+                SKIP,
+                QWizard.WizardButton.BackButton,
+                QWizard.WizardButton.NextButton,
+                QWizard.WizardButton.FinishButton,
+                QWizard.WizardButton.CancelButton,
+            ]
+        )
         self.vault_page = VaultPage(self)
         self.model_page = ModelPage(self)
         self.sillytavern_page = SillyTavernPage(self)
-        for step, page in ((self.VAULT, self.vault_page), (self.MODEL, self.model_page),
-                           (self.SILLYTAVERN, self.sillytavern_page)):
+        for step, page in (
+            (self.VAULT, self.vault_page),
+            (self.MODEL, self.model_page),
+            (self.SILLYTAVERN, self.sillytavern_page),
+        ):
             self.setPage(step, page)
         self.currentIdChanged.connect(self._step_changed)
         self.finished.connect(lambda *_: mark_guide_seen(app.window.ui_state))

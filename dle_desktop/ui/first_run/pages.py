@@ -40,10 +40,15 @@ def model_facts(spec) -> str:
     name = spec.description or spec.filename
     size = f"{megabytes(spec.size)} download" if spec.size else "a one-time download"
     licence = getattr(spec, "licence", None) or DEFAULT_MODEL_LICENCE
-    check = ("its SHA-256 is pinned and checked before the model is used" if spec.sha256 else
-             "its SHA-256 is checked against the one the server publishes before the model is used")
-    return (f"<b>{html.escape(name)}</b>: {size}, licence <a href=\"{LICENCE_URL}\">{html.escape(licence)}</a>; "
-            f"{check}. It runs on this computer: no text leaves it.")
+    check = (
+        "its SHA-256 is pinned and checked before the model is used"
+        if spec.sha256
+        else "its SHA-256 is checked against the one the server publishes before the model is used"
+    )
+    return (
+        f'<b>{html.escape(name)}</b>: {size}, licence <a href="{LICENCE_URL}">{html.escape(licence)}</a>; '
+        f"{check}. It runs on this computer: no text leaves it."
+    )
 
 
 class ModelPage(QWizardPage):
@@ -65,10 +70,12 @@ class ModelPage(QWizardPage):
         layout.setContentsMargins(0, 0, 0, 0)
         self.embeddings.use_file.toggled.connect(lambda *_: self.completeChanged.emit())
         self.embeddings.path.textChanged.connect(lambda *_: self.completeChanged.emit())
-        self.note = _label("<b>Next</b> turns semantic search on with the chosen model; a download still under "
-                           "way carries on after the guide closes, and semantic search starts when it is done. "
-                           "<b>Skip</b> keeps keyword retrieval only: it works without a model, and "
-                           "Settings → Embeddings adds one later.")
+        self.note = _label(
+            "<b>Next</b> turns semantic search on with the chosen model; a download still under "
+            "way carries on after the guide closes, and semantic search starts when it is done. "
+            "<b>Skip</b> keeps keyword retrieval only: it works without a model, and "
+            "Settings → Embeddings adds one later."
+        )
         layout = QVBoxLayout(self)
         layout.addWidget(self.facts)
         layout.addWidget(self.embeddings)
@@ -97,27 +104,32 @@ class SillyTavernPage(QWizardPage):
         self.found: InstallsFound = []
         self.setTitle("Step 3 of 3: Connect SillyTavern")
         self.setSubTitle("SillyTavern asks DLE for lore through a small bridge extension.")
-        steps = _label("<ol style=\"margin-left: 0px; -qt-list-indent: 1;\">"
-                       "<li>Find your SillyTavern (below).</li>"
-                       "<li>Open the SillyTavern view (Ctrl+5) and press <b>Install</b>: it copies the bridge "
-                       "into SillyTavern with DLE's address and key.</li>"
-                       "<li>Reload SillyTavern's page in the browser: it connects by itself.</li></ol>")
+        steps = _label(
+            '<ol style="margin-left: 0px; -qt-list-indent: 1;">'
+            "<li>Find your SillyTavern (below).</li>"
+            "<li>Open the SillyTavern view (Ctrl+5) and press <b>Install</b>: it copies the bridge "
+            "into SillyTavern with DLE's address and key.</li>"
+            "<li>Reload SillyTavern's page in the browser: it connects by itself.</li></ol>"
+        )
         self.found_label = _label()
         self.found_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.find_button = QPushButton("&Find SillyTavern installs")
         self.find_button.setToolTip("Look in the usual places (and the folders chosen in the SillyTavern view)")
         self.find_button.clicked.connect(lambda *_: self.start_scan())
         self.open_button = QPushButton("&Open the SillyTavern view")
-        self.open_button.setToolTip("Close this guide (keeping what it applied) and show the SillyTavern view, "
-                                    "where the bridge is installed")
+        self.open_button.setToolTip(
+            "Close this guide (keeping what it applied) and show the SillyTavern view, where the bridge is installed"
+        )
         self.open_button.clicked.connect(lambda *_: guide.open_sillytavern())
         self.open_button.setDefault(False)
         buttons = QHBoxLayout()
         buttons.addWidget(self.find_button)
         buttons.addWidget(self.open_button)
         buttons.addStretch(1)
-        later = _label("Not using SillyTavern yet? Finish here: DLE Desktop works on its own (Test a chat in the "
-                       "Vault view), and View → SillyTavern is there when you are ready.")
+        later = _label(
+            "Not using SillyTavern yet? Finish here: DLE Desktop works on its own (Test a chat in the "
+            "Vault view), and View → SillyTavern is there when you are ready."
+        )
         layout = QVBoxLayout(self)
         layout.addWidget(steps)
         layout.addLayout(buttons)
@@ -162,8 +174,10 @@ class SillyTavernPage(QWizardPage):
 
 def found_text(found: InstallsFound) -> str:
     if not found:
-        return ("No SillyTavern install found in the usual places. If you have one, open the SillyTavern view "
-                "and choose its folder (the one holding server.js).")
+        return (
+            "No SillyTavern install found in the usual places. If you have one, open the SillyTavern view "
+            "and choose its folder (the one holding server.js)."
+        )
     lines = []
     for st, copies in found:
         version = f" (SillyTavern {st.version})" if st.version else ""

@@ -54,8 +54,14 @@ def check_folder(text: str) -> tuple[Path | None, str, str]:
     except OSError as exc:
         return None, f"✖ {path} cannot be read: {exc.strerror or exc}", ERROR_STYLE
     if not notes:
-        return path.resolve(), ("⚠ No Markdown notes (.md) in this folder. You can still use it and add notes "
-                                "later, but nothing will be found until then."), WARN_STYLE
+        return (
+            path.resolve(),
+            (
+                "⚠ No Markdown notes (.md) in this folder. You can still use it and add notes "
+                "later, but nothing will be found until then."
+            ),
+            WARN_STYLE,
+        )
     return path.resolve(), f"✔ {notes} note{'s' if notes != 1 else ''} found.", OK_STYLE
 
 
@@ -79,8 +85,11 @@ class VaultPage(QWizardPage):
         self._folder: Path | None = None
 
         saved = len(guide.base_settings.vaults)
-        self.keep = QRadioButton(f"&Keep the vaults you have ({saved})" if saved else
-                                 "&Keep the bundled sample vault for now (a small world to try DLE on)")
+        self.keep = QRadioButton(
+            f"&Keep the vaults you have ({saved})"
+            if saved
+            else "&Keep the bundled sample vault for now (a small world to try DLE on)"
+        )
         self.use_folder = QRadioButton("A &folder of notes on this computer (an Obsidian vault folder works)")
         self.use_rest = QRadioButton("An &Obsidian vault through the Local REST API plugin")
         self.choice = QButtonGroup(self)
@@ -171,8 +180,9 @@ class VaultPage(QWizardPage):
 
         url, key = self._rest_values()
         parsed = parse_vault_spec(url)
-        return ObsidianRestSource(parsed.name, parsed.host, parsed.port, key or parsed.reveal_api_key(),
-                                  https=parsed.https, timeout=10.0)
+        return ObsidianRestSource(
+            parsed.name, parsed.host, parsed.port, key or parsed.reveal_api_key(), https=parsed.https, timeout=10.0
+        )
 
     def start_test(self) -> asyncio.Future:
         self.test_task = asyncio.ensure_future(self.test_connection())
@@ -242,11 +252,17 @@ class VaultPage(QWizardPage):
             path = str(self._folder)
             if any(v.get("path") == path for v in base):
                 return {"vaults": base}, {}
-            return {"vaults": [*base, {"name": unique_name(self._folder.name, taken), "kind": "folder",
-                                       "path": path}]}, {}
+            return {
+                "vaults": [*base, {"name": unique_name(self._folder.name, taken), "kind": "folder", "path": path}]
+            }, {}
         source = self.rest_source()
-        cfg = VaultConfig(name=unique_name(f"Obsidian {source.port}", taken), kind="obsidian-rest",
-                          host=source.host, port=source.port, https=source.https)
+        cfg = VaultConfig(
+            name=unique_name(f"Obsidian {source.port}", taken),
+            kind="obsidian-rest",
+            host=source.host,
+            port=source.port,
+            https=source.https,
+        )
         key = source.reveal_api_key()
         return {"vaults": [*base, cfg.to_json()]}, ({cfg.secret_id: key} if key else {})
 

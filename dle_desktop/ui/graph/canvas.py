@@ -33,7 +33,6 @@ SLICE_S = 0.012
 SETTLE_MS = 90
 
 
-
 class GraphCanvas(QWidget):
     hoveredChanged = Signal(int)
     selectedChanged = Signal(int)
@@ -84,8 +83,13 @@ class GraphCanvas(QWidget):
         self._vector = False
 
     # -- data ---------------------------------------------------------------------------------
-    def set_graph(self, titles: list[str], pos: np.ndarray, edges: dict[str, tuple[np.ndarray, np.ndarray]],
-                  rank: dict[str, np.ndarray] | None = None) -> None:
+    def set_graph(
+        self,
+        titles: list[str],
+        pos: np.ndarray,
+        edges: dict[str, tuple[np.ndarray, np.ndarray]],
+        rank: dict[str, np.ndarray] | None = None,
+    ) -> None:
         """`rank`: per edge kind, the order to draw its edges in (most telling first: zoomed
         out, only the first links are drawn)."""
         n = len(titles)
@@ -240,8 +244,17 @@ class GraphCanvas(QWidget):
     # -- the static layer --------------------------------------------------------------------------
     def geometry_now(self) -> Geometry:
         if self._geo is None:
-            self._geo = build_geometry(self.xy, self.edges, self.rank, self.visible, self.bins, self.palette,
-                                       self.node_size, self.pinned, exclude=self._drag)
+            self._geo = build_geometry(
+                self.xy,
+                self.edges,
+                self.rank,
+                self.visible,
+                self.bins,
+                self.palette,
+                self.node_size,
+                self.pinned,
+                exclude=self._drag,
+            )
         return self._geo
 
     def _steps_for(self, w: float, h: float, vector: bool = False, everything: bool = False):
@@ -257,8 +270,9 @@ class GraphCanvas(QWidget):
         if self._job is not None:
             self._job.abort()
         w, h = self.width(), self.height()
-        self._job = StaticRender(w, h, self.devicePixelRatioF(), self._view_key(w, h), self._version,
-                                 self._steps_for(w, h))
+        self._job = StaticRender(
+            w, h, self.devicePixelRatioF(), self._view_key(w, h), self._version, self._steps_for(w, h)
+        )
         self._slicer.start()
 
     def _render_slice(self) -> None:
@@ -420,7 +434,7 @@ class GraphCanvas(QWidget):
     def wheelEvent(self, ev) -> None:
         steps = ev.angleDelta().y() / 120.0
         if steps:
-            self.zoom_at(1.2 ** steps, ev.position().x(), ev.position().y())
+            self.zoom_at(1.2**steps, ev.position().x(), ev.position().y())
 
     def leaveEvent(self, _ev) -> None:
         self.set_hovered(-1)

@@ -27,7 +27,7 @@ class Adjacency:
         return cls(0, np.zeros(0, np.int64), np.zeros(0, np.int64))
 
     def neighbours(self, i: int) -> np.ndarray:
-        return np.unique(self.indices[self.indptr[i]:self.indptr[i + 1]])
+        return np.unique(self.indices[self.indptr[i] : self.indptr[i + 1]])
 
     def around(self, i: int) -> np.ndarray:
         """`i` and its neighbours."""

@@ -28,6 +28,7 @@ def paint_overlay(c, p: QPainter, w: int, h: int) -> None:
         _draw_subgraph(c, p, hi)
     _draw_labels(c, p, w, h, hi)
 
+
 def _draw_subgraph(c, p: QPainter, nodes: np.ndarray) -> None:
     inside = np.zeros(len(c.xy), dtype=bool)
     inside[nodes] = True
@@ -65,6 +66,7 @@ def _draw_subgraph(c, p: QPainter, nodes: np.ndarray) -> None:
             p.setPen(QPen(LABEL, width))
             p.setBrush(Qt.BrushStyle.NoBrush)
             p.drawEllipse(QPointF(x, y), d, d)
+
 
 def _draw_labels(c, p: QPainter, w: int, h: int, highlighted: np.ndarray) -> None:
     """Labels never overlap: candidates are placed greedily (highlighted ones first, then by

@@ -124,8 +124,10 @@ class GraphPanel(QWidget):
         parts = [f"{total} finding{'s' if total != 1 else ''}"]
         if communities is not None:
             parts.append(f"{communities} communit{'ies' if communities != 1 else 'y'}")
-        self.summary.setText(" · ".join(parts) + (". Click one to see it in the graph." if total else
-                                                   ": no orphans, bridges or circular requires."))
+        self.summary.setText(
+            " · ".join(parts)
+            + (". Click one to see it in the graph." if total else ": no orphans, bridges or circular requires.")
+        )
 
     def group_counts(self) -> dict[str, int]:
         out = {}
@@ -159,15 +161,22 @@ class GraphPanel(QWidget):
         def pick(c: QComboBox) -> str | None:
             return None if c.currentText() == ALL else c.currentText()
 
-        return {"types": {t for t, b in self.type_boxes.items() if b.isChecked()},
-                "tag": pick(self.tag), "folder": pick(self.folder), "vault": pick(self.vault)}
+        return {
+            "types": {t for t, b in self.type_boxes.items() if b.isChecked()},
+            "tag": pick(self.tag),
+            "folder": pick(self.folder),
+            "vault": pick(self.vault),
+        }
 
     def set_legend(self, legend: list[tuple[str, QColor]], note: str) -> None:
-        rows = "".join(f"<tr><td><span style='color:{c.name()}; font-size:14px'>●</span></td>"
-                       f"<td>{_esc(label)}</td></tr>" for label, c in legend[:LEGEND_ROWS])
+        rows = "".join(
+            f"<tr><td><span style='color:{c.name()}; font-size:14px'>●</span></td><td>{_esc(label)}</td></tr>"
+            for label, c in legend[:LEGEND_ROWS]
+        )
         more = f"… and {len(legend) - LEGEND_ROWS} more" if len(legend) > LEGEND_ROWS else ""
-        self.legend.setText(f"<table cellspacing=2>{rows}</table>{more}"
-                            + (f"<p style='color:#555'>{_esc(note)}</p>" if note else ""))
+        self.legend.setText(
+            f"<table cellspacing=2>{rows}</table>{more}" + (f"<p style='color:#555'>{_esc(note)}</p>" if note else "")
+        )
 
 
 def _short(f: GraphFinding) -> str:

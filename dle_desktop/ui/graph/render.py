@@ -36,15 +36,24 @@ DRAW_ORDER = ("link", "cascade", "requires", "excludes")
 @dataclass
 class Geometry:
     """What does not depend on the view: nodes as point sets in world coordinates."""
+
     nodes: list[tuple[QColor, float, QPolygonF]]  # small sizes first, so big nodes end on top
     pinned: np.ndarray  # indices of pinned, visible nodes
     count: int  # edges + nodes at full detail
     edges: dict[str, tuple[np.ndarray, np.ndarray]]  # per kind, ranked, visible endpoints only
 
 
-def build_geometry(xy: np.ndarray, edges: dict[str, tuple[np.ndarray, np.ndarray]], rank: dict[str, np.ndarray],
-                   visible: np.ndarray, bins: np.ndarray, palette: list[QColor], node_size: np.ndarray,
-                   pinned: np.ndarray, exclude: int = -1) -> Geometry:
+def build_geometry(
+    xy: np.ndarray,
+    edges: dict[str, tuple[np.ndarray, np.ndarray]],
+    rank: dict[str, np.ndarray],
+    visible: np.ndarray,
+    bins: np.ndarray,
+    palette: list[QColor],
+    node_size: np.ndarray,
+    pinned: np.ndarray,
+    exclude: int = -1,
+) -> Geometry:
     ranked: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     count = 0
     for kind, (a, b) in edges.items():
@@ -69,18 +78,20 @@ def build_geometry(xy: np.ndarray, edges: dict[str, tuple[np.ndarray, np.ndarray
         uniq, start = np.unique(key[order], return_index=True)
         bounds = [*start.tolist(), len(order)]
         for g in range(len(uniq)):
-            members = idx[order[bounds[g]:bounds[g + 1]]]
+            members = idx[order[bounds[g] : bounds[g + 1]]]
             colour = palette[int(bins[members[0]]) % len(palette)]
             for s in range(0, len(members), NODE_CHUNK):
-                part = members[s:s + NODE_CHUNK]
-                groups.append((float(node_size[members[0]]), colour,
-                               QPolygonF([QPointF(x, y) for x, y in xy[part].tolist()])))
+                part = members[s : s + NODE_CHUNK]
+                groups.append(
+                    (float(node_size[members[0]]), colour, QPolygonF([QPointF(x, y) for x, y in xy[part].tolist()]))
+                )
         groups.sort(key=lambda t: t[0])
     return Geometry([(c, s, p) for s, c, p in groups], np.flatnonzero(pinned & keep), count, ranked)
 
 
-def pick_edges(geo: Geometry, scr: np.ndarray, kinds_on: set[str], w: float, h: float, zoomed_out: bool,
-               budget: float | None) -> dict[str, np.ndarray]:
+def pick_edges(
+    geo: Geometry, scr: np.ndarray, kinds_on: set[str], w: float, h: float, zoomed_out: bool, budget: float | None
+) -> dict[str, np.ndarray]:
     """Per kind, the edges (as (m, 4) screen segments) to draw in this view (module docstring)."""
     parts = []
     for kind in DRAW_ORDER:
@@ -116,12 +127,22 @@ def _chunks(seg: np.ndarray, w: float, h: float) -> Iterator[np.ndarray]:
     cut = np.flatnonzero(np.diff(run)) + 1
     for part in np.split(seg, cut):
         for start in range(0, len(part), CHUNK):
-            yield part[start:start + CHUNK]
+            yield part[start : start + CHUNK]
 
 
-def steps(p: QPainter, geo: Geometry, kinds_on: set[str], tf: QTransform, node_px: float, xy: np.ndarray,
-          node_size: np.ndarray, w: float, h: float, vector: bool = False, budget: float | None = EDGE_PIXEL_BUDGET
-          ) -> Iterator[None]:
+def steps(
+    p: QPainter,
+    geo: Geometry,
+    kinds_on: set[str],
+    tf: QTransform,
+    node_px: float,
+    xy: np.ndarray,
+    node_size: np.ndarray,
+    w: float,
+    h: float,
+    vector: bool = False,
+    budget: float | None = EDGE_PIXEL_BUDGET,
+) -> Iterator[None]:
     """Paint into `p` (already filled with the background), yielding after each chunk. `vector`
     (SVG export): nodes are discs in screen coordinates, as SVG viewers handle neither Qt's
     cosmetic pens nor wide zero-length lines reliably."""

@@ -35,15 +35,37 @@ TYPE_COLOURS = {
 }
 
 #: Categorical colours (Tableau 20, reordered so neighbours in the list differ strongly).
-CATEGORICAL = [QColor(h) for h in (
-    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7",
-    "#9c755f", "#499894", "#d37295", "#86bcb6", "#f1ce63", "#a0cbe8", "#8cd17d", "#ffbe7d",
-    "#bab0ac", "#d4a6c8", "#79706e", "#fabfd2")]
+CATEGORICAL = [
+    QColor(h)
+    for h in (
+        "#4e79a7",
+        "#f28e2b",
+        "#59a14f",
+        "#e15759",
+        "#b07aa1",
+        "#76b7b2",
+        "#edc948",
+        "#ff9da7",
+        "#9c755f",
+        "#499894",
+        "#d37295",
+        "#86bcb6",
+        "#f1ce63",
+        "#a0cbe8",
+        "#8cd17d",
+        "#ffbe7d",
+        "#bab0ac",
+        "#d4a6c8",
+        "#79706e",
+        "#fabfd2",
+    )
+]
 OTHER = QColor(190, 190, 196)
 
 #: A sequential ramp (viridis-like stops, low → high) cut into `STEPS` bins.
-_RAMP = np.array([(68, 1, 84), (65, 68, 135), (42, 120, 142), (34, 168, 132), (122, 209, 81), (253, 231, 37)],
-                 dtype=np.float64)
+_RAMP = np.array(
+    [(68, 1, 84), (65, 68, 135), (42, 120, 142), (34, 168, 132), (122, 209, 81), (253, 231, 37)], dtype=np.float64
+)
 STEPS = 10
 
 COLOUR_MODES = {
@@ -85,8 +107,13 @@ def _binned(values: np.ndarray, low_label: str, high_label: str, log: bool = Fal
     return Colouring(bins, list(RAMP_PALETTE), [(low_label, RAMP_PALETTE[0]), (high_label, RAMP_PALETTE[-1])])
 
 
-def _categorical(labels: list[str], order: list[str] | None = None, colours: dict[str, QColor] | None = None,
-                 missing: str = "(none)", cycle: bool = False) -> Colouring:
+def _categorical(
+    labels: list[str],
+    order: list[str] | None = None,
+    colours: dict[str, QColor] | None = None,
+    missing: str = "(none)",
+    cycle: bool = False,
+) -> Colouring:
     """`cycle`: more categories than colours reuse the palette instead of going grey (for
     communities, which lie apart in the layout, so a repeated colour is not mistaken)."""
     counts: dict[str, int] = {}
@@ -94,9 +121,11 @@ def _categorical(labels: list[str], order: list[str] | None = None, colours: dic
         counts[x] = counts.get(x, 0) + 1
     ranked = order or sorted((k for k in counts if k != missing), key=lambda k: (-counts[k], k))
     ranked = [k for k in ranked if k in counts and k != missing]
-    shown = ranked if cycle else ranked[:len(CATEGORICAL)]
-    palette = [colours.get(k, CATEGORICAL[i % len(CATEGORICAL)]) if colours else CATEGORICAL[i % len(CATEGORICAL)]
-               for i, k in enumerate(shown)]
+    shown = ranked if cycle else ranked[: len(CATEGORICAL)]
+    palette = [
+        colours.get(k, CATEGORICAL[i % len(CATEGORICAL)]) if colours else CATEGORICAL[i % len(CATEGORICAL)]
+        for i, k in enumerate(shown)
+    ]
     where = {k: i for i, k in enumerate(shown)}
     other = len(palette)
     palette.append(OTHER)
@@ -121,8 +150,13 @@ def _field_label(value) -> str:
     return str(value).strip()
 
 
-def colouring(mode: str, graph: LoreGraph, analysis: Analysis | None, field_name: str | None = None,
-              frequency: dict[str, int] | None = None) -> Colouring:
+def colouring(
+    mode: str,
+    graph: LoreGraph,
+    analysis: Analysis | None,
+    field_name: str | None = None,
+    frequency: dict[str, int] | None = None,
+) -> Colouring:
     n = graph.n
     if mode == "type":
         return _categorical(list(graph.types), list(NODE_TYPES), TYPE_COLOURS)
@@ -131,20 +165,30 @@ def colouring(mode: str, graph: LoreGraph, analysis: Analysis | None, field_name
         pr = np.array([float(e.priority) for e in graph.entries]) if n else np.zeros(0)
         c = _binned(-pr, "", "")
         if n:
-            c.legend = [(f"priority {pr.max():g} (last)", RAMP_PALETTE[0]), (f"priority {pr.min():g} (first)", RAMP_PALETTE[-1])]
+            c.legend = [
+                (f"priority {pr.max():g} (last)", RAMP_PALETTE[0]),
+                (f"priority {pr.min():g} (first)", RAMP_PALETTE[-1]),
+            ]
         return c
     if mode == "centrality":
         deg = graph.degree if n else np.zeros(0)
         c = _binned(deg, "", "", log=True)
         if n:
-            c.legend = [(f"{int(deg.min())} connections", RAMP_PALETTE[0]), (f"{int(deg.max())} connections", RAMP_PALETTE[-1])]
+            c.legend = [
+                (f"{int(deg.min())} connections", RAMP_PALETTE[0]),
+                (f"{int(deg.max())} connections", RAMP_PALETTE[-1]),
+            ]
         return c
     if mode == "frequency":
         counts = np.array([float((frequency or {}).get(e.tracker_key, 0)) for e in graph.entries])
         if not frequency or not counts.any():
-            return Colouring(np.zeros(n, dtype=np.int64), [OTHER], [("no injections recorded", OTHER)],
-                             "No injection counts yet: they come from the chats SillyTavern runs through DLE Desktop "
-                             "(each chat's analytics). Chat a little, then look again.")
+            return Colouring(
+                np.zeros(n, dtype=np.int64),
+                [OTHER],
+                [("no injections recorded", OTHER)],
+                "No injection counts yet: they come from the chats SillyTavern runs through DLE Desktop "
+                "(each chat's analytics). Chat a little, then look again.",
+            )
         c = _binned(counts, "", "", log=True)
         c.legend = [("never injected", RAMP_PALETTE[0]), (f"{int(counts.max())} injections", RAMP_PALETTE[-1])]
         c.note = f"{int((counts > 0).sum())} of {n} entries injected at least once, over all chats"
@@ -155,7 +199,9 @@ def colouring(mode: str, graph: LoreGraph, analysis: Analysis | None, field_name
         labels = [f"community {c + 1}" for c in analysis.communities.membership]
         order = [f"community {c + 1}" for c in range(len(analysis.communities.groups))]
         got = _categorical(labels, order, cycle=True)
-        got.note = f"{len(analysis.communities.groups)} communities (Leiden, modularity {analysis.communities.modularity:.2f})"
+        got.note = (
+            f"{len(analysis.communities.groups)} communities (Leiden, modularity {analysis.communities.modularity:.2f})"
+        )
         return got
     if mode == "field":
         if not field_name:

@@ -209,9 +209,18 @@ class GraphView(QWidget):
         known: dict[str, tuple[float, float]] | None = None
         if self.graph is not None and len(self.canvas.xy) == self.graph.n:
             known = {uid: (x, y) for uid, (x, y) in zip(self.graph.uids, self.canvas.xy.tolist(), strict=False)}
-        return GraphJob(self.snapshot, vault_names(self.snapshot), self.preset.currentData(), 0, self.graph, known,
-                        frozenset(self.pinned), relayout, iterations,
-                        self.result.analysis if self.result is not None else None)
+        return GraphJob(
+            self.snapshot,
+            vault_names(self.snapshot),
+            self.preset.currentData(),
+            0,
+            self.graph,
+            known,
+            frozenset(self.pinned),
+            relayout,
+            iterations,
+            self.result.analysis if self.result is not None else None,
+        )
 
     def _start(self, relayout: bool = False, iterations: int | None = None) -> None:
         if self.snapshot is None:
@@ -256,14 +265,18 @@ class GraphView(QWidget):
         self.progress.hide()
         self.cancel_button.hide()
         first = self.graph is None
-        keep_selected = self.graph.uids[self.canvas.selected] if self.graph is not None and self.canvas.selected >= 0 else None
+        keep_selected = (
+            self.graph.uids[self.canvas.selected] if self.graph is not None and self.canvas.selected >= 0 else None
+        )
         self.result, self.graph, self.pinned = res, res.graph, set(res.pinned)
         g = res.graph
         edges, rank = res.edges if res.edges is not None else edge_arrays(g, res.analysis)
         self.canvas.set_graph([e.title for e in g.entries], res.positions, edges, rank)
         self.canvas.pinned = np.array([u in self.pinned for u in g.uids], dtype=bool)
         self.canvas.set_kinds({k for k, b in self.kind_buttons.items() if b.isChecked()})
-        cast(QStringListModel, self.completer.model()).setStringList(sorted({e.title for e in g.entries}, key=str.lower))
+        cast(QStringListModel, self.completer.model()).setStringList(
+            sorted({e.title for e in g.entries}, key=str.lower)
+        )
         fields = custom_fields(g)
         keep_field = self.field.currentText()
         self.field.blockSignals(True)
@@ -272,8 +285,10 @@ class GraphView(QWidget):
         self.field.setCurrentIndex(max(0, self.field.findText(keep_field)))
         self.field.blockSignals(False)
         self.panel.set_choices(g)
-        self.panel.set_findings(res.analysis.findings if res.analysis else (),
-                                len(res.analysis.communities.groups) if res.analysis else None)
+        self.panel.set_findings(
+            res.analysis.findings if res.analysis else (),
+            len(res.analysis.communities.groups) if res.analysis else None,
+        )
         self._restyle()
         if keep_selected is not None and keep_selected in g.index:
             self.canvas.set_selected(g.index[keep_selected])
@@ -281,8 +296,9 @@ class GraphView(QWidget):
         if first or res.mode == "full":
             self.canvas.fit()
         pairs = len(g.simple_edges()[0])
-        what = {"saved": "saved layout", "incremental": "new entries placed near their neighbours",
-                "full": "laid out"}[res.mode]
+        what = {"saved": "saved layout", "incremental": "new entries placed near their neighbours", "full": "laid out"}[
+            res.mode
+        ]
         if res.cancelled:
             what = f"layout cancelled after {res.iterations} iterations"
         t = " · ".join(f"{k} {v:.2f} s" for k, v in res.seconds.items())
@@ -308,8 +324,13 @@ class GraphView(QWidget):
         if self.graph is None:
             return
         res = self.result
-        self.colouring = colouring(mode, self.graph, res.analysis if res else None,
-                                   self.field.currentText() or None, res.frequency if res else None)
+        self.colouring = colouring(
+            mode,
+            self.graph,
+            res.analysis if res else None,
+            self.field.currentText() or None,
+            res.frequency if res else None,
+        )
         size = sizes(self.size_mode.currentData(), self.graph)
         importance = self.graph.degree.astype(np.float64) + size / 100.0
         self.canvas.set_style(self.colouring.bins, self.colouring.palette, size, importance)
@@ -329,12 +350,18 @@ class GraphView(QWidget):
             return np.zeros(0, dtype=bool)
         f = self.panel.filters()
         folder = f["folder"]
-        mask = np.array([
-            t in f["types"] and (f["tag"] is None or f["tag"] in e.tags)
-            and (folder is None or (e.folder or "(top level)") == folder
-                 or (e.folder or "").startswith(folder + "/"))
-            and (f["vault"] is None or e.vault == f["vault"])
-            for e, t in zip(g.entries, g.types)], dtype=bool)
+        mask = np.array(
+            [
+                t in f["types"]
+                and (f["tag"] is None or f["tag"] in e.tags)
+                and (
+                    folder is None or (e.folder or "(top level)") == folder or (e.folder or "").startswith(folder + "/")
+                )
+                and (f["vault"] is None or e.vault == f["vault"])
+                for e, t in zip(g.entries, g.types)
+            ],
+            dtype=bool,
+        )
         sel = self.canvas.selected
         if self.panel.ego.isChecked() and sel >= 0:
             ego = np.zeros(g.n, dtype=bool)
@@ -413,8 +440,10 @@ class GraphView(QWidget):
     def _selected(self, i: int) -> None:
         if self.graph is not None and i >= 0:
             e = self.graph.entries[i]
-            self.status.setText(f"{e.title} · {self.graph.types[i]} · priority {e.priority:g} · "
-                                f"{int(self.graph.degree[i])} connections · double-click opens it in the Vault view")
+            self.status.setText(
+                f"{e.title} · {self.graph.types[i]} · priority {e.priority:g} · "
+                f"{int(self.graph.degree[i])} connections · double-click opens it in the Vault view"
+            )
         if self.panel.ego.isChecked():
             self._apply_mask()
 
@@ -436,8 +465,9 @@ class GraphView(QWidget):
 
     # -- export ------------------------------------------------------------------------------------
     def _export_dialog(self, fmt: str) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export the graph", f"graph.{fmt}",
-                                              "PNG image (*.png)" if fmt == "png" else "SVG drawing (*.svg)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export the graph", f"graph.{fmt}", "PNG image (*.png)" if fmt == "png" else "SVG drawing (*.svg)"
+        )
         if path:
             self.export_image(path)
 

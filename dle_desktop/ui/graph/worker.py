@@ -151,12 +151,31 @@ class GraphWorker(QObject):
         every = max(1, min(total // 100, 20))  # a long run still reports (and shows it is alive) often
         if full:
             prev = {u: known[u] for u in pinned} or None
-            lay = layout(graph, params, seed=seed, previous=prev, fixed=pinned or None, progress=report, cancel=cancel,
-                         iterations=total, progress_every=every, membership=membership)
+            lay = layout(
+                graph,
+                params,
+                seed=seed,
+                previous=prev,
+                fixed=pinned or None,
+                progress=report,
+                cancel=cancel,
+                iterations=total,
+                progress_every=every,
+                membership=membership,
+            )
             positions, mode, cancelled, iterations = lay.positions, "full", lay.cancelled, lay.iterations
         elif len(known) < graph.n:
-            lay = layout(graph, params, seed=seed, previous=known, fixed=pinned or None, progress=report,
-                         cancel=cancel, iterations=total, progress_every=every)
+            lay = layout(
+                graph,
+                params,
+                seed=seed,
+                previous=known,
+                fixed=pinned or None,
+                progress=report,
+                cancel=cancel,
+                iterations=total,
+                progress_every=every,
+            )
             positions, mode, cancelled, iterations = lay.positions, "incremental", lay.cancelled, lay.iterations
             if cancelled:  # the old nodes stay exactly where they were
                 for i, uid in enumerate(graph.uids):
@@ -169,8 +188,20 @@ class GraphWorker(QObject):
 
         frequency, chats = injection_totals(self.db_path) if self.db_path is not None else ({}, 0)
 
-        result = GraphResult(job_id, graph, positions, frozenset(pinned), analysis, frequency, chats, mode,
-                             cancelled, iterations, times, edge_arrays(graph, analysis))
+        result = GraphResult(
+            job_id,
+            graph,
+            positions,
+            frozenset(pinned),
+            analysis,
+            frequency,
+            chats,
+            mode,
+            cancelled,
+            iterations,
+            times,
+            edge_arrays(graph, analysis),
+        )
         if mode != "saved" and not cancelled and self.store is not None:
             self._save_safely(job.vaults, dict(zip(graph.uids, map(tuple, positions.tolist()))), pinned, preset, seed)
         return result
@@ -192,11 +223,16 @@ def edge_arrays(g: LoreGraph, analysis) -> tuple[dict, dict]:
     for kind, (a, b, w) in by_kind.items():
         edges[kind] = (np.array(a, dtype=np.int64), np.array(b, dtype=np.int64))
         core = np.array([(x, y) in backbone for x, y in zip(a, b)], dtype=bool)
-        rank[kind] = np.lexsort((rng.random(len(a)), -np.array(w, dtype=np.float64), ~core)) if a else np.zeros(0, np.int64)
+        rank[kind] = (
+            np.lexsort((rng.random(len(a)), -np.array(w, dtype=np.float64), ~core)) if a else np.zeros(0, np.int64)
+        )
     return edges, rank
 
 
 def _same_structure(a: LoreGraph, b: LoreGraph) -> bool:
     """The very same entries (a sync re-uses every unchanged Entry) and edges: the analysis holds."""
-    return a.n == b.n and all(x is y for x, y in zip(a.entries, b.entries)) and [(e.a, e.b, e.kind, e.weight) for e in a.edges] == \
-        [(e.a, e.b, e.kind, e.weight) for e in b.edges]
+    return (
+        a.n == b.n
+        and all(x is y for x, y in zip(a.entries, b.entries))
+        and [(e.a, e.b, e.kind, e.weight) for e in a.edges] == [(e.a, e.b, e.kind, e.weight) for e in b.edges]
+    )

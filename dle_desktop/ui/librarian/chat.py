@@ -11,8 +11,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, 
 
 from dle_desktop.librarian.sessions import Session
 
-_STYLE = {"user": ("You", "#2a5d9f"), "assistant": ("Emma", "#5a3d8a"), "error": ("", "#a33"),
-          "activity": ("", "#777")}
+_STYLE = {"user": ("You", "#2a5d9f"), "assistant": ("Emma", "#5a3d8a"), "error": ("", "#a33"), "activity": ("", "#777")}
 
 
 def message_html(role: str, text: str) -> str:

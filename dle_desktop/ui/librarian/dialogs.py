@@ -20,9 +20,15 @@ from PySide6.QtWidgets import (
 def diff_html(diff: str) -> str:
     rows = []
     for line in diff.splitlines():
-        colour = ("#1a7f37" if line.startswith("+") and not line.startswith("+++") else
-                  "#b3261e" if line.startswith("-") and not line.startswith("---") else
-                  "#777" if line.startswith("@@") else "inherit")
+        colour = (
+            "#1a7f37"
+            if line.startswith("+") and not line.startswith("+++")
+            else "#b3261e"
+            if line.startswith("-") and not line.startswith("---")
+            else "#777"
+            if line.startswith("@@")
+            else "inherit"
+        )
         rows.append(f"<span style='color:{colour}'>{escape(line) or '&nbsp;'}</span>")
     return "<pre style='margin:0'>" + "<br>".join(rows) + "</pre>"
 
@@ -36,8 +42,11 @@ class WritePreviewDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Write to vault")
         self.resize(720, 560)
-        what = f"Update <b>{escape(plan.path)}</b> in {escape(plan.vault)}" if plan.is_update else \
-            f"Create <b>{escape(plan.path)}</b> in {escape(plan.vault)}"
+        what = (
+            f"Update <b>{escape(plan.path)}</b> in {escape(plan.vault)}"
+            if plan.is_update
+            else f"Create <b>{escape(plan.path)}</b> in {escape(plan.vault)}"
+        )
         self.view = QTextBrowser()
         _mono(self.view)
         if plan.is_update:

@@ -108,10 +108,16 @@ class DraftEditor(QWidget):
         self.refresh_report()
 
     def draft(self) -> Draft:
-        return Draft(title=self.title.text().strip(), type=self.type.currentText(), priority=self.priority.value(),
-                     tags=_split(self.tags.text()), keys=_split(self.keys.text()),
-                     summary=self.summary.toPlainText().strip(), content=self.content.toPlainText(),
-                     target=self._target)
+        return Draft(
+            title=self.title.text().strip(),
+            type=self.type.currentText(),
+            priority=self.priority.value(),
+            tags=_split(self.tags.text()),
+            keys=_split(self.keys.text()),
+            summary=self.summary.toPlainText().strip(),
+            content=self.content.toPlainText(),
+            target=self._target,
+        )
 
     def set_context(self, snapshot, chat_text: str) -> None:
         self.snapshot, self.chat_text = snapshot, chat_text
@@ -121,8 +127,9 @@ class DraftEditor(QWidget):
         r = analyse(self.draft(), self.chat_text, self.snapshot)
         parts = [f"~{r.tokens} tokens"]
         if r.key_hits:
-            hits = ", ".join(f"{escape(k)} ×{n}" if n else f"<span style='color:#a33'>{escape(k)} ×0</span>"
-                             for k, n in r.key_hits)
+            hits = ", ".join(
+                f"{escape(k)} ×{n}" if n else f"<span style='color:#a33'>{escape(k)} ×0</span>" for k, n in r.key_hits
+            )
             parts.append(f"keys in the chat: {hits}" if self.chat_text else "no chat to preview keys against")
         lines = [" · ".join(parts)]
         lines += [f"<span style='color:#a33'>✗ {escape(p)}</span>" for p in r.problems]

@@ -36,8 +36,10 @@ class SessionsPanel(QTabWidget):
         menu = QMenu(self.new_button)
         for kind, label in KINDS.items():
             if kind != "gap":
+
                 def request(k: str = kind) -> None:
                     self.newRequested.emit(k)
+
                 menu.addAction(label, request)
         self.new_button.setMenu(menu)
         self.summarize_button = QPushButton("Summarize…")
@@ -61,8 +63,11 @@ class SessionsPanel(QTabWidget):
         self.hide_gap.setToolTip("Hidden gaps come back when the story asks again")
         self.dismiss_gap = QPushButton("Dismiss")
         self.dismiss_gap.setToolTip("Dismissed gaps stay buried")
-        for button, signal in ((self.open_gap, self.gapOpened), (self.hide_gap, self.gapHidden),
-                               (self.dismiss_gap, self.gapDismissed)):
+        for button, signal in (
+            (self.open_gap, self.gapOpened),
+            (self.hide_gap, self.gapHidden),
+            (self.dismiss_gap, self.gapDismissed),
+        ):
             button.clicked.connect(lambda _=False, s=signal: self._gap_action(s))
         grow = QHBoxLayout()
         grow.addWidget(self.open_gap)

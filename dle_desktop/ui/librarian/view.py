@@ -144,8 +144,12 @@ class LibrarianView(QWidget):
     def ask_new_session(self, kind: str) -> None:
         chat = ""
         if kind == "review":
-            path, _ = QFileDialog.getOpenFileName(self, "A SillyTavern chat to review (Cancel to paste one)", "",
-                                                  "SillyTavern chats (*.jsonl);;Text (*.txt);;All files (*)")
+            path, _ = QFileDialog.getOpenFileName(
+                self,
+                "A SillyTavern chat to review (Cancel to paste one)",
+                "",
+                "SillyTavern chats (*.jsonl);;Text (*.txt);;All files (*)",
+            )
             if path:
                 soon(lambda: self._review_file(path))
                 return
@@ -264,8 +268,9 @@ class LibrarianView(QWidget):
         if entry is None:
             return
         run = self.lib.optimize_keys if action == "optimize-keys" else self.lib.summarize
-        self.chat.set_busy(True, f"{'Optimizing keys of' if action == 'optimize-keys' else 'Summarizing'} "
-                                 f"{entry.title}…")
+        self.chat.set_busy(
+            True, f"{'Optimizing keys of' if action == 'optimize-keys' else 'Summarizing'} {entry.title}…"
+        )
         try:
             change = await self.bridge.call(run(entry))
         except DleError as exc:
@@ -295,8 +300,9 @@ class LibrarianView(QWidget):
         proposals = []
 
         def progress(done: int, total: int, title: str) -> None:
-            self.relay.event.emit(Event("status", f"Summarizing {done + 1}/{total}: {title}" if title
-                                        else f"Summarized {total}"))
+            self.relay.event.emit(
+                Event("status", f"Summarizing {done + 1}/{total}: {title}" if title else f"Summarized {total}")
+            )
 
         def result(change, entry, error) -> None:
             proposals.append((change, entry.title, error))

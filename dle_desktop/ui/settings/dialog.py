@@ -49,18 +49,23 @@ def unique_name(base: str, taken: set[str]) -> str:
 
 def source_text(row: VaultRow) -> str:
     """The Source column: where a vault came from, and whether this session uses it."""
-    return {SAVED: "saved" if row.in_use else "saved · not in use now",
-            COMMAND_LINE: "command line · this session",
-            SECOND_LAUNCH: "second launch · this session",
-            ADDED: "added · this session",
-            SAMPLE: "bundled sample"}.get(row.origin, row.origin)
+    return {
+        SAVED: "saved" if row.in_use else "saved · not in use now",
+        COMMAND_LINE: "command line · this session",
+        SECOND_LAUNCH: "second launch · this session",
+        ADDED: "added · this session",
+        SAMPLE: "bundled sample",
+    }.get(row.origin, row.origin)
 
 
 def source_tooltip(row: VaultRow) -> str:
     if row.origin == SAVED:
-        return ("Saved in settings.json; opens at every start." if row.in_use else
-                "Saved in settings.json, but this session uses the vaults given with --vault instead; "
-                "it opens at the next start without --vault.")
+        return (
+            "Saved in settings.json; opens at every start."
+            if row.in_use
+            else "Saved in settings.json, but this session uses the vaults given with --vault instead; "
+            "it opens at the next start without --vault."
+        )
     if row.origin == SAMPLE:
         return "The bundled sample world opens while no vault is saved: add your own folder to replace it."
     return "Open for this session only (not saved); it closes when DLE Desktop quits."
@@ -78,8 +83,15 @@ class RestVaultDialog(QDialog):
         self.port = QSpinBox(minimum=1, maximum=65535, value=cfg.port if cfg else 27123)
         self.https = QCheckBox("Use HTTPS (the plugin's self-signed certificate must be trusted)")
         self.https.setChecked(bool(cfg and cfg.https))
-        self.https.toggled.connect(lambda on: self.port.setValue(27124 if on and self.port.value() == 27123 else
-                                                                 27123 if not on and self.port.value() == 27124 else self.port.value()))
+        self.https.toggled.connect(
+            lambda on: self.port.setValue(
+                27124
+                if on and self.port.value() == 27123
+                else 27123
+                if not on and self.port.value() == 27124
+                else self.port.value()
+            )
+        )
         self.key = QLineEdit(key or "")
         self.key.setEchoMode(QLineEdit.EchoMode.Password)
         self.key.setPlaceholderText("from Obsidian → Settings → Local REST API")
@@ -111,15 +123,27 @@ class RestVaultDialog(QDialog):
         layout.addWidget(buttons)
 
     def config(self, enabled: bool = True) -> VaultConfig:
-        return VaultConfig(name=self.name.text().strip(), kind="obsidian-rest", host=self.host.text().strip(),
-                           port=self.port.value(), https=self.https.isChecked(), enabled=enabled)
+        return VaultConfig(
+            name=self.name.text().strip(),
+            kind="obsidian-rest",
+            host=self.host.text().strip(),
+            port=self.port.value(),
+            https=self.https.isChecked(),
+            enabled=enabled,
+        )
 
     def _source(self):
         from dle_desktop.vault.obsidian_rest import ObsidianRestSource, check_host_allowed
 
         check_host_allowed(self.host.text().strip())
-        return ObsidianRestSource(self.name.text().strip() or "test", self.host.text().strip(), self.port.value(),
-                                  self.key.text().strip(), https=self.https.isChecked(), timeout=10.0)
+        return ObsidianRestSource(
+            self.name.text().strip() or "test",
+            self.host.text().strip(),
+            self.port.value(),
+            self.key.text().strip(),
+            https=self.https.isChecked(),
+            timeout=10.0,
+        )
 
     async def _test(self) -> None:
         self.result_label.setText("Testing…")
@@ -152,9 +176,16 @@ class RestVaultDialog(QDialog):
 class SettingsDialog(QDialog):
     PAGES = ("vaults", "general", "retrieval", "embeddings")
 
-    def __init__(self, settings: Settings, secrets, parent=None, bridge=None,
-                 model_download: ModelDownload | None = None, session: SessionVaults | None = None,
-                 sample_folder: str | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        secrets,
+        parent=None,
+        bridge=None,
+        model_download: ModelDownload | None = None,
+        session: SessionVaults | None = None,
+        sample_folder: str | None = None,
+    ) -> None:
         """`session`: vaults this run opened (shown, not editable here); `sample_folder`: the
         bundled sample's folder while it is the open vault."""
         super().__init__(parent)
@@ -210,9 +241,14 @@ class SettingsDialog(QDialog):
         self.table.itemChanged.connect(self._enabled_changed)
         self.table.doubleClicked.connect(lambda *_: self.edit_selected())
         buttons = QVBoxLayout()
-        for label, slot in (("Add folder…", self.add_folder_dialog), ("Add Obsidian REST…", self.add_rest),
-                            ("Edit…", self.edit_selected), ("Remove", self.remove_selected),
-                            ("Move up", lambda: self.move_selected(-1)), ("Move down", lambda: self.move_selected(1))):
+        for label, slot in (
+            ("Add folder…", self.add_folder_dialog),
+            ("Add Obsidian REST…", self.add_rest),
+            ("Edit…", self.edit_selected),
+            ("Remove", self.remove_selected),
+            ("Move up", lambda: self.move_selected(-1)),
+            ("Move down", lambda: self.move_selected(1)),
+        ):
             b = QPushButton(label)
             b.clicked.connect(lambda *_, s=slot: s())
             buttons.addWidget(b)
@@ -220,15 +256,19 @@ class SettingsDialog(QDialog):
         self.conflict = QComboBox()
         self.conflict.addItems(["all", "first", "last", "merge"])
         self.conflict.setCurrentText(self.settings.multi_vault_conflict_resolution)
-        self.conflict.setToolTip("Entries with the same title in several vaults: keep all copies, the first or last "
-                                 "vault's copy, or merge them into one")
+        self.conflict.setToolTip(
+            "Entries with the same title in several vaults: keep all copies, the first or last "
+            "vault's copy, or merge them into one"
+        )
         row = QHBoxLayout()
         row.addWidget(self.table, 1)
         row.addLayout(buttons)
         form = QFormLayout()
         form.addRow("Same title in several vaults", self.conflict)
-        hint = QLabel("The first enabled vault is the primary one: it supplies DeepLore/field-definitions.yaml. "
-                      "With no vault, the bundled sample vault opens.")
+        hint = QLabel(
+            "The first enabled vault is the primary one: it supplies DeepLore/field-definitions.yaml. "
+            "With no vault, the bundled sample vault opens."
+        )
         hint.setWordWrap(True)
         layout = QVBoxLayout(w)
         self.session_note: QLabel | None = None
@@ -244,9 +284,11 @@ class SettingsDialog(QDialog):
 
     def _session_note(self) -> str:
         if self.session.replaces_saved:
-            return ("This session uses the vaults given on the command line (--vault) instead of the saved ones. "
-                    "They stay open until DLE Desktop quits and are not saved; changes to the saved vaults apply "
-                    "from the next start without --vault.")
+            return (
+                "This session uses the vaults given on the command line (--vault) instead of the saved ones. "
+                "They stay open until DLE Desktop quits and are not saved; changes to the saved vaults apply "
+                "from the next start without --vault."
+            )
         return "This session also has vaults open that are not saved; they stay open until DLE Desktop quits."
 
     def _fill_table(self) -> None:
@@ -258,11 +300,17 @@ class SettingsDialog(QDialog):
             saved = r < len(self.vaults)
             check = QTableWidgetItem()
             if saved:
-                check.setFlags(Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
+                check.setFlags(
+                    Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+                )
                 check.setCheckState(Qt.CheckState.Checked if self.vaults[r].enabled else Qt.CheckState.Unchecked)
-            cells = [check, QTableWidgetItem(row.name),
-                     QTableWidgetItem("folder" if row.kind == "folder" else "Obsidian REST"),
-                     QTableWidgetItem(row.location), QTableWidgetItem(source_text(row))]
+            cells = [
+                check,
+                QTableWidgetItem(row.name),
+                QTableWidgetItem("folder" if row.kind == "folder" else "Obsidian REST"),
+                QTableWidgetItem(row.location),
+                QTableWidgetItem(source_text(row)),
+            ]
             for c, item in enumerate(cells):
                 if not saved:  # shown so the page says what is open, but there is nothing to edit
                     item.setFlags(Qt.ItemFlag.ItemIsEnabled)
@@ -286,7 +334,9 @@ class SettingsDialog(QDialog):
 
     def add_folder(self, folder: str) -> VaultConfig:
         path = Path(folder).expanduser().resolve()
-        cfg = VaultConfig(name=unique_name(path.name, {v.name.lower() for v in self.vaults}), kind="folder", path=str(path))
+        cfg = VaultConfig(
+            name=unique_name(path.name, {v.name.lower() for v in self.vaults}), kind="folder", path=str(path)
+        )
         self.vaults.append(cfg)
         self._fill_table()
         return cfg
@@ -362,8 +412,9 @@ class SettingsDialog(QDialog):
         self.autostart = for_paths(self.bridge.paths if self.bridge is not None else None)
         self.start_with_system = QCheckBox("Start with the system (in the tray)")
         self.start_with_system.setChecked(self.autostart.is_enabled())
-        self.start_with_system.setToolTip(f"At login DLE Desktop starts in the tray, without its window.\n"
-                                          f"Login item: {self.autostart.describe()}")
+        self.start_with_system.setToolTip(
+            f"At login DLE Desktop starts in the tray, without its window.\nLogin item: {self.autostart.describe()}"
+        )
         form.addRow("Server port", self.port)
         form.addRow("", self.server_enabled)
         form.addRow("", self.start_with_system)
@@ -379,10 +430,14 @@ class SettingsDialog(QDialog):
         return self.settings.replace(
             vaults=[v.to_json() for v in self.vaults],
             multi_vault_conflict_resolution=self.conflict.currentText(),
-            server_port=self.port.value(), server_enabled=self.server_enabled.isChecked(),
-            close_to_tray=self.close_to_tray.isChecked(), show_sync_toasts=self.toasts.isChecked(),
-            watch_folders=self.watch.isChecked(), sync_polling_interval=self.poll.value(),
-            lenient_authoring=self.lenient.isChecked(), field_definitions_path=self.fields_path.text().strip(),
+            server_port=self.port.value(),
+            server_enabled=self.server_enabled.isChecked(),
+            close_to_tray=self.close_to_tray.isChecked(),
+            show_sync_toasts=self.toasts.isChecked(),
+            watch_folders=self.watch.isChecked(),
+            sync_polling_interval=self.poll.value(),
+            lenient_authoring=self.lenient.isChecked(),
+            field_definitions_path=self.fields_path.text().strip(),
             **self.embeddings.values(),
             **self.retrieval.values(),
         )

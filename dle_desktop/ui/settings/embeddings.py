@@ -81,14 +81,20 @@ class EmbeddingsPage(QWidget):
         self.semantic.toggled.connect(self._semantic_toggled)
         self.top_k = QSpinBox(minimum=1, maximum=50, value=s.semantic_top_k)
         self.top_k.setToolTip(_doc("semantic_top_k"))
-        self.min_score = QDoubleSpinBox(minimum=-1.0, maximum=1.0, singleStep=0.05, decimals=2, value=s.semantic_min_score)
-        self.min_score.setToolTip(_doc("semantic_min_score") + " 1 = identical meaning; the relative threshold "
-                                  "below does most of the work, so keep this low (0.2).")
-        self.relative_margin = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2,
-                                              value=s.semantic_relative_margin)
+        self.min_score = QDoubleSpinBox(
+            minimum=-1.0, maximum=1.0, singleStep=0.05, decimals=2, value=s.semantic_min_score
+        )
+        self.min_score.setToolTip(
+            _doc("semantic_min_score") + " 1 = identical meaning; the relative threshold "
+            "below does most of the work, so keep this low (0.2)."
+        )
+        self.relative_margin = QDoubleSpinBox(
+            minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2, value=s.semantic_relative_margin
+        )
         self.relative_margin.setToolTip(_doc("semantic_relative_margin"))
-        self.last_weight = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2,
-                                          value=s.semantic_last_weight)
+        self.last_weight = QDoubleSpinBox(
+            minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2, value=s.semantic_last_weight
+        )
         self.last_weight.setToolTip(_doc("semantic_last_weight"))
         self.rrf_k = QSpinBox(minimum=1, maximum=1000, value=s.semantic_rrf_k)
         self.rrf_k.setToolTip(_doc("semantic_rrf_k") + " Semantic and keyword matches are merged by reciprocal rank.")
@@ -107,7 +113,9 @@ class EmbeddingsPage(QWidget):
 
     def _model_group(self, s: Settings) -> QGroupBox:
         box = QGroupBox("Embedding model")
-        self.use_default = QRadioButton(f"Use the &default model: {self.download.spec.description or self.download.spec.filename}")
+        self.use_default = QRadioButton(
+            f"Use the &default model: {self.download.spec.description or self.download.spec.filename}"
+        )
         self.use_file = QRadioButton("Use a GGUF embedding model &file on this computer")
         group = QButtonGroup(self)
         group.addButton(self.use_default)
@@ -162,8 +170,12 @@ class EmbeddingsPage(QWidget):
         self.ann_threshold.setToolTip(_doc("vector_ann_threshold"))
         form = QFormLayout(box)
         form.addRow("Exact search up to", self.ann_threshold)
-        form.addRow(_note("Larger collections (SillyTavern's chats, files, Data Bank) use an approximate "
-                          "hnswlib index: much faster, very slightly less exact."))
+        form.addRow(
+            _note(
+                "Larger collections (SillyTavern's chats, files, Data Bank) use an approximate "
+                "hnswlib index: much faster, very slightly less exact."
+            )
+        )
         return box
 
     # -- values -------------------------------------------------------------------------------
@@ -195,8 +207,7 @@ class EmbeddingsPage(QWidget):
     def browse(self) -> QFileDialog:
         start = self.path.text().strip()
         start_dir = str(Path(start).expanduser().parent) if start else str(self.download.manager.models_dir)
-        dlg = QFileDialog(self, "Choose a GGUF embedding model", start_dir,
-                          "GGUF models (*.gguf);;All files (*)")
+        dlg = QFileDialog(self, "Choose a GGUF embedding model", start_dir, "GGUF models (*.gguf);;All files (*)")
         dlg.setFileMode(QFileDialog.FileMode.ExistingFile)
         dlg.fileSelected.connect(self.set_model_file)
         self.file_dialog = dlg
@@ -250,11 +261,13 @@ class EmbeddingsPage(QWidget):
         self._update_need_model()
 
     def _update_need_model(self) -> None:
-        missing = (self.use_default.isChecked() and not self.download.is_available()) or \
-                  (self.use_file.isChecked() and (self._file_problem or not self.path.text().strip()))
+        missing = (self.use_default.isChecked() and not self.download.is_available()) or (
+            self.use_file.isChecked() and (self._file_problem or not self.path.text().strip())
+        )
         self.need_model_note.setVisible(bool(self.semantic.isChecked() and missing))
-        self.need_model_note.setText("Semantic search needs an embedding model: download the default model "
-                                     "or choose a model file below.")
+        self.need_model_note.setText(
+            "Semantic search needs an embedding model: download the default model or choose a model file below."
+        )
 
     # -- the default model's download ---------------------------------------------------------
     def start_download(self) -> None:
@@ -268,8 +281,9 @@ class EmbeddingsPage(QWidget):
         self.cancel_button.setVisible(running)
         if d.is_available():
             self.model_state.setStyleSheet(OK_STYLE)
-            self.model_state.setText(f"✔ Downloaded ({megabytes(d.model_path().stat().st_size)}), "
-                                     f"in {d.manager.models_dir}")
+            self.model_state.setText(
+                f"✔ Downloaded ({megabytes(d.model_path().stat().st_size)}), in {d.manager.models_dir}"
+            )
             self.download_button.hide()
         else:
             part = d.partial()
@@ -277,13 +291,13 @@ class EmbeddingsPage(QWidget):
             if running:
                 self.model_state.setText("Downloading…")
             elif part is None:
-                self.model_state.setText("Not downloaded yet. It is fetched once and kept in "
-                                         f"{d.manager.models_dir}.")
+                self.model_state.setText(f"Not downloaded yet. It is fetched once and kept in {d.manager.models_dir}.")
             else:
                 have, total = part
                 of = f" of {megabytes(total)}" if total else ""
-                self.model_state.setText(f"Partly downloaded: {megabytes(have)}{of} kept; "
-                                         "the download resumes from there.")
+                self.model_state.setText(
+                    f"Partly downloaded: {megabytes(have)}{of} kept; the download resumes from there."
+                )
             self.download_button.setText("Resume do&wnload" if part else "Do&wnload")
             self.download_button.setVisible(True)
             self.download_button.setEnabled(not running)

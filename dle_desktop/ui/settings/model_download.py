@@ -33,7 +33,7 @@ def megabytes(n: int) -> str:
 
 
 def describe_progress(p: DownloadProgress) -> str:
-    """"123.4 MB of 639.2 MB (19%) · 12.3 MB/s" (or just the bytes when the size is unknown)."""
+    """ "123.4 MB of 639.2 MB (19%) · 12.3 MB/s" (or just the bytes when the size is unknown)."""
     text = megabytes(p.downloaded) if not p.total else f"{megabytes(p.downloaded)} of {megabytes(p.total)}"
     if p.fraction is not None:
         text += f" ({p.fraction:.0%})"
@@ -52,8 +52,14 @@ class ModelDownload(QObject):
     _progress_raw = Signal(object)
     _ended_raw = Signal(object)
 
-    def __init__(self, engine_thread, models_dir: str | Path, spec: ModelSpec = DEFAULT_MODEL,
-                 manager: ModelManager | None = None, parent: QObject | None = None) -> None:
+    def __init__(
+        self,
+        engine_thread,
+        models_dir: str | Path,
+        spec: ModelSpec = DEFAULT_MODEL,
+        manager: ModelManager | None = None,
+        parent: QObject | None = None,
+    ) -> None:
         super().__init__(parent)
         self.engine_thread = engine_thread
         self.manager = manager or ModelManager(models_dir)

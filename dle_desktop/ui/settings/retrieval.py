@@ -35,8 +35,12 @@ WARN_STYLE = "color: #a15c00"
 _POSITIONS = {2: "Before the main prompt", 0: "After the main prompt", 1: "In the chat, at a depth"}
 _ROLES = {0: "System", 1: "User", 2: "Assistant"}
 #: Whole-number settings that are really a choice: shown as a list of words, stored as DLE's number.
-NUMBERED_CHOICES = {"injection_position": _POSITIONS, "notebook_position": _POSITIONS,
-                    "injection_role": _ROLES, "notebook_role": _ROLES}
+NUMBERED_CHOICES = {
+    "injection_position": _POSITIONS,
+    "notebook_position": _POSITIONS,
+    "injection_role": _ROLES,
+    "notebook_role": _ROLES,
+}
 ELSEWHERE = {"embeddings": "Edit on the Embeddings page", "channels": "Edit in the Channels view (Ctrl+2)"}
 
 
@@ -78,8 +82,9 @@ class SettingRow:
         self.info.setWordWrap(True)
         self.info.setStyleSheet(MUTED_STYLE)
         self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.haystack = " ".join([f.name, meta.get("dle") or "", label_for(f.name), meta.get("doc", ""),
-                                  meta.get("group", "")]).lower()
+        self.haystack = " ".join(
+            [f.name, meta.get("dle") or "", label_for(f.name), meta.get("doc", ""), meta.get("group", "")]
+        ).lower()
         self.reset = QPushButton("Reset")
         self.reset.setToolTip(f"Reset to the default ({_default_text(f.default)})")
         self.editor: QWidget | None = None

@@ -38,8 +38,9 @@ class AccessPanel(QGroupBox):
         self.origins.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.origins.setMinimumHeight(54)
         self.origins.setMaximumHeight(84)
-        self.origins.setToolTip("Browser pages at these addresses may call DLE Desktop (with the token); "
-                                "every other page is refused")
+        self.origins.setToolTip(
+            "Browser pages at these addresses may call DLE Desktop (with the token); every other page is refused"
+        )
         self.new_origin = QLineEdit(placeholderText="http://127.0.0.1:8000")
         self.new_origin.setToolTip("The address SillyTavern's page has in your browser, without a path")
         self.add_button = QPushButton("Add")
@@ -48,7 +49,8 @@ class AccessPanel(QGroupBox):
         self.new_origin.returnPressed.connect(lambda: self.add_origin())
         self.remove_button.clicked.connect(lambda *_: self.remove_origins())
         self.origins.itemSelectionChanged.connect(
-            lambda: self.remove_button.setEnabled(bool(self.origins.selectedItems())))
+            lambda: self.remove_button.setEnabled(bool(self.origins.selectedItems()))
+        )
         self.remove_button.setEnabled(False)
 
         self.token_field = QLineEdit()
@@ -58,11 +60,13 @@ class AccessPanel(QGroupBox):
         self.show_button = QPushButton("Show")
         self.show_button.setCheckable(True)
         self.copy_button = QPushButton("Copy")
-        self.copy_button.setToolTip("Copy the token (e.g. as the API key of a backend SillyTavern calls from "
-                                    "another machine)")
+        self.copy_button.setToolTip(
+            "Copy the token (e.g. as the API key of a backend SillyTavern calls from another machine)"
+        )
         self.rotate_button = QPushButton("Rotate token…")
-        self.rotate_button.setToolTip("Make a new token: the old one stops working at once; installed copies of "
-                                      "the bridge get the new one")
+        self.rotate_button.setToolTip(
+            "Make a new token: the old one stops working at once; installed copies of the bridge get the new one"
+        )
         self.show_button.toggled.connect(self._show_token)
         self.copy_button.clicked.connect(lambda *_: self.copy_token())
         self.rotate_button.clicked.connect(lambda *_: self.view.spawn(self.rotate))
@@ -79,8 +83,9 @@ class AccessPanel(QGroupBox):
         token_row.addWidget(self.copy_button)
         token_row.addWidget(self.rotate_button)
         layout = QVBoxLayout(self)
-        layout.addWidget(note("SillyTavern pages allowed to call DLE Desktop (Install adds the install's own):",
-                              MUTED_STYLE))
+        layout.addWidget(
+            note("SillyTavern pages allowed to call DLE Desktop (Install adds the install's own):", MUTED_STYLE)
+        )
         layout.addWidget(self.origins)
         layout.addLayout(add_row)
         layout.addLayout(token_row)
@@ -164,10 +169,14 @@ class AccessPanel(QGroupBox):
 
     async def rotate(self, ask: bool = True) -> int | None:
         """A new token for the server, written into every installed copy; how many copies got it."""
-        if ask and not confirm(self, "Rotate the server token",
-                               "Make a new server token? The old one stops working at once.\n\nDLE Desktop writes "
-                               "the new one into every installed copy of the bridge; programs you gave the token "
-                               "to yourself need the new one.", "Rotate"):
+        if ask and not confirm(
+            self,
+            "Rotate the server token",
+            "Make a new server token? The old one stops working at once.\n\nDLE Desktop writes "
+            "the new one into every installed copy of the bridge; programs you gave the token "
+            "to yourself need the new one.",
+            "Rotate",
+        ):
             return None
         try:
             token = await in_thread(self.view.rotate_token)
@@ -188,9 +197,11 @@ class AccessPanel(QGroupBox):
             if isValid(self.rotate_button):
                 self.rotate_button.setEnabled(True)
         if count:
-            self.say(f"New token in use; {plural(count, 'installed copy', 'installed copies')} of the bridge "
-                     "updated. Open SillyTavern pages pick it up on their next request or after a reload (F5).",
-                     OK_STYLE)
+            self.say(
+                f"New token in use; {plural(count, 'installed copy', 'installed copies')} of the bridge "
+                "updated. Open SillyTavern pages pick it up on their next request or after a reload (F5).",
+                OK_STYLE,
+            )
         else:
             self.say("New token in use. No installed copy of the bridge needed it.", OK_STYLE)
         self.view.spawn(self.view.installs_panel.rescan)

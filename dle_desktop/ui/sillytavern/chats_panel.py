@@ -73,14 +73,17 @@ class ChatsPanel(QGroupBox):
         self.table.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)
         self.refresh_button = QPushButton("Refresh")
         self.forget_button: QPushButton = QPushButton("Forget…")
-        self.forget_button.setToolTip("Delete what DLE Desktop keeps for the selected chats (cooldowns, warmup, pins, "
-                                      "injection history); the chats themselves stay in SillyTavern")
+        self.forget_button.setToolTip(
+            "Delete what DLE Desktop keeps for the selected chats (cooldowns, warmup, pins, "
+            "injection history); the chats themselves stay in SillyTavern"
+        )
         self.forget_button.setEnabled(False)
         self.refresh_button.clicked.connect(lambda *_: self.view.spawn(self.refresh))
         self.forget_button.clicked.connect(lambda *_: self.view.spawn(self.forget_selected))
         self.auto_forget = QCheckBox("Forget chats deleted in SillyTavern automatically")
-        self.auto_forget.setToolTip("When SillyTavern deletes a chat, the bridge tells DLE Desktop, which then "
-                                    "forgets that chat's state")
+        self.auto_forget.setToolTip(
+            "When SillyTavern deletes a chat, the bridge tells DLE Desktop, which then forgets that chat's state"
+        )
         self.auto_forget.toggled.connect(self._auto_toggled)
         self.message = note()
         buttons = QHBoxLayout()
@@ -108,8 +111,12 @@ class ChatsPanel(QGroupBox):
             self.say(f"Not saved: {problem}", ERROR_STYLE)
             self.fill_setting()
         else:
-            self.say("Chats deleted in SillyTavern are forgotten here too." if on else
-                     "Chats deleted in SillyTavern keep their state here until you forget them.", OK_STYLE)
+            self.say(
+                "Chats deleted in SillyTavern are forgotten here too."
+                if on
+                else "Chats deleted in SillyTavern keep their state here until you forget them.",
+                OK_STYLE,
+            )
 
     async def refresh(self) -> None:
         """Read the chat list (joins a read in flight)."""
@@ -161,8 +168,11 @@ class ChatsPanel(QGroupBox):
         return chat_id
 
     def selected_ids(self) -> list[str]:
-        return [item.data(Qt.ItemDataRole.UserRole + 1) for i in self.table.selectionModel().selectedRows()
-                if (item := self.table.item(i.row(), 0)) is not None]
+        return [
+            item.data(Qt.ItemDataRole.UserRole + 1)
+            for i in self.table.selectionModel().selectedRows()
+            if (item := self.table.item(i.row(), 0)) is not None
+        ]
 
     def select_chat(self, chat_id: str) -> bool:
         for r in range(self.table.rowCount()):
@@ -176,9 +186,13 @@ class ChatsPanel(QGroupBox):
         if not ids:
             return 0
         what = f"chat “{ids[0]}”" if len(ids) == 1 else plural(len(ids), "chat")
-        if ask and not confirm(self, "Forget chats",
-                               f"Forget the state DLE Desktop keeps for {what}? Its cooldowns, warmup, pins and "
-                               "injection history are deleted; the chat itself stays in SillyTavern.", "Forget"):
+        if ask and not confirm(
+            self,
+            "Forget chats",
+            f"Forget the state DLE Desktop keeps for {what}? Its cooldowns, warmup, pins and "
+            "injection history are deleted; the chat itself stays in SillyTavern.",
+            "Forget",
+        ):
             return 0
         self.forget_button.setEnabled(False)
         done = 0

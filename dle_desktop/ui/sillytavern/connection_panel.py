@@ -58,7 +58,9 @@ def details_text(snap: dict | None) -> str:
         parts.append(f"chat {snap['chat_id']}")
     injected = snap.get("last_injected")
     if isinstance(injected, (list, tuple)) and injected:
-        shown = ", ".join(str(t) for t in injected[:6]) + (f" and {len(injected) - 6} more" if len(injected) > 6 else "")
+        shown = ", ".join(str(t) for t in injected[:6]) + (
+            f" and {len(injected) - 6} more" if len(injected) > 6 else ""
+        )
         parts.append(f"last injected: {shown}")
     if snap.get("generations") is not None:
         parts.append(plural(int(snap["generations"]), "generation") + " since DLE Desktop started")

@@ -58,8 +58,10 @@ class InstallsPanel(QGroupBox):
         self.choose_button = QPushButton("Choose SillyTavern folder…")
         self.choose_button.setToolTip("Add a SillyTavern install that was not found (the folder holding server.js)")
         self.target = QComboBox()
-        self.target.setToolTip("Install for one SillyTavern user (their own extensions folder) or for every user "
-                               "of this install (public/scripts/extensions/third-party)")
+        self.target.setToolTip(
+            "Install for one SillyTavern user (their own extensions folder) or for every user "
+            "of this install (public/scripts/extensions/third-party)"
+        )
         self.target.setMinimumContentsLength(14)
         self.install_button = QPushButton("Install")
         self.remove_button = QPushButton("Remove")
@@ -185,8 +187,14 @@ class InstallsPanel(QGroupBox):
         user = self.target.currentData()
         for st, copies in self.found:
             if st.root == picked[0].root:
-                return next((c for c in copies if (c.scope == st_install.SCOPE_ALL_USERS if user is ALL_USERS
-                                                   else c.user == user)), None)
+                return next(
+                    (
+                        c
+                        for c in copies
+                        if (c.scope == st_install.SCOPE_ALL_USERS if user is ALL_USERS else c.user == user)
+                    ),
+                    None,
+                )
         return None
 
     def _buttons(self) -> None:
@@ -195,13 +203,16 @@ class InstallsPanel(QGroupBox):
         copy = self.target_copy() if picked else None
         if copy is None:
             self.install_button.setText("Install")
-            self.install_button.setToolTip("Copy the bridge extension into SillyTavern, with this server's address "
-                                           "and token")
+            self.install_button.setToolTip(
+                "Copy the bridge extension into SillyTavern, with this server's address and token"
+            )
         else:
             _text, tone = status_of(copy, self.view.server_url())
             self.install_button.setText("Reinstall" if tone == "ok" else "Update")
-            self.install_button.setToolTip("Replace the installed copy with this version of the bridge, and write "
-                                           "this server's address and token again")
+            self.install_button.setToolTip(
+                "Replace the installed copy with this version of the bridge, and write "
+                "this server's address and token again"
+            )
         self.install_button.setEnabled(idle and picked)
         self.remove_button.setEnabled(idle and copy is not None)
         self.rescan_button.setEnabled(idle)
@@ -210,8 +221,9 @@ class InstallsPanel(QGroupBox):
 
     # -- commands ---------------------------------------------------------------------------------
     def choose_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Choose the SillyTavern folder (the one holding server.js)",
-                                                  str(self.home or Path.home()))
+        folder = QFileDialog.getExistingDirectory(
+            self, "Choose the SillyTavern folder (the one holding server.js)", str(self.home or Path.home())
+        )
         if folder:
             self.view.spawn(lambda: self.add_folder(folder))
 
@@ -261,8 +273,7 @@ class InstallsPanel(QGroupBox):
             return False
         self._set_busy(+1, "Updating…" if had else "Installing…")
         try:
-            copy = await in_thread(st_install.install, st, server_url=url, token=token, user=user,
-                                  all_users=all_users)
+            copy = await in_thread(st_install.install, st, server_url=url, token=token, user=user, all_users=all_users)
         except DleError as exc:
             self.say(f"Not installed: {exc}", ERROR_STYLE)
             return False
@@ -296,10 +307,13 @@ class InstallsPanel(QGroupBox):
             return False
         st = picked[0]
         where = where_text(copy)
-        if ask and not confirm(self, "Remove the bridge",
-                               f"Remove the DLE Desktop bridge from {st.root} ({where})?\n\nSillyTavern stops "
-                               "using DLE Desktop after its page is reloaded; its own data is not touched.",
-                               "Remove"):
+        if ask and not confirm(
+            self,
+            "Remove the bridge",
+            f"Remove the DLE Desktop bridge from {st.root} ({where})?\n\nSillyTavern stops "
+            "using DLE Desktop after its page is reloaded; its own data is not touched.",
+            "Remove",
+        ):
             return False
         all_users = copy.scope == st_install.SCOPE_ALL_USERS
         self._set_busy(+1, "Removing…")

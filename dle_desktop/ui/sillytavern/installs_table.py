@@ -90,8 +90,13 @@ class InstallsTable(QTableWidget):
         self.setRowCount(len(self.rows))
         for r, (st, copy) in enumerate(self.rows):
             text, tone = status_of(copy, server_url)
-            cells = (str(st.root), st.version or "?", where_text(copy),
-                     (copy.version or "?") if copy else "not installed", text)
+            cells = (
+                str(st.root),
+                st.version or "?",
+                where_text(copy),
+                (copy.version or "?") if copy else "not installed",
+                text,
+            )
             for c, value in enumerate(cells):
                 item = QTableWidgetItem(value)
                 if c == 4 and tone:
@@ -101,8 +106,10 @@ class InstallsTable(QTableWidget):
                 elif c == 2 and copy is not None:
                     item.setToolTip(str(copy.path))
                 self.setItem(r, c, item)
-        again = next((r for r, (st, c) in enumerate(self.rows)
-                      if keep_key and (st.root, c.path if c else None) == keep_key), None)
+        again = next(
+            (r for r, (st, c) in enumerate(self.rows) if keep_key and (st.root, c.path if c else None) == keep_key),
+            None,
+        )
         if again is None and keep is not None:
             again = next((r for r, (st, _) in enumerate(self.rows) if st.root == keep[0].root), None)
         self.selectRow(again if again is not None else 0)

@@ -74,9 +74,13 @@ class KeyPanel(QGroupBox):
 
     async def rotate(self, ask: bool = True) -> str | None:
         """A new key, in use at once by the running emulation; returns it (None: not rotated)."""
-        if ask and not confirm(self, "Rotate the API key",
-                               "Make a new API key for the Obsidian REST emulation? The old one is refused at "
-                               "once.\n\nDeepLore Enhanced then needs the new key in its vault settings.", "Rotate"):
+        if ask and not confirm(
+            self,
+            "Rotate the API key",
+            "Make a new API key for the Obsidian REST emulation? The old one is refused at "
+            "once.\n\nDeepLore Enhanced then needs the new key in its vault settings.",
+            "Rotate",
+        ):
             return None
         self.rotate_button.setEnabled(False)
         try:
@@ -93,6 +97,9 @@ class KeyPanel(QGroupBox):
             return key
         if self.show_button.isChecked():
             self.key_field.setText(key)
-        self.say("New key in use; the old one is refused from now on. DeepLore Enhanced needs the new key: Copy it "
-                 "and paste it as the API Key of its vault (then run DLE's connection test).", OK_STYLE)
+        self.say(
+            "New key in use; the old one is refused from now on. DeepLore Enhanced needs the new key: Copy it "
+            "and paste it as the API Key of its vault (then run DLE's connection test).",
+            OK_STYLE,
+        )
         return key

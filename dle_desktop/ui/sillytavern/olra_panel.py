@@ -55,18 +55,24 @@ class OlraPanel(QWidget):
 
         # -- the server ----------------------------------------------------------------------
         self.enabled = QCheckBox("Serve vaults to DeepLore Enhanced (Obsidian REST emulation)")
-        self.enabled.setToolTip("DeepLore Enhanced in SillyTavern reads and writes the folder vaults here as if "
-                                "they were an Obsidian vault with the Local REST API plugin (Obsidian can stay closed)")
+        self.enabled.setToolTip(
+            "DeepLore Enhanced in SillyTavern reads and writes the folder vaults here as if "
+            "they were an Obsidian vault with the Local REST API plugin (Obsidian can stay closed)"
+        )
         self.port = _port_box("The plain HTTP port DeepLore Enhanced connects to (DLE's default: 27123)")
         self.https = QCheckBox("Also serve HTTPS")
-        self.https.setToolTip("With a self-signed certificate DLE Desktop makes; the browser accepts it only once "
-                              "the operating system trusts it. Plain HTTP is simpler and enough on this computer.")
+        self.https.setToolTip(
+            "With a self-signed certificate DLE Desktop makes; the browser accepts it only once "
+            "the operating system trusts it. Plain HTTP is simpler and enough on this computer."
+        )
         self.https_port = _port_box("The HTTPS port (DLE's default when its HTTPS box is ticked: 27124)")
         self.export_button = QPushButton("Export certificate…")
         self.export_button.setToolTip("Save the HTTPS certificate, to make the operating system trust it")
         self.vault = QComboBox()
-        self.vault.setToolTip("The folder vault DLE sees; merged: every enabled folder vault as one (a write goes "
-                              "to the vault that has the file, else the primary one)")
+        self.vault.setToolTip(
+            "The folder vault DLE sees; merged: every enabled folder vault as one (a write goes "
+            "to the vault that has the file, else the primary one)"
+        )
         self.vault.setMinimumContentsLength(24)
         self.vault.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.status = note()
@@ -136,8 +142,13 @@ class OlraPanel(QWidget):
         if runner is not None and runner.running:
             return runner.connection_values()
         s = self.view.current_settings()
-        return {"host": "127.0.0.1", "port": s.olra_https_port if s.olra_https else s.olra_port, "https": s.olra_https,
-                "http_port": s.olra_port, "https_port": s.olra_https_port if s.olra_https else None}
+        return {
+            "host": "127.0.0.1",
+            "port": s.olra_https_port if s.olra_https else s.olra_port,
+            "https": s.olra_https,
+            "http_port": s.olra_port,
+            "https_port": s.olra_https_port if s.olra_https else None,
+        }
 
     def vault_choices(self) -> list[tuple[str, str]]:
         """(label, olra_vault) for the combo: merged first, then the folder vaults open or configured."""
@@ -223,8 +234,11 @@ class OlraPanel(QWidget):
                 self._status(f"Running at {where}, but serving nothing: {problem}.", WARN_STYLE, rich=True)
             else:
                 served = runner.served()
-                what = (f"vault “{served.label}”" if len(served.vaults) == 1
-                        else f"{plural(len(served.vaults), 'folder vault')}, merged")
+                what = (
+                    f"vault “{served.label}”"
+                    if len(served.vaults) == 1
+                    else f"{plural(len(served.vaults), 'folder vault')}, merged"
+                )
                 extra = f" (read-only: {served.read_only})" if served.read_only else ""
                 self._status(f"Running at {where} · serving {what}{extra}", OK_STYLE, rich=True)
             self._show_stats(runner)
@@ -250,9 +264,11 @@ class OlraPanel(QWidget):
         if not count:
             self.stats.setText("No request yet: DeepLore Enhanced has not connected.")
         else:
-            parts = [f"{plural(count, 'request')} served",
-                     f"{plural(stats.get('listings', 0), 'listing')}, {plural(stats.get('reads', 0), 'read')}, "
-                     f"{plural(stats.get('writes', 0), 'write')}"]
+            parts = [
+                f"{plural(count, 'request')} served",
+                f"{plural(stats.get('listings', 0), 'listing')}, {plural(stats.get('reads', 0), 'read')}, "
+                f"{plural(stats.get('writes', 0), 'write')}",
+            ]
             if stats.get("refused"):
                 parts.append(f"{stats['refused']:,} refused (wrong key, missing note…)")
             if self._last_request is not None:
@@ -271,12 +287,15 @@ class OlraPanel(QWidget):
     def export_certificate(self, target: str | None = None) -> Path | None:
         source = self.runtime.olra_cert_path()
         if source is None:
-            self.say("There is no certificate yet: tick “Also serve HTTPS”; it is made when the HTTPS port starts.",
-                     WARN_STYLE)
+            self.say(
+                "There is no certificate yet: tick “Also serve HTTPS”; it is made when the HTTPS port starts.",
+                WARN_STYLE,
+            )
             return None
         if target is None:
-            target, _ = QFileDialog.getSaveFileName(self, "Export the HTTPS certificate",
-                                                    str(Path.home() / CERT_FILE_NAME), "Certificates (*.crt *.pem)")
+            target, _ = QFileDialog.getSaveFileName(
+                self, "Export the HTTPS certificate", str(Path.home() / CERT_FILE_NAME), "Certificates (*.crt *.pem)"
+            )
             if not target:
                 return None
         try:
@@ -284,6 +303,9 @@ class OlraPanel(QWidget):
         except OSError as exc:
             self.say(f"The certificate was not exported: {exc.strerror or exc}", ERROR_STYLE)
             return None
-        self.say(f"Certificate saved to {target}. Make the operating system trust it (as a trusted root "
-                 "certificate); accepting it in the browser is not enough.", OK_STYLE)
+        self.say(
+            f"Certificate saved to {target}. Make the operating system trust it (as a trusted root "
+            "certificate); accepting it in the browser is not enough.",
+            OK_STYLE,
+        )
         return Path(target)

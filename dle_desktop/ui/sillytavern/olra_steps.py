@@ -27,10 +27,13 @@ class StepsPanel(QGroupBox):
         grid.setHorizontalSpacing(8)
         grid.setVerticalSpacing(4)
         grid.setColumnStretch(3, 1)  # the values keep a readable width
-        for row, (name, label, tip) in enumerate((
+        for row, (name, label, tip) in enumerate(
+            (
                 ("host", "Host", "DLE's vault Host"),
                 ("port", "Port", "DLE's vault Port"),
-                ("key", "API Key", "DLE's vault API Key"))):
+                ("key", "API Key", "DLE's vault API Key"),
+            )
+        ):
             field = QLineEdit()
             field.setReadOnly(True)
             field.setMinimumWidth(field.fontMetrics().horizontalAdvance("0" * 64) + 16)
@@ -97,17 +100,24 @@ class StepsPanel(QGroupBox):
         if not enabled:
             self.step_off.setText(f"{step}. Tick “Serve vaults to DeepLore Enhanced” above.")
             step += 1
-        self.step_ports.setText(f"{step}. Close Obsidian, or change one of the two ports: Obsidian's Local REST API "
-                                f"and DLE Desktop both use 27123 by default (this one: {c['http_port']}"
-                                + (f" and {c['port']} for HTTPS" if c["https"] else "") + ").")
-        self.step_open.setText(f"{step + 1}. In SillyTavern, open <b>Extensions → DeepLore Enhanced</b> and its "
-                               "vault settings. Add a vault (or edit the one that pointed at Obsidian) and enter:")
+        self.step_ports.setText(
+            f"{step}. Close Obsidian, or change one of the two ports: Obsidian's Local REST API "
+            f"and DLE Desktop both use 27123 by default (this one: {c['http_port']}"
+            + (f" and {c['port']} for HTTPS" if c["https"] else "")
+            + ")."
+        )
+        self.step_open.setText(
+            f"{step + 1}. In SillyTavern, open <b>Extensions → DeepLore Enhanced</b> and its "
+            "vault settings. Add a vault (or edit the one that pointed at Obsidian) and enter:"
+        )
         self.values["port"].setText(str(c["port"]))
         if c["https"]:
             self.https_label.setText("<b>ticked</b> (DLE then suggests 27124; enter the port above)")
-            self.cert_note.setText("With HTTPS the browser must trust DLE Desktop's certificate: Export certificate… "
-                                   "above and make your operating system trust it (accepting it in the browser is not "
-                                   f"enough). Plain HTTP avoids this: untick HTTPS here and in DLE, port {c['http_port']}.")
+            self.cert_note.setText(
+                "With HTTPS the browser must trust DLE Desktop's certificate: Export certificate… "
+                "above and make your operating system trust it (accepting it in the browser is not "
+                f"enough). Plain HTTP avoids this: untick HTTPS here and in DLE, port {c['http_port']}."
+            )
         else:
             self.https_label.setText("<b>unticked</b> (plain HTTP: nothing to trust, enough on this computer)")
         self.cert_note.setVisible(bool(c["https"]))
@@ -115,4 +125,5 @@ class StepsPanel(QGroupBox):
         self.step_done.setText(
             f"{step + 2}. Save and run DLE's connection test, then let it build its index: it reads the notes "
             f"straight from the folder.<br>The notes DLE writes (Session Scribe, Auto Lorebook, Librarian, imports) "
-            f"land in {where} and appear in DLE Desktop's Vault view at once.")
+            f"land in {where} and appear in DLE Desktop's Vault view at once."
+        )

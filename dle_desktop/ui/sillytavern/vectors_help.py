@@ -21,14 +21,20 @@ class VectorRoutingPanel(QGroupBox):
         super().__init__("Vector routing")
         self.view = view
         self.route = QCheckBox("Route SillyTavern's Vector Storage through DLE Desktop")
-        self.route.setToolTip("The bridge sends Vector Storage's requests (chats, files, Data Bank, World Info) "
-                              "to DLE Desktop, which embeds with its local model and keeps its own index")
+        self.route.setToolTip(
+            "The bridge sends Vector Storage's requests (chats, files, Data Bank, World Info) "
+            "to DLE Desktop, which embeds with its local model and keeps its own index"
+        )
         self.route.toggled.connect(self._toggled)
         self.message = note()
         layout = QVBoxLayout(self)
         layout.addWidget(self.route)
-        layout.addWidget(note("Off by default. SillyTavern's own vector index is left untouched, so switching "
-                              "back loses nothing.", MUTED_STYLE))
+        layout.addWidget(
+            note(
+                "Off by default. SillyTavern's own vector index is left untouched, so switching back loses nothing.",
+                MUTED_STYLE,
+            )
+        )
         layout.addWidget(self.message)
         self.message.hide()
         self.fill()
@@ -46,8 +52,11 @@ class VectorRoutingPanel(QGroupBox):
             self.message.setStyleSheet(ERROR_STYLE)
             self.fill()
             return
-        self.message.setText("On: SillyTavern's next vector request goes to DLE Desktop." if on else
-                             "Off: SillyTavern uses its own Vector Storage again.")
+        self.message.setText(
+            "On: SillyTavern's next vector request goes to DLE Desktop."
+            if on
+            else "Off: SillyTavern uses its own Vector Storage again."
+        )
         self.message.setStyleSheet(OK_STYLE)
 
 
@@ -75,8 +84,10 @@ class VectorSourcesPanel(QGroupBox):
             row += 1
             if needs_model:
                 label = QLabel(f"{name} model")
-                label.setToolTip("SillyTavern needs a model name for this source; any name does, DLE Desktop "
-                                 "embeds with its own model")
+                label.setToolTip(
+                    "SillyTavern needs a model name for this source; any name does, DLE Desktop "
+                    "embeds with its own model"
+                )
                 label.setIndent(12)
                 field, button = self._value(MODEL_NAME, f"Copy a model name for the {name} source")
                 self.model_fields[name], self.model_buttons[name] = field, button
@@ -86,12 +97,22 @@ class VectorSourcesPanel(QGroupBox):
                 row += 1
         self.message = note()
         layout = QVBoxLayout(self)
-        layout.addWidget(note("Without the bridge: in SillyTavern's Extensions → Vector Storage, choose one of these "
-                              "sources, tick “Use secondary URL” and enter its address (and a model, where asked: "
-                              "any name). DLE Desktop embeds with its own model.", MUTED_STYLE))
+        layout.addWidget(
+            note(
+                "Without the bridge: in SillyTavern's Extensions → Vector Storage, choose one of these "
+                "sources, tick “Use secondary URL” and enter its address (and a model, where asked: "
+                "any name). DLE Desktop embeds with its own model.",
+                MUTED_STYLE,
+            )
+        )
         layout.addLayout(grid)
-        layout.addWidget(note("SillyTavern 1.12 has no secondary URL: enter the address as that backend's URL under "
-                              "API Connections → Text Completion.", MUTED_STYLE))
+        layout.addWidget(
+            note(
+                "SillyTavern 1.12 has no secondary URL: enter the address as that backend's URL under "
+                "API Connections → Text Completion.",
+                MUTED_STYLE,
+            )
+        )
         layout.addWidget(self.message)
         self.message.hide()
         self.fill()

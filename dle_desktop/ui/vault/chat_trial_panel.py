@@ -1,4 +1,4 @@
-""""Test a chat": paste or load a chat, run the pipeline on the current index (a dry run: no
+""" "Test a chat": paste or load a chat, run the pipeline on the current index (a dry run: no
 chat state is touched), and see the injected text and a verdict for every entry it touched."""
 
 from __future__ import annotations
@@ -46,8 +46,12 @@ class ChatTrialPanel(QWidget):
     entryRequested = Signal(str, str)  # vault, title
 
     #: (label, engine ai_mode): how AI search runs for one dry run
-    AI_MODES = (("AI search: as configured", None), ("AI search: off", "off"),
-                ("AI search: two-stage", "two-stage"), ("AI search: AI only", "ai-only"))
+    AI_MODES = (
+        ("AI search: as configured", None),
+        ("AI search: off", "off"),
+        ("AI search: two-stage", "two-stage"),
+        ("AI search: AI only", "ai-only"),
+    )
 
     def __init__(self, runner, parent=None) -> None:
         """`runner(doc, replay, seed, ai_mode) -> awaitable list[generation dict]`."""
@@ -58,7 +62,8 @@ class ChatTrialPanel(QWidget):
         self.input = QPlainTextEdit()
         self.input.setPlaceholderText(
             "Paste a chat: 'Name: message' lines (the first speaker is the user), a JSON list of SillyTavern "
-            "messages, a {\"messages\": [...], \"context\": {...}} object, or a .jsonl chat export.")
+            'messages, a {"messages": [...], "context": {...}} object, or a .jsonl chat export.'
+        )
         self.input.setPlainText(EXAMPLE)
         load = QPushButton("Load chat file…")
         load.clicked.connect(self.load_file)
@@ -69,8 +74,10 @@ class ChatTrialPanel(QWidget):
         self.ai_mode = QComboBox()
         for label, _ in self.AI_MODES:
             self.ai_mode.addItem(label)
-        self.ai_mode.setToolTip("Run this test with AI search on or off, whatever the settings say "
-                                "(uses the AI-search channel; a real call unless the answer is cached)")
+        self.ai_mode.setToolTip(
+            "Run this test with AI search on or off, whatever the settings say "
+            "(uses the AI-search channel; a real call unless the answer is cached)"
+        )
         self.run_button = QPushButton("Run  (Ctrl+Enter)")
         self.run_button.setDefault(True)
         self.run_button.clicked.connect(lambda *_: self.run())
@@ -240,7 +247,9 @@ class ChatTrialPanel(QWidget):
         self.generation.blockSignals(True)
         self.generation.clear()
         for i, g in enumerate(gens, 1):
-            self.generation.addItem(f"#{i}: after message {g['messages']} — {len(g['injected'])} entries, {g['total_tokens']} tokens")
+            self.generation.addItem(
+                f"#{i}: after message {g['messages']} — {len(g['injected'])} entries, {g['total_tokens']} tokens"
+            )
         self.generation.setCurrentIndex(len(gens) - 1)
         self.generation.blockSignals(False)
         self._show_generation(len(gens) - 1)
@@ -262,15 +271,24 @@ class ChatTrialPanel(QWidget):
         self.notes.setVisible(bool(notes))
         self.model.removeRows(0, self.model.rowCount())
         for v in sorted(g["verdicts"], key=lambda v: (OUTCOME_ORDER.get(v["outcome"], 9), v["title"].casefold())):
-            row = [QStandardItem(v["title"]), QStandardItem(v["stage"]), QStandardItem(v["outcome"]), QStandardItem(v["reason"])]
+            row = [
+                QStandardItem(v["title"]),
+                QStandardItem(v["stage"]),
+                QStandardItem(v["outcome"]),
+                QStandardItem(v["reason"]),
+            ]
             row[0].setData(v.get("vault"), Qt.ItemDataRole.UserRole)
             row[3].setToolTip(v["reason"])
             self.model.appendRow(row)
         parts = []
         for grp in g["groups"]:
-            where = (grp["outlet"] and f"outlet {grp['outlet']}") or f"{grp['position_name']}, depth {grp['depth']}, {grp['role_name']}"
-            parts.append(f"<h4>{escape(grp['key'])} <small>({escape(where)})</small></h4>"
-                         f"<pre style='white-space: pre-wrap'>{escape(grp['text'])}</pre>")
+            where = (
+                grp["outlet"] and f"outlet {grp['outlet']}"
+            ) or f"{grp['position_name']}, depth {grp['depth']}, {grp['role_name']}"
+            parts.append(
+                f"<h4>{escape(grp['key'])} <small>({escape(where)})</small></h4>"
+                f"<pre style='white-space: pre-wrap'>{escape(grp['text'])}</pre>"
+            )
         self.prompt.setHtml("".join(parts) or "<i>Nothing would be injected.</i>")
         self._say_no_matches()
 

@@ -76,7 +76,12 @@ def render_entry(e: Entry, snapshot: IndexSnapshot, history_html: str = "") -> s
         row("Placement", escape(placement))
     timing = ", ".join(
         f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
-        for k, v in (("scan depth", e.scan_depth), ("warmup", e.warmup), ("cooldown", e.cooldown), ("probability", e.probability))
+        for k, v in (
+            ("scan depth", e.scan_depth),
+            ("warmup", e.warmup),
+            ("cooldown", e.cooldown),
+            ("probability", e.probability),
+        )
         if v is not None
     )
     if timing:
@@ -99,8 +104,11 @@ def render_entry(e: Entry, snapshot: IndexSnapshot, history_html: str = "") -> s
     row("Linked from", _titles(back, snapshot) if back else "—")
     row("Hash", f"<span class='path'>{escape(e.content_hash)}</span>")
 
-    badges = " ".join(f"<span class='badge'>{b}</span>" for b, on in (
-        ("constant", e.constant), ("seed", e.seed), ("bootstrap", e.bootstrap), ("guide", e.guide)) if on)
+    badges = " ".join(
+        f"<span class='badge'>{b}</span>"
+        for b, on in (("constant", e.constant), ("seed", e.seed), ("bootstrap", e.bootstrap), ("guide", e.guide))
+        if on
+    )
     warnings = "".join(f"<li class='warn'>{escape(w.code)}: {escape(w.message)}</li>" for w in e.warnings)
     table = "".join(f"<tr><td class='k'>{escape(k)}</td><td>{v}</td></tr>" for k, v in rows)
     return (
@@ -121,8 +129,14 @@ def _when(at: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(at))
 
 
-_ACTIONS = {"create": "created", "edit-fields": "fields changed", "edit-body": "text changed", "replace": "rewritten",
-            "undo": "undo", "delete": "deleted"}
+_ACTIONS = {
+    "create": "created",
+    "edit-fields": "fields changed",
+    "edit-body": "text changed",
+    "replace": "rewritten",
+    "undo": "undo",
+    "delete": "deleted",
+}
 
 
 def render_history(records) -> str:
@@ -137,8 +151,10 @@ def render_history(records) -> str:
             if r.after_text is None:
                 what += " (deleted the note)"
         state = " <span class='path'>(undone)</span>" if r.undone else ""
-        rows.append(f"<tr><td class='k'>#{r.id} {escape(_when(r.at))}</td><td>{escape(r.feature)}: "
-                    f"{escape(what)}{state}</td></tr>")
+        rows.append(
+            f"<tr><td class='k'>#{r.id} {escape(_when(r.at))}</td><td>{escape(r.feature)}: "
+            f"{escape(what)}{state}</td></tr>"
+        )
     return f"<p><b>Written by DLE Desktop</b></p><table class='fields'>{''.join(rows)}</table>"
 
 
@@ -163,15 +179,18 @@ class ConflictDialog(QDialog):
         self.setWindowTitle(f"{what}: the note changed")
         self.resize(900, 520)
         self.conflict = conflict
-        message = QLabel(f"{escape(str(conflict))}<br>Nothing was written. Copy what you want to keep into the note "
-                         "in your editor; the write history keeps both texts.")
+        message = QLabel(
+            f"{escape(str(conflict))}<br>Nothing was written. Copy what you want to keep into the note "
+            "in your editor; the write history keeps both texts."
+        )
         message.setWordWrap(True)
         panes = QHBoxLayout()
         self.panes = {}
         for key, title, text in (
-                ("current", "On disk now", conflict.current_text),
-                ("expected", "As the app's write left it", conflict.expected_text),
-                ("proposed", f"What {what.lower()} would write", conflict.proposed_text)):
+            ("current", "On disk now", conflict.current_text),
+            ("expected", "As the app's write left it", conflict.expected_text),
+            ("proposed", f"What {what.lower()} would write", conflict.proposed_text),
+        ):
             box = QVBoxLayout()
             box.addWidget(QLabel(f"<b>{title}</b>"))
             view = QPlainTextEdit()
@@ -237,9 +256,11 @@ class EntryHistory(QObject):
         self.button.setEnabled(self.access is not None and last is not None and not last.undone)
         # Undoing an undo puts the undone write back: say so.
         self.button.setText("Redo undone write" if last is not None and last.action == "undo" else "Undo last write")
-        self.button.setToolTip(f"Undo write #{last.id} ({last.feature}, {_when(last.at)}) if the note has not "
-                               "changed since" if last is not None and not last.undone
-                               else "The app has made no write to this note that can be undone")
+        self.button.setToolTip(
+            f"Undo write #{last.id} ({last.feature}, {_when(last.at)}) if the note has not changed since"
+            if last is not None and not last.undone
+            else "The app has made no write to this note that can be undone"
+        )
 
     async def undo_last(self) -> None:
         if not self.records or self.access is None:

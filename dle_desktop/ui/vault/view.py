@@ -155,7 +155,9 @@ class VaultView(QWidget):
         self.table.setColumnHidden(6, len({e.vault for e in snapshot.entries}) <= 1)
         if not self._title_fitted and snapshot.entries:
             self._title_fitted = True
-            self.table.setColumnWidth(0, max(self.table.columnWidth(0), min(self.table.sizeHintForColumn(0), TITLE_MAX)))
+            self.table.setColumnWidth(
+                0, max(self.table.columnWidth(0), min(self.table.sizeHintForColumn(0), TITLE_MAX))
+            )
         self._update_count()
         if keep and keep in snapshot.by_uid:
             self.select_uid(keep)
@@ -186,7 +188,8 @@ class VaultView(QWidget):
             self.filter.clear()
             proxy_index = self.proxy.mapFromSource(self.model.index(row, 0))
         self.table.selectionModel().setCurrentIndex(
-            proxy_index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
+            proxy_index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+        )
         self.table.scrollTo(proxy_index)
         self._show(uid)
         return True
@@ -233,7 +236,7 @@ class VaultView(QWidget):
     def _anchor_clicked(self, url: QUrl) -> None:
         text = url.toString()
         if text.startswith("entry:"):
-            self.select_uid(unquote(text[len("entry:"):]))
+            self.select_uid(unquote(text[len("entry:") :]))
 
     def _filter_changed(self, text: str) -> None:
         self.proxy.set_text(text)

@@ -28,7 +28,9 @@ class CutTextTips(QStyledItemDelegate):
         self.initStyleOption(option, index)
         style = view.style()
         room = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, option, view).width()
-        room -= 2 * (style.pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view) + 1)  # the item's text margins
+        room -= 2 * (
+            style.pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view) + 1
+        )  # the item's text margins
         return option.fontMetrics.elidedText(option.text, option.textElideMode, max(room, 0))
 
     def cut_text(self, view: QAbstractItemView, index) -> str | None:

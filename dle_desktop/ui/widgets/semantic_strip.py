@@ -38,7 +38,9 @@ class StatusLabel(QLabel):
         if self.wordWrap():
             self.setText(self.full_text)
         else:
-            self.setText(self.fontMetrics().elidedText(self.full_text, Qt.TextElideMode.ElideRight, max(self.width(), 40)))
+            self.setText(
+                self.fontMetrics().elidedText(self.full_text, Qt.TextElideMode.ElideRight, max(self.width(), 40))
+            )
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
@@ -153,8 +155,11 @@ class SemanticStrip(QFrame):
             text = f"Semantic index: checking {int(s.get('entries') or 0)} entries{model}…"
             bar = (0, 0)
         elif state == "paused":
-            text = (f"Semantic index: paused at {done} / {total} entries{model}" if total else
-                    f"Semantic index: paused{model}")
+            text = (
+                f"Semantic index: paused at {done} / {total} entries{model}"
+                if total
+                else f"Semantic index: paused{model}"
+            )
             bar = (done, max(total, 1))
         elif state == "ready" and not int(s.get("entries") or 0):
             # Every vault disabled or empty: nothing to embed, so nothing to pause or resume either
@@ -179,7 +184,9 @@ class SemanticStrip(QFrame):
             self.bar.show()
         self.pause_button.setVisible(pause)
         self.pause_button.setText("Resume" if self.paused else "Pause")
-        self.pause_button.setToolTip("Go on embedding the vault's entries" if self.paused else
-                                     "Stop embedding entries for now (searches use what is done); remembered "
-                                     "across restarts")
+        self.pause_button.setToolTip(
+            "Go on embedding the vault's entries"
+            if self.paused
+            else "Stop embedding entries for now (searches use what is done); remembered across restarts"
+        )
         self.settings_button.setVisible(settings)

@@ -102,8 +102,11 @@ def dle(tmp_path_factory: pytest.TempPathFactory, sillytavern: SillyTavern) -> I
     model = make_tiny_qwen3_gguf(root / "tiny-embedder.gguf")
     server = DleServer(root / "data", write_vault(root / "vault"), embedding_model=model)
     port = sillytavern.port
-    server.update_settings(server_allowed_origins=[f"http://127.0.0.1:{port}", f"http://localhost:{port}"],
-                           olra_enabled=True, olra_port=free_port())  # the Obsidian REST emulation, for DLE itself
+    server.update_settings(
+        server_allowed_origins=[f"http://127.0.0.1:{port}", f"http://localhost:{port}"],
+        olra_enabled=True,
+        olra_port=free_port(),
+    )  # the Obsidian REST emulation, for DLE itself
     found = installer.inspect(sillytavern.st_dir)
     # The suite's SillyTavern keeps its data in a folder of its own (--dataRoot), not <install>/data.
     st = dataclasses.replace(found, data_root=sillytavern.data_root, users=(USER,), port=port)
@@ -120,12 +123,14 @@ def browser() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
     if not Path(CHROMIUM).is_file():
-        pytest.fail(f"no Chromium at {CHROMIUM}: run scripts/st-e2e (it installs Debian's chromium), "
-                    f"or set DLE_CHROMIUM")
+        pytest.fail(
+            f"no Chromium at {CHROMIUM}: run scripts/st-e2e (it installs Debian's chromium), or set DLE_CHROMIUM"
+        )
     with sync_playwright() as pw:
         # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                      args=["--no-sandbox", "--disable-dev-shm-usage"])
+        chromium = pw.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-dev-shm-usage"]
+        )
         try:
             yield chromium
         finally:

@@ -76,8 +76,9 @@ def write_vault(folder: Path) -> Path:
 
 
 class DleServer:
-    def __init__(self, data_dir: Path, vault: Path, *, embedding_model: Path | None = None,
-                 port: int | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, vault: Path, *, embedding_model: Path | None = None, port: int | None = None
+    ) -> None:
         self.data_dir = data_dir
         self.vault = vault
         self.embedding_model = embedding_model
@@ -95,8 +96,15 @@ class DleServer:
         return {**os.environ, "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring", "QT_QPA_PLATFORM": "offscreen"}
 
     def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "dle_desktop", "--data-dir", str(self.data_dir), *args],
-                              cwd=REPO_ROOT, env=self.env(), capture_output=True, text=True, timeout=120, check=check)
+        return subprocess.run(
+            [sys.executable, "-m", "dle_desktop", "--data-dir", str(self.data_dir), *args],
+            cwd=REPO_ROOT,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=check,
+        )
 
     def update_settings(self, **values: Any) -> None:
         """Write settings.json (only while stopped: the server reads it when it starts)."""
@@ -117,13 +125,30 @@ class DleServer:
         return f"http://127.0.0.1:{settings['olra_port']}"
 
     def start(self, timeout: float = 90.0) -> DleServer:
-        cmd = [sys.executable, "-m", "dle_desktop", "--data-dir", str(self.data_dir), "serve", "--port", str(self.port),
-               "--vault", str(self.vault)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "dle_desktop",
+            "--data-dir",
+            str(self.data_dir),
+            "serve",
+            "--port",
+            str(self.port),
+            "--vault",
+            str(self.vault),
+        ]
         if self.embedding_model is not None:
             cmd += ["--embedding-model", str(self.embedding_model)]
         with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+            self.proc = subprocess.Popen(
+                cmd,
+                cwd=REPO_ROOT,
+                env=self.env(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

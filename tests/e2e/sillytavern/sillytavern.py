@@ -56,8 +56,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def chat_completion_settings(base: dict[str, Any], llm_url: str, *, model: str = "fake-model",
-                             stream: bool = True) -> dict[str, Any]:
+def chat_completion_settings(
+    base: dict[str, Any], llm_url: str, *, model: str = "fake-model", stream: bool = True
+) -> dict[str, Any]:
     """`base` (SillyTavern's default settings.json) aimed at an OpenAI-compatible server at
     `llm_url` through the Custom chat-completion source, with the first-run persona prompt off
     and the API connected on load."""
@@ -66,8 +67,9 @@ def chat_completion_settings(base: dict[str, Any], llm_url: str, *, model: str =
     settings["main_api"] = "openai"
     settings.setdefault("power_user", {})["auto_connect"] = True
     oai = settings.setdefault("oai_settings", {})
-    oai.update({"chat_completion_source": "custom", "custom_url": llm_url, "custom_model": model,
-                "stream_openai": stream})
+    oai.update(
+        {"chat_completion_source": "custom", "custom_url": llm_url, "custom_model": model, "stream_openai": stream}
+    )
     return settings
 
 
@@ -87,8 +89,10 @@ class SillyTavern:
         self.node = node
         self.proc: subprocess.Popen[bytes] | None = None
         if not (st_dir / "server.js").is_file():
-            raise SillyTavernError(f"no SillyTavern at {st_dir}: run scripts/st-e2e (it installs the npm package "
-                                   f"`sillytavern` there), or set DLE_ST_DIR to a SillyTavern folder")
+            raise SillyTavernError(
+                f"no SillyTavern at {st_dir}: run scripts/st-e2e (it installs the npm package "
+                f"`sillytavern` there), or set DLE_ST_DIR to a SillyTavern folder"
+            )
 
     # ---- what SillyTavern is
 
@@ -117,23 +121,41 @@ class SillyTavern:
         or, `for_all_users`, into `public/scripts/extensions/third-party/<name>` of the install itself
         (remove it with `uninstall_extension`: that folder outlives this data root). Both are served
         as `/scripts/extensions/third-party/<name>` on 1.12 and later; the user's copy wins."""
-        target = (self.st_dir / "public" / "scripts" / "extensions" / "third-party" / name if for_all_users
-                  else self.user_dir / "extensions" / name)
+        target = (
+            self.st_dir / "public" / "scripts" / "extensions" / "third-party" / name
+            if for_all_users
+            else self.user_dir / "extensions" / name
+        )
         if target.exists():
             shutil.rmtree(target)
         shutil.copytree(source, target)
         return target
 
     def uninstall_extension(self, name: str, *, for_all_users: bool = False) -> None:
-        target = (self.st_dir / "public" / "scripts" / "extensions" / "third-party" / name if for_all_users
-                  else self.user_dir / "extensions" / name)
+        target = (
+            self.st_dir / "public" / "scripts" / "extensions" / "third-party" / name
+            if for_all_users
+            else self.user_dir / "extensions" / name
+        )
         shutil.rmtree(target, ignore_errors=True)
 
     # ---- lifecycle
 
     def command(self) -> list[str]:
-        cmd = [self.node, "server.js", "--port", str(self.port), "--listen", "false", "--whitelist", "false",
-               "--autorun", "false", "--dataRoot", str(self.data_root)]
+        cmd = [
+            self.node,
+            "server.js",
+            "--port",
+            str(self.port),
+            "--listen",
+            "false",
+            "--whitelist",
+            "false",
+            "--autorun",
+            "false",
+            "--dataRoot",
+            str(self.data_root),
+        ]
         if self.takes_config_path():
             cmd += ["--configPath", str(self.config_path)]
         return cmd
@@ -150,8 +172,15 @@ class SillyTavern:
             shutil.copytree(self.webpack_keep, self.data_root / "_webpack")
         env = {**os.environ, "NODE_ENV": "production", "FORCE_COLOR": "0", "NO_COLOR": "1"}
         with self.log_path.open("wb") as log:
-            self.proc = subprocess.Popen(self.command(), cwd=self.st_dir, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+            self.proc = subprocess.Popen(
+                self.command(),
+                cwd=self.st_dir,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+            )
         self._wait_until(self._answers, timeout, "SillyTavern did not answer on " + self.url)
         return self
 
@@ -195,8 +224,10 @@ class SillyTavern:
         deadline = time.monotonic() + timeout
         while not predicate():
             if self.proc is not None and self.proc.poll() is not None:
-                raise SillyTavernError(f"SillyTavern exited with code {self.proc.returncode} before it answered; "
-                                       f"log {self.log_path}:\n{self.log_tail()}")
+                raise SillyTavernError(
+                    f"SillyTavern exited with code {self.proc.returncode} before it answered; "
+                    f"log {self.log_path}:\n{self.log_tail()}"
+                )
             if time.monotonic() > deadline:
                 raise SillyTavernError(f"{what} within {timeout:.0f} s; log {self.log_path}:\n{self.log_tail()}")
             time.sleep(0.25)

@@ -55,9 +55,11 @@ class StPage:
     def fail(self, what: str, cause: BaseException | None = None) -> StepFailed:
         shot = self.screenshot("failure-" + what[:40])
         console = "\n".join(self.console[-15:]) or "(none)"
-        return StepFailed(f"{what}\n  screenshot: {shot}\n  page console (last lines):\n{console}\n"
-                          f"  SillyTavern log {self.st.log_path} (tail):\n{self.st.log_tail()}"
-                          + (f"\n  cause: {cause}" if cause else ""))
+        return StepFailed(
+            f"{what}\n  screenshot: {shot}\n  page console (last lines):\n{console}\n"
+            f"  SillyTavern log {self.st.log_path} (tail):\n{self.st.log_tail()}"
+            + (f"\n  cause: {cause}" if cause else "")
+        )
 
     def wait_js(self, what: str, expression: str, arg: Any = None, timeout: float = 30.0) -> Any:
         """Wait until `expression` (a JS function of `arg`) returns something truthy; return it."""
@@ -82,9 +84,12 @@ class StPage:
         except PlaywrightError as exc:
             raise self.fail("SillyTavern's page did not load", exc) from None
         self.wait_for("the character list", CHARACTER_CARD, timeout, state="attached")
-        self.wait_js("SillyTavern to connect to the chat-completion API",
-                     "() => { const status = window.SillyTavern?.getContext?.().onlineStatus;"
-                     " return status !== undefined && status !== 'no_connection'; }", timeout=timeout)
+        self.wait_js(
+            "SillyTavern to connect to the chat-completion API",
+            "() => { const status = window.SillyTavern?.getContext?.().onlineStatus;"
+            " return status !== undefined && status !== 'no_connection'; }",
+            timeout=timeout,
+        )
         self.dismiss_popups()
 
     def dismiss_popups(self) -> int:
@@ -108,10 +113,13 @@ class StPage:
             card.click(timeout=timeout * 1000)
         except PlaywrightError as exc:
             raise self.fail(f"no character card named {name!r} to click", exc) from None
-        self.wait_js(f"{name}'s chat to open",
-                     "(name) => { const c = SillyTavern.getContext();"
-                     " return c.characterId !== undefined && c.name2 === name && c.chat.length > 0; }",
-                     arg=name, timeout=timeout)
+        self.wait_js(
+            f"{name}'s chat to open",
+            "(name) => { const c = SillyTavern.getContext();"
+            " return c.characterId !== undefined && c.name2 === name && c.chat.length > 0; }",
+            arg=name,
+            timeout=timeout,
+        )
         self.wait_for(f"{name}'s greeting", CHAT_MESSAGES, timeout)
 
     def send(self, text: str, expect_reply: Callable[[str], bool] | str, timeout: float = 60.0) -> str:
@@ -134,7 +142,10 @@ class StPage:
                 const node = document.querySelector('#chat .mes:last-child .mes_text');
                 const text = node ? node.innerText : '';
                 return (expected === null || text.includes(expected)) ? text : false;
-            }""", arg=[before, expected], timeout=timeout)
+            }""",
+            arg=[before, expected],
+            timeout=timeout,
+        )
         if callable(expect_reply) and not expect_reply(shown):
             raise self.fail(f"the reply shown was not the one expected: {shown!r}")
         return shown
@@ -146,12 +157,15 @@ class StPage:
         for _ in range(attempts):
             self.page.locator(SEND_BUTTON).click()
             try:
-                self.page.wait_for_function("(sel) => document.querySelector(sel)?.value === ''", arg=SEND_TEXTAREA,
-                                            timeout=3000)
+                self.page.wait_for_function(
+                    "(sel) => document.querySelector(sel)?.value === ''", arg=SEND_TEXTAREA, timeout=3000
+                )
                 return
             except PlaywrightError:
                 continue
-        raise self.fail(f"SillyTavern did not take the message {box.input_value()[:60]!r} after {attempts} presses of Send")
+        raise self.fail(
+            f"SillyTavern did not take the message {box.input_value()[:60]!r} after {attempts} presses of Send"
+        )
 
     def set_streaming(self, on: bool) -> None:
         """Tick or untick "Streaming" in the left drawer (AI Response Configuration), as a person would."""
@@ -164,9 +178,13 @@ class StPage:
             raise self.fail("could not switch streaming " + ("on" if on else "off"), exc) from None
         finally:
             drawer.click()
-        self.wait_js("SillyTavern to take the streaming setting",
-                     "(on) => SillyTavern.getContext().chatCompletionSettings?.stream_openai === on"
-                     " || document.querySelector('#stream_toggle').checked === on", arg=on, timeout=10)
+        self.wait_js(
+            "SillyTavern to take the streaming setting",
+            "(on) => SillyTavern.getContext().chatCompletionSettings?.stream_openai === on"
+            " || document.querySelector('#stream_toggle').checked === on",
+            arg=on,
+            timeout=10,
+        )
 
     def evaluate(self, expression: str, arg: Any = None) -> Any:
         return self.page.evaluate(expression, arg)

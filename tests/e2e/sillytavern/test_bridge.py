@@ -61,10 +61,14 @@ def run_command(page, command: str) -> None:
 
 
 def popup_text(page, must_contain: str, timeout: float = 20.0) -> str:
-    return page.wait_js(f"a popup that says {must_contain!r}",
-                        """(needle) => { const all = [...document.querySelectorAll('.dle-desktop-bridge-popup')];
+    return page.wait_js(
+        f"a popup that says {must_contain!r}",
+        """(needle) => { const all = [...document.querySelectorAll('.dle-desktop-bridge-popup')];
                             const hit = all.reverse().find(p => p.innerText.includes(needle));
-                            return hit ? hit.innerText : false; }""", arg=must_contain, timeout=timeout)
+                            return hit ? hit.innerText : false; }""",
+        arg=must_contain,
+        timeout=timeout,
+    )
 
 
 def close_popups(page) -> None:
@@ -74,10 +78,13 @@ def close_popups(page) -> None:
 
 
 def toast_text(page, must_contain: str, timeout: float = 15.0) -> str:
-    return page.wait_js(f"a notice that says {must_contain!r}",
-                        """(needle) => { const t = [...document.querySelectorAll('#toast-container .toast')]
+    return page.wait_js(
+        f"a notice that says {must_contain!r}",
+        """(needle) => { const t = [...document.querySelectorAll('#toast-container .toast')]
                             .map(n => n.innerText).find(x => x.includes(needle)); return t || false; }""",
-                        arg=must_contain, timeout=timeout)
+        arg=must_contain,
+        timeout=timeout,
+    )
 
 
 def clear_toasts(page) -> None:
@@ -85,6 +92,7 @@ def clear_toasts(page) -> None:
 
 
 # ---- connected -------------------------------------------------------------------------------
+
 
 def test_the_bridge_says_hello_and_the_app_sees_the_page(bridge_page, dle: DleServer, sillytavern):
     seen = dle.get("/api/dle/v1/bridge").json()
@@ -96,6 +104,7 @@ def test_the_bridge_says_hello_and_the_app_sees_the_page(bridge_page, dle: DleSe
 
 
 # ---- lore in the prompt ----------------------------------------------------------------------
+
 
 def test_a_key_puts_its_entry_into_the_prompt_at_its_depth_and_role(bridge_page, fake_llm, dle):
     tok = token()
@@ -138,11 +147,14 @@ def test_an_entry_on_cooldown_stays_out_and_dle_why_says_why(bridge_page, fake_l
 
 def set_authors_note(page, text: str) -> None:
     """Type into SillyTavern's Author's Note for this chat, inserted every message, as a person would."""
-    page.evaluate("""(text) => {
+    page.evaluate(
+        """(text) => {
         const set = (sel, value) => { const el = document.querySelector(sel); el.value = value;
             el.dispatchEvent(new Event('input', { bubbles: true })); };
         set('#extension_floating_interval', '1');
-        set('#extension_floating_prompt', text); }""", text)
+        set('#extension_floating_prompt', text); }""",
+        text,
+    )
 
 
 def test_an_outlet_entry_reaches_the_prompt_through_its_macro(bridge_page, fake_llm):
@@ -166,11 +178,19 @@ def test_a_swipe_rolls_back_and_decides_again(bridge_page, fake_llm):
     assert "LORE-MOONWELL" in text_of(prompt_for(fake_llm, tok))
     before = len(requests_with(fake_llm, tok))
     bridge_page.page.locator("#chat .mes").last.locator(".swipe_right").click()
-    bridge_page.wait_js("the swipe's generation to reach the LLM and its reply to show",
-                        """(n) => globalThis.dleDesktopBridge.state.last?.type === 'swipe'
-                            && !document.querySelector('#mes_stop:not([style*="none"])')""", arg=before, timeout=60)
-    bridge_page.wait_js("the swipe to finish", """() => { const s = document.querySelector('#mes_stop');
-                            return !s || getComputedStyle(s).display === 'none'; }""", timeout=60)
+    bridge_page.wait_js(
+        "the swipe's generation to reach the LLM and its reply to show",
+        """(n) => globalThis.dleDesktopBridge.state.last?.type === 'swipe'
+                            && !document.querySelector('#mes_stop:not([style*="none"])')""",
+        arg=before,
+        timeout=60,
+    )
+    bridge_page.wait_js(
+        "the swipe to finish",
+        """() => { const s = document.querySelector('#mes_stop');
+                            return !s || getComputedStyle(s).display === 'none'; }""",
+        timeout=60,
+    )
     assert len(requests_with(fake_llm, tok)) == before + 1
     result = last_result(bridge_page)
     assert result["swipe_rollback"] is True
@@ -182,8 +202,12 @@ def test_a_swipe_rolls_back_and_decides_again(bridge_page, fake_llm):
 def test_another_chat_uses_its_own_state(bridge_page, fake_llm, dle):
     first_chat = bridge_page.evaluate("() => SillyTavern.getContext().getCurrentChatId()")
     run_command(bridge_page, "/newchat")  # SillyTavern's own command, on 1.12 and 1.19
-    bridge_page.wait_js("a new chat to open", "(old) => { const id = SillyTavern.getContext().getCurrentChatId();"
-                        " return id && id !== old ? id : false; }", arg=first_chat, timeout=30)
+    bridge_page.wait_js(
+        "a new chat to open",
+        "(old) => { const id = SillyTavern.getContext().getCurrentChatId(); return id && id !== old ? id : false; }",
+        arg=first_chat,
+        timeout=30,
+    )
     bridge_page.dismiss_popups()
     second_chat = bridge_page.evaluate("() => SillyTavern.getContext().getCurrentChatId()")
     tok = token()
@@ -204,9 +228,15 @@ def chat_state(dle: DleServer, chat_id: str) -> dict:
 def test_a_branch_starts_with_the_state_of_its_chat(bridge_page, fake_llm, dle):
     parent = bridge_page.evaluate("() => SillyTavern.getContext().getCurrentChatId()")
     before = chat_state(dle, parent)
-    run_command(bridge_page, "/branch-create")  # from the greeting: the message count matches the parent's last generation
-    branch = bridge_page.wait_js("the branch to open", "(old) => { const id = SillyTavern.getContext().getCurrentChatId();"
-                                 " return id && id !== old ? id : false; }", arg=parent, timeout=30)
+    run_command(
+        bridge_page, "/branch-create"
+    )  # from the greeting: the message count matches the parent's last generation
+    branch = bridge_page.wait_js(
+        "the branch to open",
+        "(old) => { const id = SillyTavern.getContext().getCurrentChatId(); return id && id !== old ? id : false; }",
+        arg=parent,
+        timeout=30,
+    )
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and chat_state(dle, branch)["generation_count"] == 0:
         time.sleep(0.2)
@@ -227,11 +257,17 @@ def test_a_chat_deleted_in_sillytavern_is_forgotten(bridge_page, dle):
     run_command(bridge_page, "/delchat")
     deadline = time.monotonic() + 20
     # /delchat confirms its own question (pressing OK ourselves would make 1.12 reopen its chat list).
-    while time.monotonic() < deadline and doomed in [c["chat_id"] for c in dle.get("/api/dle/v1/chats").json()["chats"]]:
+    while time.monotonic() < deadline and doomed in [
+        c["chat_id"] for c in dle.get("/api/dle/v1/chats").json()["chats"]
+    ]:
         time.sleep(0.3)
     assert doomed not in [c["chat_id"] for c in dle.get("/api/dle/v1/chats").json()["chats"]]
-    bridge_page.wait_js("SillyTavern to open another chat", "(old) => { const id = SillyTavern.getContext().getCurrentChatId();"
-                        " return id && id !== old; }", arg=doomed, timeout=30)
+    bridge_page.wait_js(
+        "SillyTavern to open another chat",
+        "(old) => { const id = SillyTavern.getContext().getCurrentChatId(); return id && id !== old; }",
+        arg=doomed,
+        timeout=30,
+    )
     # 1.12 leaves its Chat History list open after /delchat (and may redraw it once more): close
     # it, as a person would, until it stays closed.
     closed_since = None
@@ -261,8 +297,11 @@ def test_deeplore_enhanced_itself_beside_the_bridge_is_pointed_out(browser, sill
         context.add_init_script("globalThis.deepLoreEnhanced_matchText = () => ({ text: '', count: 0, tokens: 0 });")
         page = StPage(context.new_page(), sillytavern, shots_dir)
         page.open()
-        page.wait_js("the bridge to notice DeepLore Enhanced", "() => globalThis.dleDesktopBridge?.state?.dleAlsoActive === true",
-                     timeout=30)
+        page.wait_js(
+            "the bridge to notice DeepLore Enhanced",
+            "() => globalThis.dleDesktopBridge?.state?.dleAlsoActive === true",
+            timeout=30,
+        )
         notice = toast_text(page, "DeepLore Enhanced is also active")
         assert "Turn one of them off" in notice
         panel = page.evaluate("() => document.getElementById('dle_desktop_bridge_status')?.innerText ?? ''")
@@ -272,6 +311,7 @@ def test_deeplore_enhanced_itself_beside_the_bridge_is_pointed_out(browser, sill
 
 
 # ---- refusals and failures -------------------------------------------------------------------
+
 
 def test_with_dle_desktop_stopped_the_reply_still_comes_and_a_notice_says_why(bridge_page, fake_llm, dle):
     clear_toasts(bridge_page)
@@ -295,7 +335,9 @@ def test_with_dle_desktop_stopped_the_reply_still_comes_and_a_notice_says_why(br
 
 def test_a_wrong_token_is_refused_and_the_user_is_told(bridge_page, fake_llm, dle):
     clear_toasts(bridge_page)
-    bridge_page.evaluate("() => { SillyTavern.getContext().extensionSettings.dle_desktop_bridge.token = 'not-the-token'; }")
+    bridge_page.evaluate(
+        "() => { SillyTavern.getContext().extensionSettings.dle_desktop_bridge.token = 'not-the-token'; }"
+    )
     try:
         tok = token()
         bridge_page.send(f"The moonwell again? {tok}", f"Fake LLM reply to {tok}.")
@@ -304,8 +346,11 @@ def test_a_wrong_token_is_refused_and_the_user_is_told(bridge_page, fake_llm, dl
         assert "LORE-" not in text_of(prompt_for(fake_llm, tok))
     finally:
         bridge_page.evaluate("() => { SillyTavern.getContext().extensionSettings.dle_desktop_bridge.token = ''; }")
-    answer = bridge_page.evaluate("""async (url) => { const r = await fetch(url + '/api/dle/v1/status',
-        { headers: { 'X-DLE-Token': 'wrong' } }); return { status: r.status, body: await r.json() }; }""", dle.url)
+    answer = bridge_page.evaluate(
+        """async (url) => { const r = await fetch(url + '/api/dle/v1/status',
+        { headers: { 'X-DLE-Token': 'wrong' } }); return { status: r.status, body: await r.json() }; }""",
+        dle.url,
+    )
     assert answer["status"] == 401 and answer["body"]["cause"] == "bad_token", answer
 
 
@@ -339,7 +384,9 @@ class BlackHole:
 @pytest.fixture
 def hanging_dle(bridge_page):
     hole = BlackHole()
-    bridge_page.evaluate("(url) => { SillyTavern.getContext().extensionSettings.dle_desktop_bridge.server_url = url; }", hole.url)
+    bridge_page.evaluate(
+        "(url) => { SillyTavern.getContext().extensionSettings.dle_desktop_bridge.server_url = url; }", hole.url
+    )
     try:
         yield hole
     finally:
@@ -363,20 +410,32 @@ def test_a_hanging_dle_desktop_costs_the_deadline_and_no_more(bridge_page, fake_
 
 def test_stop_aborts_the_request_in_flight(bridge_page, fake_llm, hanging_dle):
     clear_toasts(bridge_page)
-    bridge_page.evaluate("() => { SillyTavern.getContext().extensionSettings.dle_desktop_bridge.deadline_ms = 120000; }")
+    bridge_page.evaluate(
+        "() => { SillyTavern.getContext().extensionSettings.dle_desktop_bridge.deadline_ms = 120000; }"
+    )
     tok = token()
     bridge_page.page.locator("#send_textarea").fill(f"Never mind, {tok}")
     bridge_page.press_send()
-    bridge_page.wait_js("the bridge to be waiting on the hanging server", "() => document.querySelector('#mes_stop')"
-                        " && getComputedStyle(document.querySelector('#mes_stop')).display !== 'none'", timeout=20)
+    bridge_page.wait_js(
+        "the bridge to be waiting on the hanging server",
+        "() => document.querySelector('#mes_stop')"
+        " && getComputedStyle(document.querySelector('#mes_stop')).display !== 'none'",
+        timeout=20,
+    )
     bridge_page.page.wait_for_timeout(500)
     bridge_page.page.locator("#mes_stop").click()
-    bridge_page.wait_js("the generation to end after Stop (the deadline is two minutes away)",
-                        "() => { const s = document.querySelector('#mes_stop');"
-                        " return !s || getComputedStyle(s).display === 'none'; }", timeout=30)
-    shown = bridge_page.evaluate("() => [...document.querySelectorAll('#toast-container .toast')].map(t => t.innerText).join('|')")
+    bridge_page.wait_js(
+        "the generation to end after Stop (the deadline is two minutes away)",
+        "() => { const s = document.querySelector('#mes_stop'); return !s || getComputedStyle(s).display === 'none'; }",
+        timeout=30,
+    )
+    shown = bridge_page.evaluate(
+        "() => [...document.querySelectorAll('#toast-container .toast')].map(t => t.innerText).join('|')"
+    )
     assert "without lore" not in shown, "a Stop is not a failure to tell the user about"
-    assert not bridge_page.evaluate("() => globalThis.dleDesktopBridge.state.lastError?.includes('did not answer within 120')")
+    assert not bridge_page.evaluate(
+        "() => globalThis.dleDesktopBridge.state.lastError?.includes('did not answer within 120')"
+    )
 
 
 def test_a_foreign_web_page_is_refused(browser, fake_llm, dle):
@@ -384,8 +443,11 @@ def test_a_foreign_web_page_is_refused(browser, fake_llm, dle):
     try:
         page = context.new_page()
         page.goto(fake_llm.url + "/", wait_until="domcontentloaded")  # another origin on this machine
-        outcome = page.evaluate("""async (url) => { try { const r = await fetch(url + '/api/dle/v1/status');
-            return 'read: ' + r.status; } catch (e) { return 'blocked: ' + e.name; } }""", dle.url)
+        outcome = page.evaluate(
+            """async (url) => { try { const r = await fetch(url + '/api/dle/v1/status');
+            return 'read: ' + r.status; } catch (e) { return 'blocked: ' + e.name; } }""",
+            dle.url,
+        )
         assert outcome == "blocked: TypeError", outcome
     finally:
         context.close()
@@ -396,14 +458,17 @@ def test_a_foreign_web_page_is_refused(browser, fake_llm, dle):
 
 # ---- vector routing --------------------------------------------------------------------------
 
+
 def test_with_vector_routing_on_sillytavern_vectors_land_in_our_store(bridge_page, dle):
     dle.stop()
     dle.update_settings(st_vector_routing=True)
     dle.start()
     try:
         bridge_page.evaluate("() => globalThis.dleDesktopBridge.hello()")
-        bridge_page.wait_js("the bridge to learn that routing is on",
-                            "() => globalThis.dleDesktopBridge.state.server?.vector_routing === true")
+        bridge_page.wait_js(
+            "the bridge to learn that routing is on",
+            "() => globalThis.dleDesktopBridge.state.server?.vector_routing === true",
+        )
         chat_id = bridge_page.evaluate("() => SillyTavern.getContext().getCurrentChatId()")
         # As a person would: Extensions → Vector Storage → "Enabled for chat messages".
         bridge_page.evaluate("""() => { const box = document.querySelector('#vectors_enabled_chats');
@@ -432,8 +497,10 @@ def test_with_vector_routing_on_sillytavern_vectors_land_in_our_store(bridge_pag
         assert get_string_hash(typed) in hashes, f"the typed message did not reach DLE Desktop's store: {hashes}"
         assert len(set(hashes)) >= 3, hashes  # the greeting and the earlier messages too
         assert bridge_page.evaluate("() => globalThis.dleDesktopBridge.routingStats.routed") > 0
-        found = dle.post("/api/vector/query", {"collectionId": chat_id, "source": "transformers",
-                                               "searchText": typed, "topK": 10, "threshold": 0.0})
+        found = dle.post(
+            "/api/vector/query",
+            {"collectionId": chat_id, "source": "transformers", "searchText": typed, "topK": 10, "threshold": 0.0},
+        )
         assert found.status_code == 200, found.text
         stored = dle.post("/api/vector/list", {"collectionId": chat_id, "source": "transformers"}).json()
         assert found.json()["hashes"] and set(found.json()["hashes"]) <= set(stored), found.json()
@@ -448,6 +515,7 @@ def test_with_vector_routing_on_sillytavern_vectors_land_in_our_store(bridge_pag
 
 # ---- semantic prefetch -----------------------------------------------------------------------
 
+
 def semantic_counters(dle: DleServer) -> dict:
     return dle.get("/api/dle/v1/status").json()["semantic"]
 
@@ -458,8 +526,10 @@ def test_with_semantic_search_on_the_bridge_embeds_the_reply_and_the_draft_ahead
     dle.start()
     try:
         bridge_page.evaluate("() => globalThis.dleDesktopBridge.hello()")
-        bridge_page.wait_js("the bridge to learn that semantic search is on",
-                            "() => globalThis.dleDesktopBridge.state.server?.semantic_enabled === true")
+        bridge_page.wait_js(
+            "the bridge to learn that semantic search is on",
+            "() => globalThis.dleDesktopBridge.state.server?.semantic_enabled === true",
+        )
         tok = token()
         bridge_page.send(f"Tell me about the bell under the water {tok}", f"Fake LLM reply to {tok}.")
         deadline = time.monotonic() + 60
@@ -477,9 +547,12 @@ def test_with_semantic_search_on_the_bridge_embeds_the_reply_and_the_draft_ahead
         assert counters["prefetched"] > before, "the typed message was not prefetched"
         misses = counters["query_cache_misses"]
         bridge_page.press_send()
-        bridge_page.wait_js("the reply to the typed message",
-                            "() => { const c = SillyTavern.getContext().chat; return c.length && !c[c.length - 1].is_user"
-                            " && c[c.length - 2]?.mes?.includes('slack water'); }", timeout=60)
+        bridge_page.wait_js(
+            "the reply to the typed message",
+            "() => { const c = SillyTavern.getContext().chat; return c.length && !c[c.length - 1].is_user"
+            " && c[c.length - 2]?.mes?.includes('slack water'); }",
+            timeout=60,
+        )
         after = semantic_counters(dle)
         assert after["query_cache_misses"] == misses, (counters, after)  # nothing left to embed at Send
         assert after["query_cache_hits"] > counters["query_cache_hits"]
@@ -495,21 +568,33 @@ TOOL_NAMES = ("dle_search_lore", "dle_flag_lore")
 
 
 def registered_tools(page) -> list[str]:
-    return page.evaluate("() => SillyTavern.getContext().ToolManager.tools.map(t => t.toFunctionOpenAI().function.name)")
+    return page.evaluate(
+        "() => SillyTavern.getContext().ToolManager.tools.map(t => t.toFunctionOpenAI().function.name)"
+    )
 
 
 def set_lore_tools(page, on: bool) -> None:
     """Tick or untick the bridge panel's "Let the model search the lore vault" box (its change handler)."""
-    page.evaluate("""(on) => { const box = document.getElementById('dle_desktop_bridge_lore_tools');
-        box.checked = on; box.dispatchEvent(new Event('change', { bubbles: true })); }""", on)
+    page.evaluate(
+        """(on) => { const box = document.getElementById('dle_desktop_bridge_lore_tools');
+        box.checked = on; box.dispatchEvent(new Event('change', { bubbles: true })); }""",
+        on,
+    )
 
 
 def set_function_calling(page, on: bool) -> None:
     """SillyTavern's own "Enable function calling" box (AI Response Configuration)."""
-    page.evaluate("""(on) => { const box = document.getElementById('openai_function_calling');
-        box.checked = on; box.dispatchEvent(new Event('input', { bubbles: true })); }""", on)
-    page.wait_js("SillyTavern to take the function-calling setting",
-                 "(on) => SillyTavern.getContext().chatCompletionSettings.function_calling === on", arg=on, timeout=10)
+    page.evaluate(
+        """(on) => { const box = document.getElementById('openai_function_calling');
+        box.checked = on; box.dispatchEvent(new Event('input', { bubbles: true })); }""",
+        on,
+    )
+    page.wait_js(
+        "SillyTavern to take the function-calling setting",
+        "(on) => SillyTavern.getContext().chatCompletionSettings.function_calling === on",
+        arg=on,
+        timeout=10,
+    )
 
 
 def wait_for_saved_settings(st, stream: bool, function_calling: bool, timeout: float = 15.0) -> None:
@@ -527,8 +612,10 @@ def wait_for_saved_settings(st, stream: bool, function_calling: bool, timeout: f
         if oai.get("stream_openai") is stream and bool(oai.get("function_calling")) is function_calling:
             return
         time.sleep(0.25)
-    raise AssertionError(f"SillyTavern did not save stream={stream}, function_calling={function_calling}: "
-                         f"{ {k: oai.get(k) for k in ('stream_openai', 'function_calling')} }")
+    raise AssertionError(
+        f"SillyTavern did not save stream={stream}, function_calling={function_calling}: "
+        f"{ {k: oai.get(k) for k in ('stream_openai', 'function_calling')} }"
+    )
 
 
 def gaps(dle: DleServer) -> list[dict]:
@@ -550,8 +637,9 @@ def test_lore_tools_let_the_model_search_the_vault_and_a_miss_becomes_a_gap(brid
         status = page.evaluate("() => document.getElementById('dle_desktop_bridge_lore_tools_status').innerText")
         assert "Lore tools on" in status, status
         # The model's first answer is a call of our search tool; the second (the default) is the reply.
-        fake_llm.reply(tool_calls=[{"name": "dle_search_lore",
-                                    "args": {"queries": [miss], "reason": "the user asked about it"}}])
+        fake_llm.reply(
+            tool_calls=[{"name": "dle_search_lore", "args": {"queries": [miss], "reason": "the user asked about it"}}]
+        )
         page.send(f"What do you know about {miss}? {tok}", f"Fake LLM reply to {tok}.", timeout=90)
         page.screenshot("bridge-lore-tool-call")
         sent = requests_with(fake_llm, tok)
@@ -567,7 +655,9 @@ def test_lore_tools_let_the_model_search_the_vault_and_a_miss_becomes_a_gap(brid
         assert "the user asked about it" in recorded[0]["reason"]
         # What the bridge injected this generation is not searched again.
         injected = sorted(i["title"] for i in last_result(page)["injected"])
-        assert injected and sorted(page.evaluate("() => globalThis.dleDesktopBridge.tools.injectedTitles()")) == injected
+        assert (
+            injected and sorted(page.evaluate("() => globalThis.dleDesktopBridge.tools.injectedTitles()")) == injected
+        )
 
         # A search that hits returns the entry's text; a flag returns a confirmation and records a gap.
         found = page.evaluate("() => globalThis.dleDesktopBridge.tools.search({ queries: ['ember blade'] })")
@@ -579,7 +669,9 @@ def test_lore_tools_let_the_model_search_the_vault_and_a_miss_becomes_a_gap(brid
         assert len(flags) == 1 and flags[0]["type"] == "flag" and flags[0]["urgency"] == "high", gaps(dle)
         # Bad arguments and a refusal come back to the model as text, never as an error thrown into ST.
         assert "1 to 4 search queries" in page.evaluate("() => globalThis.dleDesktopBridge.tools.search({})")
-        page.evaluate("() => { SillyTavern.getContext().extensionSettings.dle_desktop_bridge.token = 'not-the-token'; }")
+        page.evaluate(
+            "() => { SillyTavern.getContext().extensionSettings.dle_desktop_bridge.token = 'not-the-token'; }"
+        )
         try:
             refused = page.evaluate("() => globalThis.dleDesktopBridge.tools.search({ queries: ['anything'] })")
         finally:

@@ -66,17 +66,23 @@ def run(page, body: str, arg=None):
 
 def test_the_scanner_finds_it_without_a_key(st_page, dle_in_page):
     base, _ = dle_in_page
-    answer = st_page.evaluate("async (base) => { const r = await fetch(base + '/', { mode: 'cors' });"
-                              " return { status: r.status, body: await r.json() }; }", base)
+    answer = st_page.evaluate(
+        "async (base) => { const r = await fetch(base + '/', { mode: 'cors' });"
+        " return { status: r.status, body: await r.json() }; }",
+        base,
+    )
     assert answer["status"] == 200
     assert answer["body"]["service"] == "Obsidian Local REST API" and answer["body"]["authenticated"] is False
 
 
 def test_dle_builds_its_index_through_the_emulation_in_a_browser(st_page, dle_in_page, sillytavern):
     base, key = dle_in_page
-    got = run(st_page, "const files = await dle.walk(); const md = files.filter(f => f.endsWith('.md'));"
-                       " const { out, failed } = await dle.readAll(md); return { files, failed, out };",
-              [base, key, None])
+    got = run(
+        st_page,
+        "const files = await dle.walk(); const md = files.filter(f => f.endsWith('.md'));"
+        " const { out, failed } = await dle.readAll(md); return { files, failed, out };",
+        [base, key, None],
+    )
     assert got["failed"] == 0
     assert sorted(p for p in got["files"] if p.endswith(".md") and "/" not in p) >= sorted(VAULT_NOTES)
     for name, text in VAULT_NOTES.items():
@@ -85,18 +91,28 @@ def test_dle_builds_its_index_through_the_emulation_in_a_browser(st_page, dle_in
 
 def test_a_note_dle_writes_lands_in_the_folder_and_the_index_at_once(st_page, dle_in_page, dle):
     base, key = dle_in_page
-    note = ("---\ntags: [lorebook]\nkeys: [scribe-e2e]\n---\n# Session Note E2E\n"
-            "LORE-SCRIBE: written by DLE's Session Scribe through the emulation.\r\n")
-    status = run(st_page, "return (await dle.req('PUT', '/vault/' + dle.enc('Sessions/Session Note E2E.md'),"
-                          " { accept: 'text/markdown', body: arg, type: 'text/markdown' })).status;", [base, key, note])
+    note = (
+        "---\ntags: [lorebook]\nkeys: [scribe-e2e]\n---\n# Session Note E2E\n"
+        "LORE-SCRIBE: written by DLE's Session Scribe through the emulation.\r\n"
+    )
+    status = run(
+        st_page,
+        "return (await dle.req('PUT', '/vault/' + dle.enc('Sessions/Session Note E2E.md'),"
+        " { accept: 'text/markdown', body: arg, type: 'text/markdown' })).status;",
+        [base, key, note],
+    )
     assert status == 204
     on_disk = dle.vault / "Sessions" / "Session Note E2E.md"
     assert on_disk.read_bytes() == note.encode("utf-8")
     # 204 means indexed: the lore API knows the note right away, no waiting for the file watcher.
     titles = [e["title"] for e in dle.get("/api/dle/v1/entries?q=session note").json()["entries"]]
     assert "Session Note E2E" in titles
-    back = run(st_page, "return await dle.req('GET', '/vault/' + dle.enc('Sessions/Session Note E2E.md'),"
-                        " { accept: 'text/markdown' });", [base, key, None])
+    back = run(
+        st_page,
+        "return await dle.req('GET', '/vault/' + dle.enc('Sessions/Session Note E2E.md'),"
+        " { accept: 'text/markdown' });",
+        [base, key, None],
+    )
     assert back["status"] == 200 and back["text"] == note and back["type"].startswith("text/markdown")
 
 
@@ -105,8 +121,12 @@ def test_a_wrong_key_and_an_escape_are_refused_and_the_page_can_read_why(st_page
     wrong = run(st_page, "return await dle.req('GET', '/vault/');", [base, "not-the-key", None])
     assert wrong["status"] == 401 and '"errorCode":40101' in wrong["text"].replace(" ", "")
     _, key = dle_in_page
-    escape = run(st_page, "return (await dle.req('PUT', '/vault/..%2Foutside.md', { accept: 'text/markdown',"
-                          " body: 'x', type: 'text/markdown' })).status;", [base, key, None])
+    escape = run(
+        st_page,
+        "return (await dle.req('PUT', '/vault/..%2Foutside.md', { accept: 'text/markdown',"
+        " body: 'x', type: 'text/markdown' })).status;",
+        [base, key, None],
+    )
     assert escape in (400, 403)
     assert not (dle.vault.parent / "outside.md").exists()
     foreign_host = httpx.get(base + "/vault/", headers={"Host": "evil.example", "Authorization": f"Bearer {key}"})

@@ -35,7 +35,11 @@ def dump(messages: list[dict]) -> str:
 
 
 def marker_index(messages: list[dict], tok: str) -> int:
-    found = [i for i, m in enumerate(messages) if f"{MARKER} [seen: " in str(m.get("content")) and tok in str(m.get("content"))]
+    found = [
+        i
+        for i, m in enumerate(messages)
+        if f"{MARKER} [seen: " in str(m.get("content")) and tok in str(m.get("content"))
+    ]
     assert len(found) == 1, f"the marker for {tok} should be in exactly one message:\n{dump(messages)}"
     return found[0]
 
@@ -83,7 +87,8 @@ def test_sillytavern_finds_extensions_in_the_user_folder_and_the_all_users_folde
     assert {"type": "global", "name": f"third-party/{PROOF_GLOBAL_NAME}"} in found, found
     # disabled in the seeded settings, so only the user's copy intercepts generations
     assert st_page.evaluate("() => SillyTavern.getContext().extensionSettings.disabledExtensions") == [
-        f"third-party/{PROOF_GLOBAL_NAME}"]
+        f"third-party/{PROOF_GLOBAL_NAME}"
+    ]
 
 
 def test_the_seeded_placement_puts_the_marker_last_as_system(st_page, fake_llm):
@@ -97,7 +102,9 @@ def test_the_seeded_placement_puts_the_marker_last_as_system(st_page, fake_llm):
     assert f"[seen: Where is the marker, {tok}?]" in messages[at]["content"]  # the interceptor saw this chat
 
 
-@pytest.mark.parametrize("depth, role", [(1, 1), (2, 2), (3, 0)], ids=["depth1-user", "depth2-assistant", "depth3-system"])
+@pytest.mark.parametrize(
+    "depth, role", [(1, 1), (2, 2), (3, 0)], ids=["depth1-user", "depth2-assistant", "depth3-system"]
+)
 def test_the_marker_goes_in_chat_at_the_depth_and_role_asked(st_page, fake_llm, depth, role):
     place(st_page, position=IN_CHAT, depth=depth, role=role)
     try:
