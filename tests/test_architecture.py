@@ -87,3 +87,19 @@ def _engine_reach_ins(path: Path) -> list[int]:
 def test_views_reach_the_engine_only_through_the_bridges_methods():
     offenders = {str(p.relative_to(PKG)): _engine_reach_ins(p) for p in _modules("ui") if p.name != "bridge.py"}
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_import_graph_in_the_docs_is_current():
+    """docs/architecture.md shows the package graph scripts/import_graph.py draws from the code."""
+    import subprocess
+    import sys
+
+    drawn = subprocess.run(
+        [sys.executable, str(PKG.parent / "scripts" / "import_graph.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout.strip()
+    docs = (PKG.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert f"```mermaid\n{drawn}\n```" in docs, "run scripts/import_graph.py and paste its output into the docs"
