@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from dle_desktop import __version__
 from dle_desktop.cli.args import embedding_model_arg, port_arg
@@ -14,7 +15,7 @@ from dle_desktop.cli.errors import run_command
 def _common(p: argparse.ArgumentParser, sub: bool = False) -> None:
     # On a subcommand the options default to SUPPRESS, so `dle-desktop --data-dir X match` keeps X
     # (argparse would otherwise overwrite it with the subcommand's default, None).
-    extra = {"default": argparse.SUPPRESS} if sub else {}
+    extra: dict[str, Any] = {"default": argparse.SUPPRESS} if sub else {}
     p.add_argument("--data-dir", metavar="DIR", help="keep settings, cache and logs in DIR (default: the platform's app folders)",
                    **extra)
     p.add_argument("--vault", action="append", metavar="PATH|URL",

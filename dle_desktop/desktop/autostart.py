@@ -137,6 +137,11 @@ class Autostart:
             return self.home / "Library" / "LaunchAgents" / f"{LAUNCH_AGENT_LABEL}.plist"
         return None
 
+    def _entry_file(self) -> Path:
+        path = self.path
+        assert path is not None  # Windows keeps its entry in the registry and never asks for a file
+        return path
+
     def describe(self) -> str:
         return str(self.path) if self.path is not None else f"HKEY_CURRENT_USER\\{RUN_KEY} ({RUN_VALUE})"
 
@@ -160,7 +165,7 @@ class Autostart:
     def is_enabled(self) -> bool:
         if self.system == "windows":
             return self._read_run_value() is not None
-        path = self.path
+        path = self._entry_file()
         if not path.is_file():
             return False
         if self.system == "xdg":  # a desktop's startup-apps tool may switch an entry off instead of deleting it
@@ -171,9 +176,9 @@ class Autostart:
     def enable(self) -> str:
         """Write the entry (again: it then names this installation's command); returns where."""
         if self.system == "xdg":
-            write_file(self.path, self.xdg_entry().encode("utf-8"))
+            write_file(self._entry_file(), self.xdg_entry().encode("utf-8"))
         elif self.system == "macos":
-            write_file(self.path, self.launch_agent())
+            write_file(self._entry_file(), self.launch_agent())
         else:
             reg = self._winreg()
             with reg.CreateKey(reg.HKEY_CURRENT_USER, RUN_KEY) as key:
@@ -191,7 +196,7 @@ class Autostart:
             except FileNotFoundError:
                 return False
         try:
-            self.path.unlink()
+            self._entry_file().unlink()
             return True
         except FileNotFoundError:
             return False

@@ -530,12 +530,13 @@ def rewrite_token(installs: Iterable[StInstall], token: str) -> int:
             if copy.path in seen:
                 continue
             seen.add(copy.path)
+            kept_url = copy.server_url or ""
             try:
-                _check_url(copy.server_url or "")
+                _check_url(kept_url)
             except StInstallError:
                 continue  # no address to keep: installing again writes one
             try:
-                write_config(copy.path, server_url=copy.server_url, token=token)
+                write_config(copy.path, server_url=kept_url, token=token)
             except StInstallError:
                 failed.append(str(copy.path))
                 continue

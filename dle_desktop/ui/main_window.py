@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import cast
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
@@ -68,9 +69,7 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.graph_view, "Graph")
         self.librarian_view = LibrarianView(bridge)
         self.tabs.addTab(self.librarian_view, "Librarian")
-        self.vault_view.entryActionRequested.connect(
-            lambda action, uid: (self.tabs.setCurrentWidget(self.librarian_view),
-                                 soon(lambda: self.librarian_view.propose(action, uid))))
+        self.vault_view.entryActionRequested.connect(self._propose_in_librarian)
         self.sillytavern_view = SillyTavernView(bridge)
         self.tabs.addTab(self.sillytavern_view, "SillyTavern")
         self.server_notice = ServerNotice()
@@ -98,41 +97,58 @@ class MainWindow(QMainWindow):
         tb = QToolBar("Main", self)
         tb.setObjectName("main-toolbar")
         tb.setMovable(False)
-        tb.setToolButtonStyle(Qt.ToolButtonTextOnly)
+        tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         self.addToolBar(tb)
-        self.sync_action = QAction("Sync now", self, shortcut=QKeySequence(Qt.Key_F5),
-                                   statusTip="Check every vault for changes (F5)", triggered=lambda *_: self.request_sync(False))
-        self.rebuild_action = QAction("Rebuild index", self, shortcut=QKeySequence("Shift+F5"),
-                                      statusTip="Re-parse every note, ignoring the cache (Shift+F5)",
-                                      triggered=lambda *_: self.request_sync(True))
-        self.pause_action = QAction("Pause sync", self, checkable=True,
-                                    statusTip="Stop picking up vault changes until resumed", toggled=self.set_paused)
-        self.add_folder_action = QAction("Add vault folder…", self, shortcut=QKeySequence.Open,
-                                         statusTip="Open a folder of Markdown lore notes as a vault (Ctrl+O)",
-                                         triggered=lambda *_: self.addFolderRequested.emit())
-        self.settings_action = QAction("Settings…", self, shortcut=QKeySequence("Ctrl+,"),
-                                       statusTip="Vaults, server and app options",
-                                       triggered=lambda *_: self.settingsRequested.emit())
-        self.vault_view_action = QAction("Vault", self, shortcut=QKeySequence("Ctrl+1"),
-                                         statusTip="The vault's entries, their health, and Test a chat (Ctrl+1)",
-                                         triggered=lambda *_: self.tabs.setCurrentWidget(self.vault_view))
-        self.channels_view_action = QAction("Channels", self, shortcut=QKeySequence("Ctrl+2"),
-                                            statusTip="AI connection profiles, channels, AI search and the breaker (Ctrl+2)",
-                                            triggered=lambda *_: self.tabs.setCurrentWidget(self.channels_view))
-        self.graph_view_action = QAction("Graph", self, shortcut=QKeySequence("Ctrl+3"),
-                                         statusTip="The vault as a graph: clusters, orphans, bridges (Ctrl+3)",
-                                         triggered=lambda *_: self.tabs.setCurrentWidget(self.graph_view))
-        self.librarian_view_action = QAction("Librarian", self, shortcut=QKeySequence("Ctrl+4"),
-                                             statusTip="Draft and write entries with the AI librarian; gaps (Ctrl+4)",
-                                             triggered=lambda *_: self.tabs.setCurrentWidget(self.librarian_view))
-        self.sillytavern_view_action = QAction(
-            "SillyTavern", self, shortcut=QKeySequence("Ctrl+5"),
-            statusTip="SillyTavern installs, the bridge extension, its connection and access (Ctrl+5)",
-            triggered=lambda *_: self.tabs.setCurrentWidget(self.sillytavern_view))
-        self.find_action = QAction("Find", self, shortcut=QKeySequence.Find, statusTip="Filter the vault's entries (Ctrl+F)",
-                                   triggered=lambda *_: self.find())
-        self.close_action = QAction("Close window", self, shortcut=QKeySequence.Close, triggered=lambda *_: self.close())
-        self.quit_action = QAction("Quit", self, shortcut=QKeySequence.Quit, triggered=lambda *_: self.quitRequested.emit())
+        self.sync_action = QAction("Sync now", self)
+        self.sync_action.setShortcut(QKeySequence(Qt.Key.Key_F5))
+        self.sync_action.setStatusTip("Check every vault for changes (F5)")
+        self.sync_action.triggered.connect(lambda *_: self.request_sync(False))
+        self.rebuild_action = QAction("Rebuild index", self)
+        self.rebuild_action.setShortcut(QKeySequence("Shift+F5"))
+        self.rebuild_action.setStatusTip("Re-parse every note, ignoring the cache (Shift+F5)")
+        self.rebuild_action.triggered.connect(lambda *_: self.request_sync(True))
+        self.pause_action = QAction("Pause sync", self)
+        self.pause_action.setCheckable(True)
+        self.pause_action.setStatusTip("Stop picking up vault changes until resumed")
+        self.pause_action.toggled.connect(self.set_paused)
+        self.add_folder_action = QAction("Add vault folder…", self)
+        self.add_folder_action.setShortcut(QKeySequence(QKeySequence.StandardKey.Open))
+        self.add_folder_action.setStatusTip("Open a folder of Markdown lore notes as a vault (Ctrl+O)")
+        self.add_folder_action.triggered.connect(lambda *_: self.addFolderRequested.emit())
+        self.settings_action = QAction("Settings…", self)
+        self.settings_action.setShortcut(QKeySequence("Ctrl+,"))
+        self.settings_action.setStatusTip("Vaults, server and app options")
+        self.settings_action.triggered.connect(lambda *_: self.settingsRequested.emit())
+        self.vault_view_action = QAction("Vault", self)
+        self.vault_view_action.setShortcut(QKeySequence("Ctrl+1"))
+        self.vault_view_action.setStatusTip("The vault's entries, their health, and Test a chat (Ctrl+1)")
+        self.vault_view_action.triggered.connect(lambda *_: self.tabs.setCurrentWidget(self.vault_view))
+        self.channels_view_action = QAction("Channels", self)
+        self.channels_view_action.setShortcut(QKeySequence("Ctrl+2"))
+        self.channels_view_action.setStatusTip("AI connection profiles, channels, AI search and the breaker (Ctrl+2)")
+        self.channels_view_action.triggered.connect(lambda *_: self.tabs.setCurrentWidget(self.channels_view))
+        self.graph_view_action = QAction("Graph", self)
+        self.graph_view_action.setShortcut(QKeySequence("Ctrl+3"))
+        self.graph_view_action.setStatusTip("The vault as a graph: clusters, orphans, bridges (Ctrl+3)")
+        self.graph_view_action.triggered.connect(lambda *_: self.tabs.setCurrentWidget(self.graph_view))
+        self.librarian_view_action = QAction("Librarian", self)
+        self.librarian_view_action.setShortcut(QKeySequence("Ctrl+4"))
+        self.librarian_view_action.setStatusTip("Draft and write entries with the AI librarian; gaps (Ctrl+4)")
+        self.librarian_view_action.triggered.connect(lambda *_: self.tabs.setCurrentWidget(self.librarian_view))
+        self.sillytavern_view_action = QAction("SillyTavern", self)
+        self.sillytavern_view_action.setShortcut(QKeySequence("Ctrl+5"))
+        self.sillytavern_view_action.setStatusTip("SillyTavern installs, the bridge extension, its connection and access (Ctrl+5)")
+        self.sillytavern_view_action.triggered.connect(lambda *_: self.tabs.setCurrentWidget(self.sillytavern_view))
+        self.find_action = QAction("Find", self)
+        self.find_action.setShortcut(QKeySequence(QKeySequence.StandardKey.Find))
+        self.find_action.setStatusTip("Filter the vault's entries (Ctrl+F)")
+        self.find_action.triggered.connect(lambda *_: self.find())
+        self.close_action = QAction("Close window", self)
+        self.close_action.setShortcut(QKeySequence(QKeySequence.StandardKey.Close))
+        self.close_action.triggered.connect(lambda *_: self.close())
+        self.quit_action = QAction("Quit", self)
+        self.quit_action.setShortcut(QKeySequence(QKeySequence.StandardKey.Quit))
+        self.quit_action.triggered.connect(lambda *_: self.quitRequested.emit())
         for a in (self.sync_action, self.rebuild_action, self.pause_action):
             tb.addAction(a)
         tb.addSeparator()
@@ -162,13 +178,15 @@ class MainWindow(QMainWindow):
 
         self.help_actions = HelpActions(self, self.bridge)
         self.help_actions.add_to(m)
-        m.addAction(QAction("About DLE Desktop", self, triggered=lambda *_: self._about()))
+        about = QAction("About DLE Desktop", self)
+        about.triggered.connect(lambda *_: self._about())
+        m.addAction(about)
 
     def _build_status_bar(self) -> None:
         sb = self.statusBar()
         self.index_label = QLabel("Loading…")
         self.server_label = QLabel()
-        self.server_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.server_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(220)
         self.progress.setTextVisible(True)
@@ -303,11 +321,15 @@ class MainWindow(QMainWindow):
         asyncio.ensure_future(self.bridge.set_sync_paused(paused))
         self.statusBar().showMessage("Sync paused" if paused else "Sync resumed", 4000)
 
+    def _propose_in_librarian(self, action: str, uid: str) -> None:
+        self.tabs.setCurrentWidget(self.librarian_view)
+        soon(lambda: self.librarian_view.propose(action, uid))
+
     def open_in_vault(self, uid: str) -> None:
         self.tabs.setCurrentWidget(self.vault_view)
         self.vault_view.select_uid(uid)
 
-    def find(self) -> None:
+    def find(self) -> None:  # type: ignore[override]  # Find (Ctrl+F), not QWidget.find(window id)
         self.tabs.setCurrentWidget(self.vault_view)
         self.vault_view.focus_filter()
 
@@ -318,7 +340,7 @@ class MainWindow(QMainWindow):
 
     def bring_forward(self) -> None:
         self.show()
-        self.setWindowState((self.windowState() & ~Qt.WindowMinimized) | Qt.WindowActive)
+        self.setWindowState((self.windowState() & ~Qt.WindowState.WindowMinimized) | Qt.WindowState.WindowActive)
         self.raise_()
         self.activateWindow()
 
@@ -360,7 +382,7 @@ class MainWindow(QMainWindow):
         self._pending_select = self.vault_view.restore_state(self.ui_state)
         self.channels_view.restore_state(self.ui_state)
         self.sillytavern_view.restore_state(self.ui_state)
-        tab = self.ui_state.value("window/tab", 0, type=int)
+        tab = cast(int, self.ui_state.value("window/tab", 0, type=int))  # type=int: Qt converts
         if 0 <= tab < self.tabs.count():
             self.tabs.setCurrentIndex(tab)
 

@@ -14,6 +14,7 @@ import logging
 import pickle
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dle_desktop.core.entry import Entry, Skip
 from dle_desktop.fileio import atomic_file
@@ -39,7 +40,7 @@ class IndexCache:
     def _file(self, key: str) -> Path:
         return self.directory / f"{hashlib.sha256(key.encode('utf-8')).hexdigest()[:32]}.idx"
 
-    def load(self, key: str) -> tuple[dict[str, FileRecord], dict] | None:
+    def load(self, key: str) -> tuple[dict[str, FileRecord], dict[str, Any]] | None:
         """(records, meta) as saved under `key`, or None on a miss or any damage."""
         path = self._file(key)
         # The collector would scan the ~100k objects being created several times over for
@@ -66,7 +67,7 @@ class IndexCache:
         meta = payload.get("meta")
         return records, (meta if isinstance(meta, dict) else {})
 
-    def save(self, key: str, records: dict[str, FileRecord], meta: dict | None = None) -> None:
+    def save(self, key: str, records: dict[str, FileRecord], meta: dict[str, Any] | None = None) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self._file(key)
         with atomic_file(path, private=True) as fh:
