@@ -16,26 +16,46 @@ def _common(p: argparse.ArgumentParser, sub: bool = False) -> None:
     # On a subcommand the options default to SUPPRESS, so `dle-desktop --data-dir X match` keeps X
     # (argparse would otherwise overwrite it with the subcommand's default, None).
     extra: dict[str, Any] = {"default": argparse.SUPPRESS} if sub else {}
-    p.add_argument("--data-dir", metavar="DIR", help="keep settings, cache and logs in DIR (default: the platform's app folders)",
-                   **extra)
-    p.add_argument("--vault", action="append", metavar="PATH|URL",
-                   help="a vault folder, or http(s)://HOST:PORT for an Obsidian REST vault (repeatable); its key "
-                        "comes from DLE_OBSIDIAN_KEY or the saved vault at that address (keyring). "
-                        "http://KEY@HOST:PORT still works but shows the key in the process list", **extra)
+    p.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        help="keep settings, cache and logs in DIR (default: the platform's app folders)",
+        **extra,
+    )
+    p.add_argument(
+        "--vault",
+        action="append",
+        metavar="PATH|URL",
+        help="a vault folder, or http(s)://HOST:PORT for an Obsidian REST vault (repeatable); its key "
+        "comes from DLE_OBSIDIAN_KEY or the saved vault at that address (keyring). "
+        "http://KEY@HOST:PORT still works but shows the key in the process list",
+        **extra,
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dle-desktop", description="DLE Desktop: a native lore engine for SillyTavern.")
+    parser = argparse.ArgumentParser(
+        prog="dle-desktop", description="DLE Desktop: a native lore engine for SillyTavern."
+    )
     parser.add_argument("--version", action="version", version=f"dle-desktop {__version__}")
     _common(parser)
     parser.add_argument("--minimized", action="store_true", help="start in the system tray without showing the window")
-    parser.add_argument("--port", type=port_arg, metavar="PORT",
-                        help="port of the HTTP server for SillyTavern (default from settings, 8765; 0 = any free "
-                             "port); kept until another port is chosen in Settings")
+    parser.add_argument(
+        "--port",
+        type=port_arg,
+        metavar="PORT",
+        help="port of the HTTP server for SillyTavern (default from settings, 8765; 0 = any free "
+        "port); kept until another port is chosen in Settings",
+    )
     entry = parser.add_mutually_exclusive_group()
-    entry.add_argument("--install-desktop-entry", action="store_true",
-                       help="add DLE Desktop to the desktop's application menu (freedesktop: Linux, BSD) and exit")
-    entry.add_argument("--remove-desktop-entry", action="store_true", help="remove that menu entry and its icons, and exit")
+    entry.add_argument(
+        "--install-desktop-entry",
+        action="store_true",
+        help="add DLE Desktop to the desktop's application menu (freedesktop: Linux, BSD) and exit",
+    )
+    entry.add_argument(
+        "--remove-desktop-entry", action="store_true", help="remove that menu entry and its icons, and exit"
+    )
     sub = parser.add_subparsers(dest="command")
 
     p = sub.add_parser("index", help="index the vaults and print the entries")
@@ -50,32 +70,55 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("match", help="run the retrieval pipeline on a chat and explain every decision")
     _common(p, sub=True)
-    p.add_argument("--chat", required=True, metavar="FILE", help="a SillyTavern chat: a JSON list of messages, or an object with messages")
+    p.add_argument(
+        "--chat",
+        required=True,
+        metavar="FILE",
+        help="a SillyTavern chat: a JSON list of messages, or an object with messages",
+    )
     p.add_argument("--settings", metavar="FILE", help="JSON settings (DLE's or our names) on top of the saved ones")
     p.add_argument("--replay", action="store_true", help="one generation per user message, state carried between them")
     p.add_argument("--seed", type=int, help="seed for probability rolls (reproducible results)")
-    p.add_argument("--semantic", action="store_true",
-                   help="turn the semantic stage on (embeds the vault's new or changed entries first)")
-    p.add_argument("--embedding-model", metavar="PATH",
-                   help="a local GGUF embedding model for the semantic stage; overrides the setting")
+    p.add_argument(
+        "--semantic",
+        action="store_true",
+        help="turn the semantic stage on (embeds the vault's new or changed entries first)",
+    )
+    p.add_argument(
+        "--embedding-model",
+        metavar="PATH",
+        help="a local GGUF embedding model for the semantic stage; overrides the setting",
+    )
     p.add_argument("--ai", choices=("two-stage", "ai-only"), help="turn AI search on in this mode")
-    p.add_argument("--profile", metavar="NAME",
-                   help="the connection profile (name or id) AI search uses for this run")
-    p.add_argument("--ai-offline", action="store_true",
-                   help="forbid network calls: AI search falls back as configured (cache hits still count)")
+    p.add_argument("--profile", metavar="NAME", help="the connection profile (name or id) AI search uses for this run")
+    p.add_argument(
+        "--ai-offline",
+        action="store_true",
+        help="forbid network calls: AI search falls back as configured (cache hits still count)",
+    )
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
     p = sub.add_parser("serve", help="run the engine and HTTP server without a window")
     _common(p, sub=True)
     p.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=port_arg, default=argparse.SUPPRESS,
-                   help="port to bind (default from settings, 8765; 0 = any free port)")
-    p.add_argument("--embedding-model", metavar="PATH",
-                   help="a local GGUF embedding model for this run (no download); overrides the setting")
-    p.add_argument("--keys-file", metavar="FILE",
-                   help="API keys for this run, NAME=KEY lines (DLE_AI_KEY_<PROFILE ID>, DLE_VAULT_KEY_<VAULT NAME>, "
-                        "DLE_OBSIDIAN_KEY); the file must be readable only by you (chmod 600). The same names "
-                        "work as environment variables")
+    p.add_argument(
+        "--port",
+        type=port_arg,
+        default=argparse.SUPPRESS,
+        help="port to bind (default from settings, 8765; 0 = any free port)",
+    )
+    p.add_argument(
+        "--embedding-model",
+        metavar="PATH",
+        help="a local GGUF embedding model for this run (no download); overrides the setting",
+    )
+    p.add_argument(
+        "--keys-file",
+        metavar="FILE",
+        help="API keys for this run, NAME=KEY lines (DLE_AI_KEY_<PROFILE ID>, DLE_VAULT_KEY_<VAULT NAME>, "
+        "DLE_OBSIDIAN_KEY); the file must be readable only by you (chmod 600). The same names "
+        "work as environment variables",
+    )
 
     p = sub.add_parser("server-token", help="print the token that LAN clients and listed web pages send to the server")
     _common(p, sub=True)
@@ -83,7 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("olra-key", help="print the API key DeepLore Enhanced sends to the Obsidian REST emulation")
     _common(p, sub=True)
 
-    p = sub.add_parser("st", help="find SillyTavern installs; install, update or remove the DLE Desktop bridge extension")
+    p = sub.add_parser(
+        "st", help="find SillyTavern installs; install, update or remove the DLE Desktop bridge extension"
+    )
     from dle_desktop.cli.st import add_st_arguments
 
     add_st_arguments(p)
@@ -93,8 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_embed_arguments(p)
 
-    p = sub.add_parser("diagnostics", help="write a zip (or text) to attach to a bug report: versions, settings "
-                                           "without secrets, the last log lines, index stats, recent errors")
+    p = sub.add_parser(
+        "diagnostics",
+        help="write a zip (or text) to attach to a bug report: versions, settings "
+        "without secrets, the last log lines, index stats, recent errors",
+    )
     from dle_desktop.cli.desktop import add_diagnostics_arguments
 
     add_diagnostics_arguments(p)

@@ -84,8 +84,17 @@ def string_value(text: str) -> str:
 
 
 def desktop_entry(args: list[str], *, name: str, comment: str, extra: dict[str, str] | None = None) -> str:
-    lines = ["[Desktop Entry]", "Type=Application", "Version=1.0", f"Name={name}", f"Comment={comment}",
-             f"Exec={exec_value(args)}", f"TryExec={string_value(args[0])}", f"Icon={APP_ID}", "Terminal=false"]
+    lines = [
+        "[Desktop Entry]",
+        "Type=Application",
+        "Version=1.0",
+        f"Name={name}",
+        f"Comment={comment}",
+        f"Exec={exec_value(args)}",
+        f"TryExec={string_value(args[0])}",
+        f"Icon={APP_ID}",
+        "Terminal=false",
+    ]
     root = source_root()
     if root is not None:
         lines.append(f"Path={string_value(str(root))}")
@@ -118,10 +127,19 @@ class Autostart:
     """`system`, `environ`, `home` and `registry` (a winreg-like module) default to this machine's;
     tests give their own."""
 
-    def __init__(self, command: list[str] | None = None, *, system: str | None = None, environ=None,
-                 home: Path | None = None, registry=None) -> None:
+    def __init__(
+        self,
+        command: list[str] | None = None,
+        *,
+        system: str | None = None,
+        environ=None,
+        home: Path | None = None,
+        registry=None,
+    ) -> None:
         self.command = command or launch_command()
-        self.system = system or ("windows" if sys.platform == "win32" else "macos" if sys.platform == "darwin" else "xdg")
+        self.system = system or (
+            "windows" if sys.platform == "win32" else "macos" if sys.platform == "darwin" else "xdg"
+        )
         self.environ = os.environ if environ is None else environ
         self.home = Path(home) if home is not None else Path.home()
         self._registry = registry
@@ -147,12 +165,21 @@ class Autostart:
 
     # -- what -------------------------------------------------------------------------------
     def xdg_entry(self) -> str:
-        return desktop_entry(self.command, name="DLE Desktop", comment="Lore engine for SillyTavern, in the system tray",
-                             extra={"X-GNOME-Autostart-enabled": "true", "NoDisplay": "false"})
+        return desktop_entry(
+            self.command,
+            name="DLE Desktop",
+            comment="Lore engine for SillyTavern, in the system tray",
+            extra={"X-GNOME-Autostart-enabled": "true", "NoDisplay": "false"},
+        )
 
     def launch_agent(self) -> bytes:
-        agent = {"Label": LAUNCH_AGENT_LABEL, "ProgramArguments": list(self.command), "RunAtLoad": True,
-                 "ProcessType": "Interactive", "LimitLoadToSessionType": "Aqua"}
+        agent = {
+            "Label": LAUNCH_AGENT_LABEL,
+            "ProgramArguments": list(self.command),
+            "RunAtLoad": True,
+            "ProcessType": "Interactive",
+            "LimitLoadToSessionType": "Aqua",
+        }
         root = source_root()
         if root is not None:
             agent["WorkingDirectory"] = str(root)
@@ -205,8 +232,9 @@ class Autostart:
         try:
             self.enable() if on else self.disable()
         except OSError as exc:
-            raise ConfigError(f"could not {'add' if on else 'remove'} the login item at {self.describe()}: "
-                              f"{exc.strerror or exc}") from exc
+            raise ConfigError(
+                f"could not {'add' if on else 'remove'} the login item at {self.describe()}: {exc.strerror or exc}"
+            ) from exc
 
     def _read_run_value(self) -> str | None:
         reg = self._winreg()

@@ -25,7 +25,7 @@ import shutil
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -64,6 +64,7 @@ class StInstallError(DleError):
 
 # -- the bundled extension ------------------------------------------------------------------------
 
+
 def bundled_extension_dir() -> Path:
     return resources_dir() / "st_extension" / EXTENSION_NAME
 
@@ -80,8 +81,10 @@ def bundled_version() -> str:
     manifest = _read_json(bundled_extension_dir() / MANIFEST_FILE)
     version = manifest.get("version") if manifest else None
     if not isinstance(version, str) or not version.strip():
-        raise StInstallError(f"the bundled SillyTavern extension is missing or has no version "
-                             f"({bundled_extension_dir() / MANIFEST_FILE}); reinstall DLE Desktop")
+        raise StInstallError(
+            f"the bundled SillyTavern extension is missing or has no version "
+            f"({bundled_extension_dir() / MANIFEST_FILE}); reinstall DLE Desktop"
+        )
     return version.strip()
 
 
@@ -104,6 +107,7 @@ def _is_ours(folder: Path) -> bool:
 
 
 # -- SillyTavern installs -------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class StInstall:
@@ -174,8 +178,10 @@ def inspect(root: Path) -> StInstall:
         raise StInstallError(f"{not_st} (no such folder); choose the folder that holds SillyTavern's server.js")
     package = _read_json(root / "package.json")
     if not (root / "server.js").is_file() or not package or package.get("name") != "sillytavern":
-        raise StInstallError(f"{not_st} (no server.js / package.json name \"sillytavern\"); "
-                             "choose the folder that holds SillyTavern's server.js")
+        raise StInstallError(
+            f'{not_st} (no server.js / package.json name "sillytavern"); '
+            "choose the folder that holds SillyTavern's server.js"
+        )
     root = root.resolve()
     version = package.get("version") if isinstance(package.get("version"), str) else None
     config = _config(root)
@@ -186,8 +192,14 @@ def inspect(root: Path) -> StInstall:
     data_root = Path(os.path.normpath(data_root))
     ssl = config.get("ssl")
     https = isinstance(ssl, dict) and ssl.get("enabled") is True
-    return StInstall(root=root, version=version, data_root=data_root, users=_users(data_root),
-                     port=_port(config.get("port")), https=https)
+    return StInstall(
+        root=root,
+        version=version,
+        data_root=data_root,
+        users=_users(data_root),
+        port=_port(config.get("port")),
+        https=https,
+    )
 
 
 def _candidates(extra_dirs: Iterable[Path | str], home: Path | None) -> list[Path]:
@@ -198,8 +210,13 @@ def _candidates(extra_dirs: Iterable[Path | str], home: Path | None) -> list[Pat
         p = Path(d).expanduser()
         out += [p, p / "SillyTavern"]  # a launcher folder holding SillyTavern/ works too
     base = Path(home) if home is not None else Path.home()
-    out += [base / "SillyTavern", base / "sillytavern", base / "SillyTavern-Launcher" / "SillyTavern",
-            base / "Documents" / "SillyTavern", base / ".local" / "share" / "SillyTavern"]
+    out += [
+        base / "SillyTavern",
+        base / "sillytavern",
+        base / "SillyTavern-Launcher" / "SillyTavern",
+        base / "Documents" / "SillyTavern",
+        base / ".local" / "share" / "SillyTavern",
+    ]
     if home is None:
         out.append(Path("/opt/SillyTavern"))
     try:
@@ -232,6 +249,7 @@ def find_installs(extra_dirs: Iterable[Path | str] = (), home: Path | None = Non
 
 # -- installed copies -----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class InstalledBridge:
     install: StInstall
@@ -256,9 +274,15 @@ def _describe(st: StInstall, scope: str, user: str | None, path: Path) -> Instal
     config = _read_json(path / CONFIG_FILE) or {}
     url = config.get("server_url")
     token = config.get("token")
-    return InstalledBridge(install=st, scope=scope, user=user, path=path, version=_manifest_version(path),
-                           server_url=url if isinstance(url, str) else None,
-                           has_token=isinstance(token, str) and bool(token))
+    return InstalledBridge(
+        install=st,
+        scope=scope,
+        user=user,
+        path=path,
+        version=_manifest_version(path),
+        server_url=url if isinstance(url, str) else None,
+        has_token=isinstance(token, str) and bool(token),
+    )
 
 
 def installed(st: StInstall) -> list[InstalledBridge]:
@@ -277,14 +301,25 @@ def installed(st: StInstall) -> list[InstalledBridge]:
 
 # -- validation -----------------------------------------------------------------------------------
 
+
 def _check_user(user: str | None) -> str:
     if not isinstance(user, str) or not user:
         raise StInstallError("name a SillyTavern user (e.g. default-user) or choose all users")
-    bad = ("/" in user or "\\" in user or "\0" in user or ".." in user or user.startswith(("_", "."))
-           or user != user.strip() or any(ord(c) < 32 for c in user) or len(user) > 255)
+    bad = (
+        "/" in user
+        or "\\" in user
+        or "\0" in user
+        or ".." in user
+        or user.startswith(("_", "."))
+        or user != user.strip()
+        or any(ord(c) < 32 for c in user)
+        or len(user) > 255
+    )
     if bad:
-        raise StInstallError(f"{user!r} is not a SillyTavern user name: use the plain folder name of the user "
-                             "(e.g. default-user), without /, \\, .. and not starting with _ or .")
+        raise StInstallError(
+            f"{user!r} is not a SillyTavern user name: use the plain folder name of the user "
+            "(e.g. default-user), without /, \\, .. and not starting with _ or ."
+        )
     return user
 
 
@@ -305,11 +340,13 @@ def _check_url(server_url: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname or re.search(r"\s", url):
         raise StInstallError(f"{_shown(url)} is not a server address like http://127.0.0.1:8765 (http or https)")
     if parts.username is not None or parts.password is not None:
-        raise StInstallError("the server address must not contain a user name or password; "
-                             "give one like http://127.0.0.1:8765")
+        raise StInstallError(
+            "the server address must not contain a user name or password; give one like http://127.0.0.1:8765"
+        )
     if parts.query or parts.fragment:
-        raise StInstallError("the server address must not have a query or fragment: give one like "
-                             "http://127.0.0.1:8765")
+        raise StInstallError(
+            "the server address must not have a query or fragment: give one like http://127.0.0.1:8765"
+        )
     return url.rstrip("/")
 
 
@@ -340,11 +377,15 @@ def _check_links(base: Path, target: Path, what: str) -> None:
             continue
         dest = current.resolve()
         if current == target:
-            raise StInstallError(f"{current} is a symbolic link (to {dest}); DLE Desktop does not replace links: "
-                                 "remove the link, then install again")
+            raise StInstallError(
+                f"{current} is a symbolic link (to {dest}); DLE Desktop does not replace links: "
+                "remove the link, then install again"
+            )
         if not _inside(dest, real_base):
-            raise StInstallError(f"{current} is a symbolic link to {dest}, outside {what} {base}; "
-                                 "DLE Desktop does not write through it: remove the link or install elsewhere")
+            raise StInstallError(
+                f"{current} is a symbolic link to {dest}, outside {what} {base}; "
+                "DLE Desktop does not write through it: remove the link or install elsewhere"
+            )
 
 
 def _writable(folder: Path) -> bool:
@@ -365,6 +406,7 @@ def _still_st(st: StInstall) -> None:
 
 # -- writing --------------------------------------------------------------------------------------
 
+
 def write_config(target_dir: Path, *, server_url: str, token: str) -> None:
     """Write `dle-config.json` (the server address and token the extension uses) into `target_dir`,
     atomically and readable by the user only."""
@@ -373,13 +415,22 @@ def write_config(target_dir: Path, *, server_url: str, token: str) -> None:
     target_dir = Path(target_dir)
     if target_dir.is_symlink() or not target_dir.is_dir():
         raise StInstallError(f"{target_dir} is not a folder of the DLE Desktop bridge")
-    data = json.dumps({"server_url": url, "token": token, "written_by": f"DLE Desktop {__version__}",
-                       "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=2)
+    data = json.dumps(
+        {
+            "server_url": url,
+            "token": token,
+            "written_by": f"DLE Desktop {__version__}",
+            "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        },
+        indent=2,
+    )
     try:
         write_private_atomic(target_dir / CONFIG_FILE, data + "\n")
     except OSError as exc:
-        raise StInstallError(f"cannot write {target_dir / CONFIG_FILE}: {exc.strerror or type(exc).__name__}; "
-                             "check that you may write to that folder") from None
+        raise StInstallError(
+            f"cannot write {target_dir / CONFIG_FILE}: {exc.strerror or type(exc).__name__}; "
+            "check that you may write to that folder"
+        ) from None
 
 
 def _rmtree_quiet(path: Path) -> None:
@@ -425,8 +476,9 @@ def _undo(tmp: Path, created: list[Path]) -> None:
             pass
 
 
-def install(st: StInstall, *, server_url: str, token: str, user: str | None = DEFAULT_USER,
-            all_users: bool = False) -> InstalledBridge:
+def install(
+    st: StInstall, *, server_url: str, token: str, user: str | None = DEFAULT_USER, all_users: bool = False
+) -> InstalledBridge:
     """Install or update the bridge for one user (default) or, `all_users`, for every user of the
     install. Everything is checked before anything is written; a refusal writes nothing."""
     url = _check_url(server_url)
@@ -439,8 +491,9 @@ def install(st: StInstall, *, server_url: str, token: str, user: str | None = DE
         raise StInstallError(f"the bundled extension is missing ({source}); reinstall DLE Desktop")
 
     if scope == SCOPE_USER and not st.data_root.is_dir():
-        raise StInstallError(f"SillyTavern's data folder {st.data_root} does not exist yet: start SillyTavern once, "
-                             "then install again")
+        raise StInstallError(
+            f"SillyTavern's data folder {st.data_root} does not exist yet: start SillyTavern once, then install again"
+        )
     if scope == SCOPE_ALL_USERS and not target.parent.parent.is_dir():
         raise StInstallError(f"{target.parent.parent} does not exist: this SillyTavern install is incomplete")
     _check_links(base, target, what)
@@ -456,8 +509,10 @@ def install(st: StInstall, *, server_url: str, token: str, user: str | None = DE
     while not existing.exists():
         existing = existing.parent
     if not _writable(existing) or (target.is_dir() and not _writable(target)):
-        raise StInstallError(f"cannot write to {existing}: you may not change that folder; install with a user "
-                             "who may, or choose another scope")
+        raise StInstallError(
+            f"cannot write to {existing}: you may not change that folder; install with a user "
+            "who may, or choose another scope"
+        )
 
     created: list[Path] = []  # folders we made, removed again on failure
     tmp = parent / f".{EXTENSION_NAME}.new-{uuid.uuid4().hex[:8]}"
@@ -490,20 +545,28 @@ def install(st: StInstall, *, server_url: str, token: str, user: str | None = DE
         _undo(tmp, created)
         raise
     log.info("installed the DLE Desktop bridge %s into %s", version, target)
-    return InstalledBridge(install=st, scope=scope, user=user, path=target, version=_manifest_version(target),
-                           server_url=url, has_token=True)
+    return InstalledBridge(
+        install=st,
+        scope=scope,
+        user=user,
+        path=target,
+        version=_manifest_version(target),
+        server_url=url,
+        has_token=True,
+    )
 
 
 def remove(st: StInstall, *, user: str | None = DEFAULT_USER, all_users: bool = False) -> bool:
     """Delete our copy for the user (or the all-users one). False when there was none; refuses
     a folder of that name that is not ours, or a link."""
-    scope, user, target, base, what = _target(st, user, all_users)
+    _scope, user, target, base, what = _target(st, user, all_users)
     _check_links(base, target, what)  # a link as the target is refused here too
     if not target.exists():
         return False
     if not target.is_dir() or not _is_ours(target):
-        raise StInstallError(f"{target} is not the DLE Desktop bridge (its manifest.json is not ours); "
-                             "it was left untouched")
+        raise StInstallError(
+            f"{target} is not the DLE Desktop bridge (its manifest.json is not ours); it was left untouched"
+        )
     if not _writable(target.parent):
         raise StInstallError(f"cannot remove {target}: you may not change {target.parent}")
     old = target.parent / f".{EXTENSION_NAME}.old-{uuid.uuid4().hex[:8]}"
@@ -542,6 +605,8 @@ def rewrite_token(installs: Iterable[StInstall], token: str) -> int:
                 continue
             done += 1
     if failed:
-        raise StInstallError(f"the new token was written to {done} copies of the bridge but not to "
-                             f"{', '.join(failed)}; install the bridge there again")
+        raise StInstallError(
+            f"the new token was written to {done} copies of the bridge but not to "
+            f"{', '.join(failed)}; install the bridge there again"
+        )
     return done

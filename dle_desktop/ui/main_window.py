@@ -22,16 +22,16 @@ from PySide6.QtWidgets import (
 )
 
 from dle_desktop import __version__
-from dle_desktop.ui.widgets.async_util import soon
 from dle_desktop.ui.bridge import EngineBridge
 from dle_desktop.ui.channels.view import ChannelsView
-from dle_desktop.ui.vault.entry_detail import EngineWriteAccess
 from dle_desktop.ui.graph.view import GraphView
-from dle_desktop.ui.widgets.icons import app_icon
 from dle_desktop.ui.librarian.view import LibrarianView
 from dle_desktop.ui.server_notice import ServerNotice
 from dle_desktop.ui.sillytavern.view import SillyTavernView
+from dle_desktop.ui.vault.entry_detail import EngineWriteAccess
 from dle_desktop.ui.vault.view import VaultView
+from dle_desktop.ui.widgets.async_util import soon
+from dle_desktop.ui.widgets.icons import app_icon
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,10 @@ class MainWindow(QMainWindow):
         self.channels_view = ChannelsView(bridge)
         self.tabs.addTab(self.channels_view, "Channels")
         self.channels_view.dirtyChanged.connect(
-            lambda dirty: self.tabs.setTabText(self.tabs.indexOf(self.channels_view), "Channels •" if dirty else "Channels"))
+            lambda dirty: self.tabs.setTabText(
+                self.tabs.indexOf(self.channels_view), "Channels •" if dirty else "Channels"
+            )
+        )
         self.graph_view = GraphView.for_paths(bridge.paths)
         self.graph_view.openEntryRequested.connect(self.open_in_vault)
         self.tabs.addTab(self.graph_view, "Graph")
@@ -137,7 +140,9 @@ class MainWindow(QMainWindow):
         self.librarian_view_action.triggered.connect(lambda *_: self.tabs.setCurrentWidget(self.librarian_view))
         self.sillytavern_view_action = QAction("SillyTavern", self)
         self.sillytavern_view_action.setShortcut(QKeySequence("Ctrl+5"))
-        self.sillytavern_view_action.setStatusTip("SillyTavern installs, the bridge extension, its connection and access (Ctrl+5)")
+        self.sillytavern_view_action.setStatusTip(
+            "SillyTavern installs, the bridge extension, its connection and access (Ctrl+5)"
+        )
         self.sillytavern_view_action.triggered.connect(lambda *_: self.tabs.setCurrentWidget(self.sillytavern_view))
         self.find_action = QAction("Find", self)
         self.find_action.setShortcut(QKeySequence(QKeySequence.StandardKey.Find))
@@ -206,8 +211,10 @@ class MainWindow(QMainWindow):
         # Shown while sync is paused, with the count of changes waiting for Resume
         self.sync_label = QLabel()
         self.sync_label.setStyleSheet("color: #b35c00;")
-        self.sync_label.setToolTip("Changes to the vault folders are held, not lost: Resume sync (the Pause sync "
-                                   "button) applies them in one go")
+        self.sync_label.setToolTip(
+            "Changes to the vault folders are held, not lost: Resume sync (the Pause sync "
+            "button) applies them in one go"
+        )
         self.sync_label.hide()
         sb.addPermanentWidget(self.sync_label)
         sb.addPermanentWidget(self.server_label)
@@ -217,9 +224,11 @@ class MainWindow(QMainWindow):
             self.ai_label.hide()
             return
         self.ai_label.setText("AI paused (circuit breaker)")
-        self.ai_label.setToolTip("Two AI calls in a row failed (server or network errors, or unreadable answers), so "
-                                 "AI calls pause for 30 s and generations use the fallback. The Channels view "
-                                 "(Ctrl+2) shows the last error and can reset the breaker.")
+        self.ai_label.setToolTip(
+            "Two AI calls in a row failed (server or network errors, or unreadable answers), so "
+            "AI calls pause for 30 s and generations use the fallback. The Channels view "
+            "(Ctrl+2) shows the last error and can reset the breaker."
+        )
         self.ai_label.show()
 
     def set_server_status(self, url: str | None, error: str | None) -> None:
@@ -240,9 +249,8 @@ class MainWindow(QMainWindow):
         self.vault_view.set_snapshot(snapshot)
         self.graph_view.set_snapshot(snapshot)
         self.librarian_view.set_snapshot(snapshot)
-        if self._pending_select:
-            if self.vault_view.select_uid(self._pending_select) or source != "cache":
-                self._pending_select = None
+        if self._pending_select and (self.vault_view.select_uid(self._pending_select) or source != "cache"):
+            self._pending_select = None
         vaults = len(snapshot.slices) or 1
         when = time.strftime("%H:%M:%S", time.localtime(snapshot.built_at))
         cached = " (from cache, checking for changes…)" if source == "cache" else ""
@@ -250,17 +258,18 @@ class MainWindow(QMainWindow):
             cached += " · this is the bundled sample vault: Ctrl+O opens your own"
         self.index_label.setText(
             f"{len(snapshot)} entries in {vaults} vault{'s' if vaults != 1 else ''} · "
-            f"{len(snapshot.skipped)} not indexed · updated {when}{cached}")
+            f"{len(snapshot.skipped)} not indexed · updated {when}{cached}"
+        )
         soon(self.refresh_health)
 
     async def refresh_health(self) -> None:
         try:
             report = await self.bridge.health()
-        except Exception:  # noqa: BLE001 - health must never take the window down
+        except Exception:
             log.exception("health check failed")
             return
         self.vault_view.set_health(report)
-        e, w, _ = report.counts
+        e, _warnings, _info = report.counts
         self.tabs.setTabText(0, f"Vault ({e} errors)" if e else "Vault")
 
     async def _run_test_chat(self, doc, replay: bool, seed: int, ai_mode: str | None = None) -> list[dict]:
@@ -294,31 +303,35 @@ class MainWindow(QMainWindow):
             self.sync_label.setVisible(bool(state["paused"]))
         if "held" in state:
             held = int(state["held"] or 0)
-            self.sync_label.setText("Sync paused" + (f" · {held} change{'' if held == 1 else 's'} held" if held else ""))
+            self.sync_label.setText(
+                "Sync paused" + (f" · {held} change{'' if held == 1 else 's'} held" if held else "")
+            )
 
     def on_sync_error(self, message: str) -> None:
         self.statusBar().showMessage(f"Sync problem: {message}", 15000)
 
     # -- commands ---------------------------------------------------------------------------
     def request_sync(self, force: bool) -> None:
-        asyncio.ensure_future(self._sync(force))
+        soon(lambda: self._sync(force))
 
     async def _sync(self, force: bool) -> None:
         try:
             result = await self.bridge.sync_now(force=force)
         except asyncio.CancelledError:
             return
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - a failed sync is shown; the last good index stays
             self.on_sync_error(str(exc))
             return
         if result is not None:
-            self.statusBar().showMessage(f"Sync done: {result.changes.summary()} ({result.seconds * 1000:.0f} ms)", 5000)
+            self.statusBar().showMessage(
+                f"Sync done: {result.changes.summary()} ({result.seconds * 1000:.0f} ms)", 5000
+            )
 
     def cancel_sync(self) -> None:
-        asyncio.ensure_future(self.bridge.cancel_sync())
+        soon(self.bridge.cancel_sync)
 
     def set_paused(self, paused: bool) -> None:
-        asyncio.ensure_future(self.bridge.set_sync_paused(paused))
+        soon(lambda: self.bridge.set_sync_paused(paused))
         self.statusBar().showMessage("Sync paused" if paused else "Sync resumed", 4000)
 
     def _propose_in_librarian(self, action: str, uid: str) -> None:
@@ -334,9 +347,12 @@ class MainWindow(QMainWindow):
         self.vault_view.focus_filter()
 
     def _about(self) -> None:
-        QMessageBox.about(self, "About DLE Desktop",
-                          f"<b>DLE Desktop {__version__}</b><p>A native lore engine for SillyTavern: "
-                          "reads your lore vaults from disk and explains every decision.</p>")
+        QMessageBox.about(
+            self,
+            "About DLE Desktop",
+            f"<b>DLE Desktop {__version__}</b><p>A native lore engine for SillyTavern: "
+            "reads your lore vaults from disk and explains every decision.</p>",
+        )
 
     def bring_forward(self) -> None:
         self.show()
@@ -345,7 +361,7 @@ class MainWindow(QMainWindow):
         self.activateWindow()
 
     # -- closing and state ------------------------------------------------------------------
-    def closeEvent(self, event) -> None:  # noqa: N802 - Qt API
+    def closeEvent(self, event) -> None:
         self.save_state()
         if not self._quitting and self.tray_available and self.close_to_tray:
             event.ignore()

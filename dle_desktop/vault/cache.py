@@ -49,7 +49,7 @@ class IndexCache:
         gc.disable()
         try:
             with open(path, "rb") as fh:
-                payload = pickle.load(fh)  # noqa: S301 - our own file, validated below
+                payload = pickle.load(fh)
         except FileNotFoundError:
             return None
         except Exception as exc:  # noqa: BLE001 - any damage means "rebuild"
@@ -71,7 +71,11 @@ class IndexCache:
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self._file(key)
         with atomic_file(path, private=True) as fh:
-            pickle.dump({"format": CACHE_FORMAT, "key": key, "records": records, "meta": meta or {}}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(
+                {"format": CACHE_FORMAT, "key": key, "records": records, "meta": meta or {}},
+                fh,
+                protocol=pickle.HIGHEST_PROTOCOL,
+            )
 
     def clear(self) -> int:
         removed = 0
