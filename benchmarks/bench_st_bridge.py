@@ -17,7 +17,7 @@ fields, and makes the server's timings comparable with bench_pipeline's.
     python benchmarks/bench_st_bridge.py [--entries 10000] [--runs 200] [--st-version 1.19.0]
                                          [--workdir DIR] [--json]
 
-Everything is started the way the end-to-end suite starts it (tests_e2e classes, imported), so
+Everything is started the way the end-to-end suite starts it (the classes of tests/e2e/sillytavern, imported), so
 run `scripts/st-e2e` once first: it installs SillyTavern, Chromium and Playwright. See
 benchmarks/README.md.
 """
@@ -174,12 +174,12 @@ def pct(xs: list[float]) -> dict:
 def run(args, log) -> dict:
     os.environ["DLE_ST_VERSION"] = args.st_version
     from playwright.sync_api import sync_playwright
-    from tests_e2e.conftest import CHARACTER, CHROMIUM
-    from tests_e2e.dle_server import DleServer
-    from tests_e2e.sillytavern import USER, SillyTavern, chat_completion_settings, install_dir
-    from tests_e2e.st_page import StPage
 
     from dle_desktop.st_bridge import install as installer
+    from tests.e2e.sillytavern.conftest import CHARACTER, CHROMIUM
+    from tests.e2e.sillytavern.dle_server import DleServer
+    from tests.e2e.sillytavern.sillytavern import USER, SillyTavern, chat_completion_settings, install_dir
+    from tests.e2e.sillytavern.st_page import StPage
     from tests.fakes.ai_provider import FakeAiProvider
 
     work = args.workdir.resolve()

@@ -3,7 +3,7 @@ vector-store stats, the last decision records and recent errors; a zip, or plain
 
 It is read from the files on disk, so `dle-desktop diagnostics` works while the app runs (or has
 crashed); the app adds what only a running engine knows (`status`, `runtime`). Everything written
-goes through `diagnostics_redact.Redactor`: no key, token or password reaches the report."""
+goes through `desktop.redact.Redactor`: no key, token or password reaches the report."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The engine: owns vaults, the current index snapshot and background sync. Qt-free; it runs on
-its own asyncio loop (see engine_thread.py) and tells subscribers what happened through plain
+its own asyncio loop (see engine/thread.py) and tells subscribers what happened through plain
 callbacks, which the GUI re-posts onto the Qt thread."""
 
 from __future__ import annotations

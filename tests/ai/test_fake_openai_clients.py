@@ -1,5 +1,5 @@
 """The fake provider answers what an OpenAI-compatible chat client (SillyTavern's Custom source, in
-tests_e2e/) asks besides a plain completion: the model list, and a streamed answer."""
+tests/e2e/sillytavern/) asks besides a plain completion: the model list, and a streamed answer."""
 
 from __future__ import annotations
 
