@@ -102,14 +102,19 @@ class Librarian:
         return await self.engine.ai.call(channel, build, lambda resp: resp, skip_throttle=True)
 
     # -- sessions --------------------------------------------------------------------------------
-    def new_session(self, kind: str = "new", *, gap_id: str = "", chat_text: str = "", title: str = "") -> Session:
+    def new_session(
+        self, kind: str = "new", *, gap_id: str = "", chat_text: str = "", title: str = "", save: bool = True
+    ) -> Session:
+        """A new session (for a gap: titled after it, its draft named after it), saved unless
+        `save` is False (the view saves it off the GUI thread)."""
         gap = self.gaps.get(gap_id) if gap_id else None
         session = Session.new(
             kind, title=title or (f"Gap: {gap.query}" if gap else ""), gap_id=gap_id, chat_text=chat_text
         )
         if gap is not None and gap.subtype == "gap":
             session.draft = Draft(title=gap.query)
-        self.sessions.save(session)
+        if save:
+            self.sessions.save(session)
         return session
 
     async def send(self, session: Session, text: str, emit: loop.Emit) -> SessionResponse:

@@ -242,3 +242,26 @@ def test_a_verdict_filter_that_finds_nothing_says_so(make_desktop, vault_copy, q
         assert panel.no_matches.isHidden()
 
     qloop.run_until_complete(scenario())
+
+
+def test_a_chat_file_loads_into_the_box_and_one_that_cannot_be_read_says_why(make_desktop, vault_copy, qloop, tmp_path):
+    desk = make_desktop(vault_copy)
+    panel = desk.window.vault_view.test_panel
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text(
+        '{"user_name":"You","character_name":"Mira"}\n{"name":"You","is_user":true,"mes":"Hello"}\n', encoding="utf-8"
+    )
+    latin = tmp_path / "latin1.txt"
+    latin.write_bytes("Caf\xe9: bonjour\n".encode("latin-1"))
+
+    async def scenario():
+        await panel.load_path(str(chat))
+        assert panel.input.toPlainText() == chat.read_text(encoding="utf-8")
+        assert panel.status.text() == f"Loaded {chat}"
+        await panel.load_path(str(latin))
+        assert panel.status.text().startswith(f"Could not read {latin}")
+        assert panel.input.toPlainText() == chat.read_text(encoding="utf-8")  # nothing lost
+        await panel.load_path(str(tmp_path / "missing.jsonl"))
+        assert panel.status.text().startswith("Could not read") and "missing.jsonl" in panel.status.text()
+
+    qloop.run_until_complete(scenario())

@@ -165,7 +165,9 @@ class LibrarianView(QWidget):
 
     def new_session(self, kind: str, *, gap_id: str = "", chat_text: str = "") -> None:
         self._save_editor()
-        self.session = self.lib.new_session(kind, gap_id=gap_id, chat_text=chat_lines(chat_text) if chat_text else "")
+        text = chat_lines(chat_text) if chat_text else ""
+        self.session = self.lib.new_session(kind, gap_id=gap_id, chat_text=text, save=False)
+        self._save(self.session)
         self._show_session()
 
     def open_session(self, session_id: str) -> None:
@@ -188,7 +190,11 @@ class LibrarianView(QWidget):
     def _save_editor(self) -> None:
         if self.session is not None and (self.task is None or self.task.done()):
             self.session.draft = self.editor.draft()
-            self.lib.sessions.save(self.session)
+            self._save(self.session)
+
+    def _save(self, session: Session) -> None:
+        """Write the session on the engine thread (in order with its other reads and writes)."""
+        soon(lambda: self.bridge.run(self.lib.sessions.save, session))
 
     # -- a turn --------------------------------------------------------------------------------
     def _start(self, coro) -> None:

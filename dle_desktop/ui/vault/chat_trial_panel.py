@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from html import escape
+from pathlib import Path
 
 from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut, QStandardItem, QStandardItemModel
@@ -31,6 +32,7 @@ from PySide6.QtWidgets import (
 
 from dle_desktop.core.pipeline.chat_formats import parse_chat_text
 from dle_desktop.core.pipeline.chat_input import ChatInputError
+from dle_desktop.ui.widgets.async_util import soon
 from dle_desktop.ui.widgets.cut_text import CutTextTips
 
 log = logging.getLogger(__name__)
@@ -184,15 +186,17 @@ class ChatTrialPanel(QWidget):
     def load_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Load a chat", "", "Chats (*.jsonl *.json *.txt);;All files (*)")
         if path:
-            self.load_path(path)
+            soon(lambda: self.load_path(path))
 
-    def load_path(self, path: str) -> None:
+    async def load_path(self, path: str) -> None:
+        """Read a chat file off the GUI thread (an export of a long chat runs to megabytes)."""
         try:
-            with open(path, encoding="utf-8") as fh:
-                self.input.setPlainText(fh.read())
-            self.status.setText(f"Loaded {path}")
+            text = await asyncio.to_thread(Path(path).read_text, encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             self.status.setText(f"Could not read {path}: {exc}")
+            return
+        self.input.setPlainText(text)
+        self.status.setText(f"Loaded {path}")
 
     def run(self) -> None:
         if self._task is None or self._task.done():
