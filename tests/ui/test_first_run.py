@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QWizard
 
 from dle_desktop.state.settings import SettingsStore
 from dle_desktop.ui.first_run.guide import SEEN_KEY, SKIP, FirstRunGuide, offered_at_start
-from dle_desktop.ui.first_run.vault_page import count_notes
+from dle_desktop.ui.first_run.vault_page import check_folder, count_notes, locate_folder
 from tests.fakes.obsidian_server import FakeObsidian
 from tests.ui.conftest import wait_for
 from tests.ui.semantic_support import model_server, serve_default_model, tiny_model  # noqa: F401 - fixtures
@@ -144,11 +144,13 @@ def test_a_folder_of_notes_is_counted_an_empty_one_warns_a_missing_one_is_refuse
     (empty / ".obsidian" / "hidden.md").write_text("# not lore\n", encoding="utf-8")
     (empty / "readme.txt").write_text("no notes here\n", encoding="utf-8")
     page.set_folder(str(empty))
+    qloop.run_until_complete(page.counted())  # the notes are counted off the GUI thread
     assert page.folder_message.text().startswith("⚠ No Markdown notes") and next_enabled(guide)
 
     chooser = page.browse()  # the folder picker, as a user would use it
     chooser.selectFile(str(vault_copy))
     chooser.accept()
+    qloop.run_until_complete(page.counted())
     notes = count_notes(vault_copy)
     assert notes == sum(
         1 for p in vault_copy.rglob("*.md") if not any(part.startswith(".") for part in p.relative_to(vault_copy).parts)
@@ -387,3 +389,10 @@ def test_not_offered_in_the_tray_at_login_nor_in_the_packaged_smoke_test(start_a
     assert not desk.window.isVisible() and desk.guide is None and not seen(desk)
     later = start_app()  # the next start with its window is still a first start
     assert later.guide is not None and later.guide.isVisible()
+
+
+def test_the_gui_thread_only_looks_the_folder_up_and_a_worker_counts_its_notes(tmp_path):
+    (tmp_path / "Mira.md").write_text("# Mira\n", encoding="utf-8")
+    assert locate_folder(str(tmp_path)) == (tmp_path.resolve(), "Counting the notes…", "")
+    assert locate_folder(str(tmp_path / "nowhere"))[0] is None
+    assert check_folder(str(tmp_path))[1] == "✔ 1 note found."

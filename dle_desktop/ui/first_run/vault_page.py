@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from dle_desktop.errors import DleError
 from dle_desktop.state.settings import VaultConfig
+from dle_desktop.ui.widgets.async_util import soon
 
 OK_STYLE = "color: #2e7d32"
 WARN_STYLE = "color: #a15c00"
@@ -42,13 +43,23 @@ def count_notes(folder: Path) -> int:
     return n
 
 
-def check_folder(text: str) -> tuple[Path | None, str, str]:
-    """(the folder when it can be used, what to say, its style)."""
+def locate_folder(text: str) -> tuple[Path | None, str, str]:
+    """The quick part of the check, fit for the GUI thread: (the folder when it exists, what to
+    say while its notes are counted, its style)."""
     if not text.strip():
         return None, "Choose the folder that holds your lore notes.", ""
     path = Path(text.strip()).expanduser()
     if not path.is_dir():
         return None, f"✖ {path} does not exist (or is not a folder).", ERROR_STYLE
+    return path.resolve(), "Counting the notes…", ""
+
+
+def check_folder(text: str) -> tuple[Path | None, str, str]:
+    """(the folder when it can be used, what to say, its style), its notes counted: a walk of the
+    whole folder, so it runs in a worker thread."""
+    path, message, style = locate_folder(text)
+    if path is None:
+        return path, message, style
     try:
         notes = count_notes(path)
     except OSError as exc:
@@ -83,6 +94,7 @@ class VaultPage(QWizardPage):
         self.test_task: asyncio.Future | None = None
         self._tested: tuple[str, str] | None = None  # the address and key that last passed the test
         self._folder: Path | None = None
+        self.count_task: asyncio.Future[None] | None = None  # counting the chosen folder's notes
 
         saved = len(guide.base_settings.vaults)
         self.keep = QRadioButton(
@@ -158,8 +170,26 @@ class VaultPage(QWizardPage):
         self._check_folder()
 
     def _check_folder(self) -> None:
-        self._folder, text, style = check_folder(self.folder.text())
-        self.folder_message.setText(text)
+        text = self.folder.text()
+        self._folder, message, style = locate_folder(text)
+        self._say_folder(message, style)
+        if self._folder is not None:
+            self.count_task = soon(lambda: self._count_notes(text))
+
+    async def _count_notes(self, text: str) -> None:
+        checked = await asyncio.to_thread(check_folder, text)
+        if text != self.folder.text():  # another folder was chosen meanwhile: its own count follows
+            return
+        self._folder, message, style = checked
+        self._say_folder(message, style)
+
+    async def counted(self) -> None:
+        """Until the note count of the folder shown is in its message."""
+        while self.count_task is not None and not self.count_task.done():
+            await asyncio.wait({self.count_task})
+
+    def _say_folder(self, message: str, style: str) -> None:
+        self.folder_message.setText(message)
         self.folder_message.setStyleSheet(style)
         self.completeChanged.emit()
 
