@@ -49,3 +49,24 @@ def test_the_rule_itself():
     assert IGNORE_OK.match("[arg-type]  # Qt's stub misses the int overload")
     assert not IGNORE_OK.match("[arg-type]")
     assert not IGNORE_OK.match("")
+
+
+def test_each_class_name_means_one_thing():
+    """No two classes of the product share a name, with one deliberate exception: a model in
+    server/answers*.py is the JSON form of the domain class it is named after (its name is the
+    OpenAPI component's name)."""
+    import ast
+    from collections import defaultdict
+
+    where: dict[str, list[str]] = defaultdict(list)
+    for path in sorted((ROOT / "dle_desktop").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                where[node.name].append(str(path.relative_to(ROOT)))
+    clashes = {
+        name: paths
+        for name, paths in where.items()
+        if len([p for p in paths if not p.startswith("dle_desktop/server/answers")]) > 1
+        or len([p for p in paths if p.startswith("dle_desktop/server/answers")]) > 1
+    }
+    assert clashes == {}
