@@ -37,6 +37,13 @@ class VaultUnreachable(VaultError):
     """Network error, timeout, or open circuit towards an Obsidian REST server."""
 
 
+class NoteOutsideVault(VaultError):
+    """A note whose real path leaves its vault folder (a symbolic link to a file, or through a
+    folder, elsewhere): never read, so never indexed or served."""
+
+    http_status = 403
+
+
 class VaultPathError(VaultError):
     """A vault-relative path that tries to escape the vault (`..`, absolute paths)."""
 

@@ -38,7 +38,7 @@ class Skip:
     vault: str
     path: str
     code: str  # SKIP_NO_FRONTMATTER, SKIP_NO_LOREBOOK_TAG, SKIP_ENABLED_FALSE, SKIP_NEVER_INSERT_TAG,
-    #            SKIP_BAD_FRONTMATTER, SKIP_READ_ERROR
+    #            SKIP_BAD_FRONTMATTER, SKIP_READ_ERROR, SKIP_OUTSIDE_VAULT
     reason: str
     line: int | None = None
 

@@ -332,7 +332,7 @@ def _vault_wide_checks(snapshot: IndexSnapshot, ctx: HealthContext, r: HealthRep
                 title=owners[0],
             )
     for skip in snapshot.skipped:
-        if skip.code in ("SKIP_BAD_FRONTMATTER", "SKIP_READ_ERROR"):
+        if skip.code in ("SKIP_BAD_FRONTMATTER", "SKIP_READ_ERROR", "SKIP_OUTSIDE_VAULT"):
             where = f"{skip.path}" + (f", line {skip.line}" if skip.line else "")
             r.warnings.append(
                 HealthFinding(

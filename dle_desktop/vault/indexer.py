@@ -29,7 +29,7 @@ from dle_desktop.core.index import (
     same_view,
 )
 from dle_desktop.core.note_parser import parse_note
-from dle_desktop.errors import VaultError
+from dle_desktop.errors import NoteOutsideVault, VaultError
 from dle_desktop.vault.cache import FileRecord, IndexCache
 from dle_desktop.vault.sources import FolderSource, VaultSource
 
@@ -287,9 +287,9 @@ class VaultIndexer:
     ) -> dict[str, FileRecord]:
         """Read `paths`, re-parsing only files whose content hash changed (or all with `force`)."""
 
-        def one(path: str, text: str | None, error: str | None) -> FileRecord:
+        def one(path: str, text: str | None, error: str | None, code: str = "SKIP_READ_ERROR") -> FileRecord:
             if error is not None:
-                return FileRecord(stamps.get(path), "", Skip(source.name, path, "SKIP_READ_ERROR", error))
+                return FileRecord(stamps.get(path), "", Skip(source.name, path, code, error))
             assert text is not None  # a file is either read or has an error
             digest = simple_hash(text)
             old = prior.get(path)
@@ -306,6 +306,8 @@ class VaultIndexer:
                         out[path] = one(path, source.read_sync(path), None)
                     except FileNotFoundError:
                         continue  # vanished between listing and reading
+                    except NoteOutsideVault as exc:
+                        out[path] = one(path, None, str(exc).removeprefix(f"{path}: "), "SKIP_OUTSIDE_VAULT")
                     except VaultError as exc:
                         out[path] = one(path, None, str(exc))
                 return out

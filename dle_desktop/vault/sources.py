@@ -9,7 +9,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from dle_desktop.errors import VaultError, VaultPathError
+from dle_desktop.errors import NoteOutsideVault, VaultError, VaultPathError
 from dle_desktop.fileio import write_atomic
 
 #: DLE lists at most this many folder levels (Obsidian REST listing recursion cap).
@@ -157,8 +157,20 @@ class FolderSource(VaultSource):
             return None
         return f"{s.st_mtime_ns}:{s.st_size}"
 
+    def _check_inside(self, path: str, target: Path) -> None:
+        """The one rule for links, shared with the Obsidian REST emulation: a note whose real path
+        is not inside the vault's real folder is not read."""
+        root = os.path.realpath(self.root)
+        real = os.path.realpath(target)
+        if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+            raise NoteOutsideVault(
+                f"{path}: its real path is outside the vault folder (a symbolic link to a file or folder "
+                "elsewhere); links out of the vault are not followed"
+            )
+
     def read_sync(self, path: str) -> str:
         target = self._abs(path)
+        self._check_inside(path, target)
         try:
             data = target.read_bytes()
         except FileNotFoundError:

@@ -291,3 +291,32 @@ def test_vault_names_and_paths_with_spaces_and_non_ascii(make_vault, lore, tmp_p
         assert s.client.get(f"{API}/entries", params={"vault": "My Lore Vault"}).json()["entries"]
     finally:
         s.close()
+
+
+def test_a_note_linked_from_outside_the_vault_is_not_indexed_nor_served(make_vault, lore, tmp_path):
+    """One rule with the Obsidian REST emulation: a note whose real path leaves the vault (a
+    symbolic link, to a file or through a folder) is not indexed; the health check says why."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text(lore("Secret", ("secret",)), encoding="utf-8")
+    (outside / "folder").mkdir()
+    (outside / "folder" / "Hidden.md").write_text(lore("Hidden", ("hidden",)), encoding="utf-8")
+    root = make_vault({"Places/Lantern Quay.md": lore("Lantern Quay", ("quay",))})
+    (root / "link.md").symlink_to(outside / "secret.md")
+    (root / "linked folder").symlink_to(outside / "folder", target_is_directory=True)
+    (root / "Places" / "inside.md").symlink_to(root / "Places" / "Lantern Quay.md")  # a link within is fine
+    s = Served(root, tmp_path / "data")
+    try:
+        assert s.client.get(f"{API}/entries/lore/link.md").status_code == 404
+        assert s.client.get(f"{API}/entries/lore/{quote('linked folder/Hidden.md')}").status_code == 404
+        assert s.client.get(f"{API}/entries/lore/{quote('Places/inside.md')}").status_code == 200
+        titles = {e["title"] for e in s.client.get(f"{API}/entries").json()["entries"]}
+        assert "Secret" not in titles and "Hidden" not in titles
+        skipped = {k["path"]: k for k in s.engine.snapshot.to_json()["skipped"]}
+        for path in ("link.md", "linked folder/Hidden.md"):
+            assert skipped[path]["code"] == "SKIP_OUTSIDE_VAULT"
+            assert "outside the vault folder" in skipped[path]["reason"]
+        health = s.client.get(f"{API}/health").json()
+        assert any(f["code"] == "skip_outside_vault" and "link.md" in f["message"] for f in health["warnings"])
+    finally:
+        s.close()
