@@ -113,9 +113,18 @@ def private_opener(path: str, flags: int) -> int:
 
 
 def make_private_dir(path: Path) -> Path:
+    """`path` and every folder this call creates on the way to it, 0700."""
+    created = []
+    missing = path
+    while not missing.exists() and missing != missing.parent:
+        created.append(missing)
+        missing = missing.parent
     path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
     if _POSIX:
-        os.chmod(path, PRIVATE_DIR_MODE)  # mkdir's mode is filtered by the umask; an older folder kept its own
+        # mkdir's mode is filtered by the umask (and not given to the parents it makes); an older
+        # folder kept its own.
+        for folder in {path, *created}:
+            os.chmod(folder, PRIVATE_DIR_MODE)
     return path
 
 
@@ -123,6 +132,22 @@ def make_private_file(path: Path) -> Path:
     """Create `path` empty and 0600 if missing (before SQLite opens it, which would use the umask)."""
     os.close(private_opener(str(path), os.O_CREAT | os.O_WRONLY))
     return path
+
+
+def make_private_tree(root: Path) -> None:
+    """Make every folder under `root` 0700 and every file 0600 (what an older version, or a
+    library writing with the umask, left readable). Links are not followed; a file that goes
+    away meanwhile is fine."""
+    if not _POSIX or not root.is_dir():
+        return
+    for folder, dirs, files in os.walk(root):
+        for name, mode in [(d, PRIVATE_DIR_MODE) for d in dirs] + [(f, PRIVATE_FILE_MODE) for f in files]:
+            path = os.path.join(folder, name)
+            try:
+                if not os.path.islink(path):
+                    os.chmod(path, mode)
+            except OSError:
+                continue
 
 
 def tighten(path: Path) -> None:

@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from dle_desktop.fileio import write_private_atomic
+from dle_desktop.fileio import make_private_dir, write_private_atomic
 
 log = logging.getLogger(__name__)
 
@@ -24,5 +24,5 @@ def read_json(path: Path, default: Any) -> Any:
 
 
 def write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(path.parent)
     write_private_atomic(path, json.dumps(data, ensure_ascii=False, indent=1))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import platformdirs
 
-from dle_desktop.fileio import make_private_dir, tighten
+from dle_desktop.fileio import make_private_dir, make_private_tree
 
 APP_NAME = "dle-desktop"
 
@@ -61,17 +61,9 @@ class AppPaths:
         """Create the folders, private to the user; files earlier versions left readable are tightened."""
         for d in (self.config_dir, self.data_dir, self.index_cache_dir, self.logs_dir, self.runtime_dir):
             make_private_dir(d)
-        for f in (
-            self.settings_file,
-            self.state_db,
-            Path(f"{self.state_db}-wal"),
-            Path(f"{self.state_db}-shm"),
-            self.ai_usage_file,
-            self.secrets_file,
-            *self.logs_dir.glob("dle-desktop.log*"),
-            *self.index_cache_dir.glob("*.idx"),
-        ):
-            tighten(f)
+        # Everything below is ours: the vector store, the Librarian, layouts, models, logs...
+        for root in dict.fromkeys((self.config_dir, self.data_dir)):
+            make_private_tree(root)
         return self
 
 

@@ -40,6 +40,7 @@ from typing import IO
 
 import numpy as np
 
+from dle_desktop.fileio import make_private_dir, private_opener
 from dle_desktop.vectors.contracts import Hit, StoredItem
 from dle_desktop.vectors.store_ann import HNSW_EF_CONSTRUCTION, HNSW_M
 from dle_desktop.vectors.store_scope import BrokenScope, Scope, create, dedupe, peek
@@ -94,7 +95,7 @@ class VectorStore:
         self._m = ann_m
         self._ef_construction = ann_ef_construction
         self._max_open = max(1, max_open_scopes)
-        self.root.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.root)
         self._lock_file: IO[bytes] | None = _lock_folder(self.root)
         self._struct = RWLock()
         self._reg = threading.Lock()
@@ -549,7 +550,7 @@ class _Builder:
 
 
 def _lock_folder(root: Path) -> IO[bytes]:
-    f = open(root / ".lock", "a+b")  # noqa: SIM115 - returned open: the lock lasts as long as the store
+    f = open(root / ".lock", "a+b", opener=private_opener)  # noqa: SIM115 - returned open: the lock lasts as long as the store
     try:
         if sys.platform == "win32":  # os.name == "nt", spelled so that type checkers follow it
             import msvcrt

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dle_desktop.fileio import make_private_file, move_into_place, private_opener
+from dle_desktop.fileio import PRIVATE_DIR_MODE, make_private_dir, make_private_file, move_into_place, private_opener
 from dle_desktop.vectors.contracts import Hit, StoredItem, VectorConflict
 from dle_desktop.vectors.store_ann import (
     CALIBRATION_QUERIES,
@@ -137,9 +137,10 @@ def create(path: Path, names: tuple[str, str, str], items: list[StoredItem], vec
     """Create the scope folder with its first batch (already validated, normalised and de-duplicated),
     atomically: everything is written under a temporary name, then renamed into place."""
     parent = path.parent
-    parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(parent)
     tmp = parent / f".tmp-{path.name}-{time.time_ns()}"
-    tmp.mkdir()
+    tmp.mkdir(mode=PRIVATE_DIR_MODE)
+    make_private_dir(tmp)  # mkdir's mode passes through the umask
     try:
         write_rows(tmp / vector_file(0), 0, vectors)
         db = connect(tmp / DB_NAME)

@@ -195,3 +195,52 @@ def test_vector_files_are_private(tmp_path, loose_umask):
     db.close()
     write_rows(tmp_path / "vectors.0.f32", 0, np.zeros((2, 4), dtype=np.float32))
     assert mode(tmp_path / "items.sqlite") == 0o600 and mode(tmp_path / "vectors.0.f32") == 0o600
+
+
+@posix_only
+def test_the_vector_store_and_the_librarian_keep_their_folders_private(tmp_path, loose_umask):
+    """Folders the app makes in the data folder are 0700 and its lock file 0600, whatever the umask."""
+    import numpy as np
+
+    from dle_desktop.librarian.gaps import GapStore
+    from dle_desktop.librarian.sessions import Session, SessionStore
+    from dle_desktop.state.paths import AppPaths
+    from dle_desktop.vectors.contracts import StoredItem
+    from dle_desktop.vectors.store import VectorStore
+
+    paths = AppPaths(tmp_path / "data", tmp_path / "data").ensure()
+    store = VectorStore(paths.vectors_dir, ann_background=False)
+    try:
+        vec = np.ones((1, 4), dtype=np.float32) / 2.0
+        store.insert("chat-1", "transformers", "model", [StoredItem(hash=1, index=0, text="a text")], vec)
+    finally:
+        store.close()
+    sessions = SessionStore(paths.data_dir / "librarian" / "sessions")
+    sessions.save(Session.new("new", title="a session"))
+    GapStore(paths.data_dir / "librarian" / "gaps.json").flag("Mira", "missing")
+    folders = [p for p in (paths.data_dir / "vectors").rglob("*") if p.is_dir()]
+    assert folders, "the store made no collection folder"
+    for folder in [
+        paths.vectors_dir,
+        *folders,
+        paths.data_dir / "librarian",
+        paths.data_dir / "librarian" / "sessions",
+    ]:
+        assert mode(folder) == 0o700, folder
+    assert mode(paths.vectors_dir / ".lock") == 0o600
+
+
+@posix_only
+def test_what_an_older_version_left_readable_is_tightened_at_start(tmp_path, loose_umask):
+    from dle_desktop.state.paths import AppPaths
+
+    data = tmp_path / "data"
+    loose = [data / "vectors" / "transformers" / "chat-1", data / "librarian" / "sessions", data / "models"]
+    for folder in loose:
+        folder.mkdir(parents=True)
+        (folder / "file.bin").write_bytes(b"x")
+    (data / "vectors" / ".lock").write_bytes(b"")
+    AppPaths(data, data).ensure()
+    for folder in loose:
+        assert mode(folder) == 0o700 and mode(folder / "file.bin") == 0o600, folder
+    assert mode(data / "vectors") == 0o700 and mode(data / "vectors" / ".lock") == 0o600
