@@ -135,11 +135,12 @@ def make_private_file(path: Path) -> Path:
 
 
 def make_private_tree(root: Path) -> None:
-    """Make every folder under `root` 0700 and every file 0600 (what an older version, or a
-    library writing with the umask, left readable). Links are not followed; a file that goes
+    """Make `root` and every folder under it 0700 and every file 0600 (what an older version, or
+    a library writing with the umask, left readable). Links are not followed; a file that goes
     away meanwhile is fine."""
-    if not _POSIX or not root.is_dir():
+    if not _POSIX or not root.is_dir() or root.is_symlink():
         return
+    os.chmod(root, PRIVATE_DIR_MODE)
     for folder, dirs, files in os.walk(root):
         for name, mode in [(d, PRIVATE_DIR_MODE) for d in dirs] + [(f, PRIVATE_FILE_MODE) for f in files]:
             path = os.path.join(folder, name)

@@ -9,9 +9,17 @@ from pathlib import Path
 
 import platformdirs
 
-from dle_desktop.fileio import make_private_dir, make_private_tree
+from dle_desktop.fileio import make_private_dir, make_private_tree, tighten
 
 APP_NAME = "dle-desktop"
+
+
+#: What the app keeps in its data folder (tightened at every start) and its config folder.
+OWN_FOLDERS = ("index-cache", "vectors", "models", "logs", "run", "librarian", "graph-layouts", "olra")
+OWN_DATA_FILES = tuple(
+    f"{db}{suffix}" for db in ("state.sqlite", "write-history.sqlite") for suffix in ("", "-wal", "-shm")
+) + ("ai-usage.json", "secrets.json")
+OWN_CONFIG_FILES = ("settings.json", "ui-state.ini")
 
 
 @dataclass(frozen=True)
@@ -61,9 +69,13 @@ class AppPaths:
         """Create the folders, private to the user; files earlier versions left readable are tightened."""
         for d in (self.config_dir, self.data_dir, self.index_cache_dir, self.logs_dir, self.runtime_dir):
             make_private_dir(d)
-        # Everything below is ours: the vector store, the Librarian, layouts, models, logs...
-        for root in dict.fromkeys((self.config_dir, self.data_dir)):
-            make_private_tree(root)
+        # Only what the app itself keeps there: a --data-dir may be a folder that holds other things.
+        for folder in OWN_FOLDERS:
+            make_private_tree(self.data_dir / folder)
+        for name in OWN_DATA_FILES:
+            tighten(self.data_dir / name)
+        for name in OWN_CONFIG_FILES:
+            tighten(self.config_dir / name)
         return self
 
 

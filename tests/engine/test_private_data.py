@@ -244,3 +244,17 @@ def test_what_an_older_version_left_readable_is_tightened_at_start(tmp_path, loo
     for folder in loose:
         assert mode(folder) == 0o700 and mode(folder / "file.bin") == 0o600, folder
     assert mode(data / "vectors") == 0o700 and mode(data / "vectors" / ".lock") == 0o600
+
+
+@posix_only
+def test_a_data_folder_shared_with_other_things_keeps_their_modes(tmp_path, loose_umask):
+    """--data-dir may name a folder that holds other things: only what the app keeps is tightened."""
+    from dle_desktop.state.paths import AppPaths
+
+    data = tmp_path / "data"
+    (data / "Notes").mkdir(parents=True)
+    (data / "Notes" / "mine.md").write_text("mine\n", encoding="utf-8")
+    (data / "settings.json").write_text("{}", encoding="utf-8")
+    AppPaths(data, data).ensure()
+    assert mode(data / "Notes") == 0o755 and mode(data / "Notes" / "mine.md") == 0o644
+    assert mode(data / "settings.json") == 0o600
