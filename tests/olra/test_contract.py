@@ -476,3 +476,15 @@ def test_keep_alive_serves_many_requests_on_one_connection(olra):
         for _ in range(3):
             for i in range(20):
                 assert client.get(f"/vault/n{i}.md", headers=s.auth()).text == str(i)
+
+
+def test_the_readme_names_exactly_the_host_names_the_emulation_accepts():
+    import re
+    from pathlib import Path
+
+    from dle_desktop.olra.app import LOOPBACK_HOSTS
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    sentence = readme.split("DNS rebinding is refused:", 1)[1].split("are accepted in `Host`", 1)[0]
+    named = set(re.findall(r"`([^`]+)`", sentence)) - {"/etc/hosts"}
+    assert named == set(LOOPBACK_HOSTS)
