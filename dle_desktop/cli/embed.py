@@ -6,6 +6,7 @@ llama.cpp cannot load) print a message and exit with status 2.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from typing import Any
@@ -16,6 +17,8 @@ from dle_desktop.vectors.contracts import EmbeddingError
 
 
 def add_embed_arguments(p: Any) -> None:
+    # Accepted as on every subcommand; embedding one text keeps nothing in the data folder.
+    p.add_argument("--data-dir", metavar="DIR", default=argparse.SUPPRESS, help="accepted as on every subcommand")
     p.add_argument("--embedding-model", required=True, metavar="PATH", help="a local GGUF embedding model")
     p.add_argument("--text", required=True, help="the text to embed ('-' reads it from standard input)")
     p.add_argument("--query", action="store_true", help="embed as a search query (adds the model's query instruction)")

@@ -351,3 +351,46 @@ def test_help_says_where_a_rest_vault_key_goes():
     )
     text = " ".join(proc.stdout.split())
     assert "DLE_OBSIDIAN_KEY" in text and "process list" in text and "--keys-file" in text
+
+
+# Every subcommand with the arguments it needs; which of them read vaults (and so take --vault).
+SUBCOMMANDS = [
+    (["index"], True),
+    (["health"], True),
+    (["match", "--chat", "chat.json"], True),
+    (["serve"], True),
+    (["server-token"], True),
+    (["olra-key"], True),
+    (["st", "find"], False),
+    (["st", "install", "--st-dir", "ST"], False),
+    (["st", "remove", "--st-dir", "ST"], False),
+    (["st", "status", "--st-dir", "ST"], False),
+    (["embed", "--embedding-model", "m.gguf", "--text", "x"], False),
+    (["diagnostics"], False),
+]
+
+
+@pytest.mark.parametrize("command,reads_vaults", SUBCOMMANDS, ids=lambda c: " ".join(c) if isinstance(c, list) else "")
+def test_data_dir_before_or_after_every_subcommand_and_vault_where_vaults_are_read(command, reads_vaults, capsys):
+    from dle_desktop.cli.main import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["--data-dir", "D", *command]).data_dir == "D"
+    assert parser.parse_args([*command, "--data-dir", "D"]).data_dir == "D"
+    if reads_vaults:
+        assert parser.parse_args(["--vault", "V", *command]).vault == ["V"]
+        assert parser.parse_args([*command, "--vault", "V"]).vault == ["V"]
+    else:
+        with pytest.raises(SystemExit) as refused:
+            parser.parse_args([*command, "--vault", "V"])
+        assert refused.value.code == 2 and "unrecognized arguments: --vault V" in capsys.readouterr().err
+
+
+def test_the_readme_says_which_subcommands_take_vault():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    intro = readme.split("## Command line", 1)[1].split("```", 1)[0]
+    assert "Every subcommand accepts `--data-dir DIR`" in intro
+    vault_sentence = intro.split("`--vault PATH|URL`", 1)[0].rsplit(".", 1)[-1]
+    named = {c[0] for c, reads in SUBCOMMANDS if reads}
+    assert all(f"`{name}`" in vault_sentence for name in named), vault_sentence
+    assert not any(f"`{c[0]}`" in vault_sentence for c, reads in SUBCOMMANDS if not reads), vault_sentence
