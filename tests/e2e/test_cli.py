@@ -394,3 +394,44 @@ def test_the_readme_says_which_subcommands_take_vault():
     named = {c[0] for c, reads in SUBCOMMANDS if reads}
     assert all(f"`{name}`" in vault_sentence for name in named), vault_sentence
     assert not any(f"`{c[0]}`" in vault_sentence for c, reads in SUBCOMMANDS if not reads), vault_sentence
+
+
+def _usage_lines() -> dict[str, str]:
+    """The README's usage block: each command's lines (continuations joined)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Command line", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    lines: dict[str, str] = {}
+    current = ""
+    for line in block.splitlines():
+        if line.startswith("dle-desktop "):
+            words = line.split("#", 1)[0].split()
+            current = " ".join(w for w in words[1:3] if not w.startswith(("-", "[")))
+            lines[current] = lines.get(current, "") + " " + line.split("#", 1)[0]
+        elif line.startswith(" ") and current:
+            lines[current] += " " + line
+    return lines
+
+
+def test_the_readme_usage_lines_name_every_option_of_every_subcommand():
+    import argparse
+
+    from dle_desktop.cli.main import build_parser
+
+    usage = _usage_lines()
+    missing = []
+
+    def check(name: str, parser: argparse.ArgumentParser) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub_name, sub in action.choices.items():
+                    check(f"{name} {sub_name}".strip(), sub)
+                return
+        for action in parser._actions:
+            for option in action.option_strings:
+                if option in ("-h", "--help", "--data-dir", "--vault") or not name:
+                    continue
+                if option not in usage.get(name, ""):
+                    missing.append(f"{name}: {option}")
+
+    check("", build_parser())
+    assert missing == []
