@@ -26,7 +26,12 @@ fi
 STAMP="$VENV/.installed${EXTRAS:+-$EXTRAS}"
 HASH="$( (cat "$ROOT/pyproject.toml"; echo "$EXTRAS") | sha256sum 2>/dev/null | cut -d' ' -f1 || shasum -a 256 "$ROOT/pyproject.toml" | cut -d' ' -f1)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$HASH" ]; then
-  echo "==> installing DLE Desktop and its dependencies (the first time builds llama.cpp: a few minutes)"
+  if ! "$VENV/bin/python" -c "import llama_cpp" >/dev/null 2>&1; then
+    bash "$ROOT/scripts/check-build-tools.sh"
+    echo "==> installing DLE Desktop and its dependencies (building llama.cpp the first time: a few minutes)"
+  else
+    echo "==> installing DLE Desktop and its dependencies"
+  fi
   "$VENV/bin/python" -m pip install --quiet --upgrade pip
   if [ -n "$EXTRAS" ]; then
     "$VENV/bin/python" -m pip install --quiet -e "$ROOT[$EXTRAS]"
