@@ -23,20 +23,28 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
 
-STAMP="$VENV/.installed${EXTRAS:+-$EXTRAS}"
-HASH="$( (cat "$ROOT/pyproject.toml"; echo "$EXTRAS") | sha256sum 2>/dev/null | cut -d' ' -f1 || shasum -a 256 "$ROOT/pyproject.toml" | cut -d' ' -f1)"
-if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$HASH" ]; then
+# One stamp for the environment: the pyproject it was installed from and the extras in it. A
+# script that needs extras already installed installs nothing; one that needs more installs the
+# union, so `run`, `test`, `package` and `st-e2e` share one installation instead of taking turns.
+STAMP="$VENV/.installed"
+HASH="$( (sha256sum "$ROOT/pyproject.toml" 2>/dev/null || shasum -a 256 "$ROOT/pyproject.toml") | cut -d' ' -f1)"
+OLD_HASH=""
+OLD_EXTRAS=""
+if [ -f "$STAMP" ]; then
+  OLD_HASH="$(sed -n 1p "$STAMP")"
+  OLD_EXTRAS="$(sed -n 2p "$STAMP")"
+fi
+WANT="$(printf '%s\n' "$OLD_EXTRAS" "$EXTRAS" | tr ',' '\n' | sed '/^$/d' | sort -u | paste -sd, -)"
+if [ "$OLD_HASH" != "$HASH" ] || [ "$WANT" != "$OLD_EXTRAS" ]; then
   if ! "$VENV/bin/python" -c "import llama_cpp" >/dev/null 2>&1; then
     bash "$ROOT/scripts/check-build-tools.sh"
     echo "==> installing DLE Desktop and its dependencies (building llama.cpp the first time: a few minutes)"
   else
-    echo "==> installing DLE Desktop and its dependencies"
+    echo "==> installing DLE Desktop and its dependencies${WANT:+ (extras: $WANT)}"
   fi
   "$VENV/bin/python" -m pip install --quiet --upgrade pip
-  if [ -n "$EXTRAS" ]; then
-    "$VENV/bin/python" -m pip install --quiet -e "$ROOT[$EXTRAS]"
-  else
-    "$VENV/bin/python" -m pip install --quiet -e "$ROOT"
-  fi
-  echo "$HASH" > "$STAMP"
+  # setuptools warns at every editable install that a folder named like the package may shadow it:
+  # it is this checkout, so say nothing.
+  PYTHONWARNINGS="ignore::UserWarning" "$VENV/bin/python" -m pip install --quiet -e "$ROOT${WANT:+[$WANT]}"
+  printf '%s\n%s\n' "$HASH" "$WANT" > "$STAMP"
 fi

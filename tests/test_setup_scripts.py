@@ -52,3 +52,42 @@ def test_the_readme_opens_with_the_two_commands_a_user_needs():
     rows = [line for line in first_table.splitlines() if line.startswith("| ") and "---" not in line]
     assert [row.rsplit("|", 2)[-2].strip() for row in rows] == ["`./scripts/run`", "`./scripts/test`"]
     assert "C/C++ compiler" in section.split("| what |", 1)[0]
+
+
+def _fake_checkout(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the scripts and pyproject with a venv whose python only records how it was called."""
+    root = tmp_path / "checkout"
+    shutil.copytree(ROOT / "scripts", root / "scripts")
+    shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
+    log = tmp_path / "calls.log"
+    python = root / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexit 0\n', encoding="utf-8")
+    python.chmod(0o755)
+    return root, log
+
+
+def _installs(root: Path, log: Path, extras: str) -> list[str]:
+    before = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+    subprocess.run([BASH, str(root / "scripts" / "bootstrap.sh"), extras], check=True, capture_output=True, timeout=60)
+    after = log.read_text(encoding="utf-8").splitlines()
+    return [line for line in after[len(before) :] if line.startswith("-m pip install --quiet -e")]
+
+
+def test_the_scripts_share_one_installation_and_add_only_missing_extras(tmp_path):
+    root, log = _fake_checkout(tmp_path)
+    assert _installs(root, log, "test") == [f"-m pip install --quiet -e {root}[test]"]
+    assert _installs(root, log, "test") == []  # installed already
+    assert _installs(root, log, "") == []  # `run` needs no extra: what `test` installed will do
+    assert _installs(root, log, "test,e2e") == [f"-m pip install --quiet -e {root}[e2e,test]"]
+    assert _installs(root, log, "test,package") == [f"-m pip install --quiet -e {root}[e2e,package,test]"]
+    assert _installs(root, log, "e2e") == []
+    (root / "pyproject.toml").write_text((root / "pyproject.toml").read_text() + "\n# changed\n")
+    assert _installs(root, log, "") == [f"-m pip install --quiet -e {root}[e2e,package,test]"]  # kept on a change
+
+
+def test_the_license_is_an_spdx_string():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["project"]["license"] == "MIT"
