@@ -314,3 +314,15 @@ def test_paused_sync_says_how_many_changes_it_holds(make_desktop, vault_copy, ql
         await wait_for(lambda: not label.isVisibleTo(window), what="the label gone on resume")
 
     qloop.run_until_complete(scenario())
+
+
+def test_the_readme_lists_every_shortcut_of_the_main_window():
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    source = (root / "dle_desktop" / "ui" / "main_window.py").read_text(encoding="utf-8")
+    keys = set(re.findall(r'setShortcut\(QKeySequence\("([^"]+)"\)\)', source))
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    line = " ".join(readme.split("- Shortcuts:", 1)[1].split("\n\n", 1)[0].split())
+    assert keys and {k for k in keys if k not in line} == set()
