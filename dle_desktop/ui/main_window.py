@@ -340,7 +340,7 @@ class MainWindow(QMainWindow):
 
     def open_in_vault(self, uid: str) -> None:
         self.tabs.setCurrentWidget(self.vault_view)
-        self.vault_view.select_uid(uid)
+        self.vault_view.show_entry(uid)
 
     def find(self) -> None:  # type: ignore[override]  # Find (Ctrl+F), not QWidget.find(window id)
         self.tabs.setCurrentWidget(self.vault_view)

@@ -326,3 +326,21 @@ def test_the_readme_lists_every_shortcut_of_the_main_window():
     readme = (root / "README.md").read_text(encoding="utf-8")
     line = " ".join(readme.split("- Shortcuts:", 1)[1].split("\n\n", 1)[0].split())
     assert keys and {k for k in keys if k not in line} == set()
+
+
+def test_opening_an_entry_from_the_graph_shows_its_details_even_after_test_a_chat(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy)
+    window = desk.window
+    view = window.vault_view
+
+    async def scenario():
+        await wait_for(lambda: view.model.rowCount() == 61, what="61 entries")
+        view.right_tabs.setCurrentWidget(view.test_panel)  # the tab the user used last
+        window.tabs.setCurrentWidget(window.graph_view)
+        uid = view.snapshot.find("Tidewriting").uid
+        window.graph_view.openEntryRequested.emit(uid)  # double-click → "open in the Vault view"
+        assert window.tabs.currentWidget() is view
+        assert view.current_uid() == uid
+        assert view.right_tabs.currentWidget() is view.detail
+
+    qloop.run_until_complete(scenario())

@@ -194,6 +194,13 @@ class VaultView(QWidget):
         self._show(uid)
         return True
 
+    def show_entry(self, uid: str) -> bool:
+        """Select the entry and show its details, whichever tab was in front."""
+        if not self.select_uid(uid):
+            return False
+        self.right_tabs.setCurrentWidget(self.detail)
+        return True
+
     def select_entry(self, vault: str, path: str) -> None:
         self.select_uid(f"{vault}\x00{path}")
 
@@ -201,8 +208,8 @@ class VaultView(QWidget):
         if self.snapshot is None:
             return
         hits = [e for e in self.snapshot.by_title.get(title.lower(), ()) if not vault or e.vault == vault]
-        if hits and self.select_uid(hits[0].uid):
-            self.right_tabs.setCurrentWidget(self.detail)
+        if hits:
+            self.show_entry(hits[0].uid)
 
     def _current_changed(self, current, _previous) -> None:
         uid = current.data(UID_ROLE) if current.isValid() else None
