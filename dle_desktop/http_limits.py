@@ -16,8 +16,10 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 import h11
+import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 log = logging.getLogger(__name__)
@@ -120,6 +122,32 @@ class GuardedH11Protocol(H11Protocol):
         self._header_timer = None
         if self.idle:
             self.close_idle()
+
+
+def server_config(
+    app: Any, limits: ServerLimits, protocol: type[GuardedH11Protocol] | None = None, **extra: Any
+) -> uvicorn.Config:
+    """The one connection policy of both servers, as uvicorn's configuration. The socket cap is
+    the protocol's (idle sockets make room); uvicorn's own `limit_concurrency`, which counts idle
+    sockets too and answers 503 to everyone past it, sits one above that cap so it never decides.
+    log_config=None: uvicorn logs through our (scrubbed, rate-limited) handlers. proxy_headers
+    off: the peer address that decides whether a token is needed is the socket's, never a
+    header. ws="none": no WebSocket routes, so no upgrade slips past the socket cap."""
+    return uvicorn.Config(
+        app,
+        log_config=None,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        server_header=False,
+        proxy_headers=False,
+        ws="none",
+        http=protocol or protocol_class(limits),
+        timeout_keep_alive=limits.keep_alive_timeout,
+        limit_concurrency=limits.max_connections + 1,
+        h11_max_incomplete_event_size=limits.max_header_bytes,
+        **extra,
+    )
 
 
 def protocol_class(limits: ServerLimits) -> type[GuardedH11Protocol]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import uvicorn
 
-from dle_desktop.http_limits import ServerLimits, protocol_class
+from dle_desktop.http_limits import ServerLimits, protocol_class, server_config
 from dle_desktop.olra.app import OlraApp
 from dle_desktop.olra.cert import ensure_certificate
 from dle_desktop.olra.keys import KeyHolder
@@ -33,14 +33,12 @@ DEFAULT_HTTPS_PORT = 27124
 
 @dataclass(frozen=True)
 class OlraLimits:
-    #: DLE sends 50 GETs at once per batch (a browser sends them over ~6 connections, a script
-    #: over 50): far more than that is room to spare, not a cap anyone should meet.
-    max_concurrency: int = 256
     backlog: int = 512
     keep_alive_timeout: int = 30
     #: Sockets held at once (the longest-idle one makes room past it) and the time a client has
     #: to send its headers: a page or program that opens sockets and never finishes a request
     #: cannot run the process out of file descriptors (as for the lore server, http_limits.py).
+    #: DLE sends 50 GETs at once per batch (a browser over ~6 connections, a script over 50).
     max_connections: int = 384
     header_timeout: float = 15.0
     #: Worker threads for file reads and listings (this server's own pool).
@@ -249,30 +247,15 @@ class OlraRunner:
         assert self.app is not None  # start() makes it before the thread
         limits = self.limits
         # One guard for the HTTP and the HTTPS socket: the cap is on the process's sockets.
-        protocol = protocol_class(
-            ServerLimits(
-                max_connections=limits.max_connections,
-                header_timeout=limits.header_timeout,
-                keep_alive_timeout=limits.keep_alive_timeout,
-            )
+        connections = ServerLimits(
+            max_connections=limits.max_connections,
+            header_timeout=limits.header_timeout,
+            keep_alive_timeout=limits.keep_alive_timeout,
         )
+        protocol = protocol_class(connections)
         for sock, context in socks:
-            # log_config=None: uvicorn logs through our (scrubbed) handlers. No proxy headers, no
-            # WebSockets, no lifespan: nothing here needs them.
-            config = uvicorn.Config(
-                self.app,
-                log_config=None,
-                log_level="warning",
-                access_log=False,
-                lifespan="off",
-                server_header=False,
-                proxy_headers=False,
-                ws="none",
-                http=protocol,
-                timeout_keep_alive=limits.keep_alive_timeout,
-                limit_concurrency=limits.max_concurrency,
-                backlog=limits.backlog,
-            )
+            # The lore server's connection policy (http_limits.server_config).
+            config = server_config(self.app, connections, protocol, backlog=limits.backlog)
             if context is not None:
                 config.load()
                 config.ssl = context  # our own context (the certificate made above)

@@ -16,7 +16,7 @@ from starlette.routing import Match
 
 from dle_desktop.core.hosts import is_loopback_bind
 from dle_desktop.errors import ConfigError, DleError
-from dle_desktop.http_limits import ServerLimits, protocol_class
+from dle_desktop.http_limits import ServerLimits, server_config
 from dle_desktop.server import (
     openapi,
     routes_ai,
@@ -167,25 +167,7 @@ class ServerRunner:
         policy = access_policy(self.engine, self.host, self._token_holder(self.engine))
         self._access = wrap_security(self._app, policy, self.limits)
         limits = self.limits
-        # log_config=None: uvicorn's records go through our (scrubbed, rate-limited) handlers
-        # instead of its own stderr handler. proxy_headers=False: the peer address that decides
-        # whether a token is needed is the socket's, never an X-Forwarded-For header.
-        # limit_concurrency caps running requests; the protocol caps the sockets themselves.
-        # ws="none": there are no WebSocket routes, so no upgrade may slip past the socket cap.
-        config = uvicorn.Config(
-            self._access,
-            log_config=None,
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-            server_header=False,
-            proxy_headers=False,
-            ws="none",
-            http=protocol_class(limits),
-            timeout_keep_alive=limits.keep_alive_timeout,
-            limit_concurrency=limits.max_connections + 1,
-            h11_max_incomplete_event_size=limits.max_header_bytes,
-        )
+        config = server_config(self._access, limits)
         self._server = uvicorn.Server(config)
         self._task = asyncio.get_running_loop().create_task(self._server.serve(sockets=[self._sock]))
         while not self._server.started:

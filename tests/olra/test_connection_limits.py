@@ -59,3 +59,32 @@ def test_idle_sockets_past_the_cap_make_room_for_a_request(olra):
     finally:
         for s in socks:
             s.close()
+
+
+def test_thousands_of_idle_and_slowloris_sockets_cannot_shut_the_emulation_off(olra):
+    """The default limits: idle sockets far past the cap (and some trickling a header a byte at a
+    time) make room for a real client, who gets answers, never 503 for good."""
+    served = olra({"a.md": "x"})
+    port = served.runner.port
+    idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(5000)]
+    trickling = [socket.create_connection(("127.0.0.1", port)) for _ in range(50)]
+    try:
+        for s in trickling:
+            s.sendall(b"GET /vault/a.md HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        answers = []
+        deadline = time.monotonic() + BOUND
+        while answers[-5:] != [200] * 5 and time.monotonic() < deadline:
+            try:
+                r = httpx.get(
+                    f"{served.runner.url}/vault/a.md", headers={"Authorization": f"Bearer {served.key}"}, timeout=5
+                )
+            except httpx.HTTPError:
+                time.sleep(0.1)
+                continue
+            answers.append(r.status_code)
+            if r.status_code != 200:
+                time.sleep(0.1)
+        assert answers[-5:] == [200] * 5, answers
+    finally:
+        for s in idle + trickling:
+            s.close()
