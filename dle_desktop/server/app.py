@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -134,6 +136,8 @@ class ServerRunner:
         self._task: asyncio.Task | None = None
         self._sock: socket.socket | None = None
         self._app: Starlette | None = None
+        #: Said once at start in LAN mode when a SillyTavern with the bridge would hand out the token.
+        self.lan_warning: str | None = None
 
     @property
     def url(self) -> str:
@@ -192,6 +196,16 @@ class ServerRunner:
             if self.engine.settings.server_allowed_hosts or self.host not in ("0.0.0.0", "::")
             else " (list the name or address LAN clients use in server_allowed_hosts)",
         )
+        bridged = bridged_sillytaverns(self.engine.settings.st_folders)
+        if bridged:
+            self.lan_warning = (
+                f"LAN mode and the SillyTavern bridge: the bridge installed in {', '.join(str(p) for p in bridged)} "
+                "keeps this server's token in its dle-config.json, and SillyTavern hands that file to anyone who "
+                "can open its page. Keep SillyTavern reachable only from this machine (its default: listen off, "
+                "whitelist on), or behind its own login (basicAuthMode, user accounts); if it was reachable by "
+                "others, rotate the token (the app's SillyTavern view → Access) and install the bridge again."
+            )
+            log.warning("%s", self.lan_warning)
 
     def set_engine(self, engine: LoreEngine) -> None:
         """Serve another engine from now on (after the vault configuration changed)."""
@@ -229,3 +243,13 @@ class ServerRunner:
                 self._task.cancel()
         if self._sock is not None:
             self._sock.close()
+
+
+def bridged_sillytaverns(st_folders: Iterable[str]) -> list[Path]:
+    """The SillyTavern installs (the usual places and `st_folders`) that hold a copy of the bridge."""
+    from dle_desktop.st_bridge.install import find_installs, installed
+
+    try:
+        return [st.root for st in find_installs(st_folders) if installed(st)]
+    except OSError:  # an unreadable folder must not stop the server
+        return []

@@ -131,6 +131,7 @@ class DesktopApp:
         """Call after runtime.start(): engine events from its start are already queued to us."""
         server = self.runtime.server
         self.window.set_server_status(server.url if server else None, self.runtime.server_error)
+        self._say_lan_warning()
         if self.runtime.ctx.store.problem:  # a server problem has its own notice, with Retry
             self.window.statusBar().showMessage(self.runtime.ctx.store.problem, 30000)
         if self.runtime.server_error and self._start_hidden:  # nobody sees the window's notice yet
@@ -269,6 +270,7 @@ class DesktopApp:
                 if todo.restart_server:
                     await asyncio.to_thread(self.runtime.restart_server)
                     self._show_server_state()
+                    self._say_lan_warning()
                 if todo.restart_olra:
                     await asyncio.to_thread(self.runtime.restart_olra)
                     self.window.sillytavern_view.olra_panel.emulation_restarted()
@@ -280,6 +282,14 @@ class DesktopApp:
                 self.apply_bar.hide()
         done = todo.describe()
         self.window.statusBar().showMessage(f"Settings saved ({done})" if done else "Settings saved", 4000)
+
+    def _say_lan_warning(self) -> None:
+        """LAN mode with the bridge installed: once per server start, in the status bar and the tray."""
+        warning = getattr(self.runtime.server, "lan_warning", None)
+        if warning:
+            self.window.statusBar().showMessage(warning, 60000)
+            if self._start_hidden:
+                self.tray.show_message("SillyTavern can hand out the server token", warning)
 
     def retry_server(self) -> None:
         """Start the server again (the notice's Retry)."""

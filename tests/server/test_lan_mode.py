@@ -290,3 +290,29 @@ def test_a_listed_origins_preflight_needs_no_token_but_its_requests_do():
 
 def test_an_unusable_bind_address_is_simply_not_a_host_name():
     assert AccessPolicy.build("fe80::1%eth0").hosts == AccessPolicy.build("127.0.0.1").hosts
+
+
+def test_lan_mode_with_a_bridge_installed_says_once_that_sillytavern_hands_out_the_token(tmp_path, caplog, monkeypatch):
+    """SillyTavern serves the bridge's dle-config.json, and so the token, to whoever opens its
+    page: in LAN mode the server says so once, in words, with what to do."""
+    from dle_desktop.st_bridge.install import inspect, install
+    from tests.st_bridge.conftest import make_st
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # where SillyTavern is looked for besides st_folders
+    st_root = make_st(tmp_path / "my-st")
+    install(inspect(st_root), server_url="http://127.0.0.1:8765", token="t" * 32)
+    caplog.set_level(logging.WARNING, logger="dle_desktop.server.app")
+    server = LanServer(tmp_path, Settings().replace(st_folders=[str(st_root)]))
+    try:
+        said = [r.getMessage() for r in caplog.records if "dle-config.json" in r.getMessage()]
+        assert len(said) == 1, said
+        assert str(st_root.resolve()) in said[0] and "token" in said[0] and "server-token --rotate" not in said[0]
+        assert "only from this machine" in said[0]
+    finally:
+        server.close()
+    caplog.clear()
+    quiet = LanServer(tmp_path / "other", Settings())  # no bridge anywhere it looks: nothing more to say
+    try:
+        assert not [r for r in caplog.records if "dle-config.json" in r.getMessage()]
+    finally:
+        quiet.close()

@@ -77,3 +77,17 @@ def test_gui_accepts_port_and_refuses_a_bad_one(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["--port", "70000"])
     assert "0 to 65535" in capsys.readouterr().err
+
+
+def test_lan_mode_with_a_bridge_installed_is_said_in_the_window(make_desktop, vault_copy, tmp_path, monkeypatch):
+    from dle_desktop.st_bridge.install import inspect, install
+    from tests.st_bridge.conftest import make_st
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    st_root = make_st(tmp_path / "my-st")
+    install(inspect(st_root), server_url="http://127.0.0.1:8765", token="t" * 32)
+    settings = Settings().replace(server_host="0.0.0.0", server_port=0, server_enabled=True, st_folders=[str(st_root)])
+    desk = make_desktop(vault_copy, settings=settings, runtime_options={})
+    assert desk.runtime.server is not None
+    shown = desk.window.statusBar().currentMessage()
+    assert "dle-config.json" in shown and str(st_root.resolve()) in shown
