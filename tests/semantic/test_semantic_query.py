@@ -246,3 +246,19 @@ def test_settings_saved_with_the_old_floor_take_the_new_default(tmp_path):
         encoding="utf-8",
     )
     assert SettingsStore(path).load().semantic_min_score == 0.35  # chosen with the new settings: kept
+
+
+def test_the_summary_says_when_the_semantic_budget_fix_left_constants_out():
+    snap = _budget_snap()
+    brewer = snap.find("Brewer")
+    chat = [msg("U", "Who is the bearded man with the accounts?", user=True)]
+    base = dict(semantic_enabled=True, semantic_min_score=0.0, max_tokens_budget=300)
+    on, _ = run_generation(snap, chat, ChatState(), MatchConfig(**base), semantic_hits=[(brewer.uid, 0.8, 1)])
+    left_out = {"Lore A", "Lore B"} - {i.entry.title for i in on.injected}
+    assert left_out
+    said = [n for n in on.notes if "fix_semantic_budget" in n]
+    assert len(said) == 1 and all(t in said[0] for t in left_out) and "constant" in said[0]
+    off, _ = run_generation(
+        snap, chat, ChatState(), MatchConfig(**base, fix_semantic_budget=False), semantic_hits=[(brewer.uid, 0.8, 1)]
+    )
+    assert not [n for n in off.notes if "fix_semantic_budget" in n]  # DLE's order: nothing to explain

@@ -359,6 +359,8 @@ def finish_generation(pending: Pending, outcome: AiOutcome | None = None) -> tup
         if walk is items and cfg.fix_semantic_budget and cfg.semantic_enabled:
             walk = match_first_order(items)  # the surviving set; the prompt keeps priority order
         positional, outlets = apply_budget(walk, cfg, trace)
+        if walk is not items and not by_confidence:
+            _note_constants_left_out(walk, [*positional, *outlets], trace)
         if walk is not items:  # survivors chosen by confidence or match; the prompt keeps priority order
             rank = {a.entry.uid: i for i, a in enumerate(items)}
             positional.sort(key=lambda inj: rank.get(inj.entry.uid, len(rank)))
@@ -485,3 +487,18 @@ def _track(
         last_swipe_key=slot,
         before_last=before,
     )
+
+
+def _note_constants_left_out(walked: list[Active], injected: list[Injected], trace: Trace) -> None:
+    """fix_semantic_budget walks the chat's own matches before constants: when that leaves a
+    constant (or bootstrap) entry out, the summary says so rather than leave it to the verdicts."""
+    kept = {inj.entry.uid for inj in injected}
+    left_out = [a.entry.title for a in walked if (a.entry.constant or a.entry.bootstrap) and a.entry.uid not in kept]
+    if left_out:
+        shown = ", ".join(left_out[:5]) + (f" and {len(left_out) - 5} more" if len(left_out) > 5 else "")
+        trace.notes.append(
+            f"the budget walked the chat's own matches before constants (fix_semantic_budget, with semantic "
+            f"search on), so {len(left_out)} constant or bootstrap entr{'y' if len(left_out) == 1 else 'ies'} "
+            f"did not fit: {shown}. Raise the budget, or turn the fix off in Settings → Retrieval to keep "
+            "constants first."
+        )
