@@ -12,24 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from dle_desktop.errors import ConfigError
-
-OPENAI_FLAVORS = (
-    "openai",
-    "openrouter",
-    "groq",
-    "xai",
-    "fireworks",
-    "deepseek",
-    "mistral",
-    "azure",
-    "llamacpp",
-    "koboldcpp",
-    "ollama",
-    "vllm",
-    "lmstudio",
-    "custom",
-)
-PROVIDERS = ("openai", "anthropic", "gemini", "ollama")
+from dle_desktop.state.settings.records import OPENAI_FLAVORS, PROVIDERS  # declared once, with the profiles
 
 #: (provider, flavor) → the URL used when a profile leaves `base_url` empty. Keyed by both because
 #: Ollama has two doors: its OpenAI-compatible /v1 and its native /api.
