@@ -1,5 +1,5 @@
 """The vault view's one-line account of semantic search: how far embedding the entries has got,
-Pause/Resume, and why it is unavailable when it is. Hidden while semantic search is off.
+Pause while entries are being embedded, Resume while paused, and why it is unavailable when it is. Hidden while semantic search is off.
 
 Fed by the engine's "semantic" events (through the bridge) and, while the default model is being
 downloaded, by the download's progress: until the model is there, that is the news."""
@@ -170,6 +170,9 @@ class SemanticStrip(QFrame):
             text = f"Semantic index: ready, {embedded} of {entries} entries embedded{model}"
             if self.paused:
                 text += " · embedding new and changed entries is paused"
+            # Nothing is being embedded, so a Pause would do nothing visible; an edit starts a pass
+            # ("embedding"), which brings it back. Resume stays: new and changed entries wait for it.
+            pause = self.paused
         else:
             text = "Semantic index: waiting for the vault index…"
             pause = False
