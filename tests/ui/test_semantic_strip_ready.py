@@ -52,7 +52,9 @@ def test_paused_at_ready_still_offers_resume(make_desktop, vault_copy, tiny_mode
         strip.toggle_pause()  # as the engine's remembered pause, or a Pause clicked as the last batch ended
         assert "paused" in strip.label.full_text
         assert not strip.pause_button.isHidden() and strip.pause_button.text() == "Resume"
+        await wait_for(lambda: desk.runtime.engine.semantic.paused, what="the engine paused")
         strip.pause_button.click()
         assert strip.pause_button.isHidden()
+        await wait_for(lambda: not desk.runtime.engine.semantic.paused, what="the engine resumed")
 
     qloop.run_until_complete(scenario())
