@@ -236,6 +236,11 @@ class EntryHistory(QObject):
         if self.access is not None:
             soon(lambda: self._load((vault, path)))
 
+    def clear(self) -> None:
+        """No note is shown: nothing to list, nothing the Undo button may take back."""
+        self.note, self.records, self.message = None, [], ""
+        self._update_button()
+
     def html(self) -> str:
         note = f"<p class='warn'>{escape(self.message)}</p>" if self.message else ""
         return note + render_history(self.records)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from html import escape
 from urllib.parse import unquote
 
-from PySide6.QtCore import QByteArray, QItemSelectionModel, Qt, QUrl, Signal
+from PySide6.QtCore import QByteArray, QItemSelectionModel, QModelIndex, Qt, QUrl, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dle_desktop.core.entry import Entry
 from dle_desktop.core.health import HealthReport
 from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.ui.vault.chat_trial_panel import ChatTrialPanel
@@ -49,6 +51,13 @@ class VaultView(QWidget):
     def __init__(self, parent=None, test_runner=None) -> None:
         super().__init__(parent)
         self.snapshot: IndexSnapshot | None = None
+        #: The entry the user chose. The detail shows it while its row is visible; a filter that
+        #: hides it, or a re-sync that misses its note, clears the row but keeps the choice, so it
+        #: comes back with the row (an editor that saves by delete and re-create, a wider filter).
+        self._chosen: Entry | None = None
+        self._chosen_gone = False
+        #: Qt moves the current row itself when rows go (a filter, a reset): not the user's choice.
+        self._moving_rows = False
         self._title_fitted = False  # once per run, and never over widths the user kept from last time
         self.model = EntriesModel(self)
         self.proxy = EntriesFilter(self)
@@ -149,9 +158,12 @@ class VaultView(QWidget):
 
     # -- data -------------------------------------------------------------------------------
     def set_snapshot(self, snapshot: IndexSnapshot) -> None:
-        keep = self.current_uid()
         self.snapshot = snapshot
-        self.model.set_entries(snapshot.entries)
+        self._moving_rows = True
+        try:
+            self.model.set_entries(snapshot.entries)
+        finally:
+            self._moving_rows = False
         self.table.setColumnHidden(6, len({e.vault for e in snapshot.entries}) <= 1)
         if not self._title_fitted and snapshot.entries:
             self._title_fitted = True
@@ -159,10 +171,22 @@ class VaultView(QWidget):
                 0, max(self.table.columnWidth(0), min(self.table.sizeHintForColumn(0), TITLE_MAX))
             )
         self._update_count()
-        if keep and keep in snapshot.by_uid:
-            self.select_uid(keep)
-        elif keep:
-            self.detail.setHtml(WELCOME + "<p><i>The selected entry is no longer in the vault.</i></p>")
+        if self._chosen is not None:
+            found = self._find_again(self._chosen, snapshot)
+            self._chosen_gone = found is None
+            if found is not None:
+                self._chosen = found
+            self._show_chosen()
+
+    @staticmethod
+    def _find_again(chosen: Entry, snapshot: IndexSnapshot) -> Entry | None:
+        """The chosen entry in a new snapshot: by its file, else the one entry of its vault with
+        its title (the note was renamed or moved)."""
+        same = snapshot.by_uid.get(chosen.uid)
+        if same is not None:
+            return same
+        titled = [e for e in snapshot.by_title.get(chosen.title.lower(), ()) if e.vault == chosen.vault]
+        return titled[0] if len(titled) == 1 else None
 
     def set_health(self, report: HealthReport) -> None:
         self.health.show_report(report, self.snapshot.skipped if self.snapshot else ())
@@ -179,20 +203,55 @@ class VaultView(QWidget):
         idx = self.table.currentIndex()
         return idx.data(UID_ROLE) if idx.isValid() else None
 
-    def select_uid(self, uid: str) -> bool:
+    def _visible_index(self, uid: str) -> QModelIndex:
         row = self.model.row_of(uid)
-        if row is None:
+        return self.proxy.mapFromSource(self.model.index(row, 0)) if row is not None else QModelIndex()
+
+    def select_uid(self, uid: str) -> bool:
+        entry = self.snapshot.by_uid.get(uid) if self.snapshot is not None else None
+        if entry is None or self.model.row_of(uid) is None:
             return False
-        proxy_index = self.proxy.mapFromSource(self.model.index(row, 0))
-        if not proxy_index.isValid():  # hidden by the filter: clear it so the entry can show
-            self.filter.clear()
-            proxy_index = self.proxy.mapFromSource(self.model.index(row, 0))
-        self.table.selectionModel().setCurrentIndex(
-            proxy_index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
-        )
-        self.table.scrollTo(proxy_index)
-        self._show(uid)
+        self._choose(entry)
+        if not self._visible_index(uid).isValid():  # hidden by the filter: clear it so the entry can show
+            self.filter.clear()  # shows the chosen entry
+        else:
+            self._show_chosen()
         return True
+
+    def _choose(self, entry: Entry) -> None:
+        changed = self._chosen is None or self._chosen.uid != entry.uid
+        self._chosen, self._chosen_gone = entry, False
+        if changed:
+            self.selectionChangedUid.emit(entry.uid)
+
+    def _show_chosen(self) -> None:
+        """Select the chosen entry's row and show it; or, with no row to select, say why."""
+        chosen = self._chosen
+        if chosen is None:
+            return
+        index = QModelIndex() if self._chosen_gone else self._visible_index(chosen.uid)
+        self._moving_rows = True
+        try:
+            if index.isValid():
+                self.table.selectionModel().setCurrentIndex(
+                    index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+                )
+            else:
+                self.table.selectionModel().clear()
+        finally:
+            self._moving_rows = False
+        if index.isValid():
+            self.table.scrollTo(index)
+            self._show(chosen.uid)
+            return
+        self.entry_history.clear()
+        if self._chosen_gone:
+            self._say(f"{chosen.title} is no longer in the vault ({chosen.vault} · {chosen.path} was removed).")
+        else:
+            self._say(f"{chosen.title} is hidden by the filter. Esc clears the filter.")
+
+    def _say(self, text: str) -> None:
+        self.detail.setHtml(f"{WELCOME}<p><i>{escape(text)}</i></p>")
 
     def show_entry(self, uid: str) -> bool:
         """Select the entry and show its details, whichever tab was in front."""
@@ -212,12 +271,16 @@ class VaultView(QWidget):
             self.show_entry(hits[0].uid)
 
     def _current_changed(self, current, _previous) -> None:
+        if self._moving_rows:
+            return
         uid = current.data(UID_ROLE) if current.isValid() else None
-        if uid:
-            self._show(uid)
-            if self.table.hasFocus():  # the user picked it: show it, even from the test tab
-                self.right_tabs.setCurrentWidget(self.detail)
-            self.selectionChangedUid.emit(uid)
+        entry = self.snapshot.by_uid.get(uid) if self.snapshot is not None and uid else None
+        if entry is None:
+            return
+        self._choose(entry)
+        self._show(entry.uid)
+        if self.table.hasFocus():  # the user picked it: show it, even from the test tab
+            self.right_tabs.setCurrentWidget(self.detail)
 
     def _show(self, uid: str) -> None:
         if self.snapshot is None:
@@ -246,8 +309,13 @@ class VaultView(QWidget):
             self.select_uid(unquote(text[len("entry:") :]))
 
     def _filter_changed(self, text: str) -> None:
-        self.proxy.set_text(text)
+        self._moving_rows = True
+        try:
+            self.proxy.set_text(text)
+        finally:
+            self._moving_rows = False
         self._update_count()
+        self._show_chosen()
 
     def focus_filter(self) -> None:
         self.filter.setFocus()
