@@ -54,6 +54,8 @@ class MainWindow(QMainWindow):
         self._pending_select: str | None = None
         self.setWindowTitle("DLE Desktop")
         self.setWindowIcon(app_icon())
+        # Every view is laid out to fit this (tests/ui/test_layout_small_window.py); smaller, they would crush
+        self.setMinimumSize(1000, 650)
         self.resize(1200, 760)
 
         self.tabs = QTabWidget()
