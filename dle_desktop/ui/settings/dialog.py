@@ -214,6 +214,8 @@ class SettingsDialog(QDialog):
         self.retrieval.pageRequested.connect(self.show_page)
         tabs.addTab(self.retrieval, "Retrieval")
         tabs.addTab(scroll, "Embeddings")
+        # Retrieval shows the Embeddings page's values, as edited here so far
+        tabs.currentChanged.connect(lambda *_: self.retrieval.show_current(self.embeddings.values()))
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self._accept)
         buttons.rejected.connect(self.reject)

@@ -2,12 +2,15 @@
 declarations (`_s(group=..., page=...)` in state/settings.py), grouped as DLE groups them. Each
 row shows our name and DLE's, the allowed range, a one-line explanation and "reset to default";
 the filter box matches any of them. Settings edited on another page (semantic search on
-Embeddings, AI search's switch and fallbacks in the Channels view) are listed with a pointer
-there, so searching finds them too. The page only edits values; the dialog saves them."""
+Embeddings, AI search's switch and fallbacks in the Channels view) are listed with their current
+value and a pointer there, so searching finds them too. The page only edits values; the dialog
+saves them."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
@@ -18,6 +21,7 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QGridLayout,
     QGroupBox,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
@@ -65,6 +69,27 @@ def _default_text(value: Any) -> str:
     return str(value)
 
 
+def model_name(model_path: str) -> str:
+    """The embedding model as the user knows it: the chosen file's name, or the default model's."""
+    if model_path.strip():
+        return Path(model_path.strip()).stem
+    from dle_desktop.vectors.model_manager import DEFAULT_MODEL
+
+    return DEFAULT_MODEL.description.split(" (")[0] or Path(DEFAULT_MODEL.filename).stem
+
+
+def current_text(name: str, values: Mapping[str, Any]) -> str:
+    """A setting's value in words, as a row edited elsewhere shows it ("On, model tiny", "0.5")."""
+    value = values[name]
+    semantic_on = bool(values.get("semantic_enabled"))
+    if name == "semantic_enabled":
+        return f"On, model {model_name(str(values.get('embedding_model_path') or ''))}" if value else "Off"
+    text = ("On" if value else "Off") if isinstance(value, bool) else str(value)
+    if name.startswith("semantic_") and not semantic_on:
+        text += " (not used while semantic search is off)"
+    return text
+
+
 class SettingRow:
     """One setting's widgets in the page's grid: a label, its editor (or a pointer to the page that
     edits it), reset, and a muted line with the names, the range, the default and the explanation."""
@@ -90,17 +115,35 @@ class SettingRow:
         self.editor: QWidget | None = None
         #: the editor, or where the setting is edited: a button for a page of this dialog, else a note
         self.control: QWidget
+        #: what the grid shows: the editor, or the current value beside the pointer to its page
+        self.cell: QWidget
+        self.current = QLabel()
         if self.editable:
-            self.control = self._editor(f, value)
+            self.control = self.cell = self._editor(f, value)
             self.reset.clicked.connect(lambda *_: self.set_value(self.default))
             self._changed()
         else:
             self.reset.hide()
             where = ELSEWHERE[meta["page"]]
             self.control = QPushButton(where) if meta["page"] == "embeddings" else QLabel(where)
+            self.current.setToolTip(f"The value now. {where}.")
+            self.current.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            if isinstance(self.control, QPushButton):
+                self.label.setBuddy(self.control)
+            self.cell = QWidget()
+            pair = QHBoxLayout(self.cell)
+            pair.setContentsMargins(0, 0, 0, 0)
+            pair.addWidget(self.current)
+            pair.addSpacing(8)
+            pair.addWidget(self.control)
+            pair.addStretch(1)
 
     def widgets(self) -> list[QWidget]:
-        return [self.label, self.control, self.reset, self.info]
+        return [self.label, self.cell, self.reset, self.info]
+
+    def show_current(self, values: Mapping[str, Any]) -> None:
+        if not self.editable:
+            self.current.setText(current_text(self.name, values))
 
     def _editor(self, f: dataclasses.Field, value: Any) -> QWidget:
         meta = f.metadata
@@ -201,6 +244,7 @@ class RetrievalPage(QWidget):
         self.nothing.setStyleSheet(WARN_STYLE)
         self.nothing.hide()
         self.rows: dict[str, SettingRow] = {}
+        self._shown: dict[str, Any] = {}  # the values the rows edited elsewhere show
         self.groups: list[tuple[QGroupBox, list[SettingRow]]] = []
         body = QWidget()
         column = QVBoxLayout(body)
@@ -215,8 +259,8 @@ class RetrievalPage(QWidget):
                 row = SettingRow(f, getattr(settings, f.name))
                 r = grid.rowCount()
                 grid.addWidget(row.label, r, 0, Qt.AlignmentFlag.AlignTop)
-                wide = isinstance(row.control, (QLineEdit, QPlainTextEdit))
-                grid.addWidget(row.control, r, 1, Qt.AlignmentFlag(0) if wide else Qt.AlignmentFlag.AlignLeft)
+                wide = isinstance(row.control, (QLineEdit, QPlainTextEdit)) or not row.editable
+                grid.addWidget(row.cell, r, 1, Qt.AlignmentFlag(0) if wide else Qt.AlignmentFlag.AlignLeft)
                 grid.addWidget(row.reset, r, 2, Qt.AlignmentFlag.AlignTop)
                 grid.addWidget(row.info, r + 1, 0, 1, 3)
                 if isinstance(row.control, QPushButton):
@@ -225,6 +269,7 @@ class RetrievalPage(QWidget):
                 rows.append(row)
             self.groups.append((box, rows))
             column.addWidget(box)
+        self.show_current({f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)})
         column.addStretch(1)
         label_width = max(row.label.sizeHint().width() for row in self.rows.values()) + 12
         for grid in grids:  # one label column through all groups, so the editors line up
@@ -251,6 +296,19 @@ class RetrievalPage(QWidget):
         self.nothing.setText(f"No setting matches “{text.strip()}”." if not shown else "")
         self.nothing.setVisible(not shown)
         return shown
+
+    def show_current(self, values: Mapping[str, Any]) -> None:
+        """Update the values shown for the settings edited elsewhere (the Embeddings page's, as
+        edited in this dialog before Retrieval is shown again). `values`: all settings, or some."""
+        merged = {**self._shown, **values}
+        self._shown = merged
+        shown = [row for row in self.rows.values() if not row.editable]
+        for row in shown:
+            row.show_current(merged)
+        # One width for every value, so the pointers beside them line up
+        width = min(max((row.current.sizeHint().width() for row in shown), default=0), 360)
+        for row in shown:
+            row.current.setMinimumWidth(width)
 
     def visible_names(self) -> list[str]:
         return [name for name, row in self.rows.items() if not row.label.isHidden()]
