@@ -75,6 +75,8 @@ class MainWindow(QMainWindow):
         self.librarian_view = LibrarianView(bridge)
         self.tabs.addTab(self.librarian_view, "Librarian")
         self.vault_view.entryActionRequested.connect(self._propose_in_librarian)
+        for view in (self.librarian_view, self.vault_view):
+            view.channelsRequested.connect(self._open_channels)
         self.sillytavern_view = SillyTavernView(bridge)
         self.tabs.addTab(self.sillytavern_view, "SillyTavern")
         self.server_notice = ServerNotice()
@@ -337,8 +339,21 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Sync paused" if paused else "Sync resumed", 4000)
 
     def _propose_in_librarian(self, action: str, uid: str) -> None:
-        self.tabs.setCurrentWidget(self.librarian_view)
-        soon(lambda: self.librarian_view.propose(action, uid))
+        """Optimize Keys / Summarize: in the Librarian when its AI connection is there; without
+        one the Vault view stays in front, the entry shown, and says what is missing."""
+
+        async def propose() -> None:
+            need = await self.librarian_view.ai_missing(action)
+            self.vault_view.ai_notice.show_missing(need)
+            if need is None:
+                self.tabs.setCurrentWidget(self.librarian_view)
+                await self.librarian_view.propose(action, uid)
+
+        soon(propose)
+
+    def _open_channels(self, channel: str) -> None:
+        self.tabs.setCurrentWidget(self.channels_view)
+        self.channels_view.show_place(channel)
 
     def open_in_vault(self, uid: str) -> None:
         self.tabs.setCurrentWidget(self.vault_view)
