@@ -25,6 +25,7 @@ from dle_desktop.ui.channels.profile_editor import ERROR_STYLE, OK_STYLE, WARN_S
 from dle_desktop.ui.channels.profiles import ProfilesPanel
 from dle_desktop.ui.channels.table import COLUMNS, ChannelsPanel
 from dle_desktop.ui.widgets.async_util import soon
+from dle_desktop.ui.widgets.scrolling import scrolling
 
 __all__ = ["CHANNELS", "COLUMNS", "OWN_FIELDS", "ChannelsView", "own_values"]
 
@@ -66,8 +67,9 @@ class ChannelsView(QWidget):
         rv = QVBoxLayout(right)
         rv.setContentsMargins(4, 0, 0, 0)
         rv.addWidget(self.channel_panel, 1)
-        self.split.addWidget(left)
-        self.split.addWidget(right)
+        # At the window's smallest size the columns scroll rather than crush their controls
+        for column in (left, right):
+            self.split.addWidget(scrolling(column))
         self.split.setStretchFactor(0, 2)
         self.split.setStretchFactor(1, 3)
         self.split.setSizes([420, 780])

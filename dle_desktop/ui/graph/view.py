@@ -13,7 +13,7 @@ from typing import cast
 
 import numpy as np
 from PySide6.QtCore import QRectF, QSize, QStringListModel, Qt, Signal
-from PySide6.QtGui import QColor, QIcon, QImage, QKeySequence, QPainter, QPen, QPixmap, QShortcut
+from PySide6.QtGui import QImage, QKeySequence, QPainter, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
     QCompleter,
@@ -36,7 +36,9 @@ from dle_desktop.state.graph_layout import LayoutStore
 from dle_desktop.ui.graph.canvas import GraphCanvas
 from dle_desktop.ui.graph.panel import GraphPanel
 from dle_desktop.ui.graph.style import COLOUR_MODES, EDGE_STYLES, SIZE_MODES, colouring, custom_fields, sizes
+from dle_desktop.ui.graph.toolbar import control_group, edge_icon
 from dle_desktop.ui.graph.worker import GraphJob, GraphResult, GraphWorker, edge_arrays
+from dle_desktop.ui.widgets.flow_layout import FlowLayout
 
 log = logging.getLogger(__name__)
 
@@ -46,23 +48,6 @@ PRESET_NAMES = {"compact": "Compact", "balanced": "Balanced", "spacious": "Spaci
 def vault_names(snapshot) -> tuple[str, ...]:
     names = tuple(s.name for s in getattr(snapshot, "slices", ()))
     return names or tuple(sorted({e.vault for e in snapshot.entries}))
-
-
-def edge_icon(kind: str) -> QIcon:
-    """A short stroke in the edge kind's colour and dash pattern, for its toggle."""
-    _label, colour, width, style = EDGE_STYLES[kind]
-    pm = QPixmap(22, 12)
-    pm.fill(Qt.GlobalColor.transparent)
-    p = QPainter(pm)
-    p.setRenderHint(QPainter.RenderHint.Antialiasing)
-    strong = QColor(colour)
-    strong.setAlpha(255)
-    pen = QPen(strong, max(width, 1.0) * 1.6)
-    pen.setStyle(style)
-    p.setPen(pen)
-    p.drawLine(1, 6, 21, 6)
-    p.end()
-    return QIcon(pm)
 
 
 class GraphView(QWidget):
@@ -95,6 +80,7 @@ class GraphView(QWidget):
 
         self.search = QLineEdit(placeholderText="Find an entry…")
         self.search.setClearButtonEnabled(True)
+        self.search.setMinimumWidth(200)
         self.search.setMaximumWidth(240)
         self.search.returnPressed.connect(lambda: self.find(self.search.text()))
         self.completer = QCompleter([], self)
@@ -115,8 +101,7 @@ class GraphView(QWidget):
         self.field.currentIndexChanged.connect(self._restyle)
         self.size_mode.currentIndexChanged.connect(self._restyle)
         self.kind_buttons: dict[str, QToolButton] = {}
-        kinds = QHBoxLayout()
-        kinds.setSpacing(2)
+        kinds: list[QWidget] = []
         for kind, (label, _colour, _w, _s) in EDGE_STYLES.items():
             b = QToolButton()
             b.setText(label)
@@ -127,7 +112,7 @@ class GraphView(QWidget):
             b.setToolTip(f"Show {label.lower()}")
             b.toggled.connect(self._kinds_changed)
             self.kind_buttons[kind] = b
-            kinds.addWidget(b)
+            kinds.append(b)
         self.preset = QComboBox()
         self.preset.setToolTip("How tight the layout is (applies on Re-layout)")
         for key, label in PRESET_NAMES.items():
@@ -154,14 +139,13 @@ class GraphView(QWidget):
         self.status = QLabel()
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
-        bar = QHBoxLayout()
-        bar.setContentsMargins(0, 0, 0, 0)
-        for w in (self.search, self.colour, self.field, self.size_mode):
-            bar.addWidget(w)
-        bar.addLayout(kinds)
-        bar.addStretch(1)
-        for button in (self.preset, self.relayout_button, self.fit_button, self.export_button):
-            bar.addWidget(button)
+        # Groups of controls that wrap to a second row at a narrow window, each keeping its labels
+        self.toolbar = QWidget()
+        bar = FlowLayout(self.toolbar)
+        bar.addWidget(self.search)
+        bar.addWidget(control_group(self.colour, self.field, self.size_mode))
+        bar.addWidget(control_group(*kinds, spacing=2))
+        bar.addWidget(control_group(self.preset, self.relayout_button, self.fit_button, self.export_button))
         foot = QHBoxLayout()
         foot.setContentsMargins(0, 0, 0, 0)
         foot.addWidget(self.status, 1)
@@ -175,7 +159,7 @@ class GraphView(QWidget):
         self.split.setSizes([900, 300])
         column = QVBoxLayout(self)
         column.setContentsMargins(4, 4, 4, 4)
-        column.addLayout(bar)
+        column.addWidget(self.toolbar)
         column.addWidget(self.split, 1)
         column.addLayout(foot)
         # on the canvas only: E and Esc type into the search box as usual

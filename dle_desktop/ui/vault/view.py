@@ -29,6 +29,7 @@ from dle_desktop.ui.vault.chat_trial_panel import ChatTrialPanel
 from dle_desktop.ui.vault.entries_model import UID_ROLE, EntriesFilter, EntriesModel
 from dle_desktop.ui.vault.entry_detail import EntryHistory, render_entry
 from dle_desktop.ui.vault.health_panel import HealthPanel
+from dle_desktop.ui.widgets.column_room import ColumnRoom
 from dle_desktop.ui.widgets.cut_text import CutTextTips
 from dle_desktop.ui.widgets.semantic_strip import SemanticStrip
 
@@ -38,6 +39,8 @@ MAIN_SPLIT_KEY, RIGHT_SPLIT_KEY = "vault/main_split_v2", "vault/right_split_v2"
 
 #: The Title column grows to the longest title once, up to this width (Keys stretch into the rest)
 TITLE_MAX = 260
+#: Keys never narrower than this (a key and a half): a narrow window takes the room from Title and Folder
+KEYS_MIN = 120
 
 WELCOME = """<h2>DLE Desktop</h2><p>Select an entry on the left to see its fields, links and the exact
 text that would be injected. The health check below lists problems in the vault, each with what to do.</p>"""
@@ -87,6 +90,7 @@ class VaultView(QWidget):
         for col, width in enumerate((190, 110, 200, 58, 58, 80, 100)):
             self.table.setColumnWidth(col, width)
         self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        self.keys_room = ColumnRoom(self.table, 2, KEYS_MIN, ((0, 140), (1, 80)))  # Title, then Folder give way
         self.table.selectionModel().currentRowChanged.connect(self._current_changed)
         self.tips = CutTextTips(self.table)
 

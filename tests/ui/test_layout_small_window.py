@@ -1,0 +1,165 @@
+"""Issue 21.9: at the smallest window size every view keeps its controls whole. Measured on the
+real window (offscreen), at 1000x650 and at the default 1200x760: the window really gets that size,
+every view fits its page, buttons get their size hint (no elided "Fi…"), wrapped lines get their
+height, no two neighbours in a layout overlap, and the Keys column stays readable."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from PySide6.QtCore import QRect, QSize
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import QAbstractButton, QLabel, QLineEdit, QWidget
+
+from tests.ui.conftest import wait_for
+
+SIZES = ((1000, 650), (1200, 760))
+KEYS_MIN = 110  # "Drowned Archive, …": a key and a half, not "…"
+
+
+def _views(window) -> list[QWidget]:
+    return [window.tabs.widget(i) for i in range(window.tabs.count())]
+
+
+async def _settle(seconds: float = 0.15) -> None:
+    """The qasync loop runs Qt's events (layouts, resizes) while this sleeps."""
+    await asyncio.sleep(seconds)
+
+
+async def _at_size(desk, size: tuple[int, int]) -> None:
+    window = desk.window
+    window.show()
+    window.resize(*size)
+    await _settle()
+
+
+def _in_layouts(view: QWidget):
+    """Every visible widget placed by a layout, with its visible layout-placed siblings."""
+    for parent in [view, *view.findChildren(QWidget)]:
+        layout = parent.layout()
+        if layout is None or not parent.isVisible():
+            continue
+        kids = [
+            w
+            for w in parent.findChildren(QWidget)
+            if w.parentWidget() is parent and w.isVisible() and not w.isWindow() and _placed_by(layout, w)
+        ]
+        yield parent, kids
+
+
+def _placed_by(layout, widget: QWidget) -> bool:
+    if layout.indexOf(widget) >= 0:
+        return True
+    for i in range(layout.count()):
+        item = layout.itemAt(i)
+        inner = item.layout() if item is not None else None
+        if inner is not None and _placed_by(inner, widget):
+            return True
+    return False
+
+
+def _crushed(view: QWidget) -> list[str]:
+    """What a user would call crushed in this view, in words."""
+    problems = []
+    for parent, kids in _in_layouts(view):
+        for w in kids:
+            name = f"{type(w).__name__} {getattr(w, 'text', lambda: '')()!r} in {type(parent).__name__}"
+            button_cut = w.width() < w.sizeHint().width() or w.height() < w.minimumSizeHint().height()
+            if isinstance(w, QAbstractButton) and w.text() and button_cut:
+                problems.append(f"{name}: {w.width()}x{w.height()} < hint {w.sizeHint().toTuple()}")
+            wraps = isinstance(w, QLabel) and w.wordWrap() and w.text() and w.width() > 0
+            if wraps and w.height() < w.heightForWidth(w.width()) - 1:
+                problems.append(f"{name}: {w.height()} px high, its text needs {w.heightForWidth(w.width())}")
+            if isinstance(w, QLineEdit) and w.placeholderText():
+                wanted = QFontMetrics(w.font()).horizontalAdvance(w.placeholderText()) + 16
+                if w.width() < min(wanted, 160):
+                    problems.append(f"{name}: {w.width()} px wide, its placeholder {w.placeholderText()!r} is cut")
+        boxes = [(w, QRect(w.geometry())) for w in kids]
+        for i, (a, ra) in enumerate(boxes):
+            for b, rb in boxes[i + 1 :]:
+                overlap = ra.intersected(rb)
+                if overlap.width() > 2 and overlap.height() > 2:
+                    problems.append(f"{type(a).__name__} and {type(b).__name__} overlap in {type(parent).__name__}")
+    return problems
+
+
+def test_the_window_has_a_minimum_size_it_can_really_take(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy)
+    window = desk.window
+
+    async def scenario():
+        await wait_for(lambda: window.vault_view.model.rowCount() == 61, what="61 entries")
+        assert window.minimumSize() == QSize(1000, 650)
+        # every view's minimum fits, so the layout does not hold the window bigger than that
+        hint = window.minimumSizeHint()
+        assert hint.width() <= 1000 and hint.height() <= 650, hint
+        await _at_size(desk, (800, 500))  # smaller than the minimum: held at the minimum
+        assert window.size() == QSize(1000, 650)
+
+    qloop.run_until_complete(scenario())
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_every_view_fits_and_nothing_is_crushed(make_desktop, vault_copy, qloop, size):
+    desk = make_desktop(vault_copy)
+    window = desk.window
+
+    async def scenario():
+        await wait_for(lambda: window.vault_view.model.rowCount() == 61, what="61 entries")
+        await _at_size(desk, size)
+        assert window.size() == QSize(*size)
+        problems = []
+        for view in _views(window):
+            window.tabs.setCurrentWidget(view)
+            await _settle()
+            hint = view.minimumSizeHint()
+            if view.width() < hint.width() or view.height() < hint.height():
+                problems.append(f"{type(view).__name__} is {view.size().toTuple()}, needs {hint.toTuple()}")
+            problems += [f"{type(view).__name__}: {p}" for p in _crushed(view)]
+        assert not problems, "\n".join(problems)
+
+    qloop.run_until_complete(scenario())
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_the_keys_column_stays_readable(make_desktop, vault_copy, qloop, size):
+    desk = make_desktop(vault_copy)
+    view = desk.window.vault_view
+
+    async def scenario():
+        await wait_for(lambda: view.model.rowCount() == 61, what="61 entries")
+        await _at_size(desk, size)
+        assert view.table.columnWidth(2) >= KEYS_MIN
+        # every column that is shown is on screen: Keys is not pushed right of the viewport
+        header = view.table.horizontalHeader()
+        right = max(header.sectionViewportPosition(c) + header.sectionSize(c) for c in range(5))
+        assert right <= view.table.viewport().width() + 1
+
+    qloop.run_until_complete(scenario())
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_the_graph_toolbar_shows_every_label_whole(make_desktop, vault_copy, qloop, size):
+    desk = make_desktop(vault_copy)
+    window = desk.window
+    graph = window.graph_view
+
+    async def scenario():
+        await wait_for(lambda: window.vault_view.model.rowCount() == 61, what="61 entries")
+        await _at_size(desk, size)
+        window.tabs.setCurrentWidget(graph)
+        await wait_for(lambda: graph.result is not None, timeout=60, what="the graph")
+        await _settle()
+        buttons = [*graph.kind_buttons.values(), graph.relayout_button, graph.fit_button, graph.export_button]
+        for b in buttons:
+            text_width = QFontMetrics(b.font()).horizontalAdvance(b.text())
+            assert b.width() >= b.sizeHint().width(), (b.text(), b.width(), b.sizeHint().width())
+            assert b.width() > text_width, b.text()
+        for combo in (graph.colour, graph.size_mode, graph.preset):
+            assert combo.width() >= combo.minimumSizeHint().width()
+        assert graph.search.width() >= 160
+        canvas = graph.canvas
+        assert canvas.width() >= 400 and canvas.height() >= 300
+
+    qloop.run_until_complete(scenario())
