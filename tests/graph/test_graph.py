@@ -14,6 +14,7 @@ from dle_desktop.core.graph import (
     analyse,
     backbone,
     build_graph,
+    common_values,
     communities,
     gap_analysis,
     layout,
@@ -181,16 +182,20 @@ def test_missing_connections_between_entries_sharing_a_custom_field_value():
         note("Bell", ["Inn"], fm="location: Saffre"),
         note("Far", fm="location: Elsewhere"),
     )
-    found = {f.titles: f for f in missing_connections(g)}
-    assert set(found) == {("Inn", "Quay"), ("Quay", "Bell")}  # Inn – Bell are linked
-    assert "location: Saffre" in found[("Inn", "Quay")].message
+    found = {f.titles: f for f in missing_connections(g)}  # one per entry, its unlinked partners
+    assert set(found) == {("Quay", "Bell", "Inn"), ("Inn", "Quay"), ("Bell", "Quay")}  # Inn – Bell are linked
+    assert found[("Inn", "Quay")].message == "'Inn' shares location: Saffre with 1 entry it has no link to: Quay"
 
 
 def test_missing_connections_skip_values_shared_by_too_many():
     g = vault(*[note(f"N{i}", fm="era: [Old]") for i in range(6)])
-    assert len(missing_connections(g)) == 15
-    assert missing_connections(g, max_shared_group=5) == []
-    assert len(missing_connections(g, max_missing=4)) == 4
+    assert missing_connections(g) == []  # 6 of 6 entries: too common (common_values says so)
+    assert [f.message for f in common_values(g)] == [
+        "era: Old: 6 entries share it, too common to suggest links (more than 5 of the 6 entries)"
+    ]
+    assert len(missing_connections(g, max_shared_group=6)) == 6
+    assert common_values(g, max_shared_group=6) == []
+    assert len(missing_connections(g, max_shared_group=6, max_missing=4)) == 4
 
 
 def test_disparity_backbone_keeps_the_dominant_edges():
@@ -213,7 +218,7 @@ def test_analysis_to_json_is_plain_json():
     a = analyse(g, seed=1)
     doc = json.loads(json.dumps(a.to_json(g)))
     assert {f["kind"] for f in doc["findings"]} >= {"bridge", "cut_entry"}
-    assert all(set(f) == {"kind", "entries", "titles", "message", "data"} for f in doc["findings"])
+    assert all(set(f) == {"kind", "severity", "entries", "titles", "message", "data"} for f in doc["findings"])
     assert len(doc["communities"]["groups"]) == 2
 
 

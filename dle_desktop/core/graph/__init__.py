@@ -1,27 +1,36 @@
 """The Graph view's engine (issue 13), pure: the vault as a graph (`build_graph`), its
 ForceAtlas2 layout (`layout`, presets, incremental, progress and cancel) and its analysis
-(`analyse`: communities, backbone, circular requires, gap findings)."""
+(`analyse`: communities, backbone, circular requires, gap findings, each with a severity and
+ranked, the real problems first)."""
 
 from dle_desktop.core.graph.analysis import (
     Analysis,
     Backbone,
     Communities,
-    GraphFinding,
     analyse,
     backbone,
     communities,
     gap_analysis,
-    missing_connections,
     requires_cycles,
 )
+from dle_desktop.core.graph.findings import SEVERITIES, SEVERITY_OF_KIND, GraphFinding, rank_findings, severity_of
 from dle_desktop.core.graph.forceatlas2 import EXACT_MAX_NODES, PRESETS, Layout, LayoutParams, layout, with_params
 from dle_desktop.core.graph.model import EDGE_KINDS, NODE_TYPES, Edge, LoreGraph, build_graph, node_type
+from dle_desktop.core.graph.suggestions import (
+    MAX_PARTNERS_SHOWN,
+    common_value_limit,
+    common_values,
+    missing_connections,
+)
 
 __all__ = [
     "EDGE_KINDS",
     "EXACT_MAX_NODES",
+    "MAX_PARTNERS_SHOWN",
     "NODE_TYPES",
     "PRESETS",
+    "SEVERITIES",
+    "SEVERITY_OF_KIND",
     "Analysis",
     "Backbone",
     "Communities",
@@ -33,11 +42,15 @@ __all__ = [
     "analyse",
     "backbone",
     "build_graph",
+    "common_value_limit",
+    "common_values",
     "communities",
     "gap_analysis",
     "layout",
     "missing_connections",
     "node_type",
+    "rank_findings",
     "requires_cycles",
+    "severity_of",
     "with_params",
 ]

@@ -11,40 +11,17 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import igraph as ig
 import numpy as np
 
+from dle_desktop.core.graph.findings import GraphFinding, make_finding, rank_findings
 from dle_desktop.core.graph.model import NODE_TYPES, LoreGraph
+from dle_desktop.core.graph.suggestions import common_values, missing_connections
 
 _RNG_LOCK = threading.Lock()  # igraph's random generator is process-wide
-
-
-@dataclass(frozen=True)
-class GraphFinding:
-    kind: str  # orphan, bridge, cut_entry, type_imbalance, missing_connection, requires_cycle
-    entries: tuple[str, ...]  # uids
-    message: str
-    titles: tuple[str, ...] = ()
-    data: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "entries": list(self.entries),
-            "titles": list(self.titles),
-            "message": self.message,
-            "data": self.data,
-        }
-
-
-def _finding(graph: LoreGraph, kind: str, nodes: Iterable[int], message: str, **data: Any) -> GraphFinding:
-    nodes = list(nodes)
-    return GraphFinding(
-        kind, tuple(graph.uids[i] for i in nodes), message, tuple(graph.entries[i].title for i in nodes), data
-    )
 
 
 def _igraph(graph: LoreGraph, kinds: Iterable[str] | None = None) -> tuple[ig.Graph, np.ndarray, np.ndarray]:
@@ -184,7 +161,7 @@ def requires_cycles(graph: LoreGraph, max_length: int = 12) -> list[GraphFinding
             if len(cyc) == 1
             else f"Circular requires: {chain}; none of them can ever be injected by requires alone"
         )
-        out.append(_finding(graph, "requires_cycle", cyc, message, length=len(cyc)))
+        out.append(make_finding(graph, "requires_cycle", cyc, message, length=len(cyc)))
     out.sort(key=lambda f: [t.lower() for t in f.titles])
     return out
 
@@ -246,7 +223,7 @@ def gap_analysis(
     imbalance_min_size: int = 5,
     imbalance_share: float = 0.5,
     imbalance_ratio: float = 3.0,
-    max_shared_group: int = 30,
+    max_shared_group: int | None = None,
     max_missing: int = 200,
 ) -> list[GraphFinding]:
     """DLE's gap analysis, plus cut entries:
@@ -256,10 +233,13 @@ def gap_analysis(
     - `cut_entry`: an entry whose removal cuts ≥ `min_cut_piece` entries off the rest;
     - `type_imbalance`: a community of ≥ `imbalance_min_size` entries where one node type
       makes up ≥ `imbalance_share` of it and ≥ `imbalance_ratio` × its share of the vault;
-    - `missing_connection`: two entries sharing a custom-field value with no edge between them.
-      DLE checks every pair and only up to 200 nodes; here values shared by more than
-      `max_shared_group` entries are skipped (they say little and grow quadratically), at any
-      vault size, and the `max_missing` pairs sharing the most values are listed.
+    - `missing_connection`: per entry, the entries it shares a custom-field value with and has
+      no edge to. DLE lists every such pair, and only up to 200 nodes; here, at any vault size,
+      it is one suggestion per entry naming a few partners, at most `max_missing` of them, and
+      a value more than `max_shared_group` entries share (by default `common_value_limit`) is a
+      `common_value` note instead (see `suggestions.py`).
+
+    Ranked by severity (`rank_findings`).
     """
     if comms is None:
         comms = communities(graph, seed=seed)
@@ -268,7 +248,7 @@ def gap_analysis(
     deg = graph.degree
     for i in np.flatnonzero(deg == 0).tolist():
         out.append(
-            _finding(
+            make_finding(
                 graph,
                 "orphan",
                 [i],
@@ -292,13 +272,14 @@ def gap_analysis(
                 a, b = pairs[es[0]].tolist()
                 ta, tb = graph.entries[a].title, graph.entries[b].title
                 out.append(
-                    _finding(
+                    make_finding(
                         graph,
                         "bridge",
                         [a, b],
                         f"'{ta}' – '{tb}' is the only connection between community {x + 1} "
                         f"({sizes[x]} entries) and community {y + 1} ({sizes[y]} entries)",
                         communities=[x, y],
+                        smaller_side=min(sizes[x], sizes[y]),
                     )
                 )
 
@@ -307,7 +288,7 @@ def gap_analysis(
     for v, piece in sorted(_cut_points(n, nbrs).items()):
         if piece >= min_cut_piece:
             out.append(
-                _finding(
+                make_finding(
                     graph,
                     "cut_entry",
                     [v],
@@ -326,7 +307,7 @@ def gap_analysis(
             share = sum(1 for i in group if types[i] == t) / len(group)
             if share >= imbalance_share and share >= imbalance_ratio * vault_share[t]:
                 out.append(
-                    _finding(
+                    make_finding(
                         graph,
                         "type_imbalance",
                         group,
@@ -340,61 +321,8 @@ def gap_analysis(
                 )
 
     out.extend(missing_connections(graph, max_shared_group=max_shared_group, max_missing=max_missing))
-    return out
-
-
-def _values(v: object) -> list[Any]:
-    items = v if isinstance(v, (tuple, list, set, frozenset)) else (v,)
-    out = []
-    for x in items:
-        if x is None or isinstance(x, bool) or (isinstance(x, str) and not x.strip()):
-            continue
-        if isinstance(x, (dict, list)):
-            continue
-        out.append(x.strip().lower() if isinstance(x, str) else x)
-    return out
-
-
-def missing_connections(graph: LoreGraph, max_shared_group: int = 30, max_missing: int = 200) -> list[GraphFinding]:
-    """Pairs of entries that share at least one custom-field value and have no edge."""
-    groups: dict[tuple[str, object], list[int]] = {}
-    display: dict[tuple[str, object], str] = {}
-    for i, e in enumerate(graph.entries):
-        for name, value in e.custom_fields.items():
-            raw = value if isinstance(value, (tuple, list)) else (value,)
-            for shown in raw:
-                keys = _values(shown)
-                if not keys or isinstance(shown, (dict, list, tuple)):
-                    continue
-                gk = (name, keys[0])
-                groups.setdefault(gk, []).append(i)
-                display.setdefault(gk, str(shown))
-    pairs, _ = graph.simple_edges()
-    linked = set(map(tuple, pairs.tolist()))
-    shared: dict[tuple[int, int], list[tuple[str, object]]] = {}
-    for gk in sorted(groups, key=lambda k: (k[0], str(k[1]))):
-        members = sorted(set(groups[gk]))
-        if len(members) < 2 or len(members) > max_shared_group:
-            continue
-        for x in range(len(members)):
-            for y in range(x + 1, len(members)):
-                p = (members[x], members[y])
-                if p not in linked:
-                    shared.setdefault(p, []).append(gk)
-    ranked = sorted(shared.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:max_missing]
-    out = []
-    for (a, b), keys in ranked:
-        what = ", ".join(f"{name}: {display[(name, v)]}" for name, v in keys)
-        out.append(
-            _finding(
-                graph,
-                "missing_connection",
-                [a, b],
-                f"'{graph.entries[a].title}' and '{graph.entries[b].title}' share {what} but are not connected",
-                shared=[[name, display[(name, v)]] for name, v in keys],
-            )
-        )
-    return out
+    out.extend(common_values(graph, max_shared_group=max_shared_group))
+    return rank_findings(out)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -411,7 +339,8 @@ class Analysis:
 
     @property
     def findings(self) -> tuple[GraphFinding, ...]:
-        return self.cycles + self.gaps
+        """Every finding, the real problems first (`rank_findings`)."""
+        return tuple(rank_findings(self.cycles + self.gaps))
 
     def to_json(self, graph: LoreGraph | None = None) -> dict[str, Any]:
         return {

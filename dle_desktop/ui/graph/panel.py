@@ -1,10 +1,13 @@
-"""The Graph view's side panel: the analysis findings grouped by kind (click one to focus the
-graph on it), the filters (type, tag, folder, vault), the ego view and the colour legend."""
+"""The Graph view's side panel: the analysis findings grouped by kind, the real problems first,
+each group saying its severity in a word and an icon (click one to focus the graph on it), the
+filters (type, tag, folder, vault), the ego view and the colour legend."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QPixmap
+from PySide6.QtGui import QColor, QIcon, QPixmap
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -13,22 +16,39 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QSpinBox,
+    QStyle,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
-from dle_desktop.core.graph import NODE_TYPES, GraphFinding, LoreGraph
+from dle_desktop.core.graph import NODE_TYPES, SEVERITIES, GraphFinding, LoreGraph, rank_findings
 
 FINDING_KINDS = {
+    "requires_cycle": ("Circular requires", "Entries that require each other in a circle: none can be injected"),
     "orphan": ("Orphans", "Entries with no connection at all"),
     "bridge": ("Bridges", "The only edge between two communities: remove it and they fall apart"),
     "cut_entry": ("Cut entries", "Entries whose removal cuts others off the rest"),
-    "requires_cycle": ("Circular requires", "Entries that require each other in a circle"),
+    "missing_connection": (
+        "Missing connections",
+        "Per entry: the entries it shares a custom-field value with but has no link to",
+    ),
     "type_imbalance": ("Type imbalance", "Communities made mostly of one entry type"),
-    "missing_connection": ("Missing connections", "Entries sharing a custom-field value with no edge between them"),
+    "common_value": (
+        "Too common to suggest links",
+        "Values so many entries share that suggesting a link between each pair would be noise",
+    ),
 }
+# the word says it, the icon helps the eye; colour alone never carries the severity
+SEVERITY_WORDS = {"problem": "Problem", "warning": "Warning", "suggestion": "Suggestion", "note": "Note"}
+SEVERITY_ICONS = {
+    "problem": QStyle.StandardPixmap.SP_MessageBoxCritical,
+    "warning": QStyle.StandardPixmap.SP_MessageBoxWarning,
+    "suggestion": QStyle.StandardPixmap.SP_MessageBoxInformation,
+    "note": QStyle.StandardPixmap.SP_FileDialogInfoView,
+}
+EXPANDED_SEVERITIES = ("problem", "warning")  # suggestions and notes start folded
 ALL = "All"
 FINDING_ROLE = Qt.ItemDataRole.UserRole + 1
 LEGEND_ROWS = 10  # more would squeeze the findings list
@@ -100,34 +120,39 @@ class GraphPanel(QWidget):
         layout.addWidget(legend_box)
 
     # -- findings -----------------------------------------------------------------------------------
-    def set_findings(self, findings, communities: int | None = None) -> None:
+    def set_findings(self, findings: Iterable[GraphFinding], communities: int | None = None) -> None:
         self.findings.clear()
         groups: dict[str, list[GraphFinding]] = {}
-        for f in findings:
-            groups.setdefault(f.kind, []).append(f)
-        order = list(FINDING_KINDS) + sorted(k for k in groups if k not in FINDING_KINDS)
-        for kind in order:
-            items = groups.get(kind)
-            if not items:
-                continue
+        for f in rank_findings(findings):
+            groups.setdefault(f.kind, []).append(f)  # ranked, so the groups come in severity order
+        per_severity = dict.fromkeys(SEVERITIES, 0)
+        for kind, items in groups.items():
+            severity = items[0].severity
+            per_severity[severity] += len(items)
+            word = SEVERITY_WORDS[severity]
             name, tip = FINDING_KINDS.get(kind, (kind, ""))
-            top = QTreeWidgetItem([f"{name} ({len(items)})"])
-            top.setToolTip(0, tip)
+            top = QTreeWidgetItem([f"{word} · {name} ({len(items)})"])
+            top.setIcon(0, self._severity_icon(severity))
+            top.setToolTip(0, f"{word}: {tip}" if tip else word)
             top.setData(0, Qt.ItemDataRole.UserRole, kind)
             for f in items:
                 child = QTreeWidgetItem([_short(f)])
-                child.setToolTip(0, f.message)
+                child.setToolTip(0, f"{word}: {f.message}")
                 child.setData(0, FINDING_ROLE, f)
                 top.addChild(child)
             self.findings.addTopLevelItem(top)
-        total = sum(len(v) for v in groups.values())
-        parts = [f"{total} finding{'s' if total != 1 else ''}"]
+            top.setExpanded(severity in EXPANDED_SEVERITIES)
+        total = sum(per_severity.values())
+        parts = [_count(per_severity[s], s) for s in ("problem", "warning", "suggestion")]
+        if per_severity["note"]:
+            parts.append(_count(per_severity["note"], "note"))
+        text = ", ".join(parts) if total else "No problems, warnings or suggestions"
         if communities is not None:
-            parts.append(f"{communities} communit{'ies' if communities != 1 else 'y'}")
-        self.summary.setText(
-            " · ".join(parts)
-            + (". Click one to see it in the graph." if total else ": no orphans, bridges or circular requires.")
-        )
+            text += f" · {communities} communit{'ies' if communities != 1 else 'y'}"
+        self.summary.setText(text + (". Click one to see it in the graph." if total else "."))
+
+    def _severity_icon(self, severity: str) -> QIcon:
+        return self.style().standardIcon(SEVERITY_ICONS[severity])
 
     def group_counts(self) -> dict[str, int]:
         out = {}
@@ -179,9 +204,19 @@ class GraphPanel(QWidget):
         )
 
 
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
 def _short(f: GraphFinding) -> str:
     if f.kind == "orphan":
         return f.titles[0] if f.titles else f.message
+    if f.kind == "missing_connection" and f.titles and "unlinked" in f.data:
+        fields = sorted({str(name) for name, _ in f.data.get("shared", [])})
+        n = int(f.data["unlinked"])
+        return f"{f.titles[0]}: {n} unlinked entr{'ies share' if n != 1 else 'y shares'} {', '.join(fields)}"
+    if f.kind == "common_value" and "field" in f.data:
+        return f"{f.data['field']}: {f.data.get('value', '')} ({len(f.entries)} entries)"
     if f.kind in ("bridge", "missing_connection") and len(f.titles) == 2:
         return f"{f.titles[0]} – {f.titles[1]}"
     if f.kind == "cut_entry" and f.titles:
