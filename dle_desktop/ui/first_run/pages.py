@@ -17,6 +17,7 @@ from shiboken6 import isValid
 from dle_desktop.ui.first_run.vault_page import ERROR_STYLE, OK_STYLE, WARN_STYLE
 from dle_desktop.ui.settings.embeddings import EmbeddingsPage
 from dle_desktop.ui.settings.model_download import megabytes
+from dle_desktop.ui.settings.retrieval import model_name
 from dle_desktop.ui.sillytavern.common import in_thread
 from dle_desktop.ui.sillytavern.installs_table import InstallsFound, scan
 
@@ -70,17 +71,36 @@ class ModelPage(QWizardPage):
         layout.setContentsMargins(0, 0, 0, 0)
         self.embeddings.use_file.toggled.connect(lambda *_: self.completeChanged.emit())
         self.embeddings.path.textChanged.connect(lambda *_: self.completeChanged.emit())
-        self.note = _label(
-            "<b>Next</b> turns semantic search on with the chosen model; a download still under "
-            "way carries on after the guide closes, and semantic search starts when it is done. "
-            "<b>Skip</b> keeps keyword retrieval only: it works without a model, and "
-            "Settings → Embeddings adds one later."
-        )
+        self.note = _label()
+        self.say_what_skip_leaves()
         layout = QVBoxLayout(self)
         layout.addWidget(self.facts)
         layout.addWidget(self.embeddings)
         layout.addWidget(self.note)
         layout.addStretch(1)
+
+    def initializePage(self) -> None:
+        self.say_what_skip_leaves()
+
+    def say_what_skip_leaves(self) -> None:
+        """Skip leaves semantic search as it is now (off on a first start; on, with its model, when
+        the guide is opened again after choosing one), and the note says which."""
+        settings = self.guide.app.runtime.ctx.settings
+        if settings.semantic_enabled:
+            model = model_name(settings.embedding_model_path)
+            self.note.setText(
+                "<b>Next</b> uses the chosen model for semantic search; a download still under way "
+                "carries on after the guide closes, and the model is used when it is done. "
+                f"<b>Skip</b> leaves semantic search on (model {html.escape(model)}), as it is now; "
+                "Settings → Embeddings turns it off."
+            )
+        else:
+            self.note.setText(
+                "<b>Next</b> turns semantic search on with the chosen model; a download still under "
+                "way carries on after the guide closes, and semantic search starts when it is done. "
+                "<b>Skip</b> keeps keyword retrieval only: it works without a model, and "
+                "Settings → Embeddings adds one later."
+            )
 
     @property
     def download(self):

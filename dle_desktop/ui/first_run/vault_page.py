@@ -1,14 +1,21 @@
 """The first-run guide's first step: which vault to read. A folder of Markdown notes (checked for
 notes before it is taken), an Obsidian vault through the Local REST API plugin (its connection
 tested first; the key goes to the secrets store with the vault, never to settings.json), or the
-vaults already open (the bundled sample on a first start)."""
+vaults already open (the bundled sample on a first start). Started with `--vault`, the vault given
+there is the one shown chosen.
+
+A typed folder is looked up at each keystroke (a quick check on the GUI thread: the reason shows at
+once), but its notes are counted in a worker once the typing pauses, and a count the typing has
+left behind stops: typing "/" on the way to a vault must not walk the whole disk."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from pathlib import Path
 
+from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import (
     QButtonGroup,
     QFileDialog,
@@ -31,13 +38,21 @@ WARN_STYLE = "color: #a15c00"
 ERROR_STYLE = "color: #b3261e"
 
 KEEP, FOLDER, REST = "keep", "folder", "rest"
+#: How long the typing must pause before the folder's notes are counted.
+COUNT_DELAY_MS = 400
 
 
-def count_notes(folder: Path) -> int:
+class CountAbandoned(Exception):
+    """The folder being counted is no longer the one in the field."""
+
+
+def count_notes(folder: Path, still_wanted: Callable[[], bool] = lambda: True) -> int:
     """Markdown notes under `folder` as a sync would find them: hidden folders (.obsidian,
-    .trash, .git) hold no lore."""
+    .trash, .git) hold no lore. Raises CountAbandoned once `still_wanted()` is False."""
     n = 0
     for _root, dirs, files in os.walk(folder):
+        if not still_wanted():
+            raise CountAbandoned(str(folder))
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         n += sum(1 for f in files if f.lower().endswith(".md"))
     return n
@@ -54,14 +69,14 @@ def locate_folder(text: str) -> tuple[Path | None, str, str]:
     return path.resolve(), "Counting the notes…", ""
 
 
-def check_folder(text: str) -> tuple[Path | None, str, str]:
+def check_folder(text: str, still_wanted: Callable[[], bool] = lambda: True) -> tuple[Path | None, str, str]:
     """(the folder when it can be used, what to say, its style), its notes counted: a walk of the
-    whole folder, so it runs in a worker thread."""
+    whole folder, so it runs in a worker thread (CountAbandoned when no longer wanted)."""
     path, message, style = locate_folder(text)
     if path is None:
         return path, message, style
     try:
-        notes = count_notes(path)
+        notes = count_notes(path, still_wanted)
     except OSError as exc:
         return None, f"✖ {path} cannot be read: {exc.strerror or exc}", ERROR_STYLE
     if not notes:
@@ -84,6 +99,8 @@ def _label(text: str = "", style: str = "") -> QLabel:
 
 
 class VaultPage(QWizardPage):
+    countStarted = Signal(str)  # the folder text whose notes a worker starts counting
+
     def __init__(self, guide) -> None:
         super().__init__()
         self.guide = guide
@@ -95,13 +112,13 @@ class VaultPage(QWizardPage):
         self._tested: tuple[str, str] | None = None  # the address and key that last passed the test
         self._folder: Path | None = None
         self.count_task: asyncio.Future[None] | None = None  # counting the chosen folder's notes
+        self._count_generation = 0  # a walk whose generation is no longer this one stops
+        self._count_timer = QTimer(self)
+        self._count_timer.setSingleShot(True)
+        self._count_timer.setInterval(COUNT_DELAY_MS)
+        self._count_timer.timeout.connect(self._start_count)
 
-        saved = len(guide.base_settings.vaults)
-        self.keep = QRadioButton(
-            f"&Keep the vaults you have ({saved})"
-            if saved
-            else "&Keep the bundled sample vault for now (a small world to try DLE on)"
-        )
+        self.keep = QRadioButton(self._keep_text())
         self.use_folder = QRadioButton("A &folder of notes on this computer (an Obsidian vault folder works)")
         self.use_rest = QRadioButton("An &Obsidian vault through the Local REST API plugin")
         self.choice = QButtonGroup(self)
@@ -114,7 +131,7 @@ class VaultPage(QWizardPage):
         self.folder.setPlaceholderText("e.g. ~/Documents/My Lore")
         self.folder.setClearButtonEnabled(True)
         self.folder.textEdited.connect(lambda *_: self.use_folder.setChecked(True))
-        self.folder.editingFinished.connect(self._check_folder)
+        self.folder.textChanged.connect(lambda *_: self._folder_typed())
         self.browse_button = QPushButton("&Browse…")
         self.browse_button.clicked.connect(lambda *_: self.browse())
         self.folder_message = _label()
@@ -151,7 +168,62 @@ class VaultPage(QWizardPage):
         grid.addLayout(row, 6, 1, 1, 2)
         grid.setRowStretch(7, 1)
         grid.addWidget(_label("More vaults can be added later in Settings → Vaults (Ctrl+,)."), 8, 0, 1, 3)
-        self._changed()
+        if not self._choose_command_line_vault():  # choosing it updated the page already
+            self._changed()
+
+    # -- what this session reads ---------------------------------------------------------------
+    def _command_line_vault(self) -> str | None:
+        """The vault given with `--vault` (the first, when several were), unless it is saved already:
+        what this session reads in place of the saved vaults and the sample."""
+        from dle_desktop.ui.bridge import COMMAND_LINE, spec_location
+
+        session = self.guide.app.runtime.ctx.session
+        if not session or not session.replaces_saved:
+            return None
+        saved = set()
+        for v in self.guide.base_settings.vaults:
+            if v.kind == "folder":
+                saved.add(spec_location(v.path))
+            else:
+                host = f"[{v.host}]" if ":" in v.host else v.host
+                saved.add(f"{'https' if v.https else 'http'}://{host}:{v.port}")
+        for v in session.vaults:
+            if v.origin == COMMAND_LINE and spec_location(v.spec) not in saved:
+                return v.spec
+        return None
+
+    def _keep_text(self) -> str:
+        saved = len(self.guide.base_settings.vaults)
+        if self._command_line_vault() is None:
+            return (
+                f"&Keep the vaults you have ({saved})"
+                if saved
+                else "&Keep the bundled sample vault for now (a small world to try DLE on)"
+            )
+        if saved:
+            return (
+                f"&Keep the vaults you have ({saved}) for later starts; this session reads the one given with --vault"
+            )
+        return "&Save no vault now: this session reads the one given with --vault, later starts the bundled sample"
+
+    def _choose_command_line_vault(self) -> bool:
+        """Show the `--vault` vault as the choice from the first paint: its folder (counted), or
+        its address and key (tested)."""
+        spec = self._command_line_vault()
+        if spec is None:
+            return False
+        if not spec.startswith(("http://", "https://")):
+            self.folder.setText(spec)
+            self.use_folder.setChecked(True)
+            return True
+        from dle_desktop.ui.bridge import spec_location
+        from dle_desktop.vault.obsidian_rest import parse_vault_spec
+
+        self.url.setText(spec_location(spec))
+        self.key.setText(parse_vault_spec(spec).reveal_api_key() or "")
+        self.use_rest.setChecked(True)
+        self.test_task = soon(self.test_connection)
+        return True
 
     # -- the folder ---------------------------------------------------------------------------
     def browse(self) -> QFileDialog:
@@ -169,22 +241,48 @@ class VaultPage(QWizardPage):
         self.use_folder.setChecked(True)
         self._check_folder()
 
-    def _check_folder(self) -> None:
-        text = self.folder.text()
-        self._folder, message, style = locate_folder(text)
-        self._say_folder(message, style)
-        if self._folder is not None:
-            self.count_task = soon(lambda: self._count_notes(text))
+    def _folder_typed(self) -> None:
+        if self.use_folder.isChecked():  # otherwise choosing the folder checks it
+            self._check_folder(count_now=False)
 
-    async def _count_notes(self, text: str) -> None:
-        checked = await asyncio.to_thread(check_folder, text)
-        if text != self.folder.text():  # another folder was chosen meanwhile: its own count follows
+    def _check_folder(self, count_now: bool = True) -> None:
+        """Look the folder up now (the reason it cannot be used shows at once); count its notes
+        now, or once the typing pauses."""
+        self._count_generation += 1  # the walk of an earlier text stops
+        self._count_timer.stop()
+        self._folder, message, style = locate_folder(self.folder.text())
+        self._say_folder(message, style)
+        if self._folder is None:
+            return
+        if count_now:
+            self._start_count()
+        else:
+            self._count_timer.start()
+
+    def _start_count(self) -> None:
+        self._count_timer.stop()
+        text, generation = self.folder.text(), self._count_generation
+        self.countStarted.emit(text)
+        self.count_task = soon(lambda: self._count_notes(text, generation))
+
+    async def _count_notes(self, text: str, generation: int) -> None:
+        def still_wanted() -> bool:
+            return generation == self._count_generation
+
+        try:
+            checked = await asyncio.to_thread(check_folder, text, still_wanted)
+        except CountAbandoned:
+            return
+        if not still_wanted() or text != self.folder.text():  # another folder meanwhile: its own count follows
             return
         self._folder, message, style = checked
         self._say_folder(message, style)
 
     async def counted(self) -> None:
-        """Until the note count of the folder shown is in its message."""
+        """Until the note count of the folder shown is in its message (a count waiting for the
+        typing to pause starts now)."""
+        if self._count_timer.isActive():
+            self._start_count()
         while self.count_task is not None and not self.count_task.done():
             await asyncio.wait({self.count_task})
 
@@ -257,6 +355,12 @@ class VaultPage(QWizardPage):
             w.setEnabled(rest)
         if folder and self.folder.text().strip():
             self._check_folder()
+        elif folder:
+            self._say_folder("Choose the folder that holds your lore notes.", "")
+        else:  # what was said about the folder is no longer about the choice
+            self._count_generation += 1
+            self._count_timer.stop()
+            self._say_folder("", "")
         self.completeChanged.emit()
 
     def isComplete(self) -> bool:
