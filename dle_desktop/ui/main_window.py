@@ -342,14 +342,11 @@ class MainWindow(QMainWindow):
         """Optimize Keys / Summarize: in the Librarian when its AI connection is there; without
         one the Vault view stays in front, the entry shown, and says what is missing."""
 
-        async def propose() -> None:
-            need = await self.librarian_view.ai_missing(action)
-            self.vault_view.ai_notice.show_missing(need)
-            if need is None:
-                self.tabs.setCurrentWidget(self.librarian_view)
-                await self.librarian_view.propose(action, uid)
-
-        soon(propose)
+        need = self.librarian_view.ai_missing(action)
+        self.vault_view.ai_notice.show_missing(need)
+        if need is None:
+            self.tabs.setCurrentWidget(self.librarian_view)
+            soon(lambda: self.librarian_view.propose(action, uid))
 
     def _open_channels(self, channel: str) -> None:
         self.tabs.setCurrentWidget(self.channels_view)
