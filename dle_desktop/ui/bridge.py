@@ -29,6 +29,7 @@ from dle_desktop.engine.settings_apply import ApplyPlan
 from dle_desktop.engine.settings_apply import plan as plan_settings_change
 
 if TYPE_CHECKING:
+    from dle_desktop.ai.channels import ResolvedChannel
     from dle_desktop.core.health import HealthReport
     from dle_desktop.librarian.service import Librarian
     from dle_desktop.state.paths import AppPaths
@@ -179,6 +180,14 @@ class EngineBridge(QObject):
     # -- AI connections --------------------------------------------------------------------------
     async def ai_snapshot(self) -> Any:
         return await self.run(self.engine.ai.snapshot)
+
+    def ai_channel(self, channel: str) -> ResolvedChannel:
+        """What `channel` resolves to under the running engine's settings, as its AI calls will
+        (`problem` says why it cannot be used). A pure function of the immutable settings: a view
+        may ask before every action, without waiting on the engine thread."""
+        from dle_desktop.ai.channels import resolve_channel
+
+        return resolve_channel(self.engine.settings, channel)
 
     async def test_ai_channel(self, channel: str) -> tuple[bool, str, int]:
         return await self.call(self.engine.ai.test_channel(channel))

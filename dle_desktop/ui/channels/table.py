@@ -42,6 +42,21 @@ COLUMNS = ("Channel", "Status", "Connection", "Model", "Calls", "Tokens in / out
 NAME_COLUMN_MAX = 160
 
 
+#: A channel's advice as the engine words it for any view, and as it reads here, where "in the
+#: Channels view" would send the user where they already are.
+_ADVICE_HERE = {
+    "add one in the Channels view": "add one with Add… on the left",
+    "choose one of yours in the Channels view": "choose one of yours as this channel's profile",
+}
+
+
+def said_here(problem: str) -> str:
+    """A channel's problem worded for the Channels view itself."""
+    for elsewhere, here in _ADVICE_HERE.items():
+        problem = problem.replace(elsewhere, here)
+    return problem
+
+
 def short_problem(problem: str) -> str:
     """What a channel's problem is, without the advice or the details (the tooltip has those):
     "proxy mode needs a model name (set the channel's model)" → "proxy mode needs a model name"."""
@@ -225,7 +240,7 @@ class ChannelsPanel(QGroupBox):
     @staticmethod
     def _status(r: ResolvedChannel, settings: Settings) -> tuple[str, QColor | None, str]:
         if r.problem:
-            return f"✗ {short_problem(r.problem)}", QColor("#b3261e"), r.problem
+            return f"✗ {short_problem(r.problem)}", QColor("#b3261e"), said_here(r.problem)
         if r.channel == "ai_search" and not settings.ai_search_enabled:
             return "○ off", None, "The connection is set up; AI search itself is off (turn it on in the AI search box)"
         if r.note:
@@ -300,7 +315,7 @@ class ChannelsPanel(QGroupBox):
             else "the profile's model"
         )
         if r.problem:
-            text, style = f"✗ {r.problem}", ERROR_STYLE
+            text, style = f"✗ {said_here(r.problem)}", ERROR_STYLE
         else:
             assert r.profile is not None  # None only with a problem
             via = "AI search's connection: " if r.inherited else ""
@@ -369,12 +384,12 @@ class ChannelsPanel(QGroupBox):
         view = self.view
         strip = self.strips[channel]
         if self._channel_untouched(channel):
-            work = view.bridge.test_ai_channel(channel)
+            work = self._said_here(view.bridge.test_ai_channel(channel))
             key = None
         else:
             r = resolve_channel(view.draft_or_current(), channel)
             if r.profile is None:
-                strip.show_text(f"✗ {r.problem}", ERROR_STYLE)
+                strip.show_text(f"✗ {said_here(r.problem or '')}", ERROR_STYLE)
                 return None
             config = dataclasses.replace(r.profile, model=r.model)
             key = view.new_keys.get(config.secret_id)
@@ -384,6 +399,11 @@ class ChannelsPanel(QGroupBox):
         task = strip.start(work, key)
         task.add_done_callback(lambda *_: view.isVisible() and soon(view.refresh))
         return task
+
+    @staticmethod
+    async def _said_here(work) -> tuple[bool, str, int]:
+        ok, message, ms = await work
+        return ok, said_here(message), ms
 
     @staticmethod
     async def _labelled(channel: str, config: ProfileConfig, work) -> tuple[bool, str, int]:

@@ -255,6 +255,15 @@ class ChannelsView(QWidget):
             self._refresh.cancel()
         self.channel_panel.stop()
 
+    def show_place(self, channel: str) -> None:
+        """Where another view sends the user to set up a connection: `channel`'s row, or with no
+        channel (no profile yet) the profile list, Add… in focus."""
+        if channel in CHANNELS:
+            self.channel_panel.select_channel(channel)
+            self.channel_panel.table.setFocus()
+        else:
+            self.profiles_panel.add_button.setFocus()
+
     # -- window state ------------------------------------------------------------------------------
     def save_state(self, store) -> None:
         store.setValue("channels/split", self.split.saveState())

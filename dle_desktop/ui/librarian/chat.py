@@ -38,6 +38,9 @@ class ChatPane(QWidget):
         self.send_button = QPushButton("Send")
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
+        self._busy = False
+        self._available = True  # False while the librarian has no usable AI connection
+        self._showing_session = False
         self.status = QLabel()
         self.status.setStyleSheet("color: palette(placeholder-text)")
         self.send_button.clicked.connect(self._send)
@@ -62,8 +65,13 @@ class ChatPane(QWidget):
 
     def show_session(self, session: Session | None) -> None:
         self.transcript.clear()
+        self._showing_session = session is not None
         if session is None:
-            self.heading.setText("<b>Librarian</b> — start a session on the left")
+            self.heading.setText(
+                "<b>Librarian</b> — start a session on the left"
+                if self._available
+                else "<b>Librarian</b> — waiting for an AI connection (see above)"
+            )
             return
         self.heading.setText(f"<b>{escape(session.title)}</b>")
         self.transcript.setHtml("".join(message_html(m.role, m.text) for m in session.messages))
@@ -73,8 +81,17 @@ class ChatPane(QWidget):
         self.transcript.append(message_html(role, text))
         self.transcript.moveCursor(QTextCursor.MoveOperation.End)
 
+    def set_available(self, available: bool) -> None:
+        """Without an AI connection there is nothing to send to: the input and Send are off."""
+        was, self._available = self._available, available
+        self.input.setEnabled(available)
+        self.send_button.setEnabled(available and not self._busy)
+        if was != available and not self._showing_session:
+            self.show_session(None)  # its heading says what the pane waits for
+
     def set_busy(self, busy: bool, status: str = "") -> None:
-        self.send_button.setEnabled(not busy)
+        self._busy = busy
+        self.send_button.setEnabled(not busy and self._available)
         self.cancel_button.setEnabled(busy)
         self.status.setText(status)
         self.input.setFocus(Qt.FocusReason.OtherFocusReason) if not busy else None

@@ -21,6 +21,8 @@ from PySide6.QtWidgets import (
 
 from dle_desktop.librarian.draft import TYPES, Draft, Target, analyse
 
+EMPTY_DRAFT = "An empty draft: fill it in here, or ask the librarian for one."
+
 
 def _split(text: str) -> tuple[str, ...]:
     return tuple(t.strip() for t in text.split(",") if t.strip())
@@ -124,7 +126,12 @@ class DraftEditor(QWidget):
         self._timer.start()
 
     def refresh_report(self) -> None:
-        r = analyse(self.draft(), self.chat_text, self.snapshot)
+        draft = self.draft()
+        if draft.empty and draft.target is None:  # nothing typed yet: nothing is wrong yet either
+            self.report.setText(f"<span style='color:#777'>{EMPTY_DRAFT}</span>")
+            self.write_button.setEnabled(False)
+            return
+        r = analyse(draft, self.chat_text, self.snapshot)
         parts = [f"~{r.tokens} tokens"]
         if r.key_hits:
             hits = ", ".join(

@@ -1,4 +1,5 @@
-"""The Librarian's left column: the saved sessions (newest first) and the gap records."""
+"""The Librarian's left column: the saved sessions (newest first) and the gap records (with why
+the list is empty, and buttons that wait for a gap to act on)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import time
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QHBoxLayout,
+    QLabel,
     QListWidget,
     QListWidgetItem,
     QMenu,
@@ -19,6 +21,11 @@ from PySide6.QtWidgets import (
 from dle_desktop.librarian.sessions import KINDS
 
 _URGENCY_MARK = {"high": "●●●", "medium": "●●", "low": "●"}
+NO_GAPS_YET = (
+    "No gaps recorded yet. A gap is lore the story asked for and the vault lacks: a search that "
+    "found nothing (the librarian's here, or SillyTavern's through the lore API) or an entry "
+    "flagged as missing or out of date. Gaps show here as they are recorded."
+)
 
 
 class SessionsPanel(QTabWidget):
@@ -56,8 +63,13 @@ class SessionsPanel(QTabWidget):
         lay.addWidget(self.sessions, 1)
 
         gaps = QWidget()
+        self._can_open = True  # opening a gap starts a session: only with the librarian's connection
+        self.gaps_hint = QLabel(NO_GAPS_YET)
+        self.gaps_hint.setWordWrap(True)
+        self.gaps_hint.setStyleSheet("color: palette(placeholder-text); padding: 4px")
         self.gaps = QListWidget()
-        self.gaps.itemDoubleClicked.connect(lambda item: self.gapOpened.emit(item.data(Qt.ItemDataRole.UserRole)))
+        self.gaps.itemDoubleClicked.connect(lambda *_: self._gap_action(self.gapOpened))
+        self.gaps.currentItemChanged.connect(lambda *_: self._gap_buttons())
         self.open_gap = QPushButton("Open in a session")
         self.hide_gap = QPushButton("Hide")
         self.hide_gap.setToolTip("Hidden gaps come back when the story asks again")
@@ -75,10 +87,12 @@ class SessionsPanel(QTabWidget):
         grow.addWidget(self.dismiss_gap)
         glay = QVBoxLayout(gaps)
         glay.setContentsMargins(2, 2, 2, 2)
+        glay.addWidget(self.gaps_hint)
         glay.addWidget(self.gaps, 1)
         glay.addLayout(grow)
         self.addTab(sessions, "Sessions")
         self.addTab(gaps, "Gaps")
+        self._gap_buttons()
 
     def _session_chosen(self, item: QListWidgetItem | None, _previous: QListWidgetItem | None) -> None:
         if item is not None:
@@ -86,8 +100,28 @@ class SessionsPanel(QTabWidget):
 
     def _gap_action(self, signal) -> None:
         item = self.gaps.currentItem()
-        if item is not None:
-            signal.emit(item.data(Qt.ItemDataRole.UserRole))
+        if item is None or (signal is self.gapOpened and not self._can_open):
+            return
+        signal.emit(item.data(Qt.ItemDataRole.UserRole))
+
+    def _gap_buttons(self) -> None:
+        chosen = self.gaps.currentItem() is not None
+        self.open_gap.setEnabled(chosen and self._can_open)
+        self.hide_gap.setEnabled(chosen)
+        self.dismiss_gap.setEnabled(chosen)
+        self.open_gap.setToolTip(
+            "Start a session to write this gap's entry"
+            if self._can_open
+            else "Opening a gap starts a librarian session: it needs an AI connection (see above)"
+        )
+
+    def set_ai(self, librarian: bool, summarize: bool) -> None:
+        """What the AI connections allow: new sessions (and gap sessions) need the librarian's,
+        Summarize… AI search's."""
+        self._can_open = librarian
+        self.new_button.setEnabled(librarian)
+        self.summarize_button.setEnabled(summarize)
+        self._gap_buttons()
 
     def set_sessions(self, sessions, current: str | None) -> None:
         self.sessions.blockSignals(True)
@@ -102,7 +136,8 @@ class SessionsPanel(QTabWidget):
                 self.sessions.setCurrentItem(item)
         self.sessions.blockSignals(False)
 
-    def set_gaps(self, gaps) -> None:
+    def set_gaps(self, gaps, hidden: int = 0) -> None:
+        """The gaps to list; `hidden`: how many more are hidden or dismissed."""
         self.gaps.clear()
         for g in gaps:
             label = "update" if g.subtype == "update" else g.type
@@ -111,3 +146,10 @@ class SessionsPanel(QTabWidget):
             item.setToolTip(f"{g.urgency} urgency, seen {g.frequency}×")
             self.gaps.addItem(item)
         self.setTabText(1, f"Gaps ({len(gaps)})" if gaps else "Gaps")
+        self.gaps_hint.setText(
+            f"No gaps to show: {hidden} hidden or dismissed. A hidden gap comes back when the story asks again."
+            if hidden
+            else NO_GAPS_YET
+        )
+        self.gaps_hint.setVisible(not gaps)
+        self._gap_buttons()

@@ -1,6 +1,11 @@
 """The Librarian view (Ctrl+4): sessions and gaps on the left, the chat with the librarian in the
 middle, the draft editor on the right. Every engine call goes through the bridge; a running turn
-is one asyncio task, and Cancel cancels it (the HTTP call under it is aborted at once)."""
+is one asyncio task, and Cancel cancels it (the HTTP call under it is aborted at once).
+
+Without a usable AI connection on the Librarian channel the view says so above everything, with a
+button to the Channels view, and starts nothing (no session is made, nothing is saved). It looks
+again whenever the connection may have changed (the view shown, settings applied, a new index) and
+before every action."""
 
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ from dle_desktop.librarian.gaps import GapStore
 from dle_desktop.librarian.loop import Event
 from dle_desktop.librarian.service import Librarian
 from dle_desktop.librarian.sessions import Session
+from dle_desktop.ui.librarian.ai_notice import FEATURE_CHANNELS, AiMissing, AiNotice, missing
 from dle_desktop.ui.librarian.chat import ChatPane
 from dle_desktop.ui.librarian.dialogs import ProposalDialog, WritePreviewDialog
 from dle_desktop.ui.librarian.draft import DraftEditor
@@ -48,9 +54,15 @@ def chat_lines(text: str) -> str:
 
 
 class LibrarianView(QWidget):
+    #: where the Channels view should open: a channel to select, or "" for the profile list
+    channelsRequested = Signal(str)
+
     def __init__(self, bridge, parent=None) -> None:
         super().__init__(parent)
         self.bridge = bridge
+        #: What the Librarian channel lacks (None: usable); unknown until the first check ends.
+        self.ai_ready = False
+        self.librarian_missing: AiMissing | None = None
         self._lib: Librarian | None = None
         self.session: Session | None = None
         self.task: asyncio.Future[Any] | None = None
@@ -62,6 +74,8 @@ class LibrarianView(QWidget):
         self.relay.gaps_changed.connect(self._gaps_changed)
         self._stop_listening: Callable[[], None] | None = None  # while this view listens to a gap store
 
+        self.notice = AiNotice()
+        self.notice.channelsRequested.connect(self.channelsRequested)
         self.lists = SessionsPanel()
         self.chat = ChatPane()
         self.editor = DraftEditor()
@@ -75,7 +89,8 @@ class LibrarianView(QWidget):
         split.setSizes([240, 480, 460])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        layout.addWidget(split)
+        layout.addWidget(self.notice)
+        layout.addWidget(split, 1)
 
         self.lists.newRequested.connect(self.ask_new_session)
         self.lists.sessionChosen.connect(self.open_session)
@@ -86,6 +101,8 @@ class LibrarianView(QWidget):
         self.chat.sendRequested.connect(lambda text: self._start(self.send(text)))
         self.chat.cancelRequested.connect(self.cancel)
         self.editor.writeRequested.connect(lambda: soon(self.write_draft))
+        bridge.aiBreaker.connect(lambda _snapshot: self.check_ai())  # a new AI connection starts this way
+        self.check_ai()
         self.chat.show_session(None)
         self.refresh_lists()
 
@@ -118,7 +135,7 @@ class LibrarianView(QWidget):
             soon(self._refresh_gaps)
 
     async def _refresh_gaps(self) -> None:
-        self.lists.set_gaps(await self.bridge.run(self.lib.gaps.list))
+        self.lists.set_gaps(*await self.bridge.run(_gaps_to_list, self.lib.gaps))
 
     async def _change_gap(self, change: Callable[[str], object], gap_id: str) -> None:
         """Hide or dismiss a gap on the engine thread (the store is shared with the lore API)."""
@@ -128,6 +145,28 @@ class LibrarianView(QWidget):
     def set_snapshot(self, snapshot) -> None:
         self.snapshot = snapshot
         self.editor.set_context(snapshot, self.session.chat_text if self.session else "")
+        self.check_ai()  # a new engine (settings applied) announces itself with its index
+
+    # -- the AI connection ---------------------------------------------------------------------
+    def ai_missing(self, feature: str) -> AiMissing | None:
+        """What `feature` (librarian | optimize-keys | summarize) lacks to run, as the running
+        engine resolves its channel; None when it can run."""
+        channel = self.bridge.ai_channel(FEATURE_CHANNELS[feature])
+        return missing(feature, channel, bool(self.bridge.settings.connection_profiles))
+
+    def check_ai(self) -> None:
+        """Follow the connection as it is now: the notice, Send, the draft, the session buttons."""
+        librarian = self.ai_missing("librarian")
+        self.ai_ready = librarian is None
+        self.librarian_missing = librarian
+        self.notice.show_missing(librarian)
+        self.chat.set_available(self.ai_ready)
+        self.editor.setEnabled(self.ai_ready)
+        self.lists.set_ai(self.ai_ready, self.ai_missing("summarize") is None)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self.check_ai()  # the user may come back from adding a connection
 
     # -- sessions ------------------------------------------------------------------------------
     def refresh_lists(self) -> None:
@@ -137,9 +176,9 @@ class LibrarianView(QWidget):
     async def refresh(self) -> None:
         lib = self.lib
         sessions = await self.bridge.run(lib.sessions.list)
-        gaps = await self.bridge.run(lib.gaps.list)
+        gaps, hidden = await self.bridge.run(_gaps_to_list, lib.gaps)
         self.lists.set_sessions(sessions, self.session.id if self.session else None)
-        self.lists.set_gaps(gaps)
+        self.lists.set_gaps(gaps, hidden)
 
     def ask_new_session(self, kind: str) -> None:
         chat = ""
@@ -164,6 +203,9 @@ class LibrarianView(QWidget):
         self.new_session("review", chat_text=chat)
 
     def new_session(self, kind: str, *, gap_id: str = "", chat_text: str = "") -> None:
+        self.check_ai()
+        if not self.ai_ready:  # a session could do nothing: none is made (the notice says why)
+            return
         self._save_editor()
         text = chat_lines(chat_text) if chat_text else ""
         self.session = self.lib.new_session(kind, gap_id=gap_id, chat_text=text, save=False)
@@ -204,6 +246,9 @@ class LibrarianView(QWidget):
         self.task = asyncio.ensure_future(coro)
 
     async def send(self, text: str) -> None:
+        self.check_ai()
+        if not self.ai_ready:
+            return
         if self.session is None:
             self.new_session("new")
         session = self.session
@@ -245,6 +290,9 @@ class LibrarianView(QWidget):
 
     # -- writing -------------------------------------------------------------------------------
     async def write_draft(self) -> None:
+        self.check_ai()
+        if not self.ai_ready:
+            return
         if self.session is None:
             self.new_session("new")
         assert self.session is not None  # new_session() sets it
@@ -299,6 +347,8 @@ class LibrarianView(QWidget):
         return True
 
     async def summarize_all(self) -> None:
+        if self.ai_missing("summarize") is not None:
+            return
         entries = needs_summary(self.snapshot.entries) if self.snapshot is not None else []
         if not entries:
             self.chat.append("activity", "Every entry has a summary.")
@@ -326,3 +376,9 @@ class LibrarianView(QWidget):
                 self.chat.append("error", f"{title}: {error}")
             elif change is not None:
                 await self._review(change)
+
+
+def _gaps_to_list(store: GapStore) -> tuple[list, int]:
+    """The gaps the panel lists, and how many more are hidden or dismissed."""
+    shown = store.list()
+    return shown, len(store.list(include_hidden=True)) - len(shown)

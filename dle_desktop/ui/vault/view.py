@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 from dle_desktop.core.entry import Entry
 from dle_desktop.core.health import HealthReport
 from dle_desktop.core.index import IndexSnapshot
+from dle_desktop.ui.librarian.ai_notice import AiNotice
 from dle_desktop.ui.vault.chat_trial_panel import ChatTrialPanel
 from dle_desktop.ui.vault.entries_model import UID_ROLE, EntriesFilter, EntriesModel
 from dle_desktop.ui.vault.entry_detail import EntryHistory, render_entry
@@ -50,6 +51,8 @@ class VaultView(QWidget):
     selectionChangedUid = Signal(str)
     #: ("optimize-keys" | "summarize", uid): the Librarian proposes the change as a diff
     entryActionRequested = Signal(str, str)
+    #: where the Channels view should open (from `ai_notice`): a channel, or "" for the profile list
+    channelsRequested = Signal(str)
 
     def __init__(self, parent=None, test_runner=None) -> None:
         super().__init__(parent)
@@ -123,22 +126,33 @@ class VaultView(QWidget):
         corner = QWidget()
         corner_row = QHBoxLayout(corner)
         corner_row.setContentsMargins(0, 0, 0, 0)
-        for label, action in (("Optimize keys", "optimize-keys"), ("Summarize", "summarize")):
-            button = QPushButton(label)
-            button.setToolTip(f"{label}: the Librarian proposes a change to this entry as a diff")
+        self.optimize_button = QPushButton("Optimize keys")
+        self.summarize_button = QPushButton("Summarize")
+        for button, action in ((self.optimize_button, "optimize-keys"), (self.summarize_button, "summarize")):
+            button.setToolTip(f"{button.text()}: the Librarian proposes a change to this entry as a diff")
+            button.setEnabled(False)  # until an entry is shown
 
             def request(_: bool = False, a: str = action) -> None:
-                if self.current_uid():
-                    self.entryActionRequested.emit(a, self.current_uid())
+                uid = self.current_uid()
+                if uid:
+                    self.entryActionRequested.emit(a, uid)
 
             button.clicked.connect(request)
             corner_row.addWidget(button)
         corner_row.addWidget(self.undo_button)
+        # What Optimize Keys or Summarize lacks to run (an AI connection), said beside the entry.
+        self.ai_notice = AiNotice(closable=True)
+        self.ai_notice.channelsRequested.connect(self.channelsRequested)
         self.right_tabs.setCornerWidget(corner, Qt.Corner.TopRightCorner)
         self.entry_history = EntryHistory(self.undo_button, self)
         self.entry_history.changed.connect(self._render_current)
+        entry_side = QWidget()
+        entry_column = QVBoxLayout(entry_side)
+        entry_column.setContentsMargins(0, 0, 0, 0)
+        entry_column.addWidget(self.ai_notice)
+        entry_column.addWidget(self.right_tabs, 1)
         self.right_split = QSplitter(Qt.Orientation.Vertical)
-        self.right_split.addWidget(self.right_tabs)
+        self.right_split.addWidget(entry_side)
         self.right_split.addWidget(self.health)
         self.right_split.setStretchFactor(0, 3)
         self.right_split.setStretchFactor(1, 2)
@@ -244,6 +258,7 @@ class VaultView(QWidget):
                 self.table.selectionModel().clear()
         finally:
             self._moving_rows = False
+        self._entry_buttons()
         if index.isValid():
             self.table.scrollTo(index)
             self._show(chosen.uid)
@@ -253,6 +268,11 @@ class VaultView(QWidget):
             self._say(f"{chosen.title} is no longer in the vault ({chosen.vault} · {chosen.path} was removed).")
         else:
             self._say(f"{chosen.title} is hidden by the filter. Esc clears the filter.")
+
+    def _entry_buttons(self) -> None:
+        shown = self.current_uid() is not None
+        self.optimize_button.setEnabled(shown)
+        self.summarize_button.setEnabled(shown)
 
     def _say(self, text: str) -> None:
         self.detail.setHtml(f"{WELCOME}<p><i>{escape(text)}</i></p>")
@@ -282,6 +302,7 @@ class VaultView(QWidget):
         if entry is None:
             return
         self._choose(entry)
+        self._entry_buttons()
         self._show(entry.uid)
         if self.table.hasFocus():  # the user picked it: show it, even from the test tab
             self.right_tabs.setCurrentWidget(self.detail)
