@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
 import pytest
-from PySide6.QtCore import QRect, QSize
-from PySide6.QtGui import QFontMetrics
+from PySide6.QtCore import QRect, QRectF, QSize
+from PySide6.QtGui import QColor, QFontMetrics, QImage, QPainter
 from PySide6.QtWidgets import QAbstractButton, QLabel, QLineEdit, QWidget
 
+from dle_desktop.ui.graph.canvas import GraphCanvas
+from dle_desktop.ui.graph.style import EDGE_STYLES
 from tests.ui.conftest import wait_for
 
 SIZES = ((1000, 650), (1200, 760))
@@ -163,3 +166,45 @@ def test_the_graph_toolbar_shows_every_label_whole(make_desktop, vault_copy, qlo
         assert canvas.width() >= 400 and canvas.height() >= 300
 
     qloop.run_until_complete(scenario())
+
+
+class LabelRecorder(QPainter):
+    """A real painter on a real image that also notes where each label's text went."""
+
+    def __init__(self, image: QImage) -> None:
+        super().__init__(image)
+        self.texts: list[tuple[QRectF, str]] = []
+
+    def drawText(self, rect, flags, text) -> None:  # type: ignore[override]  # the overload the labels use
+        self.texts.append((QRectF(rect), text))
+        super().drawText(rect, flags, text)
+
+
+def test_fit_keeps_the_labels_of_the_outermost_entries_inside_the_canvas(qapp):
+    """Fit used to fill the canvas with the nodes alone, so a long title at the edge was cut."""
+    canvas = GraphCanvas()
+    canvas.resize(520, 320)
+    titles = [
+        "The Sealing of the Seventh Mouth",  # leftmost
+        "Writing Guide — Names and Dialects",  # rightmost
+        "Arrival at Lantern Quay",  # lowest: its label hangs below it
+        "Silt-Ink",
+        "The Drowned Choir",  # highest
+    ]
+    xy = np.array([[0.0, 0.0], [100.0, 5.0], [48.0, 30.0], [50.0, 10.0], [52.0, -28.0]])
+    none = np.zeros(0, dtype=np.int64)
+    canvas.set_graph(titles, xy, dict.fromkeys(EDGE_STYLES, (none, none)))
+    canvas.set_style(np.zeros(5, dtype=np.int64), [QColor("#4477aa")], np.full(5, 12.0), np.arange(5.0))
+    canvas.fit()
+    image = QImage(canvas.width(), canvas.height(), QImage.Format.Format_ARGB32)
+    painter = LabelRecorder(image)
+    canvas.paint(painter, canvas.width(), canvas.height(), cached=False)
+    painter.end()
+    drawn = {text: rect for rect, text in painter.texts}
+    assert set(drawn) == set(titles), "every title gets its label"
+    inside = QRectF(0, 0, canvas.width(), canvas.height())
+    for text, rect in drawn.items():
+        assert inside.contains(rect), (text, rect.getCoords())
+    # and the graph still fills most of the canvas: the margin is what the labels need, not more
+    xs = [canvas.world_to_screen(p)[0] for p in xy]
+    assert max(xs) - min(xs) > canvas.width() * 0.4

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, QVariantAnimation, Signal
-from PySide6.QtGui import QColor, QFont, QPainter, QTransform
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QTransform
 from PySide6.QtWidgets import QWidget
 
 from dle_desktop.ui.graph.index import Adjacency, PointGrid
-from dle_desktop.ui.graph.overlay import paint_overlay
+from dle_desktop.ui.graph.overlay import LABEL_CROWD, label_text, paint_overlay
 from dle_desktop.ui.graph.render import (
     EDGE_PIXEL_BUDGET,
     SYNC_LIMIT,
@@ -166,7 +166,8 @@ class GraphCanvas(QWidget):
         return QTransform(s, 0, 0, s, w / 2 - self.centre[0] * s, h / 2 - self.centre[1] * s)
 
     def fit(self, indices: np.ndarray | None = None, animate: bool = False, margin: float = 0.08) -> None:
-        """Show `indices` (all visible nodes by default), filling the widget less `margin`."""
+        """Show `indices` (all visible nodes by default), filling the widget less `margin`, and
+        with room for the labels of the nodes at the edges (when there are few enough to be labelled)."""
         idx = np.flatnonzero(self.visible) if indices is None else np.asarray(indices, dtype=np.int64)
         if not len(idx):
             return
@@ -178,7 +179,42 @@ class GraphCanvas(QWidget):
         if len(idx) < 3:  # one or two nodes: not a fill-the-screen zoom, a comfortable one
             overall = np.ptp(self.xy[self.visible], axis=0).max() if self.visible.any() else 1.0
             scale = min(scale, min(w, h) / max(overall * 0.08, 1e-9))
-        self.fly_to((lo + hi) / 2, scale, animate)
+        centre = (lo + hi) / 2
+        if 3 <= len(idx) <= LABEL_CROWD:  # one or two: flown to, centred on the node itself
+            scale, centre = self._fit_labels(idx, scale, (w, h))
+        self.fly_to(centre, scale, animate)
+
+    def _fit_labels(self, idx: np.ndarray, scale: float, size: tuple[int, int]) -> tuple[float, np.ndarray]:
+        """The largest scale up to `scale` at which every node of `idx` and the label under it
+        (drawn at a fixed size in pixels, so it does not shrink with the zoom) are inside the
+        widget, and the centre that puts them there evenly."""
+        fm = QFontMetricsF(self.label_font)
+        radius = np.maximum(2.0, self.node_size[idx] * 1.8) / 2  # the largest a node is drawn
+        half = np.array([fm.horizontalAdvance(label_text(self.titles[i])) / 2 + 2 for i in idx])
+        # how far each node's drawing reaches from its centre: (left, right) and (up, down), px
+        reach = ((np.maximum(half, radius),) * 2, (radius, radius + 1 + fm.height()))
+        gap = 6.0
+        centre = np.zeros(2)
+        for axis in (0, 1):
+            coords, (before, after) = self.xy[idx, axis], reach[axis]
+
+            def extent(s: float, coords=coords, before=before, after=after) -> tuple[float, float]:
+                return float((coords * s - before).min()), float((coords * s + after).max())
+
+            room = size[axis] - 2 * gap
+            first, last = extent(scale)
+            if last - first > room:  # shrink until it fits (the extent grows with the scale)
+                low, high = 0.0, scale
+                for _ in range(40):
+                    mid = (low + high) / 2
+                    a, b = extent(mid)
+                    low, high = (mid, high) if b - a <= room else (low, mid)
+                scale = max(low, scale * 0.05)
+        for axis in (0, 1):
+            coords, (before, after) = self.xy[idx, axis], reach[axis]
+            first, last = float((coords * scale - before).min()), float((coords * scale + after).max())
+            centre[axis] = (first + last) / 2 / scale
+        return scale, centre
 
     def fly_to(self, centre, scale: float | None = None, animate: bool = True) -> None:
         scale = self.scale if scale is None else float(scale)

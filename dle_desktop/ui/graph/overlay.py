@@ -15,6 +15,11 @@ LABEL_CROWD = 700
 MAX_LABELS = 120
 
 
+def label_text(title: str) -> str:
+    """A node's label: its title, a long one cut."""
+    return title if len(title) <= 40 else title[:38] + "…"
+
+
 def paint_overlay(c, p: QPainter, w: int, h: int) -> None:
     """Over the static layer: the highlighted neighbourhood (the rest dimmed) and labels."""
     p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
@@ -95,9 +100,7 @@ def _draw_labels(c, p: QPainter, w: int, h: int, highlighted: np.ndarray) -> Non
     for i in first + rest:
         if shown >= MAX_LABELS + len(first):
             break
-        text = c.titles[i]
-        if len(text) > 40:
-            text = text[:38] + "…"
+        text = label_text(c.titles[i])
         x, y = scr[i]
         r = max(2.0, c.node_size[i] * scale) / 2
         tw = fm.horizontalAdvance(text)
