@@ -40,6 +40,7 @@ def test_without_a_connection_they_stay_in_the_vault_view_and_say_what_is_missin
         await wait_for(lambda: vault.ai_notice.isVisible(), what="the notice")
         vault.ai_notice.button.click()
         assert window.tabs.currentWidget() is window.channels_view
+        assert vault.ai_notice.isHidden()  # acted on; the next click checks again
         await wait_for(
             lambda: window.channels_view.profiles_panel.add_button.hasFocus(), what="Add… in the Channels view"
         )

@@ -65,6 +65,7 @@ class AiNotice(QFrame):
         self.close_button.setAutoRaise(True)
         self.close_button.clicked.connect(self.hide)
         self.close_button.setVisible(closable)
+        self._closable = closable
         row = QHBoxLayout(self)
         row.setContentsMargins(8, 4, 4, 4)
         row.addWidget(self.label, 1)
@@ -93,4 +94,6 @@ class AiNotice(QFrame):
         self.show()
 
     def _open_channels(self) -> None:
+        if self._closable:  # said and acted on; the next try checks again
+            self.hide()
         self.channelsRequested.emit(self._place)
