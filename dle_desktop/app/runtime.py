@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dle_desktop.engine.engine import Engine, source_from_spec
 from dle_desktop.engine.session_vaults import SessionVaults
+from dle_desktop.engine.settings_apply import access_change
+from dle_desktop.engine.settings_follow import SettingsFileFollower
 from dle_desktop.engine.thread import EngineThread
 from dle_desktop.errors import ConfigError, DleError
 from dle_desktop.logging_setup import configure_logging
@@ -35,6 +39,24 @@ class AppContext:
     secrets: SecretStore
     #: Vaults this run opened besides (or instead of) the saved ones: `--vault`, a second launch.
     session: SessionVaults = field(default_factory=SessionVaults)
+    _settings_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        # The window replaces `settings` on its thread while the engine thread may be taking new
+        # origins from settings.json (`update_settings`): one at a time, so neither is lost.
+        if name == "settings" and "_settings_lock" in self.__dict__:
+            with self._settings_lock:
+                object.__setattr__(self, name, value)
+        else:
+            object.__setattr__(self, name, value)
+
+    def update_settings(self, change: Callable[[Settings], Settings | None]) -> None:
+        """Replace `settings` with `change(settings)` (None: keep them), with no other replacement
+        in between."""
+        with self._settings_lock:
+            changed = change(self.settings)
+            if changed is not None:
+                object.__setattr__(self, "settings", changed)
 
 
 def make_context(data_dir: str | None, log_to_stderr: bool = True, keys_file: str | None = None) -> AppContext:
@@ -87,12 +109,17 @@ class Runtime:
         #: The Obsidian REST emulation (its own thread and loop), or None while `olra_enabled` is off.
         #: A runner that could not start stays here with `.running` False and `.error` saying why.
         self.olra: OlraRunner | None = None
+        #: Allowed hosts and origins that other processes (`dle-desktop st install`) write into
+        #: settings.json apply at once; nothing else of the file is taken while running.
+        self.settings_follower = SettingsFileFollower(ctx.store, self._take_access_settings)
+        self._following: concurrent.futures.Future[None] | None = None
 
     def start(self) -> Runtime:
         self.thread.start()
         self.thread.call(self.engine.start(), timeout=60)
+        self._following = self.thread.submit(self.settings_follower.follow())
         if self._serve:
-            self.server = ServerRunner(self.engine, self._host, self._port, bridge_monitor=self.bridge_monitor)
+            self.server = self._server_runner()
             try:
                 self.thread.call(self.server.start(), timeout=30)
             except DleError as exc:
@@ -162,7 +189,7 @@ class Runtime:
             return
         self._host = settings.server_host
         self._port = settings.server_port if self.port_override is None else self.port_override
-        server = ServerRunner(self.engine, self._host, self._port, bridge_monitor=self.bridge_monitor)
+        server = self._server_runner()
         try:
             self.thread.call(server.start(), timeout=30)
             self.server = server
@@ -210,6 +237,34 @@ class Runtime:
         else:
             server.refresh_access()
 
+    def _server_runner(self) -> ServerRunner:
+        return ServerRunner(
+            self.engine,
+            self._host,
+            self._port,
+            bridge_monitor=self.bridge_monitor,
+            access_recheck=self.settings_follower.check,
+        )
+
+    async def _take_access_settings(self, on_disk: Settings) -> None:
+        """The allowed hosts and origins settings.json holds now, applied the way the window
+        applies them (`settings_apply.ACCESS_FIELDS`): the context's settings (the window's
+        views show them), the engine's, then the server's rules. On the engine thread."""
+        follower = self.settings_follower
+        # Only if the file is still the one read: a save by the window meanwhile wins.
+        self.ctx.update_settings(lambda current: access_change(current, on_disk) if follower.unchanged() else None)
+        wanted = access_change(self.engine.settings, on_disk)
+        if wanted is None or not follower.unchanged():
+            return
+        await self.engine.apply_settings(wanted)
+        if self.server is not None:
+            self.server.refresh_access()
+        log.info(
+            "settings.json changed: the server takes its allowed web pages (%s) and host names (%s) now",
+            ", ".join(wanted.server_allowed_origins) or "none",
+            ", ".join(wanted.server_allowed_hosts) or "none listed",
+        )
+
     def rotate_server_token(self) -> str:
         """A new server token, in use by the running server at once (the old one is refused from
         the next request on); returns it. Runs on the engine thread, between requests."""
@@ -225,6 +280,8 @@ class Runtime:
     def stop(self) -> None:
         if not self.thread.alive:
             return
+        if self._following is not None:
+            self._following.cancel()
         try:
             if self.olra is not None:
                 self.olra.stop()

@@ -52,6 +52,15 @@ def add_st_arguments(p: argparse.ArgumentParser) -> None:
         help="the address SillyTavern's page uses to reach DLE Desktop "
         "(default: http://127.0.0.1:<server port from settings>)",
     )
+    q.add_argument(
+        "--origin",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="another address SillyTavern's page is opened at, to allow besides the ones its config.yaml "
+        "gives (a SillyTavern started with --port, behind a launcher or a reverse proxy), e.g. "
+        "https://tavern.example (repeatable)",
+    )
     common(q)
 
     q = sub.add_parser("remove", help="remove the bridge extension from a SillyTavern install")
@@ -229,7 +238,9 @@ def _install(args) -> int:
     from dle_desktop.app.runtime import make_context
     from dle_desktop.server.security import server_token
     from dle_desktop.st_bridge.install import inspect, install
+    from dle_desktop.st_bridge.origins import page_origin
 
+    extra_origins = [page_origin(o) for o in args.origin]  # all checked before anything is written
     st = inspect(Path(args.st_dir))
     ctx = make_context(args.data_dir, log_to_stderr=False)
     if args.server_url:
@@ -259,16 +270,20 @@ def _install(args) -> int:
             f"warning: {ctx.secrets.problem}; the token written into the extension lasts for this session only",
             file=sys.stderr,
         )
-    status = _allow_origins(ctx, st.origins())
+    status = _allow_origins(ctx, [*st.origins(), *extra_origins])
     print("Reload SillyTavern's page (F5) to load it.")
     return status
 
 
-def _allow_origins(ctx, origins) -> int:
+def _allow_origins(ctx, origins: list[str]) -> int:
     settings = ctx.store.load()
     allowed = list(settings.server_allowed_origins)
     known = {_canonical(o) for o in allowed}
-    added = [o for o in origins if _canonical(o) not in known]
+    added: list[str] = []
+    for origin in origins:
+        if _canonical(origin) not in known:
+            known.add(_canonical(origin))
+            added.append(origin)
     if not added:
         print(f"  DLE Desktop already accepts requests from {', '.join(origins)}")
         return 0
@@ -282,7 +297,7 @@ def _allow_origins(ctx, origins) -> int:
         )
         return 1
     print(f"  added to DLE Desktop's allowed web pages (server_allowed_origins): {', '.join(added)}")
-    print("  (a DLE Desktop that is running now reads them when it restarts)")
+    print("  (a running DLE Desktop accepts them at once; no restart needed)")
     return 0
 
 

@@ -108,3 +108,11 @@ def plan(old: Settings, new: Settings, new_key_ids: Iterable[str] = ()) -> Apply
         restart_olra=bool(changed & OLRA_FIELDS),
         refresh_access=bool(changed & ACCESS_FIELDS),
     )
+
+
+def access_change(current: Settings, on_disk: Settings) -> Settings | None:
+    """`current` with the allowed hosts and origins of `on_disk` and nothing else of it (what
+    another process wrote into settings.json); None when they are the same already."""
+    if all(getattr(current, name) == getattr(on_disk, name) for name in ACCESS_FIELDS):
+        return None
+    return current.replace(**{name: getattr(on_disk, name) for name in ACCESS_FIELDS})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -99,10 +99,16 @@ def build_app(engine: LoreEngine, bridge_monitor: BridgeEvents | None = None) ->
     return app
 
 
-def wrap_security(app, policy: AccessPolicy, limits: ServerLimits = ServerLimits()) -> AccessMiddleware:
+def wrap_security(
+    app,
+    policy: AccessPolicy,
+    limits: ServerLimits = ServerLimits(),
+    recheck: Callable[[], Awaitable[bool]] | None = None,
+) -> AccessMiddleware:
     """Every request passes the access checks (Host, Origin, token) before the body limits, and
-    both before any route."""
-    return AccessMiddleware(BodyLimitMiddleware(app, limits.max_body_bytes, limits.body_stall_timeout), policy)
+    both before any route. `recheck`: see `AccessMiddleware`."""
+    body_limits = BodyLimitMiddleware(app, limits.max_body_bytes, limits.body_stall_timeout)
+    return AccessMiddleware(body_limits, policy, recheck)
 
 
 def access_policy(engine: LoreEngine, bound_host: str, token: TokenHolder | None = None) -> AccessPolicy:
@@ -124,12 +130,16 @@ class ServerRunner:
         port: int = 8765,
         limits: ServerLimits = ServerLimits(),
         bridge_monitor: BridgeEvents | None = None,
+        access_recheck: Callable[[], Awaitable[bool]] | None = None,
     ) -> None:
+        """`access_recheck`: asked before a request is refused for its Host or Origin whether
+        settings.json now lists it (the runtime's `SettingsFileFollower.check`)."""
         self.engine = engine
         self.host = host
         self.port = port
         self.limits = limits
         self.bridge_monitor: BridgeEvents = bridge_monitor if bridge_monitor is not None else BridgeMonitor()
+        self.access_recheck = access_recheck
         self._token: TokenHolder | None = None
         self._access: AccessMiddleware | None = None
         self._server: uvicorn.Server | None = None
@@ -169,7 +179,7 @@ class ServerRunner:
         self._tell_port(self.engine)
         self._app = build_app(self.engine, self.bridge_monitor)
         policy = access_policy(self.engine, self.host, self._token_holder(self.engine))
-        self._access = wrap_security(self._app, policy, self.limits)
+        self._access = wrap_security(self._app, policy, self.limits, self.access_recheck)
         limits = self.limits
         config = server_config(self._access, limits)
         self._server = uvicorn.Server(config)

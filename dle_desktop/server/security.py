@@ -14,6 +14,10 @@
    on a preflight); every answer to them, refusals included, carries `Access-Control-Allow-Origin`
    so the page can read it (a 401 says "wrong token"). Never `Access-Control-Allow-Credentials`:
    the token is a header, not a cookie. Unlisted origins get their 403 without any CORS header.
+5. The listed hosts and origins follow settings.json as other processes write it (`dle-desktop st
+   install`): before a request is refused for its Host or Origin, the middleware asks whether the
+   file changed (`recheck`) and judges it again under the rules the file now gives. Nothing else
+   changes: the judgement still comes before any body is read, and only what the file lists is let in.
 
 Starlette's TrustedHostMiddleware splits Host at the first ':' (so `[::1]` and malformed ports
 slip through it) and its CORSMiddleware only decorates answers (a simple POST still reaches the
@@ -24,14 +28,17 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import logging
 import secrets as secrets_module
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from dle_desktop.core.hosts import LOOPBACK_NAMES, is_loopback_address, parse_host, parse_origin
 from dle_desktop.logging_setup import register_secret
 from dle_desktop.state.secret_holder import SecretHolder, rotate
 from dle_desktop.vectors.source_settings import HEADER_FALLBACKS
+
+log = logging.getLogger(__name__)
 
 TOKEN_SECRET_NAME = "server-token"
 _WILDCARD_BINDS = ("0.0.0.0", "::", "")
@@ -58,6 +65,8 @@ CORS_REQUEST_HEADERS = frozenset(
 #: Answer headers a page may read besides the CORS-safelisted ones.
 CORS_EXPOSED_HEADERS = "Allow, Content-Length, Retry-After, WWW-Authenticate"
 CORS_MAX_AGE = 600
+#: Refusals that a newly listed host or origin could lift: worth a look at settings.json first.
+_LISTING_CAUSES = frozenset({"forbidden_host", "forbidden_origin"})
 
 
 def server_token(secrets) -> str:
@@ -269,15 +278,20 @@ class AccessMiddleware:
     origins. The answer to a refused request closes the connection: its body, if any, is never
     read; nor is a preflight's."""
 
-    def __init__(self, app, policy: AccessPolicy) -> None:
+    def __init__(self, app, policy: AccessPolicy, recheck: Callable[[], Awaitable[bool]] | None = None) -> None:
         self.app = app
-        self.policy = policy  # replaced when the settings change (ServerRunner.set_engine)
+        self.policy = policy  # replaced when the settings change (ServerRunner.set_engine, refresh_access)
+        #: Looks whether settings.json changed and, if so, has `policy` replaced; True when it did.
+        self.recheck = recheck
 
     async def __call__(self, scope, receive, send):
         if scope["type"] not in ("http", "websocket"):
             return await self.app(scope, receive, send)
         policy = self.policy
         refusal = policy.judge(scope)
+        if refusal is not None and refusal.cause in _LISTING_CAUSES and await self._rules_changed():
+            policy = self.policy
+            refusal = policy.judge(scope)
         origin = policy.cors_origin(scope) if scope["type"] == "http" else None
         if refusal is None:
             if origin is None:
@@ -305,6 +319,15 @@ class AccessMiddleware:
         if origin is not None:
             headers += _cors_headers(origin)
         await send_json(send, refusal.status, {"error": refusal.message, "cause": refusal.cause}, headers)
+
+    async def _rules_changed(self) -> bool:
+        if self.recheck is None:
+            return False
+        try:
+            return await self.recheck()
+        except Exception:  # the request is judged under the rules in force; a fault here must not 500 it
+            log.exception("looking for new allowed hosts and origins in settings.json failed")
+            return False
 
 
 class BodyLimitMiddleware:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from pathlib import Path
 
@@ -34,6 +35,16 @@ def _migrate(raw: dict) -> dict:
         raw["semantic_min_score"] = 0.2
     raw["schema_version"] = SCHEMA_VERSION
     return raw
+
+
+def file_signature(path: Path) -> tuple[int, int, int] | None:
+    """What changes whenever a file is written, atomically replaced or edited in place (its inode,
+    size and modification time), in one stat; None while there is no file to look at."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 class SettingsStore:
@@ -76,6 +87,24 @@ class SettingsStore:
             )
             log.warning(self.problem)
             return Settings()
+
+    def read_current(self) -> Settings | None:
+        """The file as it is now, judged as `load` judges it, for a running instance that follows
+        what another process wrote; None when there is no file. Unlike `load` it sets nothing
+        aside and marks nothing: ConfigError says why the file cannot be used."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise ConfigError(f"it cannot be read ({exc.strerror or exc})") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"it is not UTF-8 text ({exc})") from exc
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"it is not JSON ({exc})") from exc
+        return settings_from_mapping(_migrate(raw))
 
     def save(self, settings: Settings) -> None:
         if self.read_only:
