@@ -60,9 +60,8 @@ class LibrarianView(QWidget):
     def __init__(self, bridge, parent=None) -> None:
         super().__init__(parent)
         self.bridge = bridge
-        #: What the Librarian channel lacks (None: usable); unknown until the first check ends.
+        #: Whether the Librarian channel has a usable connection (`check_ai` keeps it current).
         self.ai_ready = False
-        self.librarian_missing: AiMissing | None = None
         self._lib: Librarian | None = None
         self.session: Session | None = None
         self.task: asyncio.Future[Any] | None = None
@@ -158,7 +157,6 @@ class LibrarianView(QWidget):
         """Follow the connection as it is now: the notice, Send, the draft, the session buttons."""
         librarian = self.ai_missing("librarian")
         self.ai_ready = librarian is None
-        self.librarian_missing = librarian
         self.notice.show_missing(librarian)
         self.chat.set_available(self.ai_ready)
         self.editor.setEnabled(self.ai_ready)
