@@ -191,8 +191,9 @@ def test_an_allowed_host_written_to_the_file_is_accepted_at_once(tmp_path: Path)
         json.dumps({"server_allowed_origins": ["ftp://127.0.0.1:8124"]}),
         json.dumps({"server_allowed_origins": [ST_PAGE], "no_such_setting": 1}),
         json.dumps({"schema_version": 999, "server_allowed_origins": [ST_PAGE]}),
+        "[" * 100_000,
     ],
-    ids=["not-json", "bad-origin", "unknown-name", "newer-version"],
+    ids=["not-json", "bad-origin", "unknown-name", "newer-version", "nested-too-deep"],
 )
 def test_a_broken_file_keeps_the_last_good_rules_and_warns_once(tmp_path: Path, caplog, broken: str):
     with running(tmp_path) as (runtime, client, token):

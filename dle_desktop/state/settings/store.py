@@ -104,6 +104,8 @@ class SettingsStore:
             raw = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"it is not JSON ({exc})") from exc
+        except RecursionError:
+            raise ConfigError("it nests JSON too deeply to read") from None
         return settings_from_mapping(_migrate(raw))
 
     def save(self, settings: Settings) -> None:
