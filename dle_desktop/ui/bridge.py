@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QObject, Signal
 
+from dle_desktop.ai.channels import ResolvedChannel, resolve_channel
 from dle_desktop.engine.engine import Engine, EngineEvent
 from dle_desktop.engine.session_vaults import (
     ADDED,
@@ -29,7 +30,6 @@ from dle_desktop.engine.settings_apply import ApplyPlan
 from dle_desktop.engine.settings_apply import plan as plan_settings_change
 
 if TYPE_CHECKING:
-    from dle_desktop.ai.channels import ResolvedChannel
     from dle_desktop.core.health import HealthReport
     from dle_desktop.librarian.service import Librarian
     from dle_desktop.state.paths import AppPaths
@@ -185,8 +185,6 @@ class EngineBridge(QObject):
         """What `channel` resolves to under the running engine's settings, as its AI calls will
         (`problem` says why it cannot be used). A pure function of the immutable settings: a view
         may ask before every action, without waiting on the engine thread."""
-        from dle_desktop.ai.channels import resolve_channel
-
         return resolve_channel(self.engine.settings, channel)
 
     async def test_ai_channel(self, channel: str) -> tuple[bool, str, int]:
