@@ -34,6 +34,7 @@ from dle_desktop.core.pipeline.chat_formats import parse_chat_text
 from dle_desktop.core.pipeline.chat_input import ChatInputError
 from dle_desktop.ui.widgets.async_util import soon
 from dle_desktop.ui.widgets.cut_text import CutTextTips
+from dle_desktop.ui.widgets.row_detail import RowDetail
 
 log = logging.getLogger(__name__)
 
@@ -106,12 +107,13 @@ class ChatTrialPanel(QWidget):
 
         self.generation = QComboBox()
         self.generation.currentIndexChanged.connect(self._show_generation)
+        self.generation.setVisible(False)  # a choice only when a replay gave several generations
         self.summary = QLabel()
         self.notes = QLabel()
         self.notes.setWordWrap(True)
         self.notes.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.notes.setVisible(False)
-        self.verdict_filter = QLineEdit(placeholderText="Filter verdicts (e.g. an entry title or 'cooldown')")
+        self.verdict_filter = QLineEdit(placeholderText="Filter verdicts (a title, 'cooldown'…)")
         self.verdict_filter.setClearButtonEnabled(True)
         self.model = QStandardItemModel(0, 4, self)
         self.model.setHorizontalHeaderLabels(["Entry", "Stage", "Outcome", "Why"])
@@ -135,32 +137,39 @@ class ChatTrialPanel(QWidget):
         self.verdicts.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.verdicts.verticalHeader().hide()
         self.verdicts.horizontalHeader().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
-        self.verdicts.setColumnWidth(0, 170)
-        self.verdicts.setColumnWidth(1, 120)
-        self.verdicts.setColumnWidth(2, 75)
+        # Why gets what is left; its full text is below the table
+        for column, width in enumerate((150, 90, 72)):
+            self.verdicts.setColumnWidth(column, width)
         self.verdicts.doubleClicked.connect(self._verdict_activated)
+        self.verdicts.selectionModel().currentRowChanged.connect(lambda current, _previous: self._show_verdict(current))
         self.tips = CutTextTips(self.verdicts)
+        self.verdict_detail = RowDetail("Select a verdict to read why in full.")
         self.prompt = QTextBrowser()
 
         results = QTabWidget()
         vw = QWidget()
         vl = QVBoxLayout(vw)
         vl.setContentsMargins(0, 0, 0, 0)
-        vl.addWidget(self.verdict_filter)
+        vl.setSpacing(2)
         vl.addWidget(self.no_matches)
-        vl.addWidget(self.verdicts)
+        vl.addWidget(self.verdicts, 1)
+        vl.addWidget(self.verdict_detail)
         results.addTab(vw, "Verdicts")
         results.addTab(self.prompt, "Injected text")
+        # the filter beside the tabs, not on a row of its own: the rows go to the verdicts
+        results.setCornerWidget(self.verdict_filter, Qt.Corner.TopRightCorner)
+        results.currentChanged.connect(lambda i: self.verdict_filter.setVisible(i == 0))
         self.results = results
 
         out = QWidget()
         ol = QVBoxLayout(out)
         ol.setContentsMargins(0, 0, 0, 0)
         head = QHBoxLayout()
-        head.addWidget(QLabel("Generation"))
+        # the run's state on the results' first row, beside its summary: a row more for the verdicts
         head.addWidget(self.generation, 1)
+        head.addWidget(self.summary)
+        head.addWidget(self.status, 1)
         ol.addLayout(head)
-        ol.addWidget(self.summary)
         ol.addWidget(self.notes)
         ol.addWidget(results, 1)
 
@@ -170,14 +179,15 @@ class ChatTrialPanel(QWidget):
         il.addLayout(top)
         il.addLayout(actions)
         il.addWidget(self.input, 1)
-        il.addWidget(self.status)
 
-        split = QSplitter(Qt.Orientation.Vertical)
+        margins = 2 * (self.input.frameWidth() + int(self.input.document().documentMargin()))
+        self.input.setMinimumHeight(self.input.fontMetrics().lineSpacing() * 3 + margins)
+        self.split = split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(inp)
         split.addWidget(out)
-        split.setStretchFactor(0, 1)
-        split.setStretchFactor(1, 2)
-        split.setSizes([160, 400])  # the verdicts get the room; the chat box scrolls
+        split.setStretchFactor(0, 0)
+        split.setStretchFactor(1, 1)
+        split.setSizes([1, 1000])  # the verdicts get the room; the chat box (3 lines) scrolls
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(split)
@@ -217,6 +227,7 @@ class ChatTrialPanel(QWidget):
         self.run_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
         ai_mode = self.AI_MODES[self.ai_mode.currentIndex()][1]
+        self.status.setToolTip("")
         self.status.setText("Running… (asking the AI)" if ai_mode not in (None, "off") else "Running…")
         try:
             gens = await self.runner(doc, self.replay.isChecked(), self.seed.value(), ai_mode)
@@ -233,7 +244,8 @@ class ChatTrialPanel(QWidget):
             self.cancel_button.setEnabled(False)
         self.show_generations(gens)
         n = len(doc.messages)
-        self.status.setText(f"{n} message{'' if n == 1 else 's'} · dry run: no chat state was changed")
+        self.status.setText(f"{n} message{'' if n == 1 else 's'} · dry run: nothing stored")
+        self.status.setToolTip("A dry run: no chat state was changed")
         return True
 
     # -- display ----------------------------------------------------------------------------
@@ -256,6 +268,7 @@ class ChatTrialPanel(QWidget):
             )
         self.generation.setCurrentIndex(len(gens) - 1)
         self.generation.blockSignals(False)
+        self.generation.setVisible(len(gens) > 1)
         self._show_generation(len(gens) - 1)
 
     def _show_generation(self, i: int) -> None:
@@ -274,6 +287,7 @@ class ChatTrialPanel(QWidget):
         self.notes.setText("\n".join(f"Note: {n}" for n in notes))
         self.notes.setVisible(bool(notes))
         self.model.removeRows(0, self.model.rowCount())
+        self.verdict_detail.clear()
         for v in sorted(g["verdicts"], key=lambda v: (OUTCOME_ORDER.get(v["outcome"], 9), v["title"].casefold())):
             row = [
                 QStandardItem(v["title"]),
@@ -306,6 +320,13 @@ class ChatTrialPanel(QWidget):
             return self.model.item(r, c).text()
 
         return [(cell(r, 0), cell(r, 1), cell(r, 2), cell(r, 3)) for r in range(self.model.rowCount())]
+
+    def _show_verdict(self, index) -> None:
+        if not index.isValid():
+            self.verdict_detail.clear()
+            return
+        title, stage, outcome, reason = (index.siblingAtColumn(c).data() or "" for c in range(4))
+        self.verdict_detail.show_row(title, [stage, outcome], reason)
 
     def _verdict_activated(self, index) -> None:
         src = self.proxy.mapToSource(index)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem
+from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from dle_desktop.core.health import HealthReport
 from dle_desktop.ui.widgets.cut_text import CutTextTips
+from dle_desktop.ui.widgets.row_detail import RowDetail
 
 ENTRY_ROLE = Qt.ItemDataRole.UserRole + 1
+SELECT_ONE = "Select a problem to read it in full, with what to do."
 
 
 class HealthPanel(QTreeWidget):
@@ -29,6 +31,15 @@ class HealthPanel(QTreeWidget):
         # Cut in the middle, the Entry column keeps a note's "(line N)" in view
         self.tips = CutTextTips(self, middle_columns={0})
         self._expanded = {"Errors": True, "Warnings": True}
+        # The selected problem in full below the list; `pane` (the list and it) is what goes on screen
+        self.detail = RowDetail(SELECT_ONE)
+        self.pane = QWidget()
+        column = QVBoxLayout(self.pane)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(2)
+        column.addWidget(self, 1)
+        column.addWidget(self.detail)
+        self.currentItemChanged.connect(lambda item, _previous: self._show_detail(item))
 
     def show_report(self, report: HealthReport, skipped=()) -> None:
         for i in range(self.topLevelItemCount()):
@@ -64,6 +75,13 @@ class HealthPanel(QTreeWidget):
         top.setExpanded(self._expanded.get("Not indexed", False))
         self.setColumnWidth(0, 170)
         self.setColumnWidth(2, 110)
+
+    def _show_detail(self, item: QTreeWidgetItem | None) -> None:
+        if item is None or item.parent() is None:  # nothing, or a group: say what the rows are for
+            self.detail.clear()
+            return
+        heading, problem, code = (item.text(c) for c in range(3))
+        self.detail.show_row(heading, [code], problem)
 
     def _activated(self, item: QTreeWidgetItem, _column: int) -> None:
         target = item.data(0, ENTRY_ROLE)

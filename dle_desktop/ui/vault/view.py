@@ -153,7 +153,7 @@ class VaultView(QWidget):
         entry_column.addWidget(self.right_tabs, 1)
         self.right_split = QSplitter(Qt.Orientation.Vertical)
         self.right_split.addWidget(entry_side)
-        self.right_split.addWidget(self.health)
+        self.right_split.addWidget(self.health.pane)  # the list and the selected problem in full
         self.right_split.setStretchFactor(0, 3)
         self.right_split.setStretchFactor(1, 2)
         self.right_split.setSizes([470, 190])
