@@ -270,7 +270,7 @@ def _install(args) -> int:
             f"warning: {ctx.secrets.problem}; the token written into the extension lasts for this session only",
             file=sys.stderr,
         )
-    status = _allow_origins(ctx, [*st.origins(), *extra_origins])
+    status = _allow_origins(ctx, list(dict.fromkeys([*st.origins(), *extra_origins])))
     print("Reload SillyTavern's page (F5) to load it.")
     return status
 
