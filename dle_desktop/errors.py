@@ -23,6 +23,18 @@ class InputError(DleError):
     http_status = 400
 
 
+class NotFound(DleError):
+    """Something a request names that is not (or no longer) kept."""
+
+    http_status = 404
+
+
+class NotAvailableHere(DleError):
+    """A request this process cannot serve as it runs (e.g. a window asked of `serve`)."""
+
+    http_status = 409
+
+
 class VaultError(DleError):
     """A vault source could not be read as a whole (folder missing, server down)."""
 

@@ -20,6 +20,8 @@ from dle_desktop.core.health import HealthContext, HealthReport, run_health_chec
 from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.engine.retrieval import RetrievalService
+from dle_desktop.engine.steering import SteeringService
+from dle_desktop.engine.window_requests import WindowRequests
 from dle_desktop.errors import ConfigError, DleError
 from dle_desktop.librarian.gaps import GapStore
 from dle_desktop.state.chat_store import ChatStore
@@ -157,6 +159,9 @@ class Engine:
             snapshot_getter=lambda: self.indexer.snapshot,
             config=MatchConfig.from_object(settings),
         )
+        self.steering = SteeringService(self.retrieval, lambda: self.indexer.snapshot, paths.state_db)
+        #: The app's window attaches here so a client (SillyTavern's /dle-graph) can bring it up.
+        self.window = WindowRequests()
         self._vectors: VectorService | None = (
             None  # the SillyTavern Vector API service, made on first use (see `vectors`)
         )

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.core.pipeline.ai_stage import AiOutcome
@@ -36,6 +37,16 @@ EDITABLE = ("pins", "blocks", "context", "folder_filter", "notebook")
 
 class NotReady(DleError):
     http_status = 503
+
+
+def stamp_injections(state: ChatState, result: GenerationResult, now: float) -> ChatState:
+    """When each injected entry last reached a prompt (wall-clock time is the engine's to know,
+    not the pure pipeline's): the analytics' `last_injected_at`."""
+    keys = {i.entry.tracker_key for i in result.injected}
+    if not keys:
+        return state
+    analytics = {k: ({**v, "last_injected_at": now} if k in keys else v) for k, v in state.analytics.items()}
+    return state.replace(analytics=analytics)
 
 
 #: (query, top_k) -> (hits best first, a note when partial or missing). The query is a
@@ -134,14 +145,18 @@ class RetrievalService:
                 # Nothing was generated, but pins/context sent with the request still count.
                 await asyncio.to_thread(self.store.save, doc.chat_id, new_state)
             if not doc.dry_run and result.skipped_reason is None:
+                injected = result.to_json()["injected"]
                 record = {
-                    "injected": [i["title"] for i in result.to_json()["injected"]],
+                    "injected": [i["title"] for i in injected],
+                    "sources": injected,
                     "verdicts": [v.to_json() for v in result.verdicts],
                     "total_tokens": result.total_tokens,
                 }
                 if result.semantic_query is not None:
                     record["semantic_query"] = result.semantic_query
+                new_state = stamp_injections(new_state, result, time.time())
                 await asyncio.to_thread(self.store.save, doc.chat_id, new_state, record)
+                result = replace(result, record=new_state.generation_count)
         observer = _observer.get()
         if observer is not None:
             observer(doc, result)
@@ -198,15 +213,17 @@ class RetrievalService:
         cfg: MatchConfig | None = None,
         replay: bool = False,
         seed: int | None = None,
+        cuts: Sequence[int] | None = None,
     ) -> list[dict]:
-        """The whole chat through the pipeline (once, or once per user message with the state
-        carried along), with semantic and AI stages as configured; no stored state is touched."""
+        """The whole chat through the pipeline (once, once per user message, or at each of `cuts`
+        messages, with the state carried along), with semantic and AI stages as configured; no
+        stored state is touched."""
         cfg = cfg or self.config
         rng = random.Random(seed)
         state = initial_state(doc)
         messages = list(doc.messages)
         out = []
-        for cut in cut_points(doc, replay):
+        for cut in cuts or cut_points(doc, replay):
             hits, note = await self._semantic(messages[:cut], cfg)
             result, state = await self._generate(
                 snap, messages[:cut], state, cfg, doc.character_name, rng, None, hits, note, None
@@ -251,6 +268,13 @@ class RetrievalService:
 
     async def records(self, chat_id: str, limit: int = 10) -> list[dict]:
         return await asyncio.to_thread(self.store.records, chat_id, limit)
+
+    async def link_source(self, chat_id: str, message: int, swipe: int, record: int) -> dict | None:
+        """Tie decision record `record` to the reply it wrote (message index, swipe id)."""
+        return await asyncio.to_thread(self.store.sources.link, chat_id, message, swipe, record)
+
+    async def source(self, chat_id: str, message: int, swipe: int) -> dict | None:
+        return await asyncio.to_thread(self.store.sources.get, chat_id, message, swipe)
 
     async def list_chats(self, limit: int = 500) -> list[dict]:
         return await asyncio.to_thread(self.store.list_chats, limit)

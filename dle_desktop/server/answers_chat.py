@@ -66,12 +66,18 @@ class Generation(Answer):
         description="what the semantic stage searched with (the newest message and the "
         "window before it); null when semantic search is off"
     )
+    record: int | None = Field(
+        None,
+        description="the number of the decision record this generation saved (null for a dry run or when "
+        "nothing was saved); PUT it to /chats/{chat_id}/sources to tie it to the reply it wrote",
+    )
 
 
 class Analytics(Answer):
     matched: int
     injected: int
-    last_triggered: int
+    last_triggered: int = Field(description="the generation number it last matched at")
+    last_injected_at: float | None = Field(None, description="Unix time it last reached a prompt in this chat")
 
 
 class ChatState(Answer):
@@ -98,6 +104,9 @@ class DecisionRecord(Answer):
     gen: int = Field(description="generation count after this generation")
     created_at: float = Field(description="Unix time")
     injected: list[str]
+    sources: list[Injected] = may_be_left_out(
+        description="what was injected, how it matched and where it went (records saved since sources were kept)"
+    )
     verdicts: list[Verdict]
     total_tokens: int
     semantic_query: str = may_be_left_out(description="what the semantic stage searched with (only when it was on)")

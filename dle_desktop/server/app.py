@@ -27,6 +27,7 @@ from dle_desktop.server import (
     routes_embeddings,
     routes_gaps,
     routes_lore,
+    routes_steer,
     routes_vector,
 )
 from dle_desktop.server.security import AccessMiddleware, AccessPolicy, BodyLimitMiddleware, TokenHolder
@@ -87,6 +88,7 @@ def build_app(engine: LoreEngine, bridge_monitor: BridgeEvents | None = None) ->
             *routes_gaps.routes,
             *routes_bridge.routes,
             *routes_chat.routes,
+            *routes_steer.routes,
             *routes_ai.routes,
             *openapi.routes,
             *routes_vector.routes,

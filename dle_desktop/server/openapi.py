@@ -14,24 +14,33 @@ entry (and `security` on the operations) here."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from dle_desktop import __version__
-from dle_desktop.server import answers, answers_chat, openapi_vectors, schemas, schemas_chat, schemas_lore
-
-API = "/api/dle/v1"
-
-STR = {"type": "string"}
-
-
-def _ref(name: str) -> dict:
-    return {"$ref": f"#/components/schemas/{name}"}
-
+from dle_desktop.server import (
+    answers,
+    answers_chat,
+    openapi_steer,
+    openapi_vectors,
+    schemas,
+    schemas_chat,
+    schemas_lore,
+)
+from dle_desktop.server.openapi_parts import (
+    API,
+    BAD_CHAT_ID,
+    BODY_ERRORS,
+    CHAT_ID_PARAM,
+    STR,
+    error_answer,
+    json_answer,
+    operation,
+    query_params,
+    ref_to,
+)
 
 #: Every answer model the document names (and, through them, the models they use).
 ANSWERS: list[type[BaseModel]] = [
@@ -64,6 +73,7 @@ ANSWERS: list[type[BaseModel]] = [
     answers_chat.ChatFolderFilter,
     answers_chat.Notebook,
     *openapi_vectors.ANSWERS,
+    *openapi_steer.ANSWERS,
 ]
 _SCHEMAS: dict[str, dict] = schemas.components(ANSWERS)
 
@@ -77,76 +87,14 @@ REQUEST_BODIES: dict[str, type[schemas.RequestModel]] = {
     "LoreSearchRequest": schemas_lore.LoreSearchRequest,
     "LoreFlagRequest": schemas_lore.LoreFlagRequest,
     "BridgeHello": schemas_lore.BridgeHello,
+    **openapi_steer.REQUEST_BODIES,
 }
 _SCHEMAS.update(schemas_chat.SHARED_SCHEMAS)
 _SCHEMAS.update({name: schemas.request_schema(model) for name, model in REQUEST_BODIES.items()})
 _SCHEMAS.update(openapi_vectors.SCHEMAS)
 
 
-def _query(model: type[schemas.QueryModel]) -> list[dict[str, Any]]:
-    """The query parameters of `model` (all optional: each has a default)."""
-    out = []
-    for name, prop in schemas.request_schema(model)["properties"].items():
-        prop = dict(prop)
-        description = prop.pop("description", None)
-        # A query parameter is absent or text: its null alternative means "absent".
-        prop = next((s for s in prop.pop("anyOf") if s != {"type": "null"}), {}) | prop if "anyOf" in prop else prop
-        param: dict[str, Any] = {"name": name, "in": "query", "required": False, "schema": prop}
-        out.append(param | ({"description": description} if description else {}))
-    return out
-
-
 # -- operations --------------------------------------------------------------------------------
-
-
-def _json(schema: dict, description: str) -> dict:
-    return {"description": description, "content": {"application/json": {"schema": schema}}}
-
-
-def _err(description: str) -> dict:
-    return _json(_ref("Error"), description)
-
-
-_CHAT_ID = {
-    "name": "chat_id",
-    "in": "path",
-    "required": True,
-    "schema": _ref("ChatId"),
-    "description": "the chat's id, percent-encoded. A `/` in it may be sent as is (`chats/group/abc`) or "
-    "as `%2F`; only before a part's name (`.../records`, `.../pins`, ...) must it be `%2F`, "
-    "else the name is read as that part",
-}
-_BAD_CHAT_ID = {"400": _err("bad chat id (empty, over 512 characters, a control character, or whitespace at an end)")}
-_BODY_ERRORS = {
-    "400": _err("the body is empty, not UTF-8, not JSON, or has the wrong shape; `error` names the problem"),
-    "413": _err("the body is over the server's limit (64 MiB)"),
-}
-
-
-def _op(
-    op_id: str,
-    summary: str,
-    ok: dict,
-    *,
-    tag: str,
-    params: list | None = None,
-    body: dict | None = None,
-    errors: dict | None = None,
-    description: str | None = None,
-) -> dict:
-    out: dict[str, Any] = {
-        "operationId": op_id,
-        "summary": summary,
-        "tags": [tag],
-        "responses": {"200": ok, **(errors or {})},
-    }
-    if description:
-        out["description"] = description
-    if params:
-        out["parameters"] = params
-    if body is not None:
-        out["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
-    return out
 
 
 def _field_paths() -> dict[str, dict]:
@@ -161,22 +109,22 @@ def _field_paths() -> dict[str, dict]:
     for seg, schema, update, what in fields:
         name = "".join(p.capitalize() for p in seg.split("-"))
         out[f"{API}/chats/{{chat_id}}/{seg}"] = {
-            "get": _op(
+            "get": operation(
                 f"get{name}",
                 f"Read a chat's {what}",
-                _json(_ref(schema), what),
+                json_answer(ref_to(schema), what),
                 tag="chats",
-                params=[_CHAT_ID],
-                errors=_BAD_CHAT_ID,
+                params=[CHAT_ID_PARAM],
+                errors=BAD_CHAT_ID,
             ),
-            "put": _op(
+            "put": operation(
                 f"put{name}",
                 f"Set a chat's {what}",
-                _json(_ref(schema), f"{what}, as saved"),
+                json_answer(ref_to(schema), f"{what}, as saved"),
                 tag="chats",
-                params=[_CHAT_ID],
-                body=_ref(update),
-                errors=_BODY_ERRORS,
+                params=[CHAT_ID_PARAM],
+                body=ref_to(update),
+                errors=BODY_ERRORS,
             ),
         }
     return out
@@ -185,22 +133,24 @@ def _field_paths() -> dict[str, dict]:
 def build_document() -> dict:
     paths: dict[str, dict] = {
         f"{API}/status": {
-            "get": _op("getStatus", "Engine and vault status", _json(_ref("Status"), "status"), tag="lore")
+            "get": operation(
+                "getStatus", "Engine and vault status", json_answer(ref_to("Status"), "status"), tag="lore"
+            )
         },
         f"{API}/entries": {
-            "get": _op(
+            "get": operation(
                 "listEntries",
                 "List entries (without content)",
-                _json(_ref("EntryList"), "entries"),
+                json_answer(ref_to("EntryList"), "entries"),
                 tag="lore",
-                params=_query(schemas_lore.EntriesQuery),
+                params=query_params(schemas_lore.EntriesQuery),
             )
         },
         f"{API}/entries/{{vault}}/{{path}}": {
-            "get": _op(
+            "get": operation(
                 "getEntry",
                 "One entry in full",
-                _json(_ref("Entry"), "the entry"),
+                json_answer(ref_to("Entry"), "the entry"),
                 tag="lore",
                 params=[
                     {"name": "vault", "in": "path", "required": True, "schema": STR},
@@ -212,192 +162,202 @@ def build_document() -> dict:
                         "description": "vault-relative path; may contain '/'",
                     },
                 ],
-                errors={"404": _err("no entry at that vault and path")},
+                errors={"404": error_answer("no entry at that vault and path")},
             )
         },
         f"{API}/health": {
-            "get": _op("getHealth", "Vault health check", _json(_ref("HealthReport"), "findings"), tag="lore")
+            "get": operation(
+                "getHealth", "Vault health check", json_answer(ref_to("HealthReport"), "findings"), tag="lore"
+            )
         },
         f"{API}/skipped": {
-            "get": _op(
+            "get": operation(
                 "getSkipped",
                 "Notes that were not indexed, and index warnings",
-                _json(_ref("Skipped"), "skipped notes"),
+                json_answer(ref_to("Skipped"), "skipped notes"),
                 tag="lore",
             )
         },
         f"{API}/sync": {
-            "post": _op(
+            "post": operation(
                 "syncNow",
                 "Sync the vaults now",
-                _json(_ref("SyncResult"), "what changed"),
+                json_answer(ref_to("SyncResult"), "what changed"),
                 tag="lore",
-                params=_query(schemas_lore.SyncQuery),
-                errors={"400": _err("force is not 0 or 1"), "502": _err("the sync failed (vault unreachable, ...)")},
+                params=query_params(schemas_lore.SyncQuery),
+                errors={
+                    "400": error_answer("force is not 0 or 1"),
+                    "502": error_answer("the sync failed (vault unreachable, ...)"),
+                },
             )
         },
         f"{API}/retrieve": {
-            "post": _op(
+            "post": operation(
                 "retrieve",
                 "Run the retrieval pipeline for one generation of a chat",
-                _json(_ref("Generation"), "what to inject, and why"),
+                json_answer(ref_to("Generation"), "what to inject, and why"),
                 tag="retrieval",
-                body=_ref("RetrieveRequest"),
-                errors={**_BODY_ERRORS, "503": _err("the vault index is not ready yet; retry shortly")},
+                body=ref_to("RetrieveRequest"),
+                errors={**BODY_ERRORS, "503": error_answer("the vault index is not ready yet; retry shortly")},
                 description="Requests for the same chat are serialised; different chats run side by side and never see "
                 "each other's state.",
             )
         },
         f"{API}/chats": {
-            "get": _op(
+            "get": operation(
                 "listChats",
                 "Chats with stored state",
-                _json(_ref("ChatList"), "the chats, most recently saved first"),
+                json_answer(ref_to("ChatList"), "the chats, most recently saved first"),
                 tag="chats",
-                params=_query(schemas_chat.ChatsQuery),
-                errors={"400": _err("limit is not a whole number from 1 to 500")},
+                params=query_params(schemas_chat.ChatsQuery),
+                errors={"400": error_answer("limit is not a whole number from 1 to 500")},
             )
         },
         f"{API}/lore/search": {
-            "post": _op(
+            "post": operation(
                 "searchLore",
                 "Search the vault for a tool-calling model (DLE's librarian `search`)",
-                _json(_ref("LoreSearchResult"), "the best hit in full, its linked entries, and the misses"),
+                json_answer(ref_to("LoreSearchResult"), "the best hit in full, its linked entries, and the misses"),
                 tag="gaps",
-                body=_ref("LoreSearchRequest"),
-                errors={**_BODY_ERRORS, "503": _err("the vault index is not ready yet; retry shortly")},
+                body=ref_to("LoreSearchRequest"),
+                errors={**BODY_ERRORS, "503": error_answer("the vault index is not ready yet; retry shortly")},
                 description="Guide entries and exclude_titles are never returned. A query with no hit records a gap "
                 "(or merges into a similar one: frequency +1). A refused body records nothing.",
             )
         },
         f"{API}/lore/flag": {
-            "post": _op(
+            "post": operation(
                 "flagLore",
                 "Record missing or outdated lore (DLE's librarian `flag`)",
-                _json(_ref("GapRecord"), "the gap record, after merging"),
+                json_answer(ref_to("GapRecord"), "the gap record, after merging"),
                 tag="gaps",
-                body=_ref("LoreFlagRequest"),
-                errors=_BODY_ERRORS,
+                body=ref_to("LoreFlagRequest"),
+                errors=BODY_ERRORS,
                 description="A flag like an existing pending record of its type merges into it: frequency +1, the "
                 "higher urgency, the reason appended.",
             )
         },
         f"{API}/gaps": {
-            "get": _op(
+            "get": operation(
                 "listGaps",
                 "The gap records",
-                _json(_ref("GapList"), "the records"),
+                json_answer(ref_to("GapList"), "the records"),
                 tag="gaps",
-                params=_query(schemas_lore.GapsQuery),
-                errors={"400": _err("status or include_hidden is not one of its values")},
+                params=query_params(schemas_lore.GapsQuery),
+                errors={"400": error_answer("status or include_hidden is not one of its values")},
             )
         },
         f"{API}/bridge/hello": {
-            "post": _op(
+            "post": operation(
                 "bridgeHello",
                 "The SillyTavern bridge extension says who it is; the answer is what it needs to know",
-                _json(_ref("BridgeInfo"), "the server's side"),
+                json_answer(ref_to("BridgeInfo"), "the server's side"),
                 tag="bridge",
-                body=_ref("BridgeHello"),
-                errors=_BODY_ERRORS,
+                body=ref_to("BridgeHello"),
+                errors=BODY_ERRORS,
                 description="Sent on load, on a chat change and as a heartbeat (the bridge counts as connected for "
                 "90 s after its last request).",
             )
         },
         f"{API}/semantic/prefetch": {
-            "post": _op(
+            "post": operation(
                 "semanticPrefetch",
                 "Embed chat messages for the semantic query before the generation that needs them",
-                _json(
-                    _ref("PrefetchResult"),
+                json_answer(
+                    ref_to("PrefetchResult"),
                     "how many messages are being embedded in the background (0 with the "
                     "reason when semantic search is off or there is no model)",
                 ),
                 tag="bridge",
-                body=_ref("PrefetchRequest"),
-                errors=_BODY_ERRORS,
+                body=ref_to("PrefetchRequest"),
+                errors=BODY_ERRORS,
                 description="Messages are cleaned as the semantic query cleans them (no speaker names, no OOC asides) "
                 "and kept in the query cache, so the next generation's lookup finds them embedded. "
                 "Best effort: a failure only costs that cache hit.",
             )
         },
         f"{API}/bridge": {
-            "get": _op(
+            "get": operation(
                 "getBridge",
                 "What the SillyTavern bridge extension last told the server",
-                _json(_ref("BridgeState"), "the bridge's state"),
+                json_answer(ref_to("BridgeState"), "the bridge's state"),
                 tag="bridge",
             )
         },
         f"{API}/chats/{{chat_id}}": {
-            "get": _op(
+            "get": operation(
                 "getChat",
                 "A chat's state",
-                _json(_ref("ChatState"), "the state"),
+                json_answer(ref_to("ChatState"), "the state"),
                 tag="chats",
-                params=[_CHAT_ID],
-                errors=_BAD_CHAT_ID,
+                params=[CHAT_ID_PARAM],
+                errors=BAD_CHAT_ID,
             ),
-            "delete": _op(
+            "delete": operation(
                 "deleteChat",
                 "Forget a chat's state and decision records",
-                _json(_ref("ChatDeleted"), "done"),
+                json_answer(ref_to("ChatDeleted"), "done"),
                 tag="chats",
-                params=[_CHAT_ID],
-                errors=_BAD_CHAT_ID,
+                params=[CHAT_ID_PARAM],
+                errors=BAD_CHAT_ID,
             ),
         },
         f"{API}/chats/{{chat_id}}/fork": {
-            "post": _op(
+            "post": operation(
                 "forkChat",
                 "Start a branched chat with the state of the chat it came from",
-                _json(_ref("ForkResult"), "copied, or why not"),
+                json_answer(ref_to("ForkResult"), "copied, or why not"),
                 tag="chats",
-                params=[_CHAT_ID],
-                body=_ref("ForkRequest"),
-                errors={**_BODY_ERRORS, "400": _err("bad chat id, or a bad `from`")},
+                params=[CHAT_ID_PARAM],
+                body=ref_to("ForkRequest"),
+                errors={**BODY_ERRORS, "400": error_answer("bad chat id, or a bad `from`")},
                 description="A chat that has state of its own is never overwritten. Decision records are not copied.",
             )
         },
         f"{API}/chats/{{chat_id}}/records": {
-            "get": _op(
+            "get": operation(
                 "getChatRecords",
                 "A chat's recent decision records",
-                _json(_ref("Records"), "records, newest first"),
+                json_answer(ref_to("Records"), "records, newest first"),
                 tag="chats",
-                params=[_CHAT_ID, *_query(schemas_chat.RecordsQuery)],
-                errors={"400": _err("bad chat id, or limit is not a whole number from 1 to 50")},
+                params=[CHAT_ID_PARAM, *query_params(schemas_chat.RecordsQuery)],
+                errors={"400": error_answer("bad chat id, or limit is not a whole number from 1 to 50")},
             )
         },
         **_field_paths(),
         f"{API}/ai": {
-            "get": _op(
+            "get": operation(
                 "getAi",
                 "AI channels, usage counts and the circuit breaker",
-                _json(_ref("AiState"), "the AI side"),
+                json_answer(ref_to("AiState"), "the AI side"),
                 tag="ai",
             )
         },
         f"{API}/ai/breaker/reset": {
-            "post": _op(
-                "resetBreaker", "Close the AI circuit breaker now", _json(_ref("BreakerReset"), "the breaker"), tag="ai"
+            "post": operation(
+                "resetBreaker",
+                "Close the AI circuit breaker now",
+                json_answer(ref_to("BreakerReset"), "the breaker"),
+                tag="ai",
             )
         },
         f"{API}/ai/cache/clear": {
-            "post": _op(
+            "post": operation(
                 "clearAiCache",
                 "Forget cached AI-search answers",
-                _json(_ref("CacheCleared"), "which chat, or all"),
+                json_answer(ref_to("CacheCleared"), "which chat, or all"),
                 tag="ai",
-                params=_query(schemas_chat.CacheClearQuery),
-                errors={"400": _err("bad chat id")},
+                params=query_params(schemas_chat.CacheClearQuery),
+                errors={"400": error_answer("bad chat id")},
             )
         },
         f"{API}/ai/channels/{{channel}}/test": {
-            "post": _op(
+            "post": operation(
                 "testChannel",
                 'DLE\'s connection test ("Reply OK." / "ping") on a channel\'s connection',
-                _json(_ref("ConnectionTest"), "the result; a failure is ok=false with the reason, not an error status"),
+                json_answer(
+                    ref_to("ConnectionTest"), "the result; a failure is ok=false with the reason, not an error status"
+                ),
                 tag="ai",
                 params=[
                     {
@@ -410,11 +370,11 @@ def build_document() -> dict:
                         },
                     }
                 ],
-                errors={"404": _err("unknown channel")},
+                errors={"404": error_answer("unknown channel")},
             )
         },
         f"{API}/openapi.json": {
-            "get": _op(
+            "get": operation(
                 "getOpenApi",
                 "This document",
                 {
@@ -424,6 +384,7 @@ def build_document() -> dict:
                 tag="meta",
             )
         },
+        **openapi_steer.PATHS,
         **openapi_vectors.VECTOR_PATHS,
         **openapi_vectors.EMBEDDING_PATHS,
     }
@@ -447,6 +408,7 @@ def build_document() -> dict:
             {"name": "lore", "description": "the index"},
             {"name": "retrieval", "description": "the retrieval pipeline"},
             {"name": "chats", "description": "per-chat state"},
+            {"name": "steering", "description": "what a chat can be steered with, analytics, and the app's window"},
             {"name": "ai", "description": "AI connection channels"},
             {"name": "gaps", "description": "the lore API for tool-calling models, and the gap records it leaves"},
             {"name": "bridge", "description": "the SillyTavern bridge extension (dle-desktop-bridge)"},

@@ -17,6 +17,7 @@ from pathlib import Path
 from dle_desktop.core.chat_id import is_forbidden_char, is_valid_chat_id
 from dle_desktop.core.pipeline.state import ChatState
 from dle_desktop.fileio import make_private_file
+from dle_desktop.state.message_sources import MessageSources
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +137,7 @@ class ChatStore:
         if self._db.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
             self._make_chat_ids_reachable()
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        self.sources = MessageSources(self._db, self._lock)
 
     def _make_chat_ids_reachable(self) -> None:
         """Before the chat-id rule, /retrieve stored ids with newlines, NUL and other control
@@ -285,5 +287,6 @@ class ChatStore:
             self._db.execute("BEGIN")
             cur = self._db.execute("DELETE FROM chats WHERE chat_id = ?", (chat_id,))
             self._db.execute("DELETE FROM generations WHERE chat_id = ?", (chat_id,))
+            self.sources.forget(chat_id)
             self._db.execute("COMMIT")
             return cur.rowcount > 0

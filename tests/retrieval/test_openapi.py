@@ -91,6 +91,14 @@ def test_every_route_is_documented_and_nothing_else():
         "lore/flag",
         "gaps",
         "semantic/prefetch",
+        "fields",
+        "folders",
+        "analytics",
+        "simulate",
+        "app/show",
+        "chats/{chat_id}/context-field",
+        "chats/{chat_id}/folders",
+        "chats/{chat_id}/sources",
     }
     expected |= {f"chats/{{chat_id}}/{f}" for f in ("pins", "blocks", "context", "folder-filter", "notebook")}
     assert {p.removeprefix(API + "/") for p, _ in routes} == expected
@@ -248,6 +256,32 @@ def test_live_answers_match_the_documented_schemas(busy_server):
     ):
         calls.append(("get", f"{API}/chats/c1/{seg}", f"/chats/{{chat_id}}/{seg}", None))
         calls.append(("put", f"{API}/chats/c1/{seg}", f"/chats/{{chat_id}}/{seg}", {key: value}))
+    written = s.retrieve("c1", messages("tamsin rings the bell; omen of eels", "tamsin again", "the bell"), seed=1)
+    shown: list[dict] = []
+    s.engine.window.attach(shown.append)
+    calls += [
+        ("get", f"{API}/fields", "/fields", None),
+        ("get", f"{API}/folders", "/folders", None),
+        ("get", f"{API}/analytics", "/analytics", None),
+        ("get", f"{API}/analytics?chat_id=c1", "/analytics", None),
+        ("post", f"{API}/simulate", "/simulate", {"chat_id": "c1", "messages": messages("tamsin", "the bell")}),
+        ("post", f"{API}/app/show", "/app/show", {"view": "librarian", "gap": "g1", "mode": "review"}),
+        (
+            "post",
+            f"{API}/chats/c1/context-field",
+            "/chats/{chat_id}/context-field",
+            {"field": "era", "value": "Founding"},
+        ),
+        ("post", f"{API}/chats/c1/context-field", "/chats/{chat_id}/context-field", {"field": "era", "value": None}),
+        ("put", f"{API}/chats/c1/folders", "/chats/{chat_id}/folders", {"folders": ["places"]}),
+        (
+            "put",
+            f"{API}/chats/c1/sources",
+            "/chats/{chat_id}/sources",
+            {"message": 3, "swipe": 0, "record": written["record"]},
+        ),
+        ("get", f"{API}/chats/c1/sources?message=3", "/chats/{chat_id}/sources", None),
+    ]
     calls.append(("delete", f"{API}/chats/c1", "/chats/{chat_id}", None))
     seen = set()
     for method, url, doc_path, body in calls:
@@ -258,6 +292,7 @@ def test_live_answers_match_the_documented_schemas(busy_server):
         check(r.json(), _schema_of(API + doc_path, method), DOC)
         seen.add((API + doc_path, method.upper()))
     assert seen == _documented(API + "/"), "every documented operation of our API was exercised"
+    assert shown == [{"view": "librarian", "gap": "g1", "mode": "review"}]
     # a generation that injected, truncated nothing, but has verdicts of several outcomes
     gen = s.retrieve("c2", messages("tamsin rings the bell"))
     check(gen, resolve({"$ref": "#/components/schemas/Generation"}, DOC), DOC)

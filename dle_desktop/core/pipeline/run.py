@@ -58,6 +58,8 @@ class GenerationResult:
     swipe_rollback: bool = False
     #: what the semantic stage searched with, as the decision record shows it (None when off)
     semantic_query: str | None = None
+    #: the number of the decision record this generation saved (None: a dry run or nothing saved)
+    record: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -84,6 +86,7 @@ class GenerationResult:
             "notes": list(self.notes),
             "swipe_rollback": self.swipe_rollback,
             "semantic_query": self.semantic_query,
+            "record": self.record,
         }
 
 
