@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QRect, QRectF, QSize
 from PySide6.QtGui import QColor, QFontMetrics, QImage, QPainter
-from PySide6.QtWidgets import QAbstractButton, QLabel, QLineEdit, QWidget
+from PySide6.QtWidgets import QAbstractButton, QLabel, QLineEdit, QTabBar, QWidget
 
 from dle_desktop.ui.graph.canvas import GraphCanvas
 from dle_desktop.ui.graph.style import EDGE_STYLES
@@ -84,6 +84,11 @@ def _crushed(view: QWidget) -> list[str]:
                 overlap = ra.intersected(rb)
                 if overlap.width() > 2 and overlap.height() > 2:
                     problems.append(f"{type(a).__name__} and {type(b).__name__} overlap in {type(parent).__name__}")
+    for bar in view.findChildren(QTabBar):
+        tabs_width = sum(bar.tabRect(i).width() for i in range(bar.count()))
+        if bar.isVisible() and bar.width() < tabs_width:
+            texts = [bar.tabText(i) for i in range(bar.count())]
+            problems.append(f"the tabs {texts} need scrolling: {bar.width()} px for {tabs_width}")
     return problems
 
 

@@ -90,10 +90,10 @@ class VaultView(QWidget):
         self.table.verticalHeader().setDefaultSectionSize(22)
         self.table.horizontalHeader().setStretchLastSection(False)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        for col, width in enumerate((190, 110, 200, 58, 58, 80, 100)):
+        for col, width in enumerate((190, 110, 200, 58, 58, 64, 100)):
             self.table.setColumnWidth(col, width)
         self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
-        self.keys_room = ColumnRoom(self.table, 2, KEYS_MIN, ((0, 140), (1, 80)))  # Title, then Folder give way
+        self.keys_room = ColumnRoom(self.table, 2, KEYS_MIN, ((0, 140), (1, 70)))  # Title, then Folder give way
         self.table.selectionModel().currentRowChanged.connect(self._current_changed)
         self.tips = CutTextTips(self.table)
 
@@ -118,6 +118,7 @@ class VaultView(QWidget):
         self.test_panel = ChatTrialPanel(test_runner)
         self.test_panel.entryRequested.connect(self.select_title)
         self.right_tabs = QTabWidget()
+        self.right_tabs.setUsesScrollButtons(False)  # the splitter leaves room for every tab and the buttons
         self.right_tabs.addTab(self.detail, "Entry")
         self.right_tabs.addTab(self.test_panel, "Test a chat")
         # The selected note's last write by the app, taken back (conflict-checked); the history
