@@ -20,6 +20,7 @@ from dle_desktop.core.health import HealthContext, HealthReport, run_health_chec
 from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.engine.retrieval import RetrievalService
+from dle_desktop.engine.settings_apply import ACCESS_FIELDS
 from dle_desktop.engine.steering import SteeringService
 from dle_desktop.engine.window_requests import WindowRequests
 from dle_desktop.errors import ConfigError, DleError
@@ -583,8 +584,11 @@ class Engine:
             self._emit("ai_breaker", **self.ai.breaker.snapshot())
         else:
             self.ai.settings = settings
-            if settings != old_settings:
-                self.ai.clear_cache()  # a cached answer was chosen under the old prompt and options
+            # A cached answer was chosen under the old prompt and options; who may call the server
+            # (the access fields, which `st install` changes while chats run) is not among those.
+            access_kept = settings.replace(**{name: getattr(old_settings, name) for name in ACCESS_FIELDS})
+            if access_kept != old_settings:
+                self.ai.clear_cache()
         snap = self.snapshot
         if snap is not None and not self._stopping:
             if config != old_config:

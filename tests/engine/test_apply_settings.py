@@ -113,3 +113,19 @@ def test_every_setting_on_a_settings_page_has_a_group_an_explanation_and_a_range
     assert (no_doc, no_range) == ([], [])
     # Everything the pipeline reads has a place in the UI (else only settings.json could set it).
     assert sorted(f.name for f in dataclasses.fields(MatchConfig) if FIELDS[f.name].metadata["group"] is None) == []
+
+
+def test_new_allowed_origins_keep_the_ai_search_cache(live):
+    """A page allowed by `st install` (or the Access panel) changes who may call, not what AI search
+    would answer: the cached AI answers stay. A change that does touch AI search still drops them."""
+    engine = live.engine
+    engine.ai.cache.store("c1", "manifest", ["a line"], ["uid"], None, [])
+    new = live.settings.replace(
+        server_allowed_origins=["http://127.0.0.1:8000"], server_allowed_hosts=["lore.example.test"]
+    )
+    live.thread.call(engine.apply_settings(new), timeout=30)
+    assert len(engine.ai.cache) == 1
+
+    prompt = new.replace(ai_search_system_prompt="Pick the lore that matters.")
+    live.thread.call(engine.apply_settings(prompt), timeout=30)
+    assert len(engine.ai.cache) == 0
