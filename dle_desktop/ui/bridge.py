@@ -9,7 +9,7 @@ import-linter contracts check it): the few pure helpers of the engine layer the 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QObject, Signal
@@ -31,6 +31,7 @@ from dle_desktop.engine.settings_apply import plan as plan_settings_change
 
 if TYPE_CHECKING:
     from dle_desktop.core.health import HealthReport
+    from dle_desktop.core.pipeline.state import ChatState, EntryRef
     from dle_desktop.librarian.service import Librarian
     from dle_desktop.state.paths import AppPaths
     from dle_desktop.state.settings import ProfileConfig, Settings
@@ -60,6 +61,9 @@ class EngineBridge(QObject):
     syncError = Signal(str)
     semantic = Signal(dict)  # SemanticStatus.to_json()
     aiBreaker = Signal(dict)  # CircuitBreaker.snapshot(), when a call moved it
+    #: A client of the server asked to show a view ({"view", "entry"?, "gap"?, "mode"?}); emitted
+    #: on the engine thread, delivered queued on the GUI thread.
+    windowRequested = Signal(dict)
 
     def __init__(self, runtime: RuntimePort, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -68,6 +72,7 @@ class EngineBridge(QObject):
         self.engine: Engine = runtime.engine
         # Emitted on the engine thread; Qt queues them to this object's (GUI) thread.
         self._unsubscribe = self.engine.subscribe(self._on_event)
+        self._detach_window: Callable[[], None] | None = None
 
     def _on_event(self, event: EngineEvent) -> None:
         d = event.data
@@ -106,9 +111,32 @@ class EngineBridge(QObject):
         self._unsubscribe()
         self.engine = engine
         self._unsubscribe = engine.subscribe(self._on_event)
+        if self._detach_window is not None:  # the window keeps answering SillyTavern's /dle-graph
+            self.attach_window()
 
     def close(self) -> None:
+        self.detach_window()
         self._unsubscribe()
+
+    # -- SillyTavern asking for a view of the window (/dle-graph, /dle-librarian) ------------------
+    def attach_window(self) -> None:
+        """Answer the server's requests to show a view (POST /app/show) with `windowRequested`;
+        the running engine, and each engine that replaces it, until `detach_window`."""
+        self.detach_window()
+        self._detach_window = self.engine.window.attach(self._window_request)
+
+    def detach_window(self) -> None:
+        """No window to show any more: the server answers such requests with a 409 in words."""
+        if self._detach_window is not None:
+            self._detach_window()
+            self._detach_window = None
+
+    @property
+    def window_attached(self) -> bool:
+        return bool(self.engine.window.attached)
+
+    def _window_request(self, request: dict[str, Any]) -> None:
+        self.windowRequested.emit(dict(request))  # from the engine thread: Qt queues it to ours
 
     # -- what the window reads of the running engine (set when it was made, never changed) -------
     @property
@@ -208,3 +236,36 @@ class EngineBridge(QObject):
 
     async def reset_chat(self, chat_id: str) -> Any:
         return await self.call(self.engine.retrieval.reset(chat_id))
+
+    # -- steering a chat (gating context, folder filter, pins and blocks) and analytics ------------
+    async def gating_fields(self) -> dict[str, Any]:
+        """The vault's gating fields with the values its notes use (GET /fields' answer)."""
+        return await self.call(self.engine.steering.fields())
+
+    async def vault_folders(self) -> list[dict[str, Any]]:
+        """The vault's folders, each with how many notes it holds ({path, entries})."""
+        answer = await self.run(self.engine.steering.folders)
+        return list(answer["folders"])
+
+    async def chat_state(self, chat_id: str) -> ChatState:
+        return await self.call(self.engine.retrieval.state(chat_id))
+
+    async def set_context_field(self, chat_id: str, field: str, value: str | None) -> dict[str, Any]:
+        """Set (None: clear) one gating field; a field or value the vault refuses raises
+        `InputError` (or `NotFound`) with the engine's message, and nothing changes."""
+        return await self.call(self.engine.steering.set_field(chat_id, field, value))
+
+    async def clear_context(self, chat_id: str) -> ChatState:
+        return await self.call(self.engine.retrieval.update(chat_id, context={}))
+
+    async def set_folder_filter(self, chat_id: str, folders: Sequence[str] | None) -> tuple[str, ...] | None:
+        """Replace the chat's folder filter (None or empty: off); a folder the vault does not
+        have raises `NotFound` with the engine's message, and nothing changes."""
+        return await self.call(self.engine.steering.set_folders(chat_id, folders))
+
+    async def set_pins_blocks(self, chat_id: str, pins: Sequence[EntryRef], blocks: Sequence[EntryRef]) -> ChatState:
+        return await self.call(self.engine.retrieval.update(chat_id, pins=tuple(pins), blocks=tuple(blocks)))
+
+    async def entry_analytics(self, chat_id: str | None = None) -> dict[str, Any]:
+        """Per entry, over all chats (and in `chat_id`): matched, injected, last injected."""
+        return await self.call(self.engine.steering.analytics(chat_id))

@@ -129,6 +129,7 @@ class DesktopApp:
 
     def start(self) -> None:
         """Call after runtime.start(): engine events from its start are already queued to us."""
+        self.bridge.attach_window()  # SillyTavern's /dle-graph, /dle-librarian bring the window up
         server = self.runtime.server
         self.window.set_server_status(server.url if server else None, self.runtime.server_error)
         self._say_lan_warning()

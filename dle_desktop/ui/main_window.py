@@ -30,6 +30,7 @@ from dle_desktop.ui.server_notice import ServerNotice
 from dle_desktop.ui.sillytavern.view import SillyTavernView
 from dle_desktop.ui.vault.entry_detail import EngineWriteAccess
 from dle_desktop.ui.vault.view import VaultView
+from dle_desktop.ui.view_requests import show_requested_view
 from dle_desktop.ui.widgets.async_util import soon
 from dle_desktop.ui.widgets.icons import app_icon
 
@@ -96,6 +97,7 @@ class MainWindow(QMainWindow):
         bridge.syncError.connect(self.on_sync_error)
         bridge.semantic.connect(self.vault_view.semantic_strip.set_status)
         bridge.aiBreaker.connect(self.on_ai_breaker)
+        bridge.windowRequested.connect(lambda request: show_requested_view(self, request))
         self.reset_semantic(bridge.settings)
         self._restore_state()
 
@@ -383,11 +385,13 @@ class MainWindow(QMainWindow):
             self.closeToTray.emit()
             return
         event.accept()
+        self.bridge.detach_window()  # SillyTavern's /dle-graph is told there is no window now
         if not self._quitting:
             self.quitRequested.emit()
 
     def prepare_quit(self) -> None:
         self._quitting = True
+        self.bridge.detach_window()
         self.channels_view.stop()
         self.sillytavern_view.stop()
         self.graph_view.stop()

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 
 from dle_desktop.librarian.sessions import KINDS
 
+SESSIONS_TAB, GAPS_TAB = 0, 1
 _URGENCY_MARK = {"high": "●●●", "medium": "●●", "low": "●"}
 NO_GAPS_YET = (
     "No gaps recorded yet. A gap is lore the story asked for and the vault lacks: a search that "
@@ -90,8 +91,8 @@ class SessionsPanel(QTabWidget):
         glay.addWidget(self.gaps_hint)
         glay.addWidget(self.gaps, 1)
         glay.addLayout(grow)
-        self.addTab(sessions, "Sessions")
-        self.addTab(gaps, "Gaps")
+        self.insertTab(SESSIONS_TAB, sessions, "Sessions")
+        self.insertTab(GAPS_TAB, gaps, "Gaps")
         self._gap_buttons()
 
     def _session_chosen(self, item: QListWidgetItem | None, _previous: QListWidgetItem | None) -> None:
@@ -136,8 +137,20 @@ class SessionsPanel(QTabWidget):
                 self.sessions.setCurrentItem(item)
         self.sessions.blockSignals(False)
 
+    def select_gap(self, gap_id: str) -> bool:
+        for row in range(self.gaps.count()):
+            item = self.gaps.item(row)
+            if item.data(Qt.ItemDataRole.UserRole) == gap_id:
+                self.gaps.setCurrentItem(item)
+                self.gaps.scrollToItem(item)
+                return True
+        return False
+
     def set_gaps(self, gaps, hidden: int = 0) -> None:
-        """The gaps to list; `hidden`: how many more are hidden or dismissed."""
+        """The gaps to list; `hidden`: how many more are hidden or dismissed. The selected gap
+        stays selected."""
+        current = self.gaps.currentItem()
+        chosen = current.data(Qt.ItemDataRole.UserRole) if current is not None else None
         self.gaps.clear()
         for g in gaps:
             label = "update" if g.subtype == "update" else g.type
@@ -145,7 +158,9 @@ class SessionsPanel(QTabWidget):
             item.setData(Qt.ItemDataRole.UserRole, g.id)
             item.setToolTip(f"{g.urgency} urgency, seen {g.frequency}×")
             self.gaps.addItem(item)
-        self.setTabText(1, f"Gaps ({len(gaps)})" if gaps else "Gaps")
+            if g.id == chosen:
+                self.gaps.setCurrentItem(item)
+        self.setTabText(GAPS_TAB, f"Gaps ({len(gaps)})" if gaps else "Gaps")
         self.gaps_hint.setText(
             f"No gaps to show: {hidden} hidden or dismissed. A hidden gap comes back when the story asks again."
             if hidden

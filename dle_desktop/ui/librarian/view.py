@@ -30,7 +30,7 @@ from dle_desktop.ui.librarian.ai_notice import FEATURE_CHANNELS, AiMissing, AiNo
 from dle_desktop.ui.librarian.chat import ChatPane
 from dle_desktop.ui.librarian.dialogs import ProposalDialog, WritePreviewDialog
 from dle_desktop.ui.librarian.draft import DraftEditor
-from dle_desktop.ui.librarian.lists import SessionsPanel
+from dle_desktop.ui.librarian.lists import GAPS_TAB, SESSIONS_TAB, SessionsPanel
 from dle_desktop.ui.widgets.async_util import soon
 
 log = logging.getLogger(__name__)
@@ -235,6 +235,37 @@ class LibrarianView(QWidget):
     def _save(self, session: Session) -> None:
         """Write the session on the engine thread (in order with its other reads and writes)."""
         soon(lambda: self.bridge.run(self.lib.sessions.save, session))
+
+    # -- asked for from SillyTavern (/dle-librarian gap <id> | review | audit) ------------------
+    async def show_gap(self, gap_id: str) -> str:
+        """The Gaps tab at gap `gap_id`, re-read first (SillyTavern may have just recorded it); one
+        that was hidden or dismissed is brought back, since it was asked for by name. Says what
+        was shown, or why nothing was."""
+        gap = await self.bridge.run(self.lib.gaps.get, gap_id)
+        if gap is not None and (gap.hidden or gap.dismissed):
+            await self.bridge.run(self.lib.gaps.restore, gap_id)
+        await self.refresh()
+        self.lists.setCurrentIndex(GAPS_TAB)
+        if gap is None or not self.lists.select_gap(gap_id):
+            return f"SillyTavern asked for gap {gap_id}, which is not recorded (written and removed, or never made)"
+        back = " (it was hidden: shown again)" if gap.hidden or gap.dismissed else ""
+        return f"Gap “{gap.query}”{back}: Open in a session writes its entry"
+
+    def open_mode(self, mode: str) -> str:
+        """SillyTavern's review/audit. Audit opens an Audit session (as New session → Audit does;
+        an empty one already open is reused). Review needs the chat, which the request does not
+        carry: the note says how to start it."""
+        self.lists.setCurrentIndex(SESSIONS_TAB)
+        if mode == "review":
+            return (
+                "SillyTavern asked for a chat review: New session → Review a chat takes the chat (its .jsonl or pasted)"
+            )
+        self.check_ai()
+        if not self.ai_ready:
+            return "SillyTavern asked for an audit: the Librarian needs an AI connection first (see above)"
+        if self.session is None or self.session.kind != "audit" or self.session.messages:
+            self.new_session("audit")
+        return "Audit session open: ask the librarian to check the vault for stale entries"
 
     # -- a turn --------------------------------------------------------------------------------
     def _start(self, coro) -> None:
