@@ -89,3 +89,30 @@ def test_a_selected_verdict_is_shown_in_full_and_the_list_has_the_room(make_desk
         assert shown >= VERDICT_ROWS_MIN, f"{shown} verdict rows on screen"
 
     qloop.run_until_complete(scenario())
+
+
+def test_the_selected_problem_stays_selected_and_shown_when_the_health_check_runs_again(
+    make_desktop, vault_copy, qloop
+):
+    desk = make_desktop(vault_copy)
+    view = desk.window.vault_view
+    health = view.health
+
+    async def scenario():
+        await wait_for(lambda: health.topLevelItemCount() == 4, what="health groups")
+        warnings = health.topLevelItem(1)
+        chosen = warnings.child(1)
+        entry, message = chosen.text(0), chosen.text(1)
+        health.setCurrentItem(chosen)
+        first_list = health.topLevelItem(1)
+        # an edit on disk: a sync, then a new health report replaces the list
+        (vault_copy / "Brand New Place.md").write_text(
+            "---\ntags: [lorebook]\nkeys: [brand new]\n---\n# Brand New Place\nFresh lore.\n", encoding="utf-8"
+        )
+        await wait_for(lambda: view.model.rowCount() == 62, what="the new entry")
+        await wait_for(lambda: health.topLevelItem(1) is not first_list, what="a new health report")
+        current = health.currentItem()
+        assert current is not None and (current.text(0), current.text(1)) == (entry, message)
+        assert message in health.detail.toPlainText()
+
+    qloop.run_until_complete(scenario())

@@ -42,6 +42,9 @@ class HealthPanel(QTreeWidget):
         self.currentItemChanged.connect(lambda item, _previous: self._show_detail(item))
 
     def show_report(self, report: HealthReport, skipped=()) -> None:
+        """The new report in place of the last; the selected problem stays selected if it is still there."""
+        current = self.currentItem()
+        keep = tuple(current.text(c) for c in range(3)) if current is not None and current.parent() else None
         for i in range(self.topLevelItemCount()):
             item = self.topLevelItem(i)
             assert item is not None  # i < topLevelItemCount()
@@ -75,6 +78,18 @@ class HealthPanel(QTreeWidget):
         top.setExpanded(self._expanded.get("Not indexed", False))
         self.setColumnWidth(0, 170)
         self.setColumnWidth(2, 110)
+        if keep is not None:
+            self._select(keep)
+
+    def _select(self, texts: tuple[str, ...]) -> None:
+        for i in range(self.topLevelItemCount()):
+            top = self.topLevelItem(i)
+            assert top is not None  # i < topLevelItemCount()
+            for j in range(top.childCount()):
+                child = top.child(j)
+                if child is not None and tuple(child.text(c) for c in range(3)) == texts:
+                    self.setCurrentItem(child)
+                    return
 
     def _show_detail(self, item: QTreeWidgetItem | None) -> None:
         if item is None or item.parent() is None:  # nothing, or a group: say what the rows are for
