@@ -213,3 +213,26 @@ def test_fit_keeps_the_labels_of_the_outermost_entries_inside_the_canvas(qapp):
     # and the graph still fills most of the canvas: the margin is what the labels need, not more
     xs = [canvas.world_to_screen(p)[0] for p in xy]
     assert max(xs) - min(xs) > canvas.width() * 0.4
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_a_failed_channel_test_says_why_below_its_button(make_desktop, vault_copy, qloop, size):
+    """The AI-search channel's Test with no connection: the error wraps below the button, never over it."""
+    desk = make_desktop(vault_copy)
+    window = desk.window
+    channels = window.channels_view
+
+    async def scenario():
+        await wait_for(lambda: window.vault_view.model.rowCount() == 61, what="61 entries")
+        await _at_size(desk, size)
+        window.tabs.setCurrentWidget(channels)
+        strip = channels.channel_panel.strips["ai_search"]
+        strip.button.click()
+        await wait_for(lambda: strip.result.text().startswith("✗"), what="the test's answer")
+        await _settle(0.3)
+        assert strip.button.height() >= strip.button.sizeHint().height()
+        assert strip.result.geometry().top() >= strip.button.geometry().bottom()
+        problems = _crushed(channels)
+        assert not problems, "\n".join(problems)
+
+    qloop.run_until_complete(scenario())
