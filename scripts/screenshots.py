@@ -151,7 +151,21 @@ class Shooter:
         return self.window
 
     async def channels(self, size: tuple[int, int]) -> Any:
-        self.window.tabs.setCurrentWidget(self.window.channels_view)
+        from PySide6.QtWidgets import QScrollArea
+
+        view = self.window.channels_view
+        self.window.tabs.setCurrentWidget(view)
+        # the AI-search channel's Test, with no connection set up: its answer under the button
+        strip = getattr(getattr(view, "channel_panel", None), "strips", {}).get("ai_search")
+        if strip is not None and not strip.result.text():
+            strip.button.click()
+            await wait_for(lambda: bool(strip.result.text()) and not strip.running, 30, "the channel test")
+        await settle(0.3)
+        area = strip.parentWidget()
+        while area is not None and not isinstance(area, QScrollArea):
+            area = area.parentWidget()
+        if area is not None:  # a small window scrolls the column: bring the answer into view
+            area.ensureWidgetVisible(strip.result)
         return self.window
 
     async def graph(self, size: tuple[int, int]) -> Any:
