@@ -1,5 +1,7 @@
 """The SillyTavern view's Chats panel: the chats DLE Desktop keeps state for (cooldowns, warmup,
-pins, what was injected), with Forget, and the setting that forgets chats deleted in SillyTavern."""
+pins, what was injected), with Forget, the setting that forgets chats deleted in SillyTavern, and
+below them how the selected chat is steered (chat_steering: gating context, folder filter, pins
+and blocks, the entries injected most)."""
 
 from __future__ import annotations
 
@@ -16,12 +18,15 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QPushButton,
     QSizePolicy,
+    QSplitter,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
+    QWidget,
 )
 
 from dle_desktop.ui.channels.profile_editor import ERROR_STYLE, MUTED_STYLE, OK_STYLE, note
+from dle_desktop.ui.sillytavern.chat_steering import ChatSteering
 from dle_desktop.ui.sillytavern.common import confirm, plural
 from dle_desktop.ui.widgets.cut_text import CutTextTips
 
@@ -47,6 +52,10 @@ class _NumberItem(QTableWidgetItem):
         return (self.data(Qt.ItemDataRole.UserRole) or 0) < (other.data(Qt.ItemDataRole.UserRole) or 0)
 
 
+def _updated(chats: list[dict], chat_id: str) -> object:
+    return next((c.get("updated_at") for c in chats if str(c.get("chat_id", "")) == chat_id), None)
+
+
 class ChatsPanel(QGroupBox):
     def __init__(self, view) -> None:
         super().__init__("Chats")
@@ -67,7 +76,7 @@ class ChatsPanel(QGroupBox):
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
         CutTextTips(self.table)
-        self.table.itemSelectionChanged.connect(lambda: self.forget_button.setEnabled(bool(self.selected_ids())))
+        self.table.itemSelectionChanged.connect(self._selection_changed)
         self.table.setMinimumHeight(100)
         # The table takes what the column leaves (its own size hint would make the column scroll).
         self.table.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)
@@ -86,15 +95,36 @@ class ChatsPanel(QGroupBox):
         )
         self.auto_forget.toggled.connect(self._auto_toggled)
         self.message = note()
+        self.steering = ChatSteering(self.view.spawn)
+        self.steering.setMinimumHeight(240)
         buttons = QHBoxLayout()
         buttons.addWidget(self.message, 1)
         buttons.addWidget(self.refresh_button, 0, Qt.AlignmentFlag.AlignTop)
         buttons.addWidget(self.forget_button, 0, Qt.AlignmentFlag.AlignTop)
+        top = QWidget()
+        column = QVBoxLayout(top)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.table, 1)
+        column.addLayout(buttons)
+        column.addWidget(self.auto_forget)
+        self.split = QSplitter(Qt.Orientation.Vertical)
+        self.split.setChildrenCollapsible(False)
+        self.split.addWidget(top)
+        self.split.addWidget(self.steering)
+        self.split.setStretchFactor(0, 2)
+        self.split.setStretchFactor(1, 3)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.table, 1)
-        layout.addLayout(buttons)
-        layout.addWidget(self.auto_forget)
+        layout.addWidget(self.split, 1)
         self.fill_setting()
+
+    def _selection_changed(self) -> None:
+        ids = self.selected_ids()
+        self.forget_button.setEnabled(bool(ids))
+        chosen = ids[0] if len(ids) == 1 else None
+        if chosen != self.steering.chat_id:
+            self.steering.choose(self.view.bridge, chosen)
+            if chosen is not None:
+                self.view.spawn(self.steering.load)
 
     def say(self, text: str, style: str = "") -> None:
         self.message.setText(text)
@@ -131,8 +161,12 @@ class ChatsPanel(QGroupBox):
             log.debug("reading the chat list failed", exc_info=True)
             return
         if chats != self.chats:
+            chosen = self.steering.chat_id
+            moved = chosen is not None and _updated(chats, chosen) != _updated(self.chats, chosen)
             self.chats = chats
             self.fill()
+            if moved and self.steering.chat_id == chosen:  # a generation or SillyTavern changed it
+                await self.steering.load()
 
     def fill(self) -> None:
         keep = set(self.selected_ids())
@@ -159,7 +193,7 @@ class ChatsPanel(QGroupBox):
             self.say(EMPTY, MUTED_STYLE)
         elif self.chats and self.message.text() == EMPTY:
             self.say("")
-        self.forget_button.setEnabled(bool(self.selected_ids()))
+        self._selection_changed()
 
     def _chat_id(self, row: int) -> str:
         item = self.table.item(row, 0)
