@@ -43,7 +43,7 @@ def make(make_desktop, vault_copy, tmp_path):
 def open_tab(desk, qloop):
     view = desk.window.sillytavern_view
     desk.window.tabs.setCurrentWidget(view)
-    view.inner_tabs.setCurrentIndex(1)
+    view.inner_tabs.setCurrentIndex(2)
     qloop.run_until_complete(view.idle())
     return view.olra_panel
 
@@ -63,6 +63,7 @@ def test_the_tab_is_beside_the_bridge_and_off_by_default(make, qloop):
     view = desk.window.sillytavern_view
     assert [view.inner_tabs.tabText(i) for i in range(view.inner_tabs.count())] == [
         "SillyTavern bridge",
+        "Chats",
         "DeepLore Enhanced (Obsidian REST)",
     ]
     panel = open_tab(desk, qloop)

@@ -239,12 +239,16 @@ class AnalyticsTab(QWidget):
         injected = sum(1 for r in rows if r["chat"]["injected"])
         total = len(answer.get("entries") or ())
         top = rows[:TOP_ENTRIES]
+        titles = [str(r["title"]).lower() for r in top]
         self.table.setRowCount(len(top))
         now = time.time()
         for r, row in enumerate(top):
             mine = row["chat"]
+            name = str(row["title"])
+            if titles.count(name.lower()) > 1:  # two notes of one title: their folders tell them apart
+                name = f"{name}  ({str(row['path']).rpartition('/')[0] or row['vault']})"
             cells = (
-                str(row["title"]),
+                name,
                 f"{mine['injected']:,}",
                 f"{mine['matched']:,}",
                 when_text(mine.get("last_injected_at"), now),

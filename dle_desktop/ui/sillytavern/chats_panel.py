@@ -56,9 +56,11 @@ def _updated(chats: list[dict], chat_id: str) -> object:
     return next((c.get("updated_at") for c in chats if str(c.get("chat_id", "")) == chat_id), None)
 
 
-class ChatsPanel(QGroupBox):
+class ChatsPanel(QWidget):
+    """The chats (left) and the selected one's steering (right), side by side in their own tab."""
+
     def __init__(self, view) -> None:
-        super().__init__("Chats")
+        super().__init__()
         self.view = view
         self.chats: list[dict] = []
         self._read: asyncio.Future | None = None
@@ -96,24 +98,26 @@ class ChatsPanel(QGroupBox):
         self.auto_forget.toggled.connect(self._auto_toggled)
         self.message = note()
         self.steering = ChatSteering(self.view.spawn)
-        self.steering.setMinimumHeight(240)
         buttons = QHBoxLayout()
         buttons.addWidget(self.message, 1)
         buttons.addWidget(self.refresh_button, 0, Qt.AlignmentFlag.AlignTop)
         buttons.addWidget(self.forget_button, 0, Qt.AlignmentFlag.AlignTop)
-        top = QWidget()
-        column = QVBoxLayout(top)
-        column.setContentsMargins(0, 0, 0, 0)
+        chats = QGroupBox("Chats")
+        column = QVBoxLayout(chats)
         column.addWidget(self.table, 1)
         column.addLayout(buttons)
         column.addWidget(self.auto_forget)
-        self.split = QSplitter(Qt.Orientation.Vertical)
+        chosen = QGroupBox("The selected chat")
+        QVBoxLayout(chosen).addWidget(self.steering)
+        self.split = QSplitter(Qt.Orientation.Horizontal)
         self.split.setChildrenCollapsible(False)
-        self.split.addWidget(top)
-        self.split.addWidget(self.steering)
+        self.split.addWidget(chats)
+        self.split.addWidget(chosen)
         self.split.setStretchFactor(0, 2)
         self.split.setStretchFactor(1, 3)
+        self.split.setSizes([420, 630])
         layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.split, 1)
         self.fill_setting()
 

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 from dle_desktop.errors import DleError
 from dle_desktop.ui.channels.profile_editor import ERROR_STYLE, MUTED_STYLE, OK_STYLE, note
 
-NOT_SET = "not set: this field lets every entry through"
+NOT_SET = "not set (no gating)"
 Index = QModelIndex | QPersistentModelIndex
 
 
@@ -119,6 +119,7 @@ class FieldRow:
         assert edit is not None  # an editable combo has one
         self.edit = edit
         edit.setPlaceholderText(NOT_SET)
+        edit.setToolTip("Not set: this field lets every entry through. A comma list sets several values.")
         edit.setClearButtonEnabled(True)
         self._typed = ""
         edit.textEdited.connect(self._remember)
@@ -180,6 +181,8 @@ class GatingTab(QWidget):
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidget(inner)
+        scroll.viewport().setAutoFillBackground(False)  # the tab page's own colour, not the window's
+        inner.setAutoFillBackground(False)
         self.message = note()
         self.clear_all_button = QPushButton("Clear all")
         self.clear_all_button.setToolTip("Clear every gating field of this chat (DLE's /dle-clear-all-context)")

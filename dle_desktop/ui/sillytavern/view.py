@@ -1,9 +1,9 @@
 """The SillyTavern view: the installs of SillyTavern and the bridge extension in them, whether a
 SillyTavern page is connected now, who may call the server (origins, token), routing SillyTavern's
-Vector Storage through DLE Desktop, the manual Vector Storage setup, and the chats DLE Desktop keeps
-state for (inner tab "SillyTavern bridge"); and the Obsidian REST emulation that an unmodified
-DeepLore Enhanced reads and writes the folder vaults through (inner tab "DeepLore Enhanced
-(Obsidian REST)", `st_olra_panel`).
+Vector Storage through DLE Desktop and the manual Vector Storage setup (inner tab "SillyTavern
+bridge"); the chats DLE Desktop keeps state for, and how the selected one is steered (inner tab
+"Chats"); and the Obsidian REST emulation that an unmodified DeepLore Enhanced reads and writes
+the folder vaults through (inner tab "DeepLore Enhanced (Obsidian REST)", `st_olra_panel`).
 
 The panels (`st_installs_panel`, `st_connection_panel`, `st_access_panel`, `st_vectors_help`,
 `st_chats_panel`, `st_olra_panel`) reach the app through this view: settings are saved with `save_settings`, which
@@ -75,7 +75,7 @@ class SillyTavernView(QWidget):
         self.split = QSplitter(Qt.Orientation.Horizontal)
         self.split.setChildrenCollapsible(False)
         self.split.addWidget(_column((self.installs_panel, 1), (self.connection_panel, 0), (self.access_panel, 0)))
-        self.split.addWidget(_column((self.routing_panel, 0), (self.sources_panel, 0), (self.chats_panel, 1)))
+        self.split.addWidget(_column((self.routing_panel, 0), (self.sources_panel, 0)))
         self.split.setStretchFactor(0, 4)
         self.split.setStretchFactor(1, 3)
         self.split.setSizes([650, 550])
@@ -83,8 +83,9 @@ class SillyTavernView(QWidget):
         self.inner_tabs = QTabWidget()
         self.inner_tabs.setDocumentMode(True)
         self.inner_tabs.addTab(self.split, "SillyTavern bridge")
+        self.inner_tabs.addTab(self.chats_panel, "Chats")
         self.inner_tabs.addTab(_column((self.olra_panel, 1)), "DeepLore Enhanced (Obsidian REST)")
-        self.inner_tabs.currentChanged.connect(lambda *_: self.olra_panel.refresh())
+        self.inner_tabs.currentChanged.connect(self._inner_tab_shown)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 2)  # the inner tab bar takes the room the margins had
         layout.addWidget(self.inner_tabs, 1)
@@ -197,15 +198,26 @@ class SillyTavernView(QWidget):
         self.installs_panel.stop()
         self.chats_panel.stop()
 
+    def _inner_tab_shown(self, _index: int) -> None:
+        self.olra_panel.refresh()
+        if self.inner_tabs.currentWidget() is self.chats_panel:
+            self.spawn(self.chats_panel.refresh)
+            if self.chats_panel.steering.chat_id is not None:
+                self.spawn(self.chats_panel.steering.load)
+
     # -- window state -----------------------------------------------------------------------------
     def save_state(self, store) -> None:
         store.setValue("sillytavern/split", self.split.saveState())
-        store.setValue("sillytavern/tab", self.inner_tabs.currentIndex())
+        store.setValue("sillytavern/inner_tab", self.inner_tabs.tabText(self.inner_tabs.currentIndex()))
 
     def restore_state(self, store) -> None:
         split = store.value("sillytavern/split")
         if isinstance(split, QByteArray):
             self.split.restoreState(split)
-        tab = store.value("sillytavern/tab")
-        if tab is not None and str(tab).isdigit() and int(tab) < self.inner_tabs.count():
-            self.inner_tabs.setCurrentIndex(int(tab))
+        # By name: a tab added between them does not move the user to another one.
+        names = [self.inner_tabs.tabText(i) for i in range(self.inner_tabs.count())]
+        name = store.value("sillytavern/inner_tab")
+        if name not in names:  # saved by an earlier version, by its place then: bridge, Obsidian REST
+            name = {"0": names[0], "1": names[-1]}.get(str(store.value("sillytavern/tab")))
+        if name in names:
+            self.inner_tabs.setCurrentIndex(names.index(name))
