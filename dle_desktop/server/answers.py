@@ -314,6 +314,9 @@ class BridgeInfo(Answer):
     forget_deleted_chats: bool = Field(description="setting st_forget_deleted_chats")
     ai_search: BridgeInfoAiSearch
     semantic_enabled: bool
+    budget_tokens: int | None = Field(
+        description="the lore budget in tokens (setting max_tokens_budget); null: unlimited"
+    )
 
 
 class BridgeState(Answer):

@@ -60,6 +60,7 @@ def bridge_info(engine: LoreEngine) -> dict:
             "timeout_ms": settings.ai_search_timeout,
         },
         "semantic_enabled": bool(engine.semantic_enabled),
+        "budget_tokens": None if settings.unlimited_budget else settings.max_tokens_budget,
     }
 
 

@@ -66,6 +66,7 @@ def test_hello_records_the_contact_and_answers_what_the_extension_needs(live, pa
         "forget_deleted_chats": False,
         "ai_search": {"enabled": False, "mode": "ai-only", "timeout_ms": 5000},
         "semantic_enabled": False,
+        "budget_tokens": 3072,
     }
     snap = monitor(live)
     assert snap["connected"] and snap["origin"] == ST

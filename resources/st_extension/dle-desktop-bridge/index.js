@@ -5,10 +5,11 @@
 // which writes dle-config.json (its address and token) beside this file.
 
 import { call, chatPath, context, loadInstalledConfig, MODULE, settings } from './api.js';
-import { registerCommands } from './commands.js';
+import { commandNames, registerCommands } from './commands.js';
 import { abortInflight, chatChanged, interceptor, placedKeys, waitForFork } from './inject.js';
 import { mountPanel } from './panel.js';
 import { installPrefetch } from './prefetch.js';
+import { installSources, linked, showSources } from './sources.js';
 import { changed, hello, state } from './status.js';
 import { flagLore, injectedTitles, searchLore, syncTools, toolsRegistered } from './tools.js';
 import { installVectorRouting, routingStats } from './vectors.js';
@@ -75,6 +76,7 @@ async function start() {
     registerCommands();
     listen();
     installPrefetch();
+    installSources();
     syncTools();
     mountPanel();
     // Extensions load one after another: look once they all had their turn.
@@ -87,7 +89,8 @@ async function start() {
 
 // Read-only handles for people (and the end-to-end tests) looking at the bridge from the console.
 globalThis.dleDesktopBridge = {
-    module: MODULE, state, placedKeys, routingStats, hello, ready: false,
+    module: MODULE, state, placedKeys, routingStats, hello, ready: false, commands: commandNames,
+    sources: { linked, show: showSources },
     tools: { sync: syncTools, registered: toolsRegistered, search: searchLore, flag: flagLore, injectedTitles },
 };
 

@@ -4,6 +4,7 @@
 // lore and the user sees one short notice (until it works again).
 
 import { BridgeError, call, context, settings } from './api.js';
+import { generationDecided } from './sources.js';
 import { clearError, changed, recordError, state } from './status.js';
 
 const NONE = -1; // extension_prompt_types.NONE: never injected (what "cleared" means here)
@@ -146,6 +147,7 @@ export async function retrieveFor(chat, type) {
         if (epoch !== chatEpoch || controller.signal.aborted) return { skipped: 'the chat changed meanwhile' };
         place(result?.groups);
         state.last = { chatId: String(chatId), type: type ?? 'normal', at: Date.now(), ms: performance.now() - started, result };
+        if (!body.dry_run) generationDecided(String(chatId), result);
         state.connected = true;
         lastNotice = '';
         clearError();

@@ -3,6 +3,7 @@
 
 import { DEFAULTS, escapeHtml, hasToken, saveSettings, serverUrl, settings, VERSION } from './api.js';
 import { clearPlaced, deadlineMs } from './inject.js';
+import { chatPanelHtml, mountChatPanel } from './chatpanel.js';
 import { hello, onChange, state } from './status.js';
 import { syncTools, toolsAvailable, toolsBlocker, toolsRegistered } from './tools.js';
 import { routingStats } from './vectors.js';
@@ -41,8 +42,8 @@ function html() {
         <div id="${ID}_test" class="menu_button">Test connection</div>
       </div>
       <div id="${ID}_status" class="dle-desktop-bridge-status" aria-live="polite"></div>
-      <small>Bridge ${VERSION}. Commands: /dle-why, /dle-context, /dle-status, /dle-refresh, /dle-pin, /dle-unpin,
-      /dle-block, /dle-unblock, /dle-notebook.</small>
+      ${chatPanelHtml()}
+      <small>Bridge ${VERSION}. /dle lists every command.</small>
     </div>
   </div>
 </div>`;
@@ -139,6 +140,7 @@ export function mountPanel() {
             state.connected ? `Connected: ${state.server.entries} entries` : state.lastError, 'DLE Desktop bridge');
     });
     onChange(render);
+    mountChatPanel();
     // SillyTavern's own switch for function calling decides whether the tools are offered.
     document.getElementById('openai_function_calling')?.addEventListener('input', () => setTimeout(renderTools, 0));
     render();

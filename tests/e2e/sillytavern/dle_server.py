@@ -65,12 +65,49 @@ priority: 40
 # Harbour Lamps
 LORE-LAMPS: the lamplighters' guild keeps the harbour lit all night.
 """,
+    # For test_steering: a note gated by location, notes in folders (one with a space in its
+    # path) to filter by, and one long enough to pass 20 % of the context.
+    "Places/Salt Market.md": """---
+tags: [lorebook]
+keys: [salt market]
+location: Saltmarsh
+---
+# Salt Market
+LORE-SALT: the salt market opens at low tide, on the mudflats below the sea wall.
+""",
+    "Places/Old Town/Clock Tower.md": """---
+tags: [lorebook]
+keys: [clock tower]
+---
+# Clock Tower
+LORE-CLOCK: the clock tower runs eleven minutes slow, on purpose.
+""",
+    "People/Ferryman Oske.md": """---
+tags: [lorebook]
+keys: [oske]
+---
+# Ferryman Oske
+LORE-OSKE: Oske rows the night ferry and takes payment only in stories.
+""",
+    "Harbour Chronicle.md": """---
+tags: [lorebook]
+keys: [chronicle]
+---
+# Harbour Chronicle
+LORE-CHRONICLE: the harbour's chronicle, year by year.
+"""
+    + "".join(
+        f"In year {year} of the harbour the tides rose, the ferries ran late and the lamplighters argued "
+        "with the salt sellers about the price of oil and rope.\n"
+        for year in range(1, 31)
+    ),
 }
 
 
 def write_vault(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in VAULT_NOTES.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text, encoding="utf-8")
     return folder
 

@@ -19,7 +19,7 @@ import pytest
 
 from dle_desktop.st_bridge.install import bundled_version
 from dle_desktop.vectors.st_hash import get_string_hash
-from tests.e2e.sillytavern.dle_server import DleServer
+from tests.e2e.sillytavern.dle_server import VAULT_NOTES, DleServer
 from tests.fakes.ai_provider import FakeAiProvider, SeenAiRequest
 
 pytestmark = pytest.mark.usefixtures("bridge_page")
@@ -100,7 +100,7 @@ def test_the_bridge_says_hello_and_the_app_sees_the_page(bridge_page, dle: DleSe
     assert seen["extension_version"] == bundled_version()
     assert seen["origin"] == sillytavern.url
     panel = bridge_page.evaluate("() => document.getElementById('dle_desktop_bridge_status')?.innerText ?? ''")
-    assert "Connected to DLE Desktop" in panel and "5 entries" in panel, panel
+    assert "Connected to DLE Desktop" in panel and f"{len(VAULT_NOTES)} entries" in panel, panel
 
 
 # ---- lore in the prompt ----------------------------------------------------------------------
