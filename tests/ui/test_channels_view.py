@@ -50,6 +50,13 @@ def cell(view, channel: str, column: str) -> str:
     return view.channel_panel.table.item(ROW[channel], COLUMNS.index(column)).text()
 
 
+def status_tip(view, channel: str) -> str:
+    """The channel's whole status: the Status cell says it in a word or two."""
+    from dle_desktop.ui.channels.view import COLUMNS
+
+    return view.channel_panel.table.item(ROW[channel], COLUMNS.index("Status")).toolTip()
+
+
 def texts(widget) -> list[str]:
     """Every text a user could read or copy out of the widget tree."""
     out = [w.text() for w in widget.findChildren(QLabel)] + [w.text() for w in widget.findChildren(QLineEdit)]
@@ -136,7 +143,8 @@ def test_new_profile_key_goes_to_the_keyring_and_the_connection_test_reports(mak
     desk = make_desktop(vault_copy, settings=settings_for(vault_copy))
     view = open_view(desk)
     secrets = desk.runtime.ctx.secrets
-    assert "no connection profile yet" in cell(view, "ai_search", "Status")
+    assert cell(view, "ai_search", "Status") == "✗ no profile"
+    assert status_tip(view, "ai_search").startswith("no connection profile yet")
 
     async def scenario():
         ed = view.profiles_panel.add_profile()
@@ -237,14 +245,16 @@ def test_channels_inherit_test_and_count_usage(make_desktop, vault_copy, ai_fake
     # Inheritance, as resolve_channel says it
     assert cell(view, "ai_search", "Connection") == "Fake"
     assert cell(view, "auto_suggest", "Connection") == "↳ Fake" and cell(view, "auto_suggest", "Status") == "✓ ready"
-    assert cell(view, "librarian", "Status").startswith("✗ proxy mode needs a model")
+    assert cell(view, "librarian", "Status") == "✗ no model"
+    assert status_tip(view, "librarian").startswith("proxy mode needs a model")
     view.channel_panel.select_channel("scribe")
     assert view.channel_panel.mode.currentData() == "inherit" and not view.channel_panel.profile_combo.isEnabled()
     assert view.channel_panel.resolved.text().startswith("AI search's connection: profile 'Fake', model fake-model")
     assert view.channel_panel.model.placeholderText() == "default: fake-model"
     view.channel_panel.mode.setCurrentIndex(view.channel_panel.mode.findData("profile"))
     assert view.channel_panel.profile_combo.isEnabled()
-    assert cell(view, "scribe", "Status") == "✗ no connection profile chosen for this channel"
+    assert cell(view, "scribe", "Status") == "✗ no profile"
+    assert status_tip(view, "scribe") == "no connection profile chosen for this channel"
     assert "✗" in view.channel_panel.resolved.text() and "b3261e" in view.channel_panel.resolved.styleSheet()
     view.channel_panel.profile_combo.setCurrentIndex(view.channel_panel.profile_combo.findData("fake-1"))
     assert cell(view, "scribe", "Status") == "✓ ready" and cell(view, "scribe", "Connection") == "Fake"
@@ -369,7 +379,8 @@ def test_delete_a_profile_in_use_warns_and_removes_its_key(make_desktop, vault_c
         assert "'Fake' is used by AI search, Session Scribe (through AI search)" in box.text()
         box.button(QMessageBox.Yes).click()
         assert view.profile("fake-1") is None and view.draft["ai_search_profile_id"] == ""
-        assert cell(view, "ai_search", "Status") == "✗ no connection profile chosen for this channel"
+        assert cell(view, "ai_search", "Status") == "✗ no profile"
+        assert status_tip(view, "ai_search") == "no connection profile chosen for this channel"
         assert secrets.get("ai-profile:fake-1") == KEY  # removed only on Apply
         assert view.apply()
         await desk.apply_task  # applied in the background

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import re
 import time
 
 from PySide6.QtCore import QEvent, Qt
@@ -35,11 +34,16 @@ from dle_desktop.ui.channels.common import MODE_LABELS, meta, profile_kind, set_
 from dle_desktop.ui.channels.profile_editor import ERROR_STYLE, MUTED_STYLE, WARN_STYLE, TestStrip, note
 from dle_desktop.ui.widgets.async_util import soon
 from dle_desktop.ui.widgets.cut_text import CutTextTips
-from dle_desktop.ui.widgets.semantic_strip import headline
 
 COLUMNS = ("Channel", "Status", "Connection", "Model", "Calls", "Tokens in / out", "Last call")
 #: Connection and Model fit their text up to this width, so Status keeps the room it needs
 NAME_COLUMN_MAX = 160
+#: Below this, Connection and Model are too cut to read: Tokens and Last call make way for them
+#: (both are in the selected channel's Usage line)
+NAME_COLUMN_MIN = 100
+USAGE_DETAIL_COLUMNS = (5, 6)
+#: Room past the Status text, so a status never ends flush against the next column
+STATUS_SLACK = 8
 
 
 #: A channel's advice as the engine words it for any view, and as it reads here, where "in the
@@ -57,10 +61,21 @@ def said_here(problem: str) -> str:
     return problem
 
 
-def short_problem(problem: str) -> str:
-    """What a channel's problem is, without the advice or the details (the tooltip has those):
-    "proxy mode needs a model name (set the channel's model)" → "proxy mode needs a model name"."""
-    return re.sub(r" \(.*\)$", "", headline(problem))
+#: A channel's problem in a word or two for its Status cell, by what the engine's sentence says;
+#: the whole sentence is the cell's tooltip and the selected channel's "In effect" line.
+_STATUS_WORDS = (
+    ("proxy URL", "bad proxy URL"),
+    ("needs a model", "no model"),
+    ("has no model", "no model"),
+    ("does not exist", "profile missing"),
+    ("no connection profile", "no profile"),
+)
+AI_SEARCH_OFF = "AI search itself is off: turn it on in the AI search box"
+
+
+def status_word(problem: str) -> str:
+    """The Status cell's words for a problem: "proxy mode needs a model name (…)" → "no model"."""
+    return next((word for part, word in _STATUS_WORDS if part in problem), "not set up")
 
 
 def _tokens(n: int) -> str:
@@ -85,6 +100,8 @@ class ChannelsPanel(QGroupBox):
         for col in (2, 3):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
         self._names: tuple = ()
+        #: what each header's title needs, measured while every column is shown (a hidden one's is 0)
+        self._header_widths = [header.sectionSizeHint(c) for c in range(len(COLUMNS))]
         header.setStretchLastSection(False)
         self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -196,21 +213,31 @@ class ChannelsPanel(QGroupBox):
         self._fit_names()
 
     def _fit_names(self, force: bool = False) -> None:
-        """Connection and Model as wide as their text, but never taking the room Status needs;
-        set again only when the names change or the table is resized, so a width the user
-        dragged stays while the counts tick."""
+        """Status as wide as its longest word, Connection and Model as wide as their text in what
+        is left, and Tokens and Last call only while that leaves the names readable; set again only
+        when the texts change or the table is resized, so a width the user dragged stays while the
+        counts tick."""
         names = tuple(self._item(r, c).text() for r in range(self.table.rowCount()) for c in (1, 2, 3))
         if names == self._names and not force:
             return
         self._names = names
-        table, header = self.table, self.table.horizontalHeader()
-        others = sum(header.sectionSize(c) for c in (0, 4, 5, 6))
-        spare = table.viewport().width() - others - table.sizeHintForColumn(1)
-        wants = {c: max(table.sizeHintForColumn(c), header.sectionSizeHint(c)) for c in (2, 3)}
+        table = self.table
+
+        def wanted(col: int) -> int:  # sampled over the six rows
+            return max(table.sizeHintForColumn(col), self._header_widths[col])
+
+        status = max(self._header_widths[1], table.sizeHintForColumn(1) + STATUS_SLACK)
+        spare = table.viewport().width() - status - sum(wanted(c) for c in (0, 4))
+        usage = sum(wanted(c) for c in USAGE_DETAIL_COLUMNS)
+        wants = {c: wanted(c) for c in (2, 3)}
+        show_usage = spare - usage >= sum(min(want, NAME_COLUMN_MIN) for want in wants.values())
+        for col in USAGE_DETAIL_COLUMNS:
+            table.setColumnHidden(col, not show_usage)
+        spare -= usage if show_usage else 0
         narrow, wide = sorted(wants, key=lambda c: wants[c])
         for col, room in ((narrow, spare // 2), (wide, None)):
             room = spare if room is None else room  # the wider one gets what the narrower left
-            width = max(header.sectionSizeHint(col), min(wants[col], NAME_COLUMN_MAX, room))
+            width = max(min(self._header_widths[col], NAME_COLUMN_MIN), min(wants[col], NAME_COLUMN_MAX, room))
             table.setColumnWidth(col, width)
             spare -= width
 
@@ -240,9 +267,9 @@ class ChannelsPanel(QGroupBox):
     @staticmethod
     def _status(r: ResolvedChannel, settings: Settings) -> tuple[str, QColor | None, str]:
         if r.problem:
-            return f"✗ {short_problem(r.problem)}", QColor("#b3261e"), said_here(r.problem)
+            return f"✗ {status_word(r.problem)}", QColor("#b3261e"), said_here(r.problem)
         if r.channel == "ai_search" and not settings.ai_search_enabled:
-            return "○ off", None, "The connection is set up; AI search itself is off (turn it on in the AI search box)"
+            return "○ off", None, AI_SEARCH_OFF
         if r.note:
             return "⚠ ready", QColor("#a15c00"), r.note
         return "✓ ready", QColor("#2e7d32"), "The connection is set up; Test checks that it answers"
@@ -328,6 +355,8 @@ class ChannelsPanel(QGroupBox):
         if r.note:
             text += f"\n⚠ {r.note}."
             style = style or WARN_STYLE
+        elif c == "ai_search" and not r.problem and not settings.ai_search_enabled:
+            text += f"\n○ {AI_SEARCH_OFF}."
         self.resolved.setText(text)
         self.resolved.setStyleSheet(style)
 

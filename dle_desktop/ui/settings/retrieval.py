@@ -45,6 +45,8 @@ NUMBERED_CHOICES = {
     "injection_role": _ROLES,
     "notebook_role": _ROLES,
 }
+#: The "current value" of a setting edited elsewhere wraps past this, so the row fits the dialog
+VALUE_WIDTH_MAX = 200
 ELSEWHERE = {"embeddings": "Edit on the Embeddings page", "channels": "Edit in the Channels view (Ctrl+2)"}
 
 
@@ -127,6 +129,7 @@ class SettingRow:
             where = ELSEWHERE[meta["page"]]
             self.control = QPushButton(where) if meta["page"] == "embeddings" else QLabel(where)
             self.current.setToolTip(f"The value now. {where}.")
+            self.current.setWordWrap(True)
             self.current.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             if isinstance(self.control, QPushButton):
                 self.label.setBuddy(self.control)
@@ -260,7 +263,9 @@ class RetrievalPage(QWidget):
                 r = grid.rowCount()
                 grid.addWidget(row.label, r, 0, Qt.AlignmentFlag.AlignTop)
                 wide = isinstance(row.control, (QLineEdit, QPlainTextEdit)) or not row.editable
-                grid.addWidget(row.cell, r, 1, Qt.AlignmentFlag(0) if wide else Qt.AlignmentFlag.AlignLeft)
+                # a setting edited elsewhere has no Reset: its value and pointer take that room too
+                span = 1 if row.editable else 2
+                grid.addWidget(row.cell, r, 1, 1, span, Qt.AlignmentFlag(0) if wide else Qt.AlignmentFlag.AlignLeft)
                 grid.addWidget(row.reset, r, 2, Qt.AlignmentFlag.AlignTop)
                 grid.addWidget(row.info, r + 1, 0, 1, 3)
                 if isinstance(row.control, QPushButton):
@@ -305,10 +310,11 @@ class RetrievalPage(QWidget):
         shown = [row for row in self.rows.values() if not row.editable]
         for row in shown:
             row.show_current(merged)
-        # One width for every value, so the pointers beside them line up
-        width = min(max((row.current.sizeHint().width() for row in shown), default=0), 360)
+        # One width for every value, so the pointers beside them line up; a longer value wraps
+        widths = (row.current.fontMetrics().horizontalAdvance(row.current.text()) + 4 for row in shown)
+        width = min(max(widths, default=0), VALUE_WIDTH_MAX)
         for row in shown:
-            row.current.setMinimumWidth(width)
+            row.current.setFixedWidth(width)
 
     def visible_names(self) -> list[str]:
         return [name for name, row in self.rows.items() if not row.label.isHidden()]
