@@ -62,6 +62,7 @@ class MainWindow(QMainWindow):
         self.tabs = QTabWidget()
         self.vault_view = VaultView(test_runner=self._run_test_chat)
         self.vault_view.set_write_access(EngineWriteAccess(bridge))
+        self.vault_view.set_usage_reader(bridge.entry_analytics)
         self.tabs.addTab(self.vault_view, "Vault")
         self.channels_view = ChannelsView(bridge)
         self.tabs.addTab(self.channels_view, "Channels")
@@ -392,6 +393,7 @@ class MainWindow(QMainWindow):
     def prepare_quit(self) -> None:
         self._quitting = True
         self.bridge.detach_window()
+        self.vault_view.usage.stop()
         self.channels_view.stop()
         self.sillytavern_view.stop()
         self.graph_view.stop()

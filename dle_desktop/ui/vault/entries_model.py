@@ -1,14 +1,23 @@
-"""Table model over a snapshot's entries, and a filter that matches title, keys, folder and tags."""
+"""Table model over a snapshot's entries (with each entry's use over all chats: times matched,
+times injected, when last injected), and a filter that matches title, keys, folder and tags."""
 
 from __future__ import annotations
 
+import time
 from typing import cast
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
 
 from dle_desktop.core.entry import Entry
 
-COLUMNS = ("Title", "Folder", "Keys", "Priority", "Tokens", "Flags", "Vault")
+COLUMNS = ("Title", "Folder", "Keys", "Priority", "Tokens", "Flags", "Vault", "Matched", "Injected", "Last injected")
+MATCHED, INJECTED, LAST_INJECTED = 7, 8, 9
+USAGE_COLUMNS = (MATCHED, INJECTED, LAST_INJECTED)
+HEADER_TIPS = {
+    MATCHED: "Times its keys (or another stage) matched, over every chat",
+    INJECTED: "Times it was injected into a prompt, over every chat",
+    LAST_INJECTED: "When it was last injected, in any chat",
+}
 UID_ROLE = Qt.ItemDataRole.UserRole + 1
 SORT_ROLE = Qt.ItemDataRole.UserRole + 2
 
@@ -30,12 +39,40 @@ def entry_flags(e: Entry) -> str:
     return " ".join(flags)
 
 
+def last_injected_text(stamp: float | None, now: float | None = None) -> str:
+    """today 09:35, 1 Dec, Dec 2025: short enough for a narrow column (the tooltip has it whole)."""
+    if not stamp:
+        return ""
+    now = time.time() if now is None else now
+    local, today = time.localtime(stamp), time.localtime(now)
+    if local[:3] == today[:3]:
+        return time.strftime("today %H:%M", local)
+    if local.tm_year == today.tm_year:
+        return f"{local.tm_mday} {time.strftime('%b', local)}"
+    return time.strftime("%b %Y", local)
+
+
 class EntriesModel(QAbstractTableModel):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self._entries: list[Entry] = []
         self._search: list[str] = []
         self._rows: dict[str, int] = {}
+        #: uid -> (matched, injected, last injected at) over every chat; absent: never matched
+        self._usage: dict[str, tuple[int, int, float | None]] = {}
+        self._now = time.time()
+
+    def set_usage(self, usage: dict[str, tuple[int, int, float | None]]) -> None:
+        """New counts: only the three columns change (the selection and the sort stay)."""
+        if usage == self._usage:
+            return
+        self._usage = usage
+        self._now = time.time()
+        if self._entries:
+            self.dataChanged.emit(self.index(0, MATCHED), self.index(len(self._entries) - 1, LAST_INJECTED))
+
+    def usage(self, uid: str) -> tuple[int, int, float | None]:
+        return self._usage.get(uid, (0, 0, None))
 
     def set_entries(self, entries) -> None:
         self.beginResetModel()
@@ -64,6 +101,8 @@ class EntriesModel(QAbstractTableModel):
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return COLUMNS[section]
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.ToolTipRole:
+            return HEADER_TIPS.get(section)
         return None
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
@@ -88,9 +127,18 @@ class EntriesModel(QAbstractTableModel):
                 return entry_flags(e)
             if col == 6:
                 return e.vault
+            if col in USAGE_COLUMNS:
+                matched, injected, last = self.usage(e.uid)
+                if col == MATCHED:
+                    return matched
+                if col == INJECTED:
+                    return injected
+                return (last or 0.0) if role == SORT_ROLE else last_injected_text(last, self._now)
         if role == Qt.ItemDataRole.ToolTipRole and col == 2 and e.keys:
             return "\n".join(e.keys)
-        if role == Qt.ItemDataRole.TextAlignmentRole and col in (3, 4):
+        if role == Qt.ItemDataRole.ToolTipRole and col == LAST_INJECTED and (last := self.usage(e.uid)[2]):
+            return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last))
+        if role == Qt.ItemDataRole.TextAlignmentRole and col in (3, 4, *USAGE_COLUMNS):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 

@@ -1,4 +1,5 @@
-"""The Vault view: every entry in a filterable table, the selected entry in full, and health."""
+"""The Vault view: every entry in a filterable table (with its use over every chat), the selected
+entry in full, and health."""
 
 from __future__ import annotations
 
@@ -27,10 +28,10 @@ from dle_desktop.core.health import HealthReport
 from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.ui.librarian.ai_notice import AiNotice
 from dle_desktop.ui.vault.chat_trial_panel import ChatTrialPanel
-from dle_desktop.ui.vault.entries_model import UID_ROLE, EntriesFilter, EntriesModel
+from dle_desktop.ui.vault.entries_model import COLUMNS, UID_ROLE, USAGE_COLUMNS, EntriesFilter, EntriesModel
 from dle_desktop.ui.vault.entry_detail import EntryHistory, render_entry
 from dle_desktop.ui.vault.health_panel import HealthPanel
-from dle_desktop.ui.widgets.column_room import ColumnRoom
+from dle_desktop.ui.vault.usage_columns import UsageReader, UsageRefresher, UsageRoom, set_up_columns
 from dle_desktop.ui.widgets.cut_text import CutTextTips
 from dle_desktop.ui.widgets.semantic_strip import SemanticStrip
 
@@ -92,8 +93,11 @@ class VaultView(QWidget):
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         for col, width in enumerate((190, 110, 200, 58, 58, 64, 100)):
             self.table.setColumnWidth(col, width)
+        set_up_columns(self.table)
         self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
-        self.keys_room = ColumnRoom(self.table, 2, KEYS_MIN, ((0, 140), (1, 70)))  # Title, then Folder give way
+        # Title, then Folder give way; Matched, Injected and Last injected are scrolled to when narrow
+        self.keys_room = UsageRoom(self.table, 2, KEYS_MIN, ((0, 140), (1, 70)), USAGE_COLUMNS)
+        self.usage = UsageRefresher(self.model, self)
         self.table.selectionModel().currentRowChanged.connect(self._current_changed)
         self.tips = CutTextTips(self.table)
 
@@ -184,6 +188,7 @@ class VaultView(QWidget):
         finally:
             self._moving_rows = False
         self.table.setColumnHidden(6, len({e.vault for e in snapshot.entries}) <= 1)
+        self.usage.request()  # a sync may follow generations: the counts are read again
         if not self._title_fitted and snapshot.entries:
             self._title_fitted = True
             self.table.setColumnWidth(
@@ -347,11 +352,27 @@ class VaultView(QWidget):
         self.filter.setFocus()
         self.filter.selectAll()
 
+    # -- each entry's use over every chat ---------------------------------------------------------
+    def set_usage_reader(self, reader: UsageReader | None) -> None:
+        """Where the Matched, Injected and Last injected columns are read from (the bridge's analytics)."""
+        self.usage.reader = reader
+        self.usage.request()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self.usage.request()
+        self.usage.while_shown.start()
+
+    def hideEvent(self, event) -> None:
+        super().hideEvent(event)
+        self.usage.while_shown.stop()
+
     # -- state that survives a restart --------------------------------------------------------
     def save_state(self, store) -> None:
         store.setValue(MAIN_SPLIT_KEY, self.main_split.saveState())
         store.setValue(RIGHT_SPLIT_KEY, self.right_split.saveState())
         store.setValue("vault/header", self.table.horizontalHeader().saveState())
+        store.setValue("vault/header_columns", len(COLUMNS))
         store.setValue("vault/filter", self.filter.text())
         store.setValue("vault/selected", self.current_uid() or "")
         store.setValue("vault/right_tab", self.right_tabs.currentIndex())
@@ -365,6 +386,8 @@ class VaultView(QWidget):
         header = store.value("vault/header")
         if isinstance(header, QByteArray):
             self.table.horizontalHeader().restoreState(header)
+            # A state saved before the use columns existed gives them Qt's default width: theirs instead.
+            set_up_columns(self.table, restored=str(store.value("vault/header_columns")) == str(len(COLUMNS)))
             self._title_fitted = True
         self.filter.setText(store.value("vault/filter", "") or "")
         chat = store.value("vault/test_chat")
