@@ -7,6 +7,7 @@ import time
 from typing import cast
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtGui import QBrush
 
 from dle_desktop.core.entry import Entry
 
@@ -138,6 +139,12 @@ class EntriesModel(QAbstractTableModel):
             return "\n".join(e.keys)
         if role == Qt.ItemDataRole.ToolTipRole and col == LAST_INJECTED and (last := self.usage(e.uid)[2]):
             return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last))
+        if (
+            role == Qt.ItemDataRole.ForegroundRole
+            and col in (MATCHED, INJECTED)
+            and not self.usage(e.uid)[col - MATCHED]
+        ):
+            return QBrush(Qt.GlobalColor.gray)  # a column of zeros reads quieter; the used entries stand out
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (3, 4, *USAGE_COLUMNS):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
