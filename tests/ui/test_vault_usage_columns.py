@@ -179,3 +179,37 @@ def test_reads_are_at_most_every_few_seconds(make_desktop, vault_copy, qloop):
         assert time.monotonic() - started >= MIN_GAP - 1
 
     qloop.run_until_complete(scenario())
+
+
+def test_hiding_columns_from_the_header_menu_makes_room_for_the_counts(make_desktop, vault_copy, tmp_path, qloop):
+    data = tmp_path / "state-data"
+    desk = make_desktop(vault_copy, data_dir=data)
+    view = desk.window.vault_view
+    header = view.table.horizontalHeader()
+
+    def on_screen(column: int) -> bool:
+        right = header.sectionViewportPosition(column) + header.sectionSize(column)
+        return not header.isSectionHidden(column) and right <= view.table.viewport().width() + 1
+
+    async def scenario() -> None:
+        await wait_for(lambda: view.model.rowCount() == 61, what="61 entries")
+        desk.window.resize(1200, 760)
+        await asyncio.sleep(0.3)
+        assert not on_screen(LAST_INJECTED)
+        menu = view.column_menu.build()
+        names = [a.text() for a in menu.actions()]
+        assert "Vault" not in names and names[0] == "Title" and not menu.actions()[0].isEnabled()
+        for action in menu.actions():
+            if action.text() in ("Folder", "Flags"):
+                action.setChecked(False)
+        await asyncio.sleep(0.3)
+        assert header.isSectionHidden(1) and header.isSectionHidden(5)
+        assert all(on_screen(c) for c in (0, 2, MATCHED, INJECTED, LAST_INJECTED))
+        assert header.sectionSize(2) >= 110
+
+    qloop.run_until_complete(scenario())
+    desk.quit()
+    again = make_desktop(vault_copy, data_dir=data)
+    header = again.window.vault_view.table.horizontalHeader()
+    assert header.isSectionHidden(1) and header.isSectionHidden(5)  # kept with the header's state
+    assert not header.isSectionHidden(INJECTED)

@@ -11,8 +11,8 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from PySide6.QtCore import QObject, QTimer
-from PySide6.QtWidgets import QHeaderView, QTableView
+from PySide6.QtCore import QObject, QPoint, Qt, QTimer
+from PySide6.QtWidgets import QHeaderView, QMenu, QTableView
 
 from dle_desktop.ui.vault.entries_model import INJECTED, LAST_INJECTED, MATCHED, EntriesModel
 from dle_desktop.ui.widgets.async_util import soon
@@ -97,6 +97,40 @@ class UsageRoom(ColumnRoom):
                     header.resizeSection(self.column, width)
         finally:
             self._fitting = False
+
+
+class ColumnMenu(QObject):
+    """Right-click on the header: tick the columns to show (a narrow window can give the room of
+    Folder or Flags to the use counts). Kept with the header's state. `auto`: columns the view
+    shows or hides itself (Vault, with one vault open), left out."""
+
+    def __init__(self, table: QTableView, always: int, auto: Sequence[int]) -> None:
+        super().__init__(table)
+        self.table = table
+        self.always = always  # never hidden: the one a row is known by
+        self.auto = tuple(auto)
+        header = table.horizontalHeader()
+        header.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        header.customContextMenuRequested.connect(self.open)
+        self.menu: QMenu | None = None  # the open menu (tests tick it)
+
+    def build(self) -> QMenu:
+        header = self.table.horizontalHeader()
+        model = self.table.model()
+        menu = QMenu(self.table)
+        for column in range(header.count()):
+            if column in self.auto:
+                continue
+            action = menu.addAction(str(model.headerData(column, Qt.Orientation.Horizontal)))
+            action.setCheckable(True)
+            action.setChecked(not header.isSectionHidden(column))
+            action.setEnabled(column != self.always)
+            action.toggled.connect(lambda on, c=column: self.table.setColumnHidden(c, not on))
+        return menu
+
+    def open(self, at: QPoint) -> None:
+        self.menu = self.build()
+        self.menu.popup(self.table.horizontalHeader().mapToGlobal(at))
 
 
 class UsageRefresher(QObject):

@@ -31,7 +31,7 @@ from dle_desktop.ui.vault.chat_trial_panel import ChatTrialPanel
 from dle_desktop.ui.vault.entries_model import COLUMNS, UID_ROLE, USAGE_COLUMNS, EntriesFilter, EntriesModel
 from dle_desktop.ui.vault.entry_detail import EntryHistory, render_entry
 from dle_desktop.ui.vault.health_panel import HealthPanel
-from dle_desktop.ui.vault.usage_columns import UsageReader, UsageRefresher, UsageRoom, set_up_columns
+from dle_desktop.ui.vault.usage_columns import ColumnMenu, UsageReader, UsageRefresher, UsageRoom, set_up_columns
 from dle_desktop.ui.widgets.cut_text import CutTextTips
 from dle_desktop.ui.widgets.semantic_strip import SemanticStrip
 
@@ -98,6 +98,7 @@ class VaultView(QWidget):
         # Title, then Folder give way; Matched, Injected and Last injected are scrolled to when narrow
         self.keys_room = UsageRoom(self.table, 2, KEYS_MIN, ((0, 140), (1, 70)), USAGE_COLUMNS)
         self.usage = UsageRefresher(self.model, self)
+        self.column_menu = ColumnMenu(self.table, always=0, auto=(6,))  # Vault shows itself with two vaults
         self.table.selectionModel().currentRowChanged.connect(self._current_changed)
         self.tips = CutTextTips(self.table)
 
