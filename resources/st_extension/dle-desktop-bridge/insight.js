@@ -51,7 +51,8 @@ export async function analytics() {
         + `${data.never_injected ?? never.length} never injected. Click a header to sort.</p>`
         + table(['Entry', 'Vault', 'Injected', 'Matched', 'Injected here', 'Matched here', 'Last injected'], rows,
             'dle-desktop-bridge-sortable dle-desktop-bridge-analytics')
-        + `<h4>Never injected</h4>${never.length ? listHtml(never) : '<p><i>Every entry has been injected at least once.</i></p>'}`);
+        + `<h4>Never injected</h4>${never.length ? `<div class="dle-desktop-bridge-never">${listHtml(never)}</div>`
+            : '<p><i>Every entry has been injected at least once.</i></p>'}`);
     const lines = entries.map(e => `${e.title}: injected ${e.injected} (here ${e.chat?.injected ?? 0}), matched ${e.matched}`);
     return [...lines, `Never injected: ${never.join(', ') || 'none'}`].join('\n');
 }
