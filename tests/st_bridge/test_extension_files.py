@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +49,14 @@ def test_every_file_parses_as_javascript():
     for js in sorted(EXT.glob("*.js")):
         done = subprocess.run(["node", "--check", str(js)], capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, f"{js.name}: {done.stderr}"
+
+
+def test_every_slash_command_and_alias_is_in_the_readme():
+    code = (EXT / "commands.js").read_text(encoding="utf-8")
+    names = re.findall(r"\{ name: '(dle[a-z-]*)'", code)
+    aliases = [a for group in re.findall(r"aliases: \[([^\]]*)\]", code) for a in re.findall(r"'([^']+)'", group)]
+    assert len(names) >= 30 and "dle-set-field" in names and "dle-loc" in aliases
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    bridge = readme[readme.index("## SillyTavern: the bridge") : readme.index("## DeepLore Enhanced without Obsidian")]
+    undocumented = [n for n in names + aliases if f"`/{n}" not in bridge]
+    assert not undocumented, f"not in the README's bridge section: {undocumented}"

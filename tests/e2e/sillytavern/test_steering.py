@@ -228,6 +228,24 @@ def test_the_palette_lists_every_command_and_a_click_runs_one(bridge_page):
     close_popups(bridge_page)
 
 
+def test_browse_finds_entries_as_typed_and_pins_one(bridge_page, dle):
+    chat = new_chat(bridge_page)
+    run_command(bridge_page, "/dle-b")
+    popup_text(bridge_page, "Browse the vault")
+    listed = "() => [...document.querySelectorAll('.dle-desktop-bridge-browse-list tbody tr')].map(r => r.cells[0].innerText)"
+    every = sorted(e["title"] for e in dle.get("/api/dle/v1/entries").json()["entries"])
+    assert sorted(bridge_page.evaluate(listed)) == every
+    bridge_page.page.locator(".dle-desktop-bridge-browse-q").fill("oske")  # a key
+    assert bridge_page.evaluate(listed) == ["Ferryman Oske"]
+    bridge_page.page.locator('.dle-desktop-bridge-override[data-list="pins"][data-title="Ferryman Oske"]').click()
+    wait_state(dle, chat, lambda s: [p["title"] for p in s["pins"]] == ["Ferryman Oske"], "Pin did not pin the entry")
+    close_popups(bridge_page)
+    assert "Pinned: Ferryman Oske" in execute(bridge_page, "/dle-pins")
+    close_popups(bridge_page)
+    execute(bridge_page, "/dle-unpin Ferryman Oske")
+    wait_state(dle, chat, lambda s: s["pins"] == [], "the pin was not removed")
+
+
 # ---- gating context --------------------------------------------------------------------------
 
 
@@ -311,6 +329,12 @@ def test_bad_arguments_get_a_message_and_change_nothing(bridge_page, dle):
     said = toast_text(bridge_page, "Attic")
     assert "Places" in said and "People" in said, said  # the known folders are named
     assert "Name a field" in execute(bridge_page, "/dle-set-field")
+    said = execute(
+        bridge_page, "/dle-set-field weather"
+    )  # no value: the picker is not opened for a field the vault lacks
+    assert 'no field "weather"' in said and "location" in said, said
+    said = execute(bridge_page, '/dle-set-folder "Places/New Town"')
+    assert "New Town" in said and "Places" in said, said
     assert "Name the field" in execute(bridge_page, "/dle-clear-field")
     assert 'not "sideways"' in execute(bridge_page, "/dle-librarian sideways")
     assert 'not "bogus"' in execute(bridge_page, "/dle-cache-info bogus")
