@@ -10,7 +10,7 @@ import dataclasses
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from dle_desktop.ai.cache import compile_entity_pattern, manifest_key
 from dle_desktop.ai.extract import (
@@ -75,8 +75,10 @@ def decay_trackers(state: ChatState) -> dict[str, tuple[int, int]]:
 
 
 class AiSearch:
-    def __init__(self, service: AiService) -> None:
+    def __init__(self, service: AiService, scribe_summary: Callable[[str | None], str | None] | None = None) -> None:
         self.service = service
+        #: the chat's last Session Scribe summary (None: none, or scribe-informed retrieval is off)
+        self.scribe_summary = scribe_summary
         self._entity_cache: tuple[int, re.Pattern | None] | None = None
 
     @property
@@ -107,7 +109,11 @@ class AiSearch:
             return AiOutcome("empty-manifest")
         seeds = [e for e in ctx.entries if e.seed] if new_chat else []
         chat_context = build_chat_context(
-            messages, s.ai_search_scan_depth, new_chat=new_chat, seeds=seeds, scribe_summary=None
+            messages,
+            s.ai_search_scan_depth,
+            new_chat=new_chat,
+            seeds=seeds,
+            scribe_summary=self.scribe_summary(chat_id) if self.scribe_summary is not None else None,
         )
         if not chat_context.strip():
             return AiOutcome("skipped", message="the chat has no text for the AI to read yet")

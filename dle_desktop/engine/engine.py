@@ -191,7 +191,13 @@ class Engine:
             usage_path=paths.ai_usage_file,
             on_breaker=lambda snap: self._emit("ai_breaker", **snap),
         )
-        self.retrieval.ai_select = AiSearch(self.ai).select
+        from dle_desktop.writers.service import Writers
+
+        #: Session Scribe, Auto Lorebook and AI Notepad over this engine.
+        self.writers = Writers(self)
+        self.retrieval.ai_select = AiSearch(self.ai, self.writers.last_summary).select
+        self.retrieval.extra_groups = self.writers.notepad.groups
+        self.retrieval.reset_listeners.append(self.writers.forget)
         self._writer: NoteWriter | None = None  # the note writer, made on first use (see `writer`)
         self._librarian: Librarian | None = None  # made on first use (see `librarian`)
         # Made here, not on first use: the GUI thread and the server's routes both reach for it,
@@ -314,6 +320,7 @@ class Engine:
         if self.indexer.cache_dirty:
             await asyncio.to_thread(self.indexer.save_cache)
         self.retrieval.close()
+        self.writers.close()
         await self.semantic.aclose()
         await self.ai.aclose()
         await self._close_vectors()
@@ -579,7 +586,7 @@ class Engine:
                 on_breaker=old_ai.on_breaker,
             )
             self.ai.usage, self.ai.usage_since = old_ai.usage, old_ai.usage_since
-            self.retrieval.ai_select = AiSearch(self.ai).select
+            self.retrieval.ai_select = AiSearch(self.ai, self.writers.last_summary).select
             await old_ai.aclose()
             self._emit("ai_breaker", **self.ai.breaker.snapshot())
         else:

@@ -11,12 +11,13 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.core.pipeline.ai_stage import AiOutcome
 from dle_desktop.core.pipeline.chat_input import ChatDocument
 from dle_desktop.core.pipeline.config import MatchConfig
+from dle_desktop.core.pipeline.formatting import Group
 from dle_desktop.core.pipeline.replay import cut_points, initial_state
 from dle_desktop.core.pipeline.run import (
     GenerationResult,
@@ -56,6 +57,12 @@ AsyncSemanticLookup = Callable[[SemanticQuery, int], Awaitable[tuple[Sequence[Se
 AiSelect = Callable[[Pending, "str | None"], Awaitable[AiOutcome]]
 
 
+#: chat id -> prompt groups a generation of that chat also carries (the AI Notepad's).
+ExtraGroups = Callable[[str], Awaitable[Sequence[Group]]]
+#: Told a chat was reset (its writers stop and forget it).
+ResetListener = Callable[[str], Awaitable[None]]
+
+
 #: Told of every generation `retrieve` returns in this context (see `observe_generations`).
 GenerationObserver = Callable[[ChatDocument, GenerationResult], None]
 _observer: ContextVar[GenerationObserver | None] = ContextVar("dle_generation_observer", default=None)
@@ -80,6 +87,8 @@ class RetrievalService:
     config: MatchConfig
     semantic_lookup: AsyncSemanticLookup | None = None
     ai_select: AiSelect | None = None
+    extra_groups: ExtraGroups | None = None
+    reset_listeners: list[ResetListener] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._store: ChatStore | None = None
@@ -157,6 +166,10 @@ class RetrievalService:
                 new_state = stamp_injections(new_state, result, time.time())
                 await asyncio.to_thread(self.store.save, doc.chat_id, new_state, record)
                 result = replace(result, record=new_state.generation_count)
+        if self.extra_groups is not None and result.skipped_reason is None:
+            extra = await self.extra_groups(doc.chat_id)
+            if extra:
+                result = replace(result, groups=(*result.groups, *extra))
         observer = _observer.get()
         if observer is not None:
             observer(doc, result)
@@ -264,7 +277,10 @@ class RetrievalService:
 
     async def reset(self, chat_id: str) -> bool:
         async with self._lock(chat_id):
-            return await asyncio.to_thread(self.store.delete, chat_id)
+            deleted = await asyncio.to_thread(self.store.delete, chat_id)
+        for listener in self.reset_listeners:
+            await listener(chat_id)
+        return deleted
 
     async def records(self, chat_id: str, limit: int = 10) -> list[dict]:
         return await asyncio.to_thread(self.store.records, chat_id, limit)

@@ -29,6 +29,7 @@ from dle_desktop.server import (
     routes_lore,
     routes_steer,
     routes_vector,
+    routes_writers,
 )
 from dle_desktop.server.security import AccessMiddleware, AccessPolicy, BodyLimitMiddleware, TokenHolder
 from dle_desktop.server.services import BridgeEvents, LoreEngine, ServerServices, services_of
@@ -89,6 +90,7 @@ def build_app(engine: LoreEngine, bridge_monitor: BridgeEvents | None = None) ->
             *routes_bridge.routes,
             *routes_chat.routes,
             *routes_steer.routes,
+            *routes_writers.routes,
             *routes_ai.routes,
             *openapi.routes,
             *routes_vector.routes,

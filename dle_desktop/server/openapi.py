@@ -25,6 +25,7 @@ from dle_desktop.server import (
     answers_chat,
     openapi_steer,
     openapi_vectors,
+    openapi_writers,
     schemas,
     schemas_chat,
     schemas_lore,
@@ -74,6 +75,7 @@ ANSWERS: list[type[BaseModel]] = [
     answers_chat.Notebook,
     *openapi_vectors.ANSWERS,
     *openapi_steer.ANSWERS,
+    *openapi_writers.ANSWERS,
 ]
 _SCHEMAS: dict[str, dict] = schemas.components(ANSWERS)
 
@@ -88,6 +90,7 @@ REQUEST_BODIES: dict[str, type[schemas.RequestModel]] = {
     "LoreFlagRequest": schemas_lore.LoreFlagRequest,
     "BridgeHello": schemas_lore.BridgeHello,
     **openapi_steer.REQUEST_BODIES,
+    **openapi_writers.REQUEST_BODIES,
 }
 _SCHEMAS.update(schemas_chat.SHARED_SCHEMAS)
 _SCHEMAS.update({name: schemas.request_schema(model) for name, model in REQUEST_BODIES.items()})
@@ -385,6 +388,7 @@ def build_document() -> dict:
             )
         },
         **openapi_steer.PATHS,
+        **openapi_writers.PATHS,
         **openapi_vectors.VECTOR_PATHS,
         **openapi_vectors.EMBEDDING_PATHS,
     }
@@ -410,6 +414,7 @@ def build_document() -> dict:
             {"name": "chats", "description": "per-chat state"},
             {"name": "steering", "description": "what a chat can be steered with, analytics, and the app's window"},
             {"name": "ai", "description": "AI connection channels"},
+            {"name": "writers", "description": "Session Scribe, Auto Lorebook and AI Notepad"},
             {"name": "gaps", "description": "the lore API for tool-calling models, and the gap records it leaves"},
             {"name": "bridge", "description": "the SillyTavern bridge extension (dle-desktop-bridge)"},
             {"name": "vectors", "description": "SillyTavern's Vector API (its wire format, not ours)"},

@@ -16,6 +16,7 @@ from dle_desktop.server.chat_routing import ChatRoute
 from dle_desktop.server.schemas import parse_body, parse_query
 from dle_desktop.server.schemas_chat import FIELD_UPDATES, ForkRequest, RecordsQuery, RetrieveRequest, checked_chat_id
 from dle_desktop.server.schemas_steer import STEER_SUB_RESOURCES
+from dle_desktop.server.schemas_writers import WRITER_SUB_RESOURCES
 from dle_desktop.server.services import ChatRetrieval, engine
 
 
@@ -81,7 +82,7 @@ async def chat_records(request: Request) -> JSONResponse:
 
 CHATS = "/api/dle/v1/chats"
 #: Path segments after a chat id that name a part of the chat, not more of its id.
-SUB_RESOURCES = ("records", "fork", *FIELD_UPDATES, *STEER_SUB_RESOURCES)
+SUB_RESOURCES = ("records", "fork", *FIELD_UPDATES, *STEER_SUB_RESOURCES, *WRITER_SUB_RESOURCES)
 
 
 def _make_field_routes(name: str) -> list[ChatRoute]:

@@ -8,7 +8,7 @@ it, so a route always reads the one being served now."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -17,6 +17,7 @@ from starlette.requests import Request
 if TYPE_CHECKING:
     from dle_desktop.core.health import HealthReport
     from dle_desktop.core.index import IndexSnapshot
+    from dle_desktop.core.pipeline.chat import ChatMessage
     from dle_desktop.core.pipeline.chat_input import ChatDocument
     from dle_desktop.core.pipeline.run import GenerationResult
     from dle_desktop.core.pipeline.state import ChatState
@@ -71,6 +72,48 @@ class Steering(Protocol):
     async def source(self, chat_id: str, message: int, swipe: int) -> dict[str, Any]: ...
 
 
+class ScribePort(Protocol):
+    async def run(
+        self,
+        chat_id: str,
+        messages: Sequence[ChatMessage],
+        *,
+        character: str | None = None,
+        focus: str = "",
+        chat_length: int | None = None,
+        auto: bool = False,
+    ) -> dict[str, Any]: ...
+    async def history(self, chat_id: str) -> dict[str, Any]: ...
+    def cancel(self, chat_id: str) -> bool: ...
+
+
+class SuggestPort(Protocol):
+    async def run(
+        self, chat_id: str, messages: Sequence[ChatMessage], *, ai_messages: int | None = None, auto: bool = False
+    ) -> dict[str, Any]: ...
+    async def pending(self, chat_id: str | None = None) -> dict[str, Any]: ...
+    async def accept(self, suggestion_id: str, edits: Mapping[str, Any]) -> dict[str, Any]: ...
+    async def reject(self, suggestion_id: str) -> dict[str, Any]: ...
+
+
+class NotepadPort(Protocol):
+    async def process(self, chat_id: str, message: int, swipe: int, text: str) -> dict[str, Any]: ...
+    async def rollback(self, chat_id: str, message: int, swipe: int | None) -> dict[str, Any]: ...
+    async def read(self, chat_id: str) -> dict[str, Any]: ...
+    async def clear(self, chat_id: str) -> dict[str, Any]: ...
+
+
+class WritersPort(Protocol):
+    """Session Scribe, Auto Lorebook and AI Notepad (routes_writers)."""
+
+    @property
+    def scribe(self) -> ScribePort: ...
+    @property
+    def suggest(self) -> SuggestPort: ...
+    @property
+    def notepad(self) -> NotepadPort: ...
+
+
 class WindowPort(Protocol):
     """Shows a view of the app's window; raises NotAvailableHere when there is none (`serve`)."""
 
@@ -104,6 +147,8 @@ class LoreEngine(Protocol):
     def steering(self) -> Steering: ...
     @property
     def window(self) -> WindowPort: ...
+    @property
+    def writers(self) -> WritersPort: ...
     def status(self) -> dict: ...
     def health(self) -> HealthReport: ...
     async def sync_now(self, force: bool = False) -> SyncResult | None: ...

@@ -412,8 +412,10 @@ class SettingsFields:
     hierarchical_aggressiveness: float = _s(
         0.8, "hierarchicalAggressiveness", 0.0, 0.8, group=_AI, page="channels", doc="How much the pre-filter may cut."
     )
-    # Not on any page: there is no Session Scribe summary here for AI search to read yet.
-    scribe_informed_retrieval: bool = _s(False, "scribeInformedRetrieval")
+    # Not on any page yet (the writers get their page with the SillyTavern side); settings.json sets them.
+    scribe_informed_retrieval: bool = _s(
+        False, "scribeInformedRetrieval", doc="AI search also reads the chat's last Session Scribe summary."
+    )
     decay_enabled: bool = _s(
         False,
         "decayEnabled",
@@ -462,7 +464,36 @@ class SettingsFields:
     ai_search_model: str = _s("", "aiSearchModel", doc="Overrides the profile's model for this channel.")
     ai_search_max_tokens: int = _s(1024, "aiSearchMaxTokens", 64, 4096)
     ai_search_timeout: int = _s(20000, "aiSearchTimeout", 1000, 999999, doc="Milliseconds.")
-    scribe_enabled: bool = _s(False, "scribeEnabled")
+    scribe_enabled: bool = _s(False, "scribeEnabled", doc="Session Scribe writes a session note every few messages.")
+    scribe_interval: int = _s(5, "scribeInterval", 1, 50, doc="Messages between two automatic Session Scribe runs.")
+    scribe_folder: str = _s("Sessions", "scribeFolder", doc="Vault folder of the session notes.")
+    scribe_prompt: str = _s("", "scribePrompt", doc="Session Scribe's prompt; empty: the default.")
+    scribe_scan_depth: int = _s(20, "scribeScanDepth", 5, 100, doc="Messages the Session Scribe summarises.")
+    auto_suggest_enabled: bool = _s(
+        False, "autoSuggestEnabled", doc="Auto Lorebook proposes missing entries every few AI messages."
+    )
+    auto_suggest_interval: int = _s(
+        10, "autoSuggestInterval", 3, 50, doc="AI messages between two automatic Auto Lorebook runs."
+    )
+    auto_suggest_folder: str = _s("", "autoSuggestFolder", doc="Vault folder of accepted suggestions.")
+    auto_suggest_prompt: str = _s("", "autoSuggestPrompt", doc="Auto Lorebook's prompt; empty: the default.")
+    auto_suggest_skip_review: bool = _s(
+        False, "autoSuggestSkipReview", doc="Write Auto Lorebook's suggestions without review."
+    )
+    ai_notepad_enabled: bool = _s(False, "aiNotepadEnabled", doc="The model keeps private notes across the chat.")
+    ai_notepad_mode: str = _s(
+        "tag",
+        "aiNotepadMode",
+        choices=("tag", "extract"),
+        doc="tag: the model writes <dle-notes> blocks; extract: a second call picks the notes out.",
+    )
+    ai_notepad_position: int = _s(1, "aiNotepadPosition", 0, 2, doc="Where the notepad goes in the prompt.")
+    ai_notepad_depth: int = _s(4, "aiNotepadDepth", 0, 9999, doc="In-chat position: messages from the end.")
+    ai_notepad_role: int = _s(0, "aiNotepadRole", 0, 2, doc="Who the notepad is sent as.")
+    ai_notepad_prompt: str = _s("", "aiNotepadPrompt", doc="The tag-mode instruction; empty: the default.")
+    ai_notepad_extract_prompt: str = _s(
+        "", "aiNotepadExtractPrompt", doc="The extract-mode prompt; empty: the default."
+    )
     scribe_connection_mode: str = _s("inherit", "scribeConnectionMode", choices=("inherit", "st", "profile", "proxy"))
     scribe_profile_id: str = _s("", "scribeProfileId")
     scribe_proxy_url: str = _s("http://127.0.0.1:42069", "scribeProxyUrl")
