@@ -41,7 +41,7 @@ REQUEST_BODIES: dict[str, type[schemas.RequestModel]] = {
 
 _AI_ERRORS = {
     "502": error_answer("the model answered nothing that can be written, or the provider failed; nothing written"),
-    "503": error_answer("no AI call was made: the channel is not set up, offline, or the circuit breaker is open"),
+    "503": error_answer("no AI call was made: the circuit breaker is open after repeated failures"),
     "504": error_answer("the provider did not answer in the channel's timeout; nothing written"),
 }
 _ID_PARAM = {
@@ -71,7 +71,8 @@ PATHS: dict[str, dict] = {
             errors={
                 **BODY_ERRORS,
                 "409": error_answer(
-                    "this chat's Session Scribe is already running, was cancelled, or the note's file exists"
+                    "this chat's Session Scribe is already running or was cancelled, the note's file exists, "
+                    "or the Session Scribe channel is not set up"
                 ),
                 **_AI_ERRORS,
             },
@@ -103,7 +104,7 @@ PATHS: dict[str, dict] = {
             tag="writers",
             params=[CHAT_ID_PARAM],
             body=ref_to("SuggestRequest"),
-            errors={**BODY_ERRORS, **_AI_ERRORS},
+            errors={**BODY_ERRORS, "409": error_answer("the Auto Lorebook channel is not set up"), **_AI_ERRORS},
         ),
         "get": operation(
             "getChatSuggestions",

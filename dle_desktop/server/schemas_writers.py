@@ -22,7 +22,12 @@ MAX_FOCUS = 2_000
 MAX_CHARACTER = 1_000
 SUGGESTION_ID = re.compile(r"^[0-9a-f]{1,64}$")
 
-_MESSAGES_SCHEMA = {"type": "array", "items": ref("ChatMessage"), "maxItems": MAX_MESSAGES}
+_MESSAGES_SCHEMA = {"type": "array", "items": ref("ChatMessage"), "minItems": 1, "maxItems": MAX_MESSAGES}
+
+
+def _text_schema(limit: int, description: str = "", null: bool = True) -> WithJsonSchema:
+    schema: dict[str, Any] = {"type": ["string", "null"] if null else "string", "maxLength": limit}
+    return WithJsonSchema(schema | ({"description": description} if description else {}))
 
 
 def _messages(value: Any) -> Any:
@@ -71,11 +76,15 @@ class ScribeRequest(RequestModel):
 
     messages: Messages
     character: Annotated[
-        str | None, BeforeValidator(lambda v: None if v is None else text(v, "character", MAX_CHARACTER))
-    ] = Field(None, description="the character the note is named after (default: the last speaker not the user)")
-    focus: Annotated[str, BeforeValidator(lambda v: text(v, "focus", MAX_FOCUS))] = Field(
-        "", description="what the summary should stress (/dle-scribe's argument)"
-    )
+        str | None,
+        BeforeValidator(lambda v: None if v is None else text(v, "character", MAX_CHARACTER)),
+        _text_schema(MAX_CHARACTER, "the character the note is named after (default: the last one who spoke)"),
+    ] = None
+    focus: Annotated[
+        str,
+        BeforeValidator(lambda v: text(v, "focus", MAX_FOCUS)),
+        _text_schema(MAX_FOCUS, "what the summary should stress (/dle-scribe's argument)", null=False),
+    ] = ""
     chat_length: Annotated[
         int | None, BeforeValidator(lambda v: None if v is None else _count(v, "chat_length", 10_000_000))
     ] = Field(None, ge=0, le=10_000_000, description="messages in the whole chat (default: those sent)")
@@ -106,19 +115,38 @@ class SuggestionEdits(RequestModel):
 
     shape: ClassVar[str] = 'send {} or the fields you changed: {"title", "type", "keys", "summary", "content"}'
 
-    title: Annotated[str | None, BeforeValidator(lambda v: None if v is None else text(v, "title", MAX_TITLE))] = None
+    title: Annotated[
+        str | None,
+        BeforeValidator(lambda v: None if v is None else text(v, "title", MAX_TITLE)),
+        _text_schema(MAX_TITLE, "no slash, no '..'"),
+    ] = None
     type: Annotated[
-        str | None, BeforeValidator(lambda v: None if v is None else _type(v)), WithJsonSchema({"enum": list(TYPES)})
+        str | None,
+        BeforeValidator(lambda v: None if v is None else _type(v)),
+        WithJsonSchema({"enum": [*TYPES, None]}),
     ] = None
     keys: Annotated[
         list[str] | None,
         BeforeValidator(lambda v: None if v is None else texts(v, "keys", MAX_KEYS, MAX_KEY, min_items=1)),
-    ] = Field(None, description=f"1 to {MAX_KEYS} keys")
+        WithJsonSchema(
+            {
+                "type": ["array", "null"],
+                "items": {"type": "string", "maxLength": MAX_KEY},
+                "minItems": 1,
+                "maxItems": MAX_KEYS,
+                "description": "the entry's keys (its title is added when fewer than 2 are left)",
+            }
+        ),
+    ] = None
     summary: Annotated[
-        str | None, BeforeValidator(lambda v: None if v is None else text(v, "summary", MAX_SUMMARY))
+        str | None,
+        BeforeValidator(lambda v: None if v is None else text(v, "summary", MAX_SUMMARY)),
+        _text_schema(MAX_SUMMARY),
     ] = None
     content: Annotated[
-        str | None, BeforeValidator(lambda v: None if v is None else text(v, "content", MAX_CONTENT))
+        str | None,
+        BeforeValidator(lambda v: None if v is None else text(v, "content", MAX_CONTENT)),
+        _text_schema(MAX_CONTENT),
     ] = None
 
     def edits(self) -> dict[str, Any]:
@@ -137,9 +165,11 @@ class ReplyRequest(RequestModel):
     swipe: Annotated[int, BeforeValidator(lambda v: _count(v, "swipe", MAX_SWIPE))] = Field(
         0, ge=0, le=MAX_SWIPE, description="the reply's swipe id (0 without swipes)"
     )
-    text: Annotated[str, BeforeValidator(lambda v: text(v, "text", MAX_MESSAGE_CHARS))] = Field(
-        description="the reply as the model wrote it"
-    )
+    text: Annotated[
+        str,
+        BeforeValidator(lambda v: text(v, "text", MAX_MESSAGE_CHARS)),
+        _text_schema(MAX_MESSAGE_CHARS, "the reply as the model wrote it", null=False),
+    ]
 
 
 def _query_count(raw: str, name: str, high: int) -> int:

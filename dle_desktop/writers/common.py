@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from dle_desktop.ai.service import AiUnavailable
 from dle_desktop.ai.types import ChatRequest
 from dle_desktop.errors import DleError, InputError, VaultPathError, WriteRefused
 from dle_desktop.vault.filenames import note_path_for_title
@@ -50,6 +51,13 @@ class WriterCancelled(DleError):
     http_status = 409
 
 
+class ChannelNotSetUp(DleError):
+    """The writer's channel has no connection (or AI calls are off for this run): a 409, since the
+    request is fine and the app's setup is what must change; an open breaker stays a 503."""
+
+    http_status = 409
+
+
 class AnswerRefused(DleError):
     """The model answered, but nothing in the answer can be written (the message says why)."""
 
@@ -66,7 +74,12 @@ async def ask(host: WritersHost, channel: str, system: str, user: str) -> str:
     def text(response: ChatResponse) -> str:
         return response.text
 
-    return await host.ai.call(channel, build, text, skip_throttle=True)
+    try:
+        return await host.ai.call(channel, build, text, skip_throttle=True)
+    except AiUnavailable as exc:
+        if exc.reason in ("config", "offline"):
+            raise ChannelNotSetUp(str(exc)) from None
+        raise
 
 
 def vault_for_new(host: WritersHost) -> str:

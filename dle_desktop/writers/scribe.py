@@ -12,7 +12,7 @@ from typing import Any
 from dle_desktop.core.pipeline.chat import ChatMessage
 from dle_desktop.core.writers.prompts import SCRIBE_PROMPT, chosen
 from dle_desktop.core.writers.scribe import SummaryRefused, clean_summary, scribe_message, session_note, transcript
-from dle_desktop.errors import InputError, NoteExists
+from dle_desktop.errors import NoteExists
 from dle_desktop.state.writer_state import WriterState
 from dle_desktop.writers.common import (
     AnswerRefused,
@@ -101,7 +101,7 @@ class SessionScribe:
                 return _not_run(f"{since} of {s.scribe_interval} messages since the last session note", length)
         conversation = transcript(messages, s.scribe_scan_depth)
         if not conversation.strip():
-            raise InputError("the chat has no messages for the Session Scribe to summarise")
+            return _not_run("the chat has no messages for the Session Scribe to summarise", length)
         task = asyncio.ensure_future(
             self._write(chat_id, conversation, character_of(messages, character), focus, length)
         )

@@ -55,7 +55,7 @@ class AutoLorebook:
                 return _not_run(f"{since} of {s.auto_suggest_interval} AI messages since the last suggestions")
         conversation = transcript(messages, s.ai_search_scan_depth)
         if not conversation.strip():
-            raise InputError("the chat has no messages for Auto Lorebook to read")
+            return _not_run("the chat has no messages for Auto Lorebook to read")
         # Counted before the call: a failed run is not retried at every following message.
         await asyncio.to_thread(store.add_suggestions, chat_id, count, [])
         answer = await ask(

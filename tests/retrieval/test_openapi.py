@@ -14,6 +14,8 @@ from dle_desktop.core.pipeline.chat_input import MAX_MESSAGE_CHARS, MAX_MESSAGES
 from dle_desktop.server import openapi
 from dle_desktop.server.app import build_app
 from dle_desktop.server.schemas_chat import RETRIEVE_FIELDS
+from dle_desktop.state.settings import settings_from_mapping
+from tests.fakes.ai_provider import ai_fake  # noqa: F401 - the fixture
 
 from ._schema import check, errors, resolve
 from ._support import API, messages
@@ -99,12 +101,21 @@ def test_every_route_is_documented_and_nothing_else():
         "chats/{chat_id}/context-field",
         "chats/{chat_id}/folders",
         "chats/{chat_id}/sources",
+        "chats/{chat_id}/scribe",
+        "chats/{chat_id}/suggestions",
+        "chats/{chat_id}/notes",
+        "chats/{chat_id}/notepad",
+        "suggestions",
+        "suggestions/{suggestion_id}/accept",
+        "suggestions/{suggestion_id}/reject",
     }
     expected |= {f"chats/{{chat_id}}/{f}" for f in ("pins", "blocks", "context", "folder-filter", "notebook")}
     assert {p.removeprefix(API + "/") for p, _ in routes} == expected
     for f in ("pins", "blocks", "context", "folder-filter", "notebook"):
         assert {m for p, m in routes if p == f"{API}/chats/{{chat_id}}/{f}"} == {"GET", "PUT"}
     assert {m for p, m in routes if p == f"{API}/chats/{{chat_id}}"} == {"GET", "DELETE"}
+    assert {m for p, m in routes if p == f"{API}/chats/{{chat_id}}/scribe"} == {"GET", "POST", "DELETE"}
+    assert {m for p, m in routes if p == f"{API}/chats/{{chat_id}}/notes"} == {"POST", "DELETE"}
 
 
 def _walk(node, found: list[str]) -> None:
@@ -201,7 +212,58 @@ def busy_server(server):
     return server
 
 
-def test_live_answers_match_the_documented_schemas(busy_server):
+def _writers_answer(req) -> str:
+    """The fake provider's answers to the Session Scribe and Auto Lorebook prompts."""
+    if "[RECENT CONVERSATION]" in req.user_text:
+        return "## Events\n- Tamsin rang the bell."
+    if "## Existing lorebook entries" in req.user_text:
+        return json.dumps(
+            [
+                {"title": t, "type": "lore", "keys": [t.lower(), "bell"], "summary": f"The {t}.", "content": "Old."}
+                for t in ("Brass Bell", "Sea Gate")
+            ]
+        )
+    return "OK"
+
+
+def _with_writers(s, fake) -> list[tuple[str, str, str, dict | None]]:
+    """The writers' routes, with the fake provider as every channel's connection."""
+    fake.default(_writers_answer)
+    profile = {"id": "fake", "name": "Fake", "provider": "openai", "flavor": "custom", "model": "m"}
+    settings = settings_from_mapping(
+        {
+            "connection_profiles": [profile | {"base_url": fake.url + "/v1"}],
+            "aiSearchProfileId": "fake",
+            "aiNotepadEnabled": True,
+        }
+    )
+    s.thread.call(s.engine.apply_settings(settings), timeout=30)
+    chat = messages("tamsin rings the bell", "the bell tolls")
+    run = s.client.post(f"{API}/chats/c1/suggestions", json={"messages": chat})
+    assert run.status_code == 200, run.text
+    first, second = (p["id"] for p in run.json()["suggestions"])
+    return [
+        ("post", f"{API}/chats/c1/scribe", "/chats/{chat_id}/scribe", {"messages": chat, "focus": "the bell"}),
+        ("get", f"{API}/chats/c1/scribe", "/chats/{chat_id}/scribe", None),
+        ("delete", f"{API}/chats/c1/scribe", "/chats/{chat_id}/scribe", None),
+        ("post", f"{API}/chats/c1/suggestions", "/chats/{chat_id}/suggestions", {"messages": chat, "auto": True}),
+        ("get", f"{API}/chats/c1/suggestions", "/chats/{chat_id}/suggestions", None),
+        ("get", f"{API}/suggestions?chat_id=c1", "/suggestions", None),
+        ("post", f"{API}/suggestions/{first}/accept", "/suggestions/{suggestion_id}/accept", {"keys": ["brass"]}),
+        ("post", f"{API}/suggestions/{second}/reject", "/suggestions/{suggestion_id}/reject", None),
+        (
+            "post",
+            f"{API}/chats/c1/notes",
+            "/chats/{chat_id}/notes",
+            {"message": 1, "text": "x<dle-notes>n</dle-notes>"},
+        ),
+        ("get", f"{API}/chats/c1/notepad", "/chats/{chat_id}/notepad", None),
+        ("delete", f"{API}/chats/c1/notes?message=1", "/chats/{chat_id}/notes", None),
+        ("delete", f"{API}/chats/c1/notepad", "/chats/{chat_id}/notepad", None),
+    ]
+
+
+def test_live_answers_match_the_documented_schemas(busy_server, ai_fake):
     s, c = busy_server, busy_server.client
     entries = c.get(f"{API}/entries").json()
     some = entries["entries"][0]
@@ -282,6 +344,7 @@ def test_live_answers_match_the_documented_schemas(busy_server):
         ),
         ("get", f"{API}/chats/c1/sources?message=3", "/chats/{chat_id}/sources", None),
     ]
+    calls += _with_writers(s, ai_fake)
     calls.append(("delete", f"{API}/chats/c1", "/chats/{chat_id}", None))
     seen = set()
     for method, url, doc_path, body in calls:
