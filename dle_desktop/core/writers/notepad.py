@@ -15,8 +15,9 @@ NOTEPAD_CAP_BYTES = 64 * 1024
 MAX_REPLY_NOTES = 8 * 1024
 
 _BLOCK = re.compile(r"<dle-notes>([\s\S]*?)</dle-notes>", re.I)
+#: With the spaces before it, so "text [OOC: x] more" closes up to "text more".
 _ASIDE = re.compile(
-    r"\[\s*(?:OOC|Note to self|Author'?s note|Session note|Meta)\s*:[^\]]*\]|\(\s*OOC\s*:[^)]*\)",
+    r"[ \t]*(?:\[\s*(?:OOC|Note to self|Author'?s note|Session note|Meta)\s*:[^\]]*\]|\(\s*OOC\s*:[^)]*\))",
     re.I,
 )
 _THINK = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.S | re.I)
@@ -44,7 +45,7 @@ def take_notes(reply: str) -> tuple[str, str]:
 def strip_asides(reply: str) -> tuple[str, list[str]]:
     """(the reply without its note-like asides, the asides): `[OOC: ...]`, `(OOC: ...)`,
     `[Note to self: ...]`, `[Author's note: ...]`, `[Session note: ...]`, `[Meta: ...]`."""
-    asides = [m.group(0) for m in _ASIDE.finditer(reply)]
+    asides = [m.group(0).strip() for m in _ASIDE.finditer(reply)]
     if not asides:
         return reply, []
     return _tidy(_ASIDE.sub("", reply)), asides
