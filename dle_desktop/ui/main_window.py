@@ -98,7 +98,10 @@ class MainWindow(QMainWindow):
         bridge.syncError.connect(self.on_sync_error)
         bridge.semantic.connect(self.vault_view.semantic_strip.set_status)
         bridge.aiBreaker.connect(self.on_ai_breaker)
-        bridge.windowRequested.connect(lambda request: show_requested_view(self, request))
+        # Emitted on the engine's thread: queued, so the window is only ever touched on its own.
+        bridge.windowRequested.connect(
+            lambda request: show_requested_view(self, request), Qt.ConnectionType.QueuedConnection
+        )
         self.reset_semantic(bridge.settings)
         self._restore_state()
 
