@@ -226,3 +226,25 @@ def test_without_one_chat_selected_nothing_can_be_changed(steering, qloop):
     panel.table.clearSelection()
     assert steer.chat_id is None and not steer.tabs.isEnabled()
     assert "Select one chat" in steer.heading.text()
+
+
+def test_refresh_reads_the_vaults_fields_again(steering, vault_copy, qloop):
+    desk, steer = steering
+    panel = desk.window.sillytavern_view.chats_panel
+    definitions = vault_copy / "DeepLore" / "field-definitions.yaml"
+    text = definitions.read_text(encoding="utf-8")
+    extra = "  - name: weather\n    label: Weather\n    type: string\n    multi: false\n    values: [fog, rain]\n"
+    definitions.write_text(text.replace("fields:\n", "fields:\n" + extra, 1), encoding="utf-8")
+
+    async def scenario() -> None:
+        await wait_for(
+            lambda: any(f.name == "weather" for f in desk.runtime.engine.snapshot.field_definitions.fields),
+            what="the new field in the index",
+        )
+        panel.refresh_button.click()
+        await wait_for(lambda: "weather" in steer.gating.rows, what="the new field's row")
+        box = steer.gating.rows["weather"].box
+        assert [box.itemText(i) for i in range(box.count())] == ["fog", "rain"]  # declared, no note uses them
+
+    qloop.run_until_complete(scenario())
+    qloop.run_until_complete(desk.window.sillytavern_view.idle())

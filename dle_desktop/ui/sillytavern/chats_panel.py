@@ -89,7 +89,7 @@ class ChatsPanel(QWidget):
             "injection history); the chats themselves stay in SillyTavern"
         )
         self.forget_button.setEnabled(False)
-        self.refresh_button.clicked.connect(lambda *_: self.view.spawn(self.refresh))
+        self.refresh_button.clicked.connect(lambda *_: self.refresh_all())
         self.forget_button.clicked.connect(lambda *_: self.view.spawn(self.forget_selected))
         self.auto_forget = QCheckBox("Forget chats deleted in SillyTavern automatically")
         self.auto_forget.setToolTip(
@@ -120,6 +120,11 @@ class ChatsPanel(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.split, 1)
         self.fill_setting()
+
+    def refresh_all(self) -> None:
+        """Refresh: the list, and the selected chat with the vault's fields and folders as they are now."""
+        self.view.spawn(self.refresh)
+        self.view.spawn(self.steering.load)
 
     def _selection_changed(self) -> None:
         ids = self.selected_ids()
