@@ -67,11 +67,12 @@ export function hasToken() {
 }
 
 export class BridgeError extends Error {
-    constructor(message, { kind = 'server', status = 0, cause = '' } = {}) {
+    constructor(message, { kind = 'server', status = 0, cause = '', said = '' } = {}) {
         super(message);
         this.kind = kind; // unreachable | timeout | stopped | refused | server
         this.status = status;
         this.cause = cause;
+        this.said = said; // the server's own words (its `error`), for a caller that shows them alone
     }
 }
 
@@ -133,6 +134,7 @@ export async function call(method, path, { body, signal, timeoutMs = 10000, retr
     if (!response.ok) {
         throw new BridgeError(describeRefusal(response.status, data), {
             kind: [401, 403].includes(response.status) ? 'refused' : 'server', status: response.status, cause: data?.cause || '',
+            said: typeof data?.error === 'string' ? data.error : '',
         });
     }
     return data;

@@ -177,7 +177,7 @@ async function show(body, what) {
         await call('POST', '/api/dle/v1/app/show', { body });
     } catch (error) {
         if (error instanceof BridgeError && error.status === 409) {
-            throw new BridgeError(`DLE Desktop cannot show ${what}: ${error.message.replace(/^DLE Desktop answered HTTP 409: /, '')}`);
+            throw new BridgeError(`DLE Desktop cannot show ${what}: ${error.said || error.message}`);
         }
         throw error;
     }

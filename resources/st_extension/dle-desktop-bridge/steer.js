@@ -8,6 +8,18 @@ import { contextHtml } from './basics.js';
 import { changed, state as bridgeState } from './status.js';
 import { argText, ask, currentChatId, pickList, popup, splitArgs, table, toast, valueText } from './ui.js';
 
+/** A change DLE Desktop refused (a name the vault lacks, a bad value): its words, and that nothing changed. */
+async function change(method, path, body) {
+    try {
+        return await call(method, path, { body });
+    } catch (error) {
+        if (error instanceof BridgeError && [400, 404].includes(error.status) && error.said) {
+            throw new BridgeError(`${error.said.replace(/\.$/, '')}. Nothing was changed.`, { status: error.status });
+        }
+        throw error;
+    }
+}
+
 /** Tell the panel to read the chat's state again. */
 function steered() {
     bridgeState.steered = Date.now();
@@ -59,7 +71,7 @@ export async function setField(fieldName, rawValue) {
         value = await pickValue(field, chatId);
         if (value === null) return `${field.name} unchanged`;
     }
-    const saved = await call('POST', chatPath(chatId, 'context-field'), { body: { field: name, value } });
+    const saved = await change('POST', chatPath(chatId, 'context-field'), { field: name, value });
     steered();
     const text = `${saved.field} is now ${valueText(saved.value)} in this chat.`;
     toast('success', text);
@@ -69,7 +81,7 @@ export async function setField(fieldName, rawValue) {
 export async function clearField(_args, raw) {
     const name = argText(raw);
     if (!name) throw new BridgeError(`Name the field to clear, e.g. /dle-clear-field era. The vault's fields: ${knownFields(await vaultFields())}.`);
-    const saved = await call('POST', chatPath(currentChatId(), 'context-field'), { body: { field: name, value: null } });
+    const saved = await change('POST', chatPath(currentChatId(), 'context-field'), { field: name, value: null });
     steered();
     const text = `${saved.field} cleared in this chat.`;
     toast('success', text);
@@ -122,7 +134,7 @@ function foldersOf(raw, known) {
 }
 
 async function saveFolders(folders) {
-    const saved = await call('PUT', chatPath(currentChatId(), 'folders'), { body: { folders } });
+    const saved = await change('PUT', chatPath(currentChatId(), 'folders'), { folders });
     steered();
     const text = saved.folder_filter?.length
         ? `Only entries in ${saved.folder_filter.join(', ')} reach this chat's prompt.`

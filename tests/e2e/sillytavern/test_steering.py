@@ -175,8 +175,8 @@ def test_every_dle_command_and_alias_is_registered(bridge_page):
     )
 
 
-def test_every_command_without_an_argument_answers_in_words(bridge_page):
-    new_chat(bridge_page)
+def test_every_command_without_an_argument_answers_in_words(bridge_page, dle):
+    chat = new_chat(bridge_page)
     answers = {}
     for command in (
         "/dle",
@@ -205,6 +205,21 @@ def test_every_command_without_an_argument_answers_in_words(bridge_page):
     assert "errors" in answers["/dle-h"] and "skipped notes" in answers["/dle-l"]
     assert "Index:" in answers["/dle-cache-info"] and "cleared" in answers["/dle-cache-info clear"]
     assert "Ferryman Oske" in answers["/dle-analytics"] and "Never injected" in answers["/dle-analytics"]
+    # The commands that take one, with one.
+    assert execute(bridge_page, "/dle-set-scene combat") == "scene_type is now combat in this chat."
+    assert execute(bridge_page, "/dle-set-characters Oske, Seraphina").startswith(
+        "character_present is now Oske, Seraphina"
+    )
+    assert execute(bridge_page, "/dle-era Founding") == "era is now Founding in this chat."
+    context = chat_state(dle, chat)["context"]
+    assert set(context) == {"scene_type", "character_present", "era"}, context
+    assert execute(bridge_page, "/dle-block Harbour Map") == 'Blocked "Harbour Map" in this chat.'
+    assert execute(bridge_page, "/dle-notebook The tide turns at noon.").startswith("Author's Notebook saved")
+    state = chat_state(dle, chat)
+    assert [b["title"] for b in state["blocks"]] == ["Harbour Map"] and state["notebook"] == "The tide turns at noon."
+    assert execute(bridge_page, "/dle-unblock Harbour Map") == 'Unblocked "Harbour Map" in this chat.'
+    execute(bridge_page, "/dle-reset-context")
+    wait_state(dle, chat, lambda s: s["context"] == {} and s["blocks"] == [], "the chat was not reset")
     # Under `serve` there is no window to show: the server's words come back.
     for command in ("/dle-g", "/dle-librarian review", "/dle-librarian gap 3"):
         said = execute(bridge_page, command)
@@ -324,10 +339,11 @@ def test_bad_arguments_get_a_message_and_change_nothing(bridge_page, dle):
 
     run_command(bridge_page, "/dle-set-field weather rain")
     said = toast_text(bridge_page, "weather")
-    assert "location" in said and "era" in said, said  # the known fields are named
+    assert "location" in said and "era" in said and "Nothing was changed" in said, said  # the known fields are named
     run_command(bridge_page, "/dle-set-folder Attic")
     said = toast_text(bridge_page, "Attic")
-    assert "Places" in said and "People" in said, said  # the known folders are named
+    assert "Places" in said and "People" in said and "Nothing was changed" in said, said  # the known folders are named
+    assert "HTTP" not in said, said  # the server's words, not a status code
     assert "Name a field" in execute(bridge_page, "/dle-set-field")
     said = execute(
         bridge_page, "/dle-set-field weather"
