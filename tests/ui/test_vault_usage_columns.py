@@ -139,29 +139,24 @@ def _entries(n: int) -> list[Entry]:
     ]
 
 
-def test_ten_thousand_entries_take_their_counts_and_sort_quickly(qapp):
-    """Timed against sorting by title, the view's own cost measured at the same moment (the
-    machine may be busy): new counts are next to free, and sorting by them costs what a title sort does."""
+def test_ten_thousand_entries_take_their_counts_while_sorted_and_sort_by_them(qapp):
+    """New counts arrive while another column sorts the table; sorting by them orders the 10,000
+    rows by the counts. (How long that takes is measured by the benchmarks, not asserted here.)"""
     model = EntriesModel()
     proxy = EntriesFilter()
     proxy.setSourceModel(model)
     entries = _entries(10_000)
     model.set_entries(entries)
-    t = time.perf_counter()
     proxy.sort(0, Qt.SortOrder.DescendingOrder)
-    proxy.sort(0, Qt.SortOrder.AscendingOrder)
-    by_title = (time.perf_counter() - t) / 2
     usage = {e.uid: (i % 7, i % 5, time.time() - i) for i, e in enumerate(entries) if i % 3}
-    t = time.perf_counter()
     model.set_usage(usage)  # while another column sorts the table
-    new_counts = time.perf_counter() - t
-    assert new_counts < max(0.05, by_title / 4), f"new counts took {new_counts:.2f} s, a title sort {by_title:.2f} s"
-    t = time.perf_counter()
+    assert proxy.index(0, 0, QModelIndex()).data() == "Entry 09999"  # the title sort held
     proxy.sort(LAST_INJECTED, Qt.SortOrder.DescendingOrder)
-    by_last = time.perf_counter() - t
-    assert by_last < 3 * by_title + 0.5, f"sorting took {by_last:.2f} s, a title sort {by_title:.2f} s"
     assert proxy.index(0, LAST_INJECTED).data().startswith("today ")
     assert proxy.index(0, 0, QModelIndex()).data() == "Entry 00001"  # the newest injection
+    never = proxy.index(proxy.rowCount() - 1, 0, QModelIndex()).data()
+    assert int(never.split()[-1]) % 3 == 0  # an entry never injected sorts last
+    assert not str(proxy.index(proxy.rowCount() - 1, LAST_INJECTED).data() or "").startswith("today")
     assert model.columnCount() == len(COLUMNS)
 
 
