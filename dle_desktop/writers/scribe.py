@@ -129,6 +129,8 @@ class SessionScribe:
     async def _write(self, chat_id: str, conversation: str, character: str, focus: str, length: int) -> dict[str, Any]:
         s = self.host.settings
         store = self._store()
+        vault = vault_for_new(self.host)
+        note_path("check", s.scribe_folder, "scribe_folder")  # a bad folder is refused before the call
         previous = (await asyncio.to_thread(store.chat, chat_id)).scribe_summary
         answer = await ask(
             self.host, "scribe", chosen(s.scribe_prompt, SCRIBE_PROMPT), scribe_message(conversation, previous, focus)
@@ -137,7 +139,6 @@ class SessionScribe:
             summary = clean_summary(answer)
         except SummaryRefused as exc:
             raise AnswerRefused(f"Session Scribe: {exc}") from None
-        vault = vault_for_new(self.host)
         note = session_note(character, summary, self.now())
         for attempt in range(SAME_SECOND_TRIES):
             title = note.title if attempt == 0 else f"{note.title} ({attempt + 1})"

@@ -9,6 +9,7 @@ import pytest
 
 from dle_desktop.ai.errors import AiError
 from dle_desktop.core.pipeline.chat_input import parse_messages
+from dle_desktop.errors import InputError
 from dle_desktop.writers.common import WriterBusy, WriterCancelled
 
 from .conftest import SUMMARY, answer_writers, chat, running, writer_settings
@@ -166,5 +167,16 @@ def test_an_answer_with_nothing_to_write_is_refused(tmp_path, ai_fake):
             with pytest.raises(Exception, match="summary was empty"):
                 await engine.writers.scribe.run("c1", MESSAGES)
             assert not (root / "Sessions").exists()
+
+    asyncio.run(go())
+
+
+def test_a_folder_setting_that_leaves_the_vault_is_refused_before_any_call(tmp_path, ai_fake):
+    async def go():
+        async with running(tmp_path, writer_settings(ai_fake, scribeFolder="../outside")) as (engine, root):
+            with pytest.raises(InputError, match="scribe_folder"):
+                await engine.writers.scribe.run("c1", MESSAGES)
+            assert ai_fake.requests == [] and not (tmp_path / "outside").exists()
+            assert sorted(p.name for p in root.rglob("*.md")) == ["Lantern Quay.md", "Old Hobb.md"]
 
     asyncio.run(go())

@@ -142,6 +142,7 @@ def test_repairs_trailing_commas_a_cut_off_array_odd_types_and_too_few_or_many_k
         ({"title": "../../etc/passwd", "summary": "s"}, "slash"),
         ({"title": "a..b", "summary": "s"}, "'..'"),
         ({"title": "  ", "summary": "s"}, "empty"),
+        ({"title": ". .", "summary": "s"}, "only dots"),
         ({"title": 7, "summary": "s"}, "not text"),
         ({"title": "T", "summary": " "}, "summary is empty"),
         ({"title": "x" * 201, "summary": "s"}, "limit"),

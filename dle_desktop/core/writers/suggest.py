@@ -80,6 +80,8 @@ def check_title(value: Any) -> str:
         raise ValueError("the title has a slash; a title names one note, not a folder path")
     if ".." in title:
         raise ValueError("the title has '..'")
+    if not title.strip(". "):
+        raise ValueError("the title is only dots")
     if _CONTROL.search(value.replace("\n", " ").replace("\t", " ")):
         raise ValueError("the title has a control character")
     return title
