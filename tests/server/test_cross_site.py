@@ -21,6 +21,7 @@ SAMPLE_PARAMS = {
     "path": "Places/Lantern Quay.md",
     "channel": "ai_search",
     "name": "insert",
+    "suggestion_id": "0123abcd",
 }
 
 
