@@ -110,3 +110,32 @@ class Notepad(Answer):
 
 class NotesRolledBack(Notepad):
     removed: list[ReplyNotes]
+
+
+class ScribeSettings(Answer):
+    enabled: bool = Field(description="automatic runs (scribe_enabled); a slash command runs either way")
+    interval: int = Field(description="messages between automatic runs (scribe_interval)")
+    folder: str
+    scan_depth: int = Field(description="messages summarised")
+    informed_retrieval: bool = Field(description="AI search reads the last summary")
+
+
+class AutoSuggestSettings(Answer):
+    enabled: bool
+    interval: int = Field(description="AI messages between automatic runs")
+    folder: str
+    skip_review: bool
+
+
+class NotepadSettings(Answer):
+    enabled: bool
+    mode: Literal["tag", "extract"]
+    position: int
+    depth: int
+    role: int
+
+
+class WriterSettings(Answer):
+    scribe: ScribeSettings
+    auto_suggest: AutoSuggestSettings
+    ai_notepad: NotepadSettings

@@ -20,6 +20,7 @@ from dle_desktop.server.openapi_parts import (
 )
 
 ANSWERS: list[type[BaseModel]] = [
+    answers_writers.WriterSettings,
     answers_writers.ScribeRun,
     answers_writers.ScribeHistory,
     answers_writers.ScribeCancelled,
@@ -60,6 +61,14 @@ def _notes_params() -> list[dict]:
 
 
 PATHS: dict[str, dict] = {
+    f"{API}/writers": {
+        "get": operation(
+            "getWriterSettings",
+            "The writers' settings in effect (what the bridge's automatic calls depend on)",
+            json_answer(ref_to("WriterSettings"), "Session Scribe, Auto Lorebook and AI Notepad"),
+            tag="writers",
+        )
+    },
     f"{API}/chats/{{chat_id}}/scribe": {
         "post": operation(
             "runScribe",

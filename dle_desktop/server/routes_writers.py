@@ -52,6 +52,34 @@ async def _optional_json(request: Request) -> Any:
     return await read_json(request) if await request.body() else {}
 
 
+async def writer_settings(request: Request) -> JSONResponse:
+    s = engine(request).settings
+    return JSONResponse(
+        {
+            "scribe": {
+                "enabled": s.scribe_enabled,
+                "interval": s.scribe_interval,
+                "folder": s.scribe_folder,
+                "scan_depth": s.scribe_scan_depth,
+                "informed_retrieval": s.scribe_informed_retrieval,
+            },
+            "auto_suggest": {
+                "enabled": s.auto_suggest_enabled,
+                "interval": s.auto_suggest_interval,
+                "folder": s.auto_suggest_folder,
+                "skip_review": s.auto_suggest_skip_review,
+            },
+            "ai_notepad": {
+                "enabled": s.ai_notepad_enabled,
+                "mode": s.ai_notepad_mode,
+                "position": s.ai_notepad_position,
+                "depth": s.ai_notepad_depth,
+                "role": s.ai_notepad_role,
+            },
+        }
+    )
+
+
 async def run_scribe(request: Request) -> JSONResponse:
     chat_id = _chat_id(request)
     body = parse_body(ScribeRequest, await read_json(request))
@@ -124,6 +152,7 @@ async def clear_notepad(request: Request) -> JSONResponse:
 
 
 routes = [
+    Route(f"{API}/writers", writer_settings, methods=["GET"]),
     Route(f"{API}/suggestions", suggestions, methods=["GET"]),
     Route(f"{API}/suggestions/{{suggestion_id}}/accept", accept, methods=["POST"]),
     Route(f"{API}/suggestions/{{suggestion_id}}/reject", reject, methods=["POST"]),

@@ -106,6 +106,7 @@ def test_every_route_is_documented_and_nothing_else():
         "chats/{chat_id}/notes",
         "chats/{chat_id}/notepad",
         "suggestions",
+        "writers",
         "suggestions/{suggestion_id}/accept",
         "suggestions/{suggestion_id}/reject",
     }
@@ -243,6 +244,7 @@ def _with_writers(s, fake) -> list[tuple[str, str, str, dict | None]]:
     assert run.status_code == 200, run.text
     first, second = (p["id"] for p in run.json()["suggestions"])
     return [
+        ("get", f"{API}/writers", "/writers", None),
         ("post", f"{API}/chats/c1/scribe", "/chats/{chat_id}/scribe", {"messages": chat, "focus": "the bell"}),
         ("get", f"{API}/chats/c1/scribe", "/chats/{chat_id}/scribe", None),
         ("delete", f"{API}/chats/c1/scribe", "/chats/{chat_id}/scribe", None),

@@ -174,9 +174,19 @@ def test_a_bad_edit_or_a_missing_suggestion_changes_nothing(live):
     assert s.client.post(f"{API}/suggestions/{pending['id']}/reject").json() == {"id": pending["id"], "rejected": True}
 
 
-def test_a_channel_that_is_not_set_up_is_a_409_in_words(tmp_path):
+def test_every_writer_is_off_by_default_and_a_channel_not_set_up_is_a_409_in_words(tmp_path):
     s = LiveServer(make_vault(tmp_path / "vault"), tmp_path / "data")
     try:
+        off = s.client.get(f"{API}/writers").json()
+        assert off["scribe"] == {
+            "enabled": False,
+            "interval": 5,
+            "folder": "Sessions",
+            "scan_depth": 20,
+            "informed_retrieval": False,
+        }
+        assert off["auto_suggest"] == {"enabled": False, "interval": 10, "folder": "", "skip_review": False}
+        assert off["ai_notepad"] == {"enabled": False, "mode": "tag", "position": 1, "depth": 4, "role": 0}
         r = s.client.post(f"{C}/scribe", json={"messages": TALK})
         assert r.status_code == 409 and "Session Scribe is not set up" in r.json()["error"]
         auto = s.client.post(f"{C}/suggestions", json={"messages": TALK, "auto": True})
