@@ -198,6 +198,7 @@ class Engine:
         self.retrieval.ai_select = AiSearch(self.ai, self.writers.last_summary).select
         self.retrieval.extra_groups = self.writers.notepad.groups
         self.retrieval.reset_listeners.append(self.writers.forget)
+        self.retrieval.fork_listeners.append(self.writers.fork)
         self._writer: NoteWriter | None = None  # the note writer, made on first use (see `writer`)
         self._librarian: Librarian | None = None  # made on first use (see `librarian`)
         # Made here, not on first use: the GUI thread and the server's routes both reach for it,

@@ -61,6 +61,8 @@ AiSelect = Callable[[Pending, "str | None"], Awaitable[AiOutcome]]
 ExtraGroups = Callable[[str], Awaitable[Sequence[Group]]]
 #: Told a chat was reset (its writers stop and forget it).
 ResetListener = Callable[[str], Awaitable[None]]
+#: Told a chat was forked from another (source, target), once its state is copied.
+ForkListener = Callable[[str, str], Awaitable[None]]
 
 
 #: Told of every generation `retrieve` returns in this context (see `observe_generations`).
@@ -89,6 +91,7 @@ class RetrievalService:
     ai_select: AiSelect | None = None
     extra_groups: ExtraGroups | None = None
     reset_listeners: list[ResetListener] = field(default_factory=list)
+    fork_listeners: list[ForkListener] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._store: ChatStore | None = None
@@ -273,7 +276,10 @@ class RetrievalService:
                 # without this, a branch from an early message looks like a swipe and rolls back.
                 copied = await asyncio.to_thread(self.store.load, target)
                 await asyncio.to_thread(self.store.save, target, copied.replace(last_swipe_key=None, before_last=None))
-            return reason
+        if reason is None:
+            for listener in self.fork_listeners:
+                await listener(source, target)
+        return reason
 
     async def reset(self, chat_id: str) -> bool:
         async with self._lock(chat_id):

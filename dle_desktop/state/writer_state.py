@@ -263,6 +263,30 @@ class WriterState:
 
         self._change(work)
 
+    def copy_chat(self, source: str, target: str) -> bool:
+        """`target` starts with `source`'s run counts, summary, notepad and reply notes (the
+        session notes and pending suggestions stay with `source`); False when `target` already
+        has writer state or `source` has none."""
+
+        def work() -> bool:
+            taken = self._db.execute("SELECT 1 FROM writer_chats WHERE chat_id = ?", (target,)).fetchone()
+            has = self._db.execute("SELECT 1 FROM writer_chats WHERE chat_id = ?", (source,)).fetchone()
+            if taken or not has:
+                return False
+            chat = self._chat(source)
+            self._put(
+                WriterChat(target, chat.scribe_chat_length, chat.scribe_summary, chat.suggest_count, chat.notepad)
+            )
+            self._db.execute(
+                "INSERT INTO writer_reply_notes SELECT ?, message, swipe, notes, created_at FROM writer_reply_notes "
+                "WHERE chat_id = ?",
+                (target, source),
+            )
+            return True
+
+        copied: bool = self._change(work)
+        return copied
+
     def forget(self, chat_id: str) -> None:
         """Everything of a chat (its reset); the notes it wrote stay in the vault."""
 

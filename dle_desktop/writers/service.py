@@ -42,6 +42,11 @@ class Writers:
         self.notepad.forget(chat_id)
         await asyncio.to_thread(self.store().forget, chat_id)
 
+    async def fork(self, source: str, target: str) -> None:
+        """A branch starts with its parent's notepad, reply notes and last summary, as DLE's chat
+        metadata is copied with a branch (never over a chat that has writer state)."""
+        await asyncio.to_thread(self.store().copy_chat, source, target)
+
     def close(self) -> None:
         self.scribe.cancel_all()
         with self._opening:

@@ -242,3 +242,18 @@ def test_the_notes_survive_a_restart(tmp_path, ai_fake):
             )
 
     asyncio.run(go())
+
+
+def test_a_branch_starts_with_its_parents_notepad(tmp_path, ai_fake):
+    async def go():
+        async with running(tmp_path, writer_settings(ai_fake, aiNotepadEnabled=True)) as (engine, _root):
+            notepad = engine.writers.notepad
+            await engine.retrieval.retrieve(_doc("parent", "hello"))
+            await notepad.process("parent", 1, 0, "x<dle-notes>from the parent</dle-notes>")
+            assert await engine.retrieval.fork("parent", "branch") is None
+            branch = await notepad.read("branch")
+            assert branch["text"] == "from the parent" and branch["replies"][0]["notes"] == "from the parent"
+            await notepad.rollback("branch", 1, 0)
+            assert (await notepad.read("parent"))["text"] == "from the parent"  # the parent keeps its own
+
+    asyncio.run(go())
