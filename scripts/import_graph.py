@@ -18,6 +18,7 @@ ORDER = [
     "server",
     "engine",
     "librarian",
+    "writers",
     "olra",
     "desktop",
     "st_bridge",
