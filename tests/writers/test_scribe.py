@@ -180,3 +180,20 @@ def test_a_folder_setting_that_leaves_the_vault_is_refused_before_any_call(tmp_p
             assert sorted(p.name for p in root.rglob("*.md")) == ["Lantern Quay.md", "Old Hobb.md"]
 
     asyncio.run(go())
+
+
+def test_a_session_note_is_undoable_and_a_runaway_summary_is_cut(tmp_path, ai_fake):
+    ai_fake.reply(text=("A long paragraph of events. " * 40 + "\n\n") * 1000)  # about 1 MB
+
+    async def go():
+        async with running(tmp_path, writer_settings(ai_fake)) as (engine, root):
+            result = await engine.writers.scribe.run("c1", MESSAGES)
+            written = (root / NOTE).read_text(encoding="utf-8")
+            assert len(result["summary"]) <= 32_000 and written.endswith("events.\n")
+            assert [p.relative_to(root).as_posix() for p in root.rglob("*.md") if "Sessions" in p.parts] == [NOTE]
+            (record,) = engine.writer.history_for("lore", NOTE)
+            await engine.writer.undo(record.id)
+            assert not (root / NOTE).exists()
+            assert NOTE not in {s.path for s in engine.snapshot.skipped}
+
+    asyncio.run(go())
