@@ -42,6 +42,8 @@ class SessionScribe:
         self.now = now
         self._tasks: dict[str, asyncio.Task[dict[str, Any]]] = {}
         self._busy: set[str] = set()
+        #: chats whose run was cancelled before its AI call began
+        self._cancelled: set[str] = set()
         #: each chat's last summary, for AI search (read once from the store)
         self._summaries: dict[str, str] = {}
 
@@ -80,6 +82,7 @@ class SessionScribe:
             return await self._run(chat_id, messages, character, focus, chat_length, auto)
         finally:
             self._busy.discard(chat_id)
+            self._cancelled.discard(chat_id)
             self._tasks.pop(chat_id, None)
 
     async def _run(
@@ -102,6 +105,8 @@ class SessionScribe:
         conversation = transcript(messages, s.scribe_scan_depth)
         if not conversation.strip():
             return _not_run("the chat has no messages for the Session Scribe to summarise", length)
+        if chat_id in self._cancelled:
+            raise WriterCancelled("the Session Scribe was cancelled; nothing written")
         task = asyncio.ensure_future(
             self._write(chat_id, conversation, character_of(messages, character), focus, length)
         )
@@ -117,6 +122,9 @@ class SessionScribe:
 
     def cancel(self, chat_id: str) -> bool:
         task = self._tasks.get(chat_id)
+        if task is None and chat_id in self._busy:
+            self._cancelled.add(chat_id)  # still reading the chat's state: stop before the call
+            return True
         if task is None or task.done():
             return False
         task.cancel()

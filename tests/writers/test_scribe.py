@@ -197,3 +197,19 @@ def test_a_session_note_is_undoable_and_a_runaway_summary_is_cut(tmp_path, ai_fa
             assert NOTE not in {s.path for s in engine.snapshot.skipped}
 
     asyncio.run(go())
+
+
+def test_a_cancel_before_the_call_began_stops_it_too(tmp_path, ai_fake):
+    ai_fake.default(answer_writers)
+
+    async def go():
+        async with running(tmp_path, writer_settings(ai_fake, scribeEnabled=True)) as (engine, root):
+            run = asyncio.ensure_future(engine.writers.scribe.run("c1", MESSAGES, auto=True, chat_length=10))
+            await asyncio.sleep(0)  # the run now reads the chat's state off the loop
+            assert engine.writers.scribe.cancel("c1") is True
+            with pytest.raises(WriterCancelled):
+                await run
+            assert ai_fake.requests == [] and not (root / "Sessions").exists()
+            assert (await engine.writers.scribe.run("c1", MESSAGES, auto=True, chat_length=10))["ran"] is True
+
+    asyncio.run(go())
