@@ -95,6 +95,7 @@ class ProcessedReply(Answer):
     text: str = Field(description="the reply to show: without its <dle-notes> blocks (tag) or asides (extract)")
     notes: str = Field(description="the notes kept for this reply")
     stored: bool = Field(description="notes were taken from this reply now")
+    pending: bool = Field(description="extract mode without `wait`: the notes are being taken in the background")
     error: str | None = Field(description="why extract mode took no notes (the call failed); the chat goes on")
 
 

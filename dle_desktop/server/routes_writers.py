@@ -134,7 +134,9 @@ async def reject(request: Request) -> JSONResponse:
 async def process_reply(request: Request) -> JSONResponse:
     chat_id = _chat_id(request)
     body = parse_body(ReplyRequest, await read_json(request))
-    return JSONResponse(await _writers(request).notepad.process(chat_id, body.message, body.swipe, body.text))
+    return JSONResponse(
+        await _writers(request).notepad.process(chat_id, body.message, body.swipe, body.text, wait=body.wait)
+    )
 
 
 async def rollback(request: Request) -> JSONResponse:

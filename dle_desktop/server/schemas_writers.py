@@ -170,6 +170,18 @@ class ReplyRequest(RequestModel):
         BeforeValidator(lambda v: text(v, "text", MAX_MESSAGE_CHARS)),
         _text_schema(MAX_MESSAGE_CHARS, "the reply as the model wrote it", null=False),
     ]
+    wait: Annotated[
+        bool,
+        BeforeValidator(lambda v: _flag(v, "wait")),
+        WithJsonSchema(
+            {
+                "type": "boolean",
+                "default": True,
+                "description": "extract mode: false answers the text at once and takes the notes in the "
+                "background (`pending`)",
+            }
+        ),
+    ] = True
 
 
 def _query_count(raw: str, name: str, high: int) -> int:

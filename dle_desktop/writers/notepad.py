@@ -6,6 +6,7 @@ generation as one more prompt group."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +24,8 @@ from dle_desktop.errors import DleError
 from dle_desktop.state.writer_state import WriterState
 from dle_desktop.writers.common import WritersHost, ask
 
+log = logging.getLogger(__name__)
+
 #: The prompt group's key (SillyTavern's extension prompt name), beside the Author's Notebook's.
 GROUP_KEY = "deeplore_ai_notepad"
 
@@ -33,17 +36,21 @@ class AiNotepad:
         self._store = store
         #: bumped by every rollback or clear: an extraction that began before one is dropped
         self._epochs: dict[str, int] = {}
+        #: extractions running after their reply was answered (`wait` False)
+        self._background: set[asyncio.Task[None]] = set()
 
     def _bump(self, chat_id: str) -> None:
         self._epochs[chat_id] = self._epochs.get(chat_id, 0) + 1
 
-    async def process(self, chat_id: str, message: int, swipe: int, text: str) -> dict[str, Any]:
+    async def process(self, chat_id: str, message: int, swipe: int, text: str, *, wait: bool = True) -> dict[str, Any]:
         """A reply as written: the text to show, and its notes kept. Processing the same reply
-        again (SillyTavern's fallback event) keeps the notes it had."""
+        again (SillyTavern's fallback event) keeps the notes it had. Extract mode with `wait`
+        False answers the text at once and takes the notes in the background, as DLE does (a
+        failure is then only in the channel's usage and the log)."""
         s = self.host.settings
         store = self._store()
         out: dict[str, Any] = {"enabled": s.ai_notepad_enabled, "mode": s.ai_notepad_mode, "text": text}
-        out |= {"notes": "", "stored": False, "error": None}
+        out |= {"notes": "", "stored": False, "pending": False, "error": None}
         if not s.ai_notepad_enabled:
             return out
         had = await asyncio.to_thread(store.notes_of, chat_id, message, swipe)
@@ -52,6 +59,9 @@ class AiNotepad:
         else:
             out["text"], _asides = strip_asides(text)
             notes = ""
+            if had is None and not wait:
+                self._in_background(chat_id, message, swipe, text)
+                return out | {"pending": True}
             if had is None:
                 notes, out["error"] = await self._extract(chat_id, text)
         if notes:
@@ -60,6 +70,22 @@ class AiNotepad:
         elif had:
             out["notes"] = had
         return out
+
+    def _in_background(self, chat_id: str, message: int, swipe: int, reply: str) -> None:
+        async def extract_and_keep() -> None:
+            notes, error = await self._extract(chat_id, reply)
+            if notes:
+                await asyncio.to_thread(self._store().add_reply_notes, chat_id, message, swipe, notes)
+            elif error:
+                log.info("AI Notepad, chat %s message %d: %s", chat_id, message, error)
+
+        task = asyncio.ensure_future(extract_and_keep())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def cancel_all(self) -> None:
+        for task in list(self._background):
+            task.cancel()
 
     async def _extract(self, chat_id: str, reply: str) -> tuple[str, str | None]:
         """(notes, None), or ("", why none) when the call failed or a rollback overtook it. The

@@ -49,6 +49,7 @@ class Writers:
 
     def close(self) -> None:
         self.scribe.cancel_all()
+        self.notepad.cancel_all()
         with self._opening:
             if self._state is not None:
                 self._state.close()

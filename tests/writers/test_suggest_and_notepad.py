@@ -257,3 +257,21 @@ def test_a_branch_starts_with_its_parents_notepad(tmp_path, ai_fake):
             assert (await notepad.read("parent"))["text"] == "from the parent"  # the parent keeps its own
 
     asyncio.run(go())
+
+
+def test_extract_mode_without_waiting_answers_at_once_and_keeps_the_notes_in_the_background(tmp_path, ai_fake):
+    ai_fake.slow(0.5, text="- the key is in the boot")
+    settings = writer_settings(ai_fake, aiNotepadEnabled=True, aiNotepadMode="extract")
+
+    async def go():
+        async with running(tmp_path, settings) as (engine, _root):
+            notepad = engine.writers.notepad
+            shown = await notepad.process("c1", 1, 0, "She hid it. [OOC: key]", wait=False)
+            assert shown["text"] == "She hid it." and shown["pending"] is True and shown["notes"] == ""
+            for _ in range(100):
+                if (await notepad.read("c1"))["text"]:
+                    break
+                await asyncio.sleep(0.05)
+            assert (await notepad.read("c1"))["text"] == "- the key is in the boot"
+
+    asyncio.run(go())
