@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 NOTE_MS = 10000
 
 
-class MainWindow(Protocol):
+class ViewHost(Protocol):
     """What of the main window a request moves (`ui.main_window.MainWindow`)."""
 
     @property
@@ -36,7 +36,7 @@ class MainWindow(Protocol):
     def statusBar(self) -> QStatusBar: ...
 
 
-def show_requested_view(window: MainWindow, request: dict[str, Any]) -> None:
+def show_requested_view(window: ViewHost, request: dict[str, Any]) -> None:
     """Answer one request ({"view", "entry"?, "gap"?, "mode"?}) on the GUI thread."""
     window.bring_forward()
     view = request.get("view")
@@ -59,7 +59,7 @@ def show_requested_view(window: MainWindow, request: dict[str, Any]) -> None:
         _note(window, f"SillyTavern asked for a view this window does not have: {view}")
 
 
-def _select_title(window: MainWindow, title: str) -> None:
+def _select_title(window: ViewHost, title: str) -> None:
     vault_view = window.vault_view
     snapshot = vault_view.snapshot
     hits = snapshot.by_title.get(title.strip().lower(), ()) if snapshot is not None else ()
@@ -70,7 +70,7 @@ def _select_title(window: MainWindow, title: str) -> None:
     vault_view.show_entry(hits[0].uid)
 
 
-async def _show_gap(window: MainWindow, gap_id: str) -> None:
+async def _show_gap(window: ViewHost, gap_id: str) -> None:
     try:
         note = await window.librarian_view.show_gap(gap_id)
     except Exception as exc:  # the gap store could not be read: say so, keep the window
@@ -79,5 +79,5 @@ async def _show_gap(window: MainWindow, gap_id: str) -> None:
     _note(window, note)
 
 
-def _note(window: MainWindow, text: str) -> None:
+def _note(window: ViewHost, text: str) -> None:
     window.statusBar().showMessage(text, NOTE_MS)

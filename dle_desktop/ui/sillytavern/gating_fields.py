@@ -108,8 +108,8 @@ class FieldRow:
         self.box = QComboBox()
         self.box.setEditable(True)
         self.box.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-        # A comma list would fight inline completion; the list is one click away. (The stubs miss None.)
-        self.box.setCompleter(None)  # type: ignore[arg-type]
+        # A comma list would fight inline completion; the list is one click away.
+        self.box.setCompleter(None)  # type: ignore[arg-type]  # Qt takes None (no completer); the stubs miss it
         self.box.setModel(ChoiceModel(choices_of(field), total))
         self.box.setCurrentIndex(-1)  # a model brings its first value along: not set until set
         self.box.setMinimumContentsLength(12)
