@@ -269,3 +269,35 @@ class EngineBridge(QObject):
     async def entry_analytics(self, chat_id: str | None = None) -> dict[str, Any]:
         """Per entry, over all chats (and in `chat_id`): matched, injected, last injected."""
         return await self.call(self.engine.steering.analytics(chat_id))
+
+    # -- the writers: Session Scribe, Auto Lorebook, AI Notepad ------------------------------------
+    async def scribe_history(self, chat_id: str) -> dict[str, Any]:
+        """The chat's Session Scribe: its notes ({vault, path, title, created_at}, newest first),
+        its last summary, whether it runs now."""
+        return await self.call(self.engine.writers.scribe.history(chat_id))
+
+    async def ai_notepad(self, chat_id: str) -> dict[str, Any]:
+        """The chat's AI Notepad: its text, its size in bytes and the cap, the notes per reply."""
+        return await self.call(self.engine.writers.notepad.read(chat_id))
+
+    async def clear_ai_notepad(self, chat_id: str) -> dict[str, Any]:
+        return await self.call(self.engine.writers.notepad.clear(chat_id))
+
+    async def pending_suggestions(self) -> list[dict[str, Any]]:
+        """Auto Lorebook's suggestions waiting for review, from every chat, oldest first
+        ({id, chat_id, created_at, suggestion: {title, type, keys, summary, content}})."""
+        answer = await self.call(self.engine.writers.suggest.pending(None))
+        return list(answer["suggestions"])
+
+    async def accept_suggestion(self, suggestion_id: str, edits: dict[str, Any]) -> dict[str, Any]:
+        """Write the suggestion with the user's edits through the note writer; answers where it
+        went ({"written": {vault, path, title}}). A bad edit or a taken title raises DleError."""
+        return await self.call(self.engine.writers.suggest.accept(suggestion_id, edits))
+
+    async def reject_suggestion(self, suggestion_id: str) -> dict[str, Any]:
+        return await self.call(self.engine.writers.suggest.reject(suggestion_id))
+
+    async def read_note(self, vault: str, path: str) -> str | None:
+        """A vault note's text as it is now (None when it is gone)."""
+        version = await self.call(self.engine.writer.read(vault, path))
+        return version.text

@@ -37,6 +37,7 @@ from dle_desktop.ui.bridge import ADDED, COMMAND_LINE, SAMPLE, SAVED, SECOND_LAU
 from dle_desktop.ui.settings.embeddings import EmbeddingsPage
 from dle_desktop.ui.settings.model_download import ModelDownload
 from dle_desktop.ui.settings.retrieval import RetrievalPage
+from dle_desktop.ui.settings.writers import WritersPage, channel_state
 
 
 def unique_name(base: str, taken: set[str]) -> str:
@@ -174,7 +175,7 @@ class RestVaultDialog(QDialog):
 
 
 class SettingsDialog(QDialog):
-    PAGES = ("vaults", "general", "retrieval", "embeddings")
+    PAGES = ("vaults", "general", "retrieval", "embeddings", "writers")
 
     def __init__(
         self,
@@ -214,6 +215,10 @@ class SettingsDialog(QDialog):
         self.retrieval.pageRequested.connect(self.show_page)
         tabs.addTab(self.retrieval, "Retrieval")
         tabs.addTab(scroll, "Embeddings")
+        self.writers = WritersPage(
+            settings, (lambda channel: channel_state(bridge.ai_channel(channel))) if bridge is not None else None
+        )
+        tabs.addTab(self.writers, "Writers")
         # Retrieval shows the Embeddings page's values, as edited here so far
         tabs.currentChanged.connect(lambda *_: self.retrieval.show_current(self.embeddings.values()))
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
@@ -442,6 +447,7 @@ class SettingsDialog(QDialog):
             field_definitions_path=self.fields_path.text().strip(),
             **self.embeddings.values(),
             **self.retrieval.values(),
+            **self.writers.values(),
         )
 
     def _accept(self) -> None:
@@ -452,6 +458,11 @@ class SettingsDialog(QDialog):
         problem = self.retrieval.problem()
         if problem:
             self.show_page("retrieval")
+            QMessageBox.warning(self, "Settings", problem)
+            return
+        problem = self.writers.problem()
+        if problem:
+            self.show_page("writers")
             QMessageBox.warning(self, "Settings", problem)
             return
         try:
