@@ -1,5 +1,6 @@
-"""The Librarian's left column: the saved sessions (newest first) and the gap records (with why
-the list is empty, and buttons that wait for a gap to act on)."""
+"""The Librarian's left column: the saved sessions (newest first), the gap records (with why
+the list is empty, and buttons that wait for a gap to act on) and Auto Lorebook's suggestions
+(suggestions.py, added by the view)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ from PySide6.QtWidgets import (
 )
 
 from dle_desktop.librarian.sessions import KINDS
+from dle_desktop.ui.librarian.suggestions import SuggestionsPanel
 
-SESSIONS_TAB, GAPS_TAB = 0, 1
+SESSIONS_TAB, GAPS_TAB, SUGGESTIONS_TAB = 0, 1, 2
 _URGENCY_MARK = {"high": "●●●", "medium": "●●", "low": "●"}
 NO_GAPS_YET = (
     "No gaps recorded yet. A gap is lore the story asked for and the vault lacks: a search that "
@@ -94,6 +96,13 @@ class SessionsPanel(QTabWidget):
         self.insertTab(SESSIONS_TAB, sessions, "Sessions")
         self.insertTab(GAPS_TAB, gaps, "Gaps")
         self._gap_buttons()
+
+    def add_suggestions(self, panel: SuggestionsPanel) -> None:
+        """The Suggestions tab beside Gaps; its title counts what waits."""
+        self.insertTab(SUGGESTIONS_TAB, panel, "Suggestions")
+        panel.countChanged.connect(
+            lambda n: self.setTabText(SUGGESTIONS_TAB, f"Suggestions ({n})" if n else "Suggestions")
+        )
 
     def _session_chosen(self, item: QListWidgetItem | None, _previous: QListWidgetItem | None) -> None:
         if item is not None:

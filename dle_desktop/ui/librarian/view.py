@@ -22,6 +22,7 @@ from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.core.pipeline.chat_formats import parse_chat_text
 from dle_desktop.errors import DleError
 from dle_desktop.librarian.changes import needs_summary
+from dle_desktop.librarian.draft import TYPES, Draft
 from dle_desktop.librarian.gaps import GapStore
 from dle_desktop.librarian.loop import Event
 from dle_desktop.librarian.service import Librarian
@@ -30,7 +31,8 @@ from dle_desktop.ui.librarian.ai_notice import FEATURE_CHANNELS, AiMissing, AiNo
 from dle_desktop.ui.librarian.chat import ChatPane
 from dle_desktop.ui.librarian.dialogs import ProposalDialog, WritePreviewDialog
 from dle_desktop.ui.librarian.draft import DraftEditor
-from dle_desktop.ui.librarian.lists import GAPS_TAB, SESSIONS_TAB, SessionsPanel
+from dle_desktop.ui.librarian.lists import GAPS_TAB, SESSIONS_TAB, SUGGESTIONS_TAB, SessionsPanel
+from dle_desktop.ui.librarian.suggestions import SuggestionsPanel
 from dle_desktop.ui.widgets.async_util import soon
 
 log = logging.getLogger(__name__)
@@ -76,6 +78,9 @@ class LibrarianView(QWidget):
         self.notice = AiNotice()
         self.notice.channelsRequested.connect(self.channelsRequested)
         self.lists = SessionsPanel()
+        self.suggestions = SuggestionsPanel(bridge)
+        self.suggestions.open_in_session = self.open_suggestion
+        self.lists.add_suggestions(self.suggestions)
         self.chat = ChatPane()
         self.editor = DraftEditor()
         split = QSplitter(Qt.Orientation.Horizontal)
@@ -97,6 +102,7 @@ class LibrarianView(QWidget):
         self.lists.gapHidden.connect(lambda gid: soon(lambda: self._change_gap(self.lib.gaps.hide, gid)))
         self.lists.gapDismissed.connect(lambda gid: soon(lambda: self._change_gap(self.lib.gaps.dismiss, gid)))
         self.lists.summarizeRequested.connect(lambda: soon(self.summarize_all))
+        self.lists.currentChanged.connect(self._list_tab_shown)
         self.chat.sendRequested.connect(lambda text: self._start(self.send(text)))
         self.chat.cancelRequested.connect(self.cancel)
         self.editor.writeRequested.connect(lambda: soon(self.write_draft))
@@ -161,10 +167,16 @@ class LibrarianView(QWidget):
         self.chat.set_available(self.ai_ready)
         self.editor.setEnabled(self.ai_ready)
         self.lists.set_ai(self.ai_ready, self.ai_missing("summarize") is None)
+        self.suggestions.set_can_open(self.ai_ready)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
         self.check_ai()  # the user may come back from adding a connection
+        soon(self.suggestions.refresh)  # the chats may have suggested entries since
+
+    def _list_tab_shown(self, index: int) -> None:
+        if index == SUGGESTIONS_TAB:
+            soon(self.suggestions.refresh)
 
     # -- sessions ------------------------------------------------------------------------------
     def refresh_lists(self) -> None:
@@ -209,6 +221,31 @@ class LibrarianView(QWidget):
         self.session = self.lib.new_session(kind, gap_id=gap_id, chat_text=text, save=False)
         self._save(self.session)
         self._show_session()
+
+    def open_suggestion(self, suggestion: dict[str, Any]) -> str | None:
+        """A new session whose draft is an Auto Lorebook suggestion, to refine with the librarian;
+        answers why none was started, or None."""
+        self.check_ai()
+        if not self.ai_ready:
+            return (
+                "A Librarian session needs the Librarian's AI connection (see above); "
+                "Accept… writes the suggestion without one."
+            )
+        self._save_editor()
+        title = str(suggestion.get("title", "")).strip()
+        kind = str(suggestion.get("type", "lore"))
+        self.session = self.lib.new_session("new", title=f"Suggestion: {title}", save=False)
+        self.session.draft = Draft(
+            title=title,
+            type=kind if kind in TYPES else "lore",
+            keys=tuple(str(k) for k in suggestion.get("keys") or ()),
+            summary=str(suggestion.get("summary", "")),
+            content=str(suggestion.get("content", "")),
+        )
+        self._save(self.session)
+        self._show_session()
+        self.lists.setCurrentIndex(SESSIONS_TAB)
+        return None
 
     def open_session(self, session_id: str) -> None:
         if self.session is not None and self.session.id == session_id:
