@@ -81,6 +81,7 @@ class MainWindow(QMainWindow):
             view.channelsRequested.connect(self._open_channels)
         self.sillytavern_view = SillyTavernView(bridge)
         self.tabs.addTab(self.sillytavern_view, "SillyTavern")
+        self.sillytavern_view.chats_panel.steering.writers.show_in_vault = self.show_note_in_vault
         self.server_notice = ServerNotice()
         central = QWidget()
         column = QVBoxLayout(central)
@@ -361,6 +362,20 @@ class MainWindow(QMainWindow):
     def open_in_vault(self, uid: str) -> None:
         self.tabs.setCurrentWidget(self.vault_view)
         self.vault_view.show_entry(uid)
+
+    def show_note_in_vault(self, vault: str, path: str, title: str) -> bool:
+        """A note named by vault and path (or by title) in the Vault view, when it is an entry
+        there; False when it is not (a session note is not a lore entry)."""
+        snapshot = self.vault_view.snapshot
+        if snapshot is None:
+            return False
+        entry = snapshot.by_uid.get(f"{vault}\x00{path}")
+        if entry is None:
+            entry = next((e for e in snapshot.by_title.get(title.strip().lower(), ()) if e.vault == vault), None)
+        if entry is None:
+            return False
+        self.open_in_vault(entry.uid)
+        return True
 
     def find(self) -> None:  # type: ignore[override]  # Find (Ctrl+F), not QWidget.find(window id)
         self.tabs.setCurrentWidget(self.vault_view)

@@ -1,7 +1,8 @@
 """The Chats panel's lower half: how the selected chat is steered, as SillyTavern's /dle-set-field,
 /dle-set-folder, /dle-pins and /dle-analytics see it. Tabs: its gating context (gating_fields),
-its folder filter (picked from the vault's folders), its pins and blocks (with Remove), and the
-entries injected most in it. Everything is read and changed through the bridge, off the GUI
+its folder filter (picked from the vault's folders), its pins and blocks (with Remove), the
+entries injected most in it, and what its writers keep (chat_writers: AI Notepad, Session Scribe
+notes). Everything is read and changed through the bridge, off the GUI
 thread; a change the engine refuses is shown in its words and changes nothing."""
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from PySide6.QtWidgets import (
 from dle_desktop.core.pipeline.state import ChatState, EntryRef
 from dle_desktop.errors import DleError
 from dle_desktop.ui.channels.profile_editor import ERROR_STYLE, MUTED_STYLE, OK_STYLE, note
+from dle_desktop.ui.sillytavern.chat_writers import WritersTab
 from dle_desktop.ui.sillytavern.common import plural
 from dle_desktop.ui.sillytavern.gating_fields import GatingTab, shown_value
 
@@ -38,7 +40,10 @@ log = logging.getLogger(__name__)
 
 Runner = Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
 TOP_ENTRIES = 10
-PICK_ONE = "Select one chat above to see and change its gating context, folder filter, pins and blocks."
+PICK_ONE = (
+    "Select one chat above to see and change its gating context, folder filter, pins and blocks, "
+    "and what the writers keep for it."
+)
 
 
 def ref_text(ref: EntryRef) -> str:
@@ -287,12 +292,14 @@ class ChatSteering(QWidget):
         self.folders = FoldersTab(runner)
         self.pins = PinsTab(runner)
         self.analytics = AnalyticsTab()
+        self.writers = WritersTab(runner)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         self.tabs.addTab(self.gating, "Gating context")
         self.tabs.addTab(self.folders, "Folder filter")
         self.tabs.addTab(self.pins, "Pins and blocks")
         self.tabs.addTab(self.analytics, "Analytics")
+        self.tabs.addTab(self.writers, "Writers")
         self.tabs.setEnabled(False)
         for tab in (self.gating, self.folders, self.pins):
             tab.changed = lambda: self.runner(self.load)
@@ -306,12 +313,14 @@ class ChatSteering(QWidget):
         changed = chat_id != self.chat_id
         self.bridge = bridge
         self.chat_id = chat_id
-        for tab in (self.gating, self.folders, self.pins):
+        for tab in (self.gating, self.folders, self.pins, self.writers):
             tab.bridge = bridge
             tab.chat_id = chat_id
             if changed:
                 tab.message.clear()
                 tab.message.setStyleSheet("")
+        if changed:
+            self.writers.clear_shown()
         self.tabs.setEnabled(chat_id is not None)
         if chat_id is None:
             self.heading.setText(PICK_ONE)
@@ -341,6 +350,7 @@ class ChatSteering(QWidget):
         self.folders.show_folders(folders, state.folder_filter)
         self.pins.show_state(state)
         self.analytics.show_analytics(analytics, state.generation_count)
+        await self.writers.load()
         self.heading.setText(self.summary(chat_id, state))
         self.heading.setStyleSheet("")
 
