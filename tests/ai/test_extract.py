@@ -8,7 +8,6 @@ import random
 
 import pytest
 
-from dle_desktop.ai import extract
 from dle_desktop.ai.extract import (
     ExtractError,
     Pick,
@@ -18,6 +17,7 @@ from dle_desktop.ai.extract import (
     match_titles,
     order_and_threshold,
 )
+from dle_desktop.core import model_json
 from dle_desktop.errors import DleError
 from tests.ai._entries import entry
 
@@ -205,12 +205,12 @@ def test_largest_bracket_candidate_wins():
 
 
 def test_bracket_scan_tries_only_a_capped_number_of_candidates(monkeypatch):
-    monkeypatch.setattr(extract, "MAX_SCAN_CANDIDATES", 3)
+    monkeypatch.setattr(model_json, "MAX_SCAN_CANDIDATES", 3)
     # the answer is smaller than three junk spans: past the cap, it is not found
     text = " ".join("[" + "q" * (20 + i) + "]" for i in range(3)) + ' ["Gorduin Wynlar"]'
     with pytest.raises(ExtractError):
         extract_selection(text)
-    monkeypatch.setattr(extract, "MAX_SCAN_CANDIDATES", 4)
+    monkeypatch.setattr(model_json, "MAX_SCAN_CANDIDATES", 4)
     assert extract_selection(text)[0].title == "Gorduin Wynlar"
 
 
@@ -310,7 +310,7 @@ def test_a_megabyte_answer_behind_prose_is_found():
 
 
 def test_salvage_is_capped(monkeypatch):
-    monkeypatch.setattr(extract, "MAX_SALVAGE", 2)
+    monkeypatch.setattr(model_json, "MAX_SALVAGE", 2)
     text = '[{"title": "A"}, {"title": "B"}, {"title": "C"}, {"title": '
     assert [p.title for p in extract_selection(text)] == ["A", "B"]
 
