@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dle_desktop.core.writers.jsonish import NoJson, extract_objects
+from dle_desktop.core.model_json import ArrayShape, find_array, without_thinking
 from dle_desktop.core.writers.scribe import strip_obsidian_syntax
 
 TYPES = ("character", "location", "lore", "organization", "story")
@@ -25,6 +25,21 @@ MAX_SUMMARY = 1_000
 MAX_CONTENT = 20_000
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _is_suggestion_array(value: list[Any]) -> bool:
+    """An array holding an object (its items are checked one by one later), or an empty one."""
+    return not value or any(isinstance(v, dict) for v in value)
+
+
+#: The provider client has already taken the text out of its response, so an object with a
+#: `content` field is a suggestion, not an envelope; a cut-off array keeps its whole objects.
+_SUGGESTIONS = ArrayShape(
+    _is_suggestion_array,
+    wrapper_keys=("suggestions", "entries", "results", "items"),
+    salvage=lambda item: isinstance(item, dict),
+    read_envelopes=False,
+)
 
 
 class SuggestionsRefused(ValueError):
@@ -125,10 +140,14 @@ def parse_suggestions(raw: str, existing_titles: Iterable[str]) -> tuple[list[Su
         raise SuggestionsRefused(
             f"the model's answer is {len(raw):,} characters; over the limit of {MAX_ANSWER_CHARS:,}, it was not read"
         )
-    try:
-        items = extract_objects(raw)
-    except NoJson as exc:
-        raise SuggestionsRefused(str(exc)) from None
+    items = find_array(raw, _SUGGESTIONS)
+    if items is None:
+        answer = without_thinking(raw)
+        if "[" not in answer and "{" not in answer:
+            raise SuggestionsRefused("the model's answer holds no JSON (expected an array of suggestions)")
+        raise SuggestionsRefused(
+            "the model's answer is broken JSON that could not be repaired, or holds no array of suggestion objects"
+        )
     taken = {t.strip().lower() for t in existing_titles}
     kept: list[Suggestion] = []
     dropped: list[Dropped] = []
