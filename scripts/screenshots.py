@@ -29,6 +29,39 @@ os.environ.setdefault("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
 SIZES = ((1000, 650), (1200, 760), (1920, 1080))
 #: An entry with keys, links and a summary: the Entry tab shows most of what it can.
 SAMPLE_ENTRY = "Tidewriting"
+#: The writers' content the views are shot with (no AI runs here: put in their store as they would be).
+WRITERS_CHAT = "Mira - 2026-12-02@18h04m"
+WRITERS_TALK = (
+    "We walk along Lantern Quay to the Old Harbour.",
+    "The lamplighters' tower is dark tonight; Hobb holds up a brass key.",
+    "Where does it lead?",
+    "To the sea gate, the old man says, and nowhere you should go alone.",
+)
+WRITERS_SUGGESTIONS = (
+    {
+        "title": "Sea Gate",
+        "type": "location",
+        "keys": ["sea gate", "the gate"],
+        "summary": "The barred gate under the harbour wall, opened by the brass key.",
+        "content": "An iron gate below the harbour wall, green with salt and older than the quay.\n\n"
+        "Only Old Hobb's brass key opens it; what lies behind it the harbourmaster will not say.",
+    },
+    {
+        "title": "Lamplighters' Tower",
+        "type": "location",
+        "keys": ["lamplighters' tower", "the tower"],
+        "summary": "The tower from which the quay's lanterns are lit each night; dark since the storm.",
+        "content": "A narrow stone tower at the end of Lantern Quay.",
+    },
+)
+WRITERS_NOTEPAD = (
+    "- Mira owes Hobb a favour for the key.\n- The tower went dark the night the Wayfarer docked.\n"
+    "- Hobb lied about where the gate leads; watch for the lie to surface."
+)
+WRITERS_SUMMARY = (
+    "## Events\n- Mira and Hobb walked Lantern Quay to the Old Harbour.\n"
+    "- Hobb showed the brass key and named the sea gate.\n\n## Open threads\n- Why the tower is dark."
+)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -72,6 +105,7 @@ class Shooter:
         self.failed: list[str] = []
         self.saved: list[Path] = []
         self._test_chat_ran = False
+        self._writers_ready = False
 
     def save(self, widget: Any, name: str, size: tuple[int, int]) -> None:
         from PySide6.QtCore import Qt
@@ -208,6 +242,75 @@ class Shooter:
             dialog.reject()
             await settle(0.2)
 
+    async def _writers_content(self) -> None:
+        """A chat with suggestions, a notepad and a session note, as the writers leave them."""
+        if self._writers_ready:
+            return
+        from dle_desktop.core.pipeline.chat_input import parse_chat_document
+
+        engine = self.desk.runtime.engine
+        bridge = self.desk.bridge
+        vault = engine.sources[0].name
+        messages = [
+            {"name": "Mira" if i % 2 == 0 else "Old Hobb", "is_user": i % 2 == 0, "mes": text}
+            for i, text in enumerate(WRITERS_TALK)
+        ]
+        await bridge.call(
+            engine.retrieval.retrieve(parse_chat_document({"chat_id": WRITERS_CHAT, "messages": messages}))
+        )
+
+        def fill() -> None:
+            store = engine.writers.store()
+            store.add_suggestions(WRITERS_CHAT, None, [dict(s) for s in WRITERS_SUGGESTIONS])
+            store.add_reply_notes(WRITERS_CHAT, 3, 0, WRITERS_NOTEPAD)
+            for n, stamp in enumerate(("18-04-11", "18-31-52")):
+                title = f"Old Hobb - 2026-12-02 {stamp}"
+                store.record_scribe(WRITERS_CHAT, 5 * (n + 1), WRITERS_SUMMARY, vault, f"Sessions/{title}.md", title)
+
+        await bridge.run(fill)
+        self._writers_ready = True
+
+    async def settings_writers(self, size: tuple[int, int]) -> Any:
+        from PySide6.QtWidgets import QScrollArea
+
+        dialog = self.desk.open_settings(page="writers")
+        try:
+            self.fit_dialog(dialog, size)
+            await settle(0.6)
+            self.save(dialog, "settings-writers", size)
+            area = dialog.writers.findChild(QScrollArea)
+            area.verticalScrollBar().setValue(area.verticalScrollBar().maximum())  # the AI Notepad group
+            await settle(0.3)
+            self.save(dialog, "settings-writers-notepad", size)
+        finally:
+            dialog.reject()
+            await settle(0.2)
+
+    async def librarian_suggestions(self, size: tuple[int, int]) -> Any:
+        from dle_desktop.ui.librarian.lists import SUGGESTIONS_TAB
+
+        await self._writers_content()
+        view = self.window.librarian_view
+        self.window.tabs.setCurrentWidget(view)
+        view.lists.setCurrentIndex(SUGGESTIONS_TAB)
+        await view.suggestions.refresh()
+        view.suggestions.list.setCurrentRow(0)
+        return self.window
+
+    async def sillytavern_chat_writers(self, size: tuple[int, int]) -> Any:
+        await self._writers_content()
+        view = self.window.sillytavern_view
+        panel = view.chats_panel
+        self.window.tabs.setCurrentWidget(view)
+        view.inner_tabs.setCurrentWidget(panel)
+        await view.idle()
+        await panel.refresh()
+        panel.select_chat(WRITERS_CHAT)
+        await view.idle()
+        panel.steering.tabs.setCurrentWidget(panel.steering.writers)
+        panel.steering.writers.note_list.setCurrentRow(0)
+        return self.window
+
     # -- running them ------------------------------------------------------------------------
     def shots(self) -> list[tuple[str, Callable[[tuple[int, int]], Awaitable[Any]]]]:
         return [
@@ -219,6 +322,9 @@ class Shooter:
             ("librarian", self.librarian),
             ("first-run", self.first_run),
             ("settings-retrieval", self.settings_retrieval),
+            ("settings-writers", self.settings_writers),
+            ("librarian-suggestions", self.librarian_suggestions),
+            ("sillytavern-chat-writers", self.sillytavern_chat_writers),
         ]
 
     async def run(self, sizes: list[tuple[int, int]], only: set[str]) -> None:
