@@ -9,16 +9,17 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from dle_desktop.engine.engine import Engine, source_from_spec
 from dle_desktop.engine.session_vaults import SessionVaults
-from dle_desktop.engine.settings_apply import access_change
+from dle_desktop.engine.settings_apply import ACCESS_FIELDS, WRITER_SWITCH_FIELDS, followed_change
 from dle_desktop.engine.settings_follow import SettingsFileFollower
 from dle_desktop.engine.thread import EngineThread
-from dle_desktop.errors import ConfigError, DleError
+from dle_desktop.errors import ConfigError, DleError, NotAvailableHere
 from dle_desktop.logging_setup import configure_logging
 from dle_desktop.olra import OlraRunner, cert_path, olra_key, rotate_olra_key
 from dle_desktop.server.app import ServerRunner
@@ -111,7 +112,7 @@ class Runtime:
         self.olra: OlraRunner | None = None
         #: Allowed hosts and origins that other processes (`dle-desktop st install`) write into
         #: settings.json apply at once; nothing else of the file is taken while running.
-        self.settings_follower = SettingsFileFollower(ctx.store, self._take_access_settings)
+        self.settings_follower = SettingsFileFollower(ctx.store, self._take_followed_settings)
         self._following: concurrent.futures.Future[None] | None = None
 
     def start(self) -> Runtime:
@@ -244,26 +245,49 @@ class Runtime:
             self._port,
             bridge_monitor=self.bridge_monitor,
             access_recheck=self.settings_follower.check,
+            switch_writers=self.switch_writers,
         )
 
-    async def _take_access_settings(self, on_disk: Settings) -> None:
-        """The allowed hosts and origins settings.json holds now, applied the way the window
-        applies them (`settings_apply.ACCESS_FIELDS`): the context's settings (the window's
-        views show them), the engine's, then the server's rules. On the engine thread."""
+    async def _take_followed_settings(self, on_disk: Settings) -> None:
+        """The allowed hosts and origins and the writers' switches settings.json holds now,
+        applied the way the window applies them (`settings_apply.FOLLOWED_FIELDS`): the context's
+        settings (the window's views show them), the engine's, then the server's rules. On the
+        engine thread."""
         follower = self.settings_follower
         # Only if the file is still the one read: a save by the window meanwhile wins.
-        self.ctx.update_settings(lambda current: access_change(current, on_disk) if follower.unchanged() else None)
-        wanted = access_change(self.engine.settings, on_disk)
+        self.ctx.update_settings(lambda current: followed_change(current, on_disk) if follower.unchanged() else None)
+        before = self.engine.settings
+        wanted = followed_change(before, on_disk)
         if wanted is None or not follower.unchanged():
             return
         await self.engine.apply_settings(wanted)
-        if self.server is not None:
-            self.server.refresh_access()
-        log.info(
-            "settings.json changed: the server takes its allowed web pages (%s) and host names (%s) now",
-            ", ".join(wanted.server_allowed_origins) or "none",
-            ", ".join(wanted.server_allowed_hosts) or "none listed",
-        )
+        if any(getattr(before, name) != getattr(wanted, name) for name in ACCESS_FIELDS):
+            if self.server is not None:
+                self.server.refresh_access()
+            log.info(
+                "settings.json changed: the server takes its allowed web pages (%s) and host names (%s) now",
+                ", ".join(wanted.server_allowed_origins) or "none",
+                ", ".join(wanted.server_allowed_hosts) or "none listed",
+            )
+
+    async def switch_writers(self, changes: Mapping[str, Any]) -> None:
+        """SillyTavern's bridge panel turned a writer on or off (PUT /api/dle/v1/writers): saved
+        into settings.json, then taken as any outside change of the file is. A file that cannot
+        be read is left as it is (ConfigError says why)."""
+        unknown = set(changes) - WRITER_SWITCH_FIELDS
+        if unknown:
+            raise ValueError(f"not a writer switch: {', '.join(sorted(unknown))}")
+        store = self.ctx.store
+        try:
+            on_disk = await asyncio.to_thread(store.read_current)
+        except ConfigError as exc:
+            raise NotAvailableHere(
+                f"DLE Desktop's settings file {store.path} cannot be read ({exc}); nothing was changed. "
+                "Fix the file, or change the setting in DLE Desktop's Settings"
+            ) from None
+        base = on_disk if on_disk is not None else self.ctx.settings
+        await asyncio.to_thread(store.save, base.replace(**changes))
+        await self.settings_follower.check()
 
     def rotate_server_token(self) -> str:
         """A new server token, in use by the running server at once (the old one is refused from

@@ -19,6 +19,11 @@ SERVER_FIELDS = frozenset({"server_host", "server_port", "server_enabled"})
 #: Who may call the server: the running server rebuilds its access rules, nothing restarts
 #: (installing the bridge adds SillyTavern's address; that must not re-read the vaults).
 ACCESS_FIELDS = frozenset({"server_allowed_hosts", "server_allowed_origins"})
+#: The writers' switches, which SillyTavern's bridge panel turns too (PUT /api/dle/v1/writers): read
+#: by the writers per call, so a running engine takes them as they are.
+WRITER_SWITCH_FIELDS = frozenset({"scribe_enabled", "auto_suggest_enabled", "ai_notepad_enabled", "ai_notepad_mode"})
+#: What a running instance takes from settings.json when another process (or the bridge) wrote it.
+FOLLOWED_FIELDS = ACCESS_FIELDS | WRITER_SWITCH_FIELDS
 #: The Obsidian REST emulation's options: a change restarts that server only (`Runtime.restart_olra`).
 OLRA_FIELDS = frozenset({"olra_enabled", "olra_port", "olra_https", "olra_https_port", "olra_vault"})
 #: Read by the window (or set through their own engine calls), never by a running engine.
@@ -110,9 +115,10 @@ def plan(old: Settings, new: Settings, new_key_ids: Iterable[str] = ()) -> Apply
     )
 
 
-def access_change(current: Settings, on_disk: Settings) -> Settings | None:
-    """`current` with the allowed hosts and origins of `on_disk` and nothing else of it (what
-    another process wrote into settings.json); None when they are the same already."""
-    if all(getattr(current, name) == getattr(on_disk, name) for name in ACCESS_FIELDS):
+def followed_change(current: Settings, on_disk: Settings) -> Settings | None:
+    """`current` with the followed fields of `on_disk` (the allowed hosts and origins, the
+    writers' switches) and nothing else of it (what another process wrote into settings.json);
+    None when they are the same already."""
+    if all(getattr(current, name) == getattr(on_disk, name) for name in FOLLOWED_FIELDS):
         return None
-    return current.replace(**{name: getattr(on_disk, name) for name in ACCESS_FIELDS})
+    return current.replace(**{name: getattr(on_disk, name) for name in FOLLOWED_FIELDS})

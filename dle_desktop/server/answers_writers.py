@@ -136,6 +136,17 @@ class NotepadSettings(Answer):
     role: int
 
 
+class ReviewPromptAnswer(Answer):
+    prompt: str = Field(description="the prompt to send as a quiet prompt; empty when it does not fit")
+    entries: int = Field(description="entries in it (every entry but the Librarian's guides)")
+    tokens: int = Field(description="its size, estimated as DLE does (characters / 4)")
+    question: str
+    response_tokens: int = Field(
+        description="the answer's length asked for (review_response_tokens); 0: the model's own"
+    )
+    fits: bool = Field(description="false: larger than `context_tokens`; the prompt is left out")
+
+
 class WriterSettings(Answer):
     scribe: ScribeSettings
     auto_suggest: AutoSuggestSettings

@@ -32,7 +32,7 @@ from dle_desktop.server import (
     routes_writers,
 )
 from dle_desktop.server.security import AccessMiddleware, AccessPolicy, BodyLimitMiddleware, TokenHolder
-from dle_desktop.server.services import BridgeEvents, LoreEngine, ServerServices, services_of
+from dle_desktop.server.services import BridgeEvents, LoreEngine, ServerServices, WriterSwitch, services_of
 from dle_desktop.st_bridge.monitor import BridgeMonitor
 
 log = logging.getLogger(__name__)
@@ -70,9 +70,12 @@ async def _method_not_allowed(request: Request, exc) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=405, headers={"Allow": allow} if allow else None)
 
 
-def build_app(engine: LoreEngine, bridge_monitor: BridgeEvents | None = None) -> Starlette:
+def build_app(
+    engine: LoreEngine, bridge_monitor: BridgeEvents | None = None, switch_writers: WriterSwitch | None = None
+) -> Starlette:
     """`bridge_monitor`: what the SillyTavern bridge's calls are recorded in (the Runtime's, so
-    that it outlives this app and its engine); a fresh one when not given."""
+    that it outlives this app and its engine); a fresh one when not given. `switch_writers`: how
+    PUT /writers saves the writers' switches (the Runtime's; without one that route is a 409)."""
     # routes_vector: SillyTavern's /api/vector/*; routes_embeddings: the embedding-backend endpoints
     # (llama.cpp, Ollama, KoboldCpp, Extras formats) a stock ST can point its sources at.
     # routes_bridge's middleware sees the bridge's generations (requests with X-DLE-Client: st-bridge).
@@ -99,7 +102,9 @@ def build_app(engine: LoreEngine, bridge_monitor: BridgeEvents | None = None) ->
         middleware=[Middleware(routes_bridge.BridgeObserver)],
         exception_handlers=handlers,
     )
-    app.state.services = ServerServices(engine, bridge_monitor if bridge_monitor is not None else BridgeMonitor())
+    app.state.services = ServerServices(
+        engine, bridge_monitor if bridge_monitor is not None else BridgeMonitor(), switch_writers
+    )
     return app
 
 
@@ -135,6 +140,7 @@ class ServerRunner:
         limits: ServerLimits = ServerLimits(),
         bridge_monitor: BridgeEvents | None = None,
         access_recheck: Callable[[], Awaitable[bool]] | None = None,
+        switch_writers: WriterSwitch | None = None,
     ) -> None:
         """`access_recheck`: asked before a request is refused for its Host or Origin whether
         settings.json now lists it (the runtime's `SettingsFileFollower.check`)."""
@@ -144,6 +150,7 @@ class ServerRunner:
         self.limits = limits
         self.bridge_monitor: BridgeEvents = bridge_monitor if bridge_monitor is not None else BridgeMonitor()
         self.access_recheck = access_recheck
+        self.switch_writers = switch_writers
         self._token: TokenHolder | None = None
         self._access: AccessMiddleware | None = None
         self._server: uvicorn.Server | None = None
@@ -181,7 +188,7 @@ class ServerRunner:
     async def start(self) -> None:
         self._sock = self._bind()
         self._tell_port(self.engine)
-        self._app = build_app(self.engine, self.bridge_monitor)
+        self._app = build_app(self.engine, self.bridge_monitor, self.switch_writers)
         policy = access_policy(self.engine, self.host, self._token_holder(self.engine))
         self._access = wrap_security(self._app, policy, self.limits, self.access_recheck)
         limits = self.limits

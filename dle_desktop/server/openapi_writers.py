@@ -31,6 +31,7 @@ ANSWERS: list[type[BaseModel]] = [
     answers_writers.ProcessedReply,
     answers_writers.Notepad,
     answers_writers.NotesRolledBack,
+    answers_writers.ReviewPromptAnswer,
 ]
 
 REQUEST_BODIES: dict[str, type[schemas.RequestModel]] = {
@@ -38,6 +39,8 @@ REQUEST_BODIES: dict[str, type[schemas.RequestModel]] = {
     "SuggestRequest": schemas_writers.SuggestRequest,
     "SuggestionEdits": schemas_writers.SuggestionEdits,
     "ReplyRequest": schemas_writers.ReplyRequest,
+    "ReviewRequest": schemas_writers.ReviewRequest,
+    "WriterSwitches": schemas_writers.WriterSwitches,
 }
 
 _AI_ERRORS = {
@@ -61,13 +64,40 @@ def _notes_params() -> list[dict]:
 
 
 PATHS: dict[str, dict] = {
+    f"{API}/review": {
+        "post": operation(
+            "buildReviewPrompt",
+            "/dle-review: the whole vault as one prompt for the chat's own model",
+            json_answer(ref_to("ReviewPromptAnswer"), "the prompt, its size, and whether it fits"),
+            tag="writers",
+            body=ref_to("ReviewRequest"),
+            errors={**BODY_ERRORS, "503": error_answer("the vault index is not ready yet")},
+            description="DLE's `[DeepLore Enhanced Review — N entries, ~T tokens]` header, every entry as "
+            "`## Title` and its text, the question, and the answer's length when review_response_tokens is "
+            "set. The bridge sends it as a quiet prompt, so only the question and the answer stay in the chat. "
+            "The body is optional.",
+        )
+    },
     f"{API}/writers": {
         "get": operation(
             "getWriterSettings",
             "The writers' settings in effect (what the bridge's automatic calls depend on)",
             json_answer(ref_to("WriterSettings"), "Session Scribe, Auto Lorebook and AI Notepad"),
             tag="writers",
-        )
+        ),
+        "put": operation(
+            "switchWriters",
+            "Turn Session Scribe, Auto Lorebook or AI Notepad on or off (the bridge panel's boxes)",
+            json_answer(ref_to("WriterSettings"), "the writers' settings now in effect"),
+            tag="writers",
+            body=ref_to("WriterSwitches"),
+            errors={
+                **BODY_ERRORS,
+                "409": error_answer("this server cannot change its settings (no settings file behind it)"),
+            },
+            description="Saved into settings.json and taken at once, by `serve` and the app alike (the app's "
+            "Settings show it).",
+        ),
     },
     f"{API}/chats/{{chat_id}}/scribe": {
         "post": operation(

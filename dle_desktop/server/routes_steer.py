@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from dle_desktop.errors import NotFound
 from dle_desktop.server.chat_routing import ChatRoute
 from dle_desktop.server.routes_chat import read_json
 from dle_desktop.server.schemas import parse_body, parse_query
@@ -77,7 +78,20 @@ async def simulate(request: Request) -> JSONResponse:
 
 async def show(request: Request) -> JSONResponse:
     body = parse_body(ShowRequest, await read_json(request))
-    engine(request).window.show(body.view, entry=body.entry, gap=body.gap, mode=body.mode)
+    lore = engine(request)
+    if body.mode == "optimize-keys" and body.entry:
+        snapshot = lore.snapshot
+        if snapshot is not None and not snapshot.by_title.get(body.entry.strip().lower()):
+            raise NotFound(f"no entry is titled {body.entry[:200]!r}; /dle-browse lists them")
+    lore.window.show(
+        body.view,
+        entry=body.entry,
+        gap=body.gap,
+        mode=body.mode,
+        suggestion=body.suggestion,
+        vault=body.vault,
+        path=body.path,
+    )
     return JSONResponse({"view": body.view, "shown": True})
 
 

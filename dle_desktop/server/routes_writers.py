@@ -7,13 +7,16 @@ routes without `auto`."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from dle_desktop.errors import NotFound
+from dle_desktop.core.writers.review import review_prompt
+from dle_desktop.engine.retrieval import NotReady
+from dle_desktop.errors import NotAvailableHere, NotFound
 from dle_desktop.server.chat_routing import ChatRoute
 from dle_desktop.server.routes_chat import read_json
 from dle_desktop.server.schemas import parse_body, parse_query
@@ -22,12 +25,14 @@ from dle_desktop.server.schemas_writers import (
     SUGGESTION_ID,
     NotesQuery,
     ReplyRequest,
+    ReviewRequest,
     ScribeRequest,
     SuggestionEdits,
     SuggestionsQuery,
     SuggestRequest,
+    WriterSwitches,
 )
-from dle_desktop.server.services import WritersPort, engine
+from dle_desktop.server.services import WritersPort, engine, services
 
 API = "/api/dle/v1"
 CHATS = f"{API}/chats"
@@ -50,6 +55,16 @@ def _suggestion_id(request: Request) -> str:
 
 async def _optional_json(request: Request) -> Any:
     return await read_json(request) if await request.body() else {}
+
+
+async def switch_writers(request: Request) -> JSONResponse:
+    changes = parse_body(WriterSwitches, await read_json(request)).changes()
+    switch = services(request).switch_writers
+    if switch is None:
+        raise NotAvailableHere("this server cannot change its settings; turn the writers on in DLE Desktop's Settings")
+    if changes:
+        await switch(changes)
+    return await writer_settings(request)
 
 
 async def writer_settings(request: Request) -> JSONResponse:
@@ -142,7 +157,9 @@ async def process_reply(request: Request) -> JSONResponse:
 async def rollback(request: Request) -> JSONResponse:
     chat_id = _chat_id(request)
     query = parse_query(NotesQuery, request.query_params)
-    return JSONResponse(await _writers(request).notepad.rollback(chat_id, query.message, query.swipe))
+    return JSONResponse(
+        await _writers(request).notepad.rollback(chat_id, query.message, query.swipe, later=query.later)
+    )
 
 
 async def read_notepad(request: Request) -> JSONResponse:
@@ -153,8 +170,31 @@ async def clear_notepad(request: Request) -> JSONResponse:
     return JSONResponse(await _writers(request).notepad.clear(_chat_id(request)))
 
 
+async def review(request: Request) -> JSONResponse:
+    body = parse_body(ReviewRequest, await _optional_json(request))
+    lore = engine(request)
+    snapshot = lore.snapshot
+    if snapshot is None:
+        raise NotReady("the vault index is not ready yet; try again in a moment")
+    response_tokens = lore.settings.review_response_tokens
+    built = await asyncio.to_thread(review_prompt, snapshot.entries, body.question, response_tokens)
+    fits = body.context_tokens is None or built.tokens + response_tokens <= body.context_tokens
+    return JSONResponse(
+        {
+            "prompt": built.text if fits else "",
+            "entries": built.entries,
+            "tokens": built.tokens,
+            "question": built.question,
+            "response_tokens": response_tokens,
+            "fits": fits,
+        }
+    )
+
+
 routes = [
+    Route(f"{API}/review", review, methods=["POST"]),
     Route(f"{API}/writers", writer_settings, methods=["GET"]),
+    Route(f"{API}/writers", switch_writers, methods=["PUT"]),
     Route(f"{API}/suggestions", suggestions, methods=["GET"]),
     Route(f"{API}/suggestions/{{suggestion_id}}/accept", accept, methods=["POST"]),
     Route(f"{API}/suggestions/{{suggestion_id}}/reject", reject, methods=["POST"]),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator
+from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator, model_validator
 
 from dle_desktop.server.schemas import NOT_BLANK, QueryModel, RequestModel, nullable, ref, text, texts
 from dle_desktop.server.schemas_chat import RetrieveRequest, checked_chat_id
@@ -155,7 +155,22 @@ class ShowRequest(RequestModel):
     gap: Annotated[str | None, BeforeValidator(lambda v: None if v is None else text(v, "gap", 200))] = Field(
         None, description="librarian: open this gap (its id)"
     )
-    mode: Literal["review", "audit"] | None = Field(None, description="librarian: the mode to open in")
+    mode: Literal["review", "audit", "summarize", "optimize-keys"] | None = Field(
+        None,
+        description="librarian: the mode to open in; summarize: propose summaries for the entries without one; "
+        "optimize-keys: propose keys for `entry` (each proposal waits in the app for review)",
+    )
+    vault: Annotated[str | None, BeforeValidator(lambda v: None if v is None else text(v, "vault", 200))] = Field(
+        None, description="vault view, with `path`: the note's vault"
+    )
+    path: Annotated[str | None, BeforeValidator(lambda v: None if v is None else text(v, "path", 1000))] = Field(
+        None,
+        description="vault view: show this note (an entry is selected; any other note, such as a session "
+        "note, opens in a viewer)",
+    )
+    suggestion: Annotated[str | None, BeforeValidator(lambda v: None if v is None else text(v, "suggestion", 64))] = (
+        Field(None, description="librarian: open an Auto Lorebook suggestion (its id) in a Librarian session")
+    )
 
     @field_validator("view", mode="before")
     @classmethod
@@ -163,6 +178,14 @@ class ShowRequest(RequestModel):
         if value not in VIEWS:
             raise ValueError(f"view must be one of {', '.join(VIEWS)}")
         return value
+
+    @model_validator(mode="after")
+    def _entry_for_keys(self) -> ShowRequest:
+        if self.mode == "optimize-keys" and not self.entry:
+            raise ValueError("optimize-keys needs the entry's title in `entry`")
+        if self.mode is not None and self.view != "librarian":
+            raise ValueError("mode is for the librarian view")
+        return self
 
 
 __all__ = [

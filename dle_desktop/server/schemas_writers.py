@@ -5,9 +5,9 @@ rolled back. See schemas.py for how the models become both the checks and the do
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator
+from pydantic import BeforeValidator, Field, ValidationInfo, WithJsonSchema, field_validator
 
 from dle_desktop.core.pipeline.chat_input import MAX_MESSAGE_CHARS, MAX_MESSAGES, parse_messages
 from dle_desktop.core.writers.suggest import MAX_CONTENT, MAX_KEY, MAX_KEYS, MAX_SUMMARY, MAX_TITLE, TYPES
@@ -184,6 +184,49 @@ class ReplyRequest(RequestModel):
     ] = True
 
 
+class ReviewRequest(RequestModel):
+    """POST /api/dle/v1/review: the whole vault as one prompt for /dle-review."""
+
+    shape: ClassVar[str] = 'send {"question": "<what to ask about the vault>"} (or {})'
+
+    question: Annotated[
+        str,
+        BeforeValidator(lambda v: text(v, "question", MAX_FOCUS)),
+        _text_schema(MAX_FOCUS, "the question (empty: a general review)", null=False),
+    ] = ""
+    context_tokens: Annotated[
+        int | None, BeforeValidator(lambda v: None if v is None else _count(v, "context_tokens", 100_000_000))
+    ] = Field(
+        None,
+        ge=0,
+        le=100_000_000,
+        description="the chat model's context size: a vault that does not fit is answered without the prompt",
+    )
+
+
+def _optional_flag(value: Any, info: ValidationInfo) -> bool | None:
+    return None if value is None else _flag(value, str(info.field_name))
+
+
+Switch = Annotated[bool | None, BeforeValidator(_optional_flag), WithJsonSchema({"type": ["boolean", "null"]})]
+
+
+class WriterSwitches(RequestModel):
+    """PUT /api/dle/v1/writers: turn writers on or off (the bridge panel's boxes); absent: unchanged."""
+
+    shape: ClassVar[str] = (
+        'send {"scribe_enabled": true, "auto_suggest_enabled": false, "ai_notepad_enabled": true, "ai_notepad_mode": "tag"}'
+    )
+
+    scribe_enabled: Switch = None
+    auto_suggest_enabled: Switch = None
+    ai_notepad_enabled: Switch = None
+    ai_notepad_mode: Literal["tag", "extract"] | None = Field(None, description="tag or extract")
+
+    def changes(self) -> dict[str, Any]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
 def _query_count(raw: str, name: str, high: int) -> int:
     if not (raw.isascii() and raw.isdigit() and len(raw) <= 9) or int(raw) > high:
         raise ValueError(f"{name} must be a whole number from 0 to {high}, not {raw[:40]!r}")
@@ -191,10 +234,20 @@ def _query_count(raw: str, name: str, high: int) -> int:
 
 
 class NotesQuery(QueryModel):
-    """DELETE /chats/{id}/notes?message=N[&swipe=S]: the reply whose notes come out."""
+    """DELETE /chats/{id}/notes?message=N[&swipe=S][&later=true]: the reply whose notes come out."""
 
     message: int = Field(ge=0, le=MAX_MESSAGE, description="the reply's index in the chat")
     swipe: int | None = Field(None, ge=0, le=MAX_SWIPE, description="one swipe's notes (default: every swipe's)")
+    later: bool = Field(
+        False, description="true: every later message's notes too (SillyTavern deleted the chat from `message` on)"
+    )
+
+    @field_validator("later", mode="before")
+    @classmethod
+    def _later(cls, value: str) -> bool:
+        if value not in ("true", "false"):
+            raise ValueError(f"later must be true or false, not {value[:40]!r}")
+        return value == "true"
 
     @field_validator("message", mode="before")
     @classmethod
@@ -220,8 +273,10 @@ __all__ = [
     "WRITER_SUB_RESOURCES",
     "NotesQuery",
     "ReplyRequest",
+    "ReviewRequest",
     "ScribeRequest",
     "SuggestRequest",
     "SuggestionEdits",
     "SuggestionsQuery",
+    "WriterSwitches",
 ]

@@ -8,7 +8,7 @@ it, so a route always reads the one being served now."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -100,7 +100,9 @@ class NotepadPort(Protocol):
     async def process(
         self, chat_id: str, message: int, swipe: int, text: str, *, wait: bool = True
     ) -> dict[str, Any]: ...
-    async def rollback(self, chat_id: str, message: int, swipe: int | None) -> dict[str, Any]: ...
+    async def rollback(
+        self, chat_id: str, message: int, swipe: int | None, *, later: bool = False
+    ) -> dict[str, Any]: ...
     async def read(self, chat_id: str) -> dict[str, Any]: ...
     async def clear(self, chat_id: str) -> dict[str, Any]: ...
 
@@ -183,10 +185,15 @@ class BridgeEvents(Protocol):
     def snapshot(self, now: float | None = None) -> dict: ...
 
 
+#: Saves the writers' switches into settings.json and applies them (`Runtime.switch_writers`).
+WriterSwitch = Callable[[Mapping[str, Any]], Awaitable[None]]
+
+
 @dataclass
 class ServerServices:
     engine: LoreEngine
     bridge: BridgeEvents
+    switch_writers: WriterSwitch | None = None
 
 
 def services(request: Request) -> ServerServices:

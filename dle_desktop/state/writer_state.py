@@ -231,26 +231,31 @@ class WriterState:
         result: str = self._change(work)
         return result
 
-    def rollback(self, chat_id: str, message: int, swipe: int | None = None) -> tuple[list[dict[str, Any]], str]:
-        """Take a reply's notes (one swipe, or every swipe of the message) back out of the notepad;
-        answers what was removed and the notepad."""
+    def rollback(
+        self, chat_id: str, message: int, swipe: int | None = None, *, later: bool = False
+    ) -> tuple[list[dict[str, Any]], str]:
+        """Take a reply's notes (one swipe, or every swipe of the message; with `later`, every
+        later message's too: a delete cuts the chat there) back out of the notepad; answers what
+        was removed and the notepad."""
 
         def work() -> tuple[list[dict[str, Any]], str]:
             chat = self._chat(chat_id)
-            where = "chat_id = ? AND message = ?" + (" AND swipe = ?" if swipe is not None else "")
+            where = f"chat_id = ? AND message {'>=' if later else '='} ?" + (
+                " AND swipe = ?" if swipe is not None else ""
+            )
             args: tuple[Any, ...] = (chat_id, message) if swipe is None else (chat_id, message, swipe)
             rows = self._db.execute(
-                f"SELECT swipe, notes FROM writer_reply_notes WHERE {where} ORDER BY created_at DESC", args
+                f"SELECT message, swipe, notes FROM writer_reply_notes WHERE {where} ORDER BY created_at DESC", args
             ).fetchall()
             notepad = chat.notepad
-            for _swipe, notes in rows:
+            for _message, _swipe, notes in rows:
                 notepad = remove_notes(notepad, notes)
             self._db.execute(f"DELETE FROM writer_reply_notes WHERE {where}", args)
             if rows:
                 self._put(
                     WriterChat(chat_id, chat.scribe_chat_length, chat.scribe_summary, chat.suggest_count, notepad)
                 )
-            return [{"message": message, "swipe": s, "notes": n} for s, n in rows], notepad
+            return [{"message": m, "swipe": s, "notes": n} for m, s, n in rows], notepad
 
         result: tuple[list[dict[str, Any]], str] = self._change(work)
         return result

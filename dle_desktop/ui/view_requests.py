@@ -53,10 +53,32 @@ def show_requested_view(window: ViewHost, request: dict[str, Any]) -> None:
         window.tabs.setCurrentWidget(window.librarian_view)
         if request.get("gap"):
             soon(lambda: _show_gap(window, str(request["gap"])))
+        elif request.get("mode") in ("summarize", "optimize-keys"):
+            _propose(window, str(request["mode"]), request.get("entry"))
         elif request.get("mode"):
             _note(window, window.librarian_view.open_mode(str(request["mode"])))
     else:  # the server checks the view; a newer client may know more views than this window
         _note(window, f"SillyTavern asked for a view this window does not have: {view}")
+
+
+def _propose(window: ViewHost, action: str, title: object) -> None:
+    """SillyTavern's /dle-summarize and /dle-optimize-keys: the Librarian proposes, the user
+    reviews each change here as with the Vault view's buttons."""
+    librarian = window.librarian_view
+    missing = librarian.ai_missing(action)
+    if missing is not None:
+        _note(window, f"SillyTavern asked for {action.replace('-', ' ')}: {missing.text()}")
+        return
+    if action == "summarize":
+        soon(librarian.summarize_all)
+        return
+    snapshot = window.vault_view.snapshot
+    hits = snapshot.by_title.get(str(title or "").strip().lower(), ()) if snapshot is not None else ()
+    if not hits:
+        _note(window, f"SillyTavern asked to optimize the keys of “{title}”: no entry has that title")
+        return
+    uid = hits[0].uid
+    soon(lambda: librarian.propose(action, uid))
 
 
 def _select_title(window: ViewHost, title: str) -> None:

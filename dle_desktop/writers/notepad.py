@@ -106,9 +106,10 @@ class AiNotepad:
             return "", "the notes came after the reply was swiped, deleted or edited; dropped"
         return read_extracted(answer), None
 
-    async def rollback(self, chat_id: str, message: int, swipe: int | None) -> dict[str, Any]:
+    async def rollback(self, chat_id: str, message: int, swipe: int | None, *, later: bool = False) -> dict[str, Any]:
         self._bump(chat_id)
-        removed, _notepad = await asyncio.to_thread(self._store().rollback, chat_id, message, swipe)
+        store = self._store()
+        removed, _notepad = await asyncio.to_thread(lambda: store.rollback(chat_id, message, swipe, later=later))
         return {"removed": removed, **(await self.read(chat_id))}
 
     async def read(self, chat_id: str) -> dict[str, Any]:

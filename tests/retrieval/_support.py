@@ -97,11 +97,15 @@ class LiveServer:
         self.thread.call(self.engine.start(initial_sync=self.sync, watch=False), timeout=30)
         if self.sync:
             self.thread.call(self.engine.wait_ready(), timeout=30)
-        self.runner = ServerRunner(self.engine, "127.0.0.1", 0)
+        self.runner = ServerRunner(self.engine, "127.0.0.1", 0, switch_writers=self._switch_writers)
         self.thread.call(self.runner.start(), timeout=30)
         self.url = self.runner.url
         self.port = self.runner.port
         self.client = httpx.Client(base_url=self.url, timeout=self.client_timeout)
+
+    async def _switch_writers(self, changes) -> None:
+        """What the Runtime does, less the settings file (these tests have none)."""
+        await self.engine.apply_settings(self.engine.settings.replace(**changes))
 
     def close(self) -> None:
         if self.thread is None:

@@ -107,6 +107,7 @@ def test_every_route_is_documented_and_nothing_else():
         "chats/{chat_id}/notepad",
         "suggestions",
         "writers",
+        "review",
         "suggestions/{suggestion_id}/accept",
         "suggestions/{suggestion_id}/reject",
     }
@@ -245,6 +246,8 @@ def _with_writers(s, fake) -> list[tuple[str, str, str, dict | None]]:
     first, second = (p["id"] for p in run.json()["suggestions"])
     return [
         ("get", f"{API}/writers", "/writers", None),
+        ("put", f"{API}/writers", "/writers", {"ai_notepad_mode": "tag", "scribe_enabled": False}),
+        ("post", f"{API}/review", "/review", {"question": "what is missing?", "context_tokens": 100000}),
         ("post", f"{API}/chats/c1/scribe", "/chats/{chat_id}/scribe", {"messages": chat, "focus": "the bell"}),
         ("get", f"{API}/chats/c1/scribe", "/chats/{chat_id}/scribe", None),
         ("delete", f"{API}/chats/c1/scribe", "/chats/{chat_id}/scribe", None),

@@ -184,3 +184,35 @@ def test_showing_a_view_needs_a_window(steer):
     assert shown == [{"view": "vault", "entry": "Mill"}]
     detach()
     assert steer.client.post(f"{API}/app/show", json={"view": "sideways"}).status_code == 400
+
+
+def test_summarize_optimize_keys_and_a_note_are_asked_of_the_window(steer):
+    """/dle-summarize, /dle-optimize-keys <entry>, /dle-scribe-history's Open: the window is asked
+    (its Librarian proposes, the user reviews there); an unknown entry is a 404 and nothing is asked."""
+    shown: list[dict] = []
+    detach = steer.engine.window.attach(shown.append)
+    try:
+        for body in (
+            {"view": "librarian", "mode": "summarize"},
+            {"view": "librarian", "mode": "optimize-keys", "entry": "mill"},
+            {"view": "vault", "vault": "lore", "path": "Sessions/Ann - 2026-01-01 10-00-00.md"},
+            {"view": "librarian", "suggestion": "abc123"},
+        ):
+            r = steer.client.post(f"{API}/app/show", json=body)
+            assert r.status_code == 200, (body, r.text)
+        assert shown == [
+            {"view": "librarian", "mode": "summarize"},
+            {"view": "librarian", "mode": "optimize-keys", "entry": "mill"},
+            {"view": "vault", "vault": "lore", "path": "Sessions/Ann - 2026-01-01 10-00-00.md"},
+            {"view": "librarian", "suggestion": "abc123"},
+        ]
+        for body, status, words in (
+            ({"view": "librarian", "mode": "optimize-keys", "entry": "No Such Entry"}, 404, "no entry is titled"),
+            ({"view": "librarian", "mode": "optimize-keys"}, 400, "needs the entry"),
+            ({"view": "graph", "mode": "summarize"}, 400, "mode is for the librarian"),
+        ):
+            r = steer.client.post(f"{API}/app/show", json=body)
+            assert r.status_code == status and words in r.json()["error"], (body, r.text)
+        assert len(shown) == 4
+    finally:
+        detach()

@@ -124,6 +124,36 @@ def test_a_tag_mode_reply_loses_its_block_its_notes_reach_the_next_prompt_and_a_
     assert s.client.get(f"{C}/notepad").json()["replies"] == []
 
 
+def test_a_delete_takes_the_notes_of_that_message_and_every_later_one(live):
+    s = live(aiNotepadEnabled=True)
+    for message, note in ((1, "first"), (3, "second"), (5, "third")):
+        r = s.client.post(f"{C}/notes", json={"message": message, "text": f"x<dle-notes>{note}</dle-notes>"})
+        assert r.status_code == 200, r.text
+    rolled = s.client.delete(f"{C}/notes", params={"message": 3, "later": "true"})
+    assert rolled.status_code == 200, rolled.text
+    assert sorted(r["message"] for r in rolled.json()["removed"]) == [3, 5]
+    assert rolled.json()["text"] == "first"
+    assert [r["message"] for r in s.client.get(f"{C}/notepad").json()["replies"]] == [1]
+    assert s.client.delete(f"{C}/notes", params={"message": 0, "later": "maybe"}).status_code == 400
+    assert s.client.get(f"{C}/notepad").json()["text"] == "first"
+
+
+def test_review_builds_the_whole_vault_prompt_and_says_when_it_does_not_fit(live):
+    s = live(reviewResponseTokens=300)
+    r = s.client.post(f"{API}/review", json={"question": "Who keeps the quay?"})
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert got["entries"] == 2 and got["fits"] is True and got["response_tokens"] == 300
+    prompt = got["prompt"]
+    assert prompt.startswith("[DeepLore Enhanced Review — 2 entries, ~")
+    assert "## Old Hobb\n" in prompt and "## Lantern Quay\n" in prompt and "\n\n---\n\n" in prompt
+    assert prompt.endswith("Who keeps the quay?\n\nKeep your response under 300 tokens.")
+    small = s.client.post(f"{API}/review", json={"context_tokens": 10}).json()
+    assert small["fits"] is False and small["prompt"] == "" and small["tokens"] > 10
+    assert s.client.post(f"{API}/review").json()["question"].startswith("Review this lorebook")
+    assert s.client.post(f"{API}/review", json={"question": 5}).status_code == 400
+
+
 @pytest.mark.parametrize(
     ("method", "url", "body", "words"),
     [

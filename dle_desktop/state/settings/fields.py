@@ -494,6 +494,9 @@ class SettingsFields:
     ai_notepad_extract_prompt: str = _s(
         "", "aiNotepadExtractPrompt", doc="The extract-mode prompt; empty: the default."
     )
+    review_response_tokens: int = _s(
+        0, "reviewResponseTokens", 0, 100000, doc="/dle-review: the answer's length in tokens; 0: the model's own."
+    )
     scribe_connection_mode: str = _s("inherit", "scribeConnectionMode", choices=("inherit", "st", "profile", "proxy"))
     scribe_profile_id: str = _s("", "scribeProfileId")
     scribe_proxy_url: str = _s("http://127.0.0.1:42069", "scribeProxyUrl")

@@ -2,7 +2,7 @@
 // errors in words. Shared by the interceptor, the slash commands, the panel and vector routing.
 
 export const MODULE = 'dle_desktop_bridge';
-export const VERSION = '0.3.0'; // the manifest's version (tests/st_bridge checks they agree)
+export const VERSION = '0.4.0'; // the manifest's version (tests/st_bridge checks they agree)
 export const DEFAULT_SERVER = 'http://127.0.0.1:8765';
 
 export const DEFAULTS = Object.freeze({

@@ -11,6 +11,9 @@ import {
     clearAllContext, clearField, clearFolder, contextState, pinsAndBlocks, setFieldCommand, setFolder, setNamedField,
 } from './steer.js';
 import { guarded } from './ui.js';
+import { notepadCommand } from './notepad.js';
+import { optimizeKeys, review, summarize } from './utilities.js';
+import { newLore, reviewSuggestions, scribeHistory, scribeNow } from './writers.js';
 
 // arg: 'required' | 'optional' (absent: none). usage: how the argument is written.
 const COMMANDS = [
@@ -45,6 +48,14 @@ const COMMANDS = [
     { name: 'dle-cache-info', usage: '[clear]', arg: 'optional', run: cacheInfo, help: 'Index and AI cache status; "clear" forgets this chat\'s cached AI answers.' },
     { name: 'dle-browse', aliases: ['dle-b'], usage: '[search]', arg: 'optional', run: browse, help: 'Search the vault\'s entries; pin or block one in this chat.' },
     { name: 'dle-graph', aliases: ['dle-g'], usage: '[entry title]', arg: 'optional', run: graph, help: 'Bring DLE Desktop\'s Graph view to the front.' },
+    { name: 'dle-scribe', usage: '[focus]', arg: 'optional', run: scribeNow, help: 'Session Scribe: write a session note of this chat now (what to stress, optional).' },
+    { name: 'dle-scribe-history', run: scribeHistory, help: 'This chat\'s session notes, newest first; each opens in DLE Desktop.' },
+    { name: 'dle-newlore', aliases: ['dle-suggest'], run: newLore, help: 'Auto Lorebook now: propose the entries this chat mentions and the vault lacks, for review.' },
+    { name: 'dle-suggestions', run: () => reviewSuggestions(), help: 'The lore suggestions waiting for this chat: accept, edit, reject.' },
+    { name: 'dle-ai-notepad', usage: '[clear]', arg: 'optional', run: notepadCommand, help: 'This chat\'s AI Notepad (the model\'s private notes); "clear" empties it.' },
+    { name: 'dle-summarize', run: summarize, help: 'Write summaries for the entries without one; review each in DLE Desktop.' },
+    { name: 'dle-optimize-keys', usage: '<entry title>', arg: 'required', run: optimizeKeys, help: 'Propose better keys for an entry; review them in DLE Desktop.' },
+    { name: 'dle-review', usage: '[question]', arg: 'optional', run: review, help: 'Ask the chat\'s model about the whole vault; only the question and the answer stay in the chat.' },
     { name: 'dle-librarian', usage: '[gap <id> | review | audit]', arg: 'optional', run: librarian, help: 'Bring DLE Desktop\'s Librarian to the front (at a gap, or in review or audit mode).' },
 ];
 

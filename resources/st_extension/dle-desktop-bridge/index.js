@@ -13,6 +13,9 @@ import { installSources, linked, showSources } from './sources.js';
 import { changed, hello, state } from './status.js';
 import { flagLore, injectedTitles, searchLore, syncTools, toolsRegistered } from './tools.js';
 import { installVectorRouting, routingStats } from './vectors.js';
+import { installNotepad } from './notepad.js';
+import { installTrail, pendingToolCalls } from './trail.js';
+import { installWriters, refreshWritersPanel, writersConfig } from './writers.js';
 
 const HEARTBEAT_MS = 30_000;
 
@@ -77,6 +80,9 @@ async function start() {
     listen();
     installPrefetch();
     installSources();
+    installWriters();
+    installNotepad();
+    installTrail();
     syncTools();
     mountPanel();
     // Extensions load one after another: look once they all had their turn.
@@ -84,14 +90,19 @@ async function start() {
     if (eventTypes?.APP_READY) eventSource.on(eventTypes.APP_READY, warnIfDleIsActive);
     setTimeout(warnIfDleIsActive, 10000); // should APP_READY have come and gone
     await hello();
-    setInterval(() => { if (document.visibilityState !== 'hidden') hello(); }, HEARTBEAT_MS);
+    setInterval(() => {
+        if (document.visibilityState === 'hidden') return;
+        hello();
+        refreshWritersPanel();
+    }, HEARTBEAT_MS);
 }
 
 // Read-only handles for people (and the end-to-end tests) looking at the bridge from the console.
 globalThis.dleDesktopBridge = {
     module: MODULE, state, placedKeys, routingStats, hello, ready: false, commands: commandNames,
     sources: { linked, show: showSources },
-    tools: { sync: syncTools, registered: toolsRegistered, search: searchLore, flag: flagLore, injectedTitles },
+    tools: { sync: syncTools, registered: toolsRegistered, search: searchLore, flag: flagLore, injectedTitles, pending: pendingToolCalls },
+    writers: { config: writersConfig, refresh: refreshWritersPanel },
 };
 
 start().then(() => { globalThis.dleDesktopBridge.ready = true; })

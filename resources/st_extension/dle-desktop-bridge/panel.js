@@ -7,6 +7,7 @@ import { chatPanelHtml, mountChatPanel } from './chatpanel.js';
 import { hello, onChange, state } from './status.js';
 import { syncTools, toolsAvailable, toolsBlocker, toolsRegistered } from './tools.js';
 import { routingStats } from './vectors.js';
+import { mountWritersPanel, writersPanelHtml } from './writers.js';
 
 const ID = 'dle_desktop_bridge';
 
@@ -42,6 +43,7 @@ function html() {
         <div id="${ID}_test" class="menu_button">Test connection</div>
       </div>
       <div id="${ID}_status" class="dle-desktop-bridge-status" aria-live="polite"></div>
+      ${writersPanelHtml()}
       ${chatPanelHtml()}
       <small>Bridge ${VERSION}. /dle lists every command.</small>
     </div>
@@ -141,6 +143,7 @@ export function mountPanel() {
     });
     onChange(render);
     mountChatPanel();
+    mountWritersPanel();
     // SillyTavern's own switch for function calling decides whether the tools are offered.
     document.getElementById('openai_function_calling')?.addEventListener('input', () => setTimeout(renderTools, 0));
     render();

@@ -17,7 +17,7 @@ let warnedShare = null;
 
 export const linked = []; // {chatId, message, swipe, record}, newest last (for the console and the tests)
 
-function contextSize() {
+export function contextSize() {
     const ctx = context();
     const chatCompletion = Number(ctx.chatCompletionSettings?.openai_max_context);
     if (ctx.mainApi === 'openai' && chatCompletion > 0) return chatCompletion;

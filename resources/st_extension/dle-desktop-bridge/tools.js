@@ -7,6 +7,7 @@
 
 import { call, context, settings } from './api.js';
 import { state } from './status.js';
+import { recordToolCall } from './trail.js';
 
 export const SEARCH_TOOL = 'dle_search_lore';
 export const FLAG_TOOL = 'dle_flag_lore';
@@ -63,7 +64,20 @@ export async function searchLore(args) {
         const body = { queries, exclude_titles: injectedTitles() };
         const reason = clip(args?.reason, MAX_REASON_CHARS);
         if (reason) body.reason = reason;
-        const answer = await call('POST', '/api/dle/v1/lore/search', { body, timeoutMs: TIMEOUT_MS });
+        let answer;
+        try {
+            answer = await call('POST', '/api/dle/v1/lore/search', { body, timeoutMs: TIMEOUT_MS });
+        } catch (error) {
+            recordToolCall({ tool: 'search', queries, error: String(error?.message || error).slice(0, 300) });
+            throw error;
+        }
+        recordToolCall({
+            tool: 'search',
+            queries,
+            found: answer?.best?.title ?? '',
+            linked: (answer?.linked ?? []).map(l => l?.title).filter(Boolean).slice(0, 5),
+            misses: (answer?.misses ?? []).filter(m => typeof m === 'string' && m),
+        });
         const parts = [];
         if (answer?.best?.content) {
             parts.push(`From the lore vault:\n\n${answer.best.content}`);
@@ -94,7 +108,14 @@ export async function flagLore(args) {
         };
         const entry = clip(args?.entry_title, MAX_TITLE_CHARS);
         if (entry) body.entry_title = entry;
-        const gap = await call('POST', '/api/dle/v1/lore/flag', { body, timeoutMs: TIMEOUT_MS });
+        let gap;
+        try {
+            gap = await call('POST', '/api/dle/v1/lore/flag', { body, timeoutMs: TIMEOUT_MS });
+        } catch (error) {
+            recordToolCall({ tool: 'flag', ...body, error: String(error?.message || error).slice(0, 300) });
+            throw error;
+        }
+        recordToolCall({ tool: 'flag', ...body, urgency: gap?.urgency || body.urgency });
         const what = flagType === 'update' ? `an update to "${entry || title}"` : `"${title}" as missing lore`;
         const times = Number(gap?.frequency) > 1 ? `, asked for ${gap.frequency} times` : '';
         return `Flagged ${what} for the Librarian (${gap?.urgency || body.urgency} urgency${times}).`;
