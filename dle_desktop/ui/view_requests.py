@@ -9,7 +9,10 @@ from typing import Any, Protocol
 
 from PySide6.QtWidgets import QStatusBar, QTabWidget, QWidget
 
+from dle_desktop.errors import DleError
+from dle_desktop.ui.bridge import EngineBridge
 from dle_desktop.ui.librarian.view import LibrarianView
+from dle_desktop.ui.sillytavern.chat_writers import NoteDialog
 from dle_desktop.ui.vault.view import VaultView
 from dle_desktop.ui.widgets.async_util import soon
 
@@ -31,6 +34,8 @@ class ViewHost(Protocol):
     def graph_view(self) -> QWidget: ...
     @property
     def librarian_view(self) -> LibrarianView: ...
+    @property
+    def bridge(self) -> EngineBridge: ...
 
     def bring_forward(self) -> None: ...
     def statusBar(self) -> QStatusBar: ...
@@ -43,7 +48,9 @@ def show_requested_view(window: ViewHost, request: dict[str, Any]) -> None:
     if view == "vault":
         window.tabs.setCurrentWidget(window.vault_view)
         title = request.get("entry")
-        if title:
+        if request.get("path"):
+            soon(lambda: _show_note(window, str(request.get("vault") or ""), str(request["path"])))
+        elif title:
             _select_title(window, str(title))
     elif view == "channels":
         window.tabs.setCurrentWidget(window.channels_view)
@@ -53,6 +60,8 @@ def show_requested_view(window: ViewHost, request: dict[str, Any]) -> None:
         window.tabs.setCurrentWidget(window.librarian_view)
         if request.get("gap"):
             soon(lambda: _show_gap(window, str(request["gap"])))
+        elif request.get("suggestion"):
+            soon(lambda: _show_suggestion(window, str(request["suggestion"])))
         elif request.get("mode") in ("summarize", "optimize-keys"):
             _propose(window, str(request["mode"]), request.get("entry"))
         elif request.get("mode"):
@@ -90,6 +99,26 @@ def _select_title(window: ViewHost, title: str) -> None:
         _note(window, f"SillyTavern asked for “{title}”: {shown}")
         return
     vault_view.show_entry(hits[0].uid)
+
+
+async def _show_note(window: ViewHost, vault: str, path: str) -> None:
+    """/dle-scribe-history's Open: an entry is selected in the Vault view; any other note (a
+    session note is not a lore entry) opens read-only."""
+    if window.vault_view.show_entry(f"{vault}\x00{path}"):
+        return
+    try:
+        text = await window.bridge.read_note(vault, path)
+    except DleError as exc:
+        _note(window, f"SillyTavern asked for {path}: it could not be read: {exc}")
+        return
+    if text is None:
+        _note(window, f"SillyTavern asked for {path}: it is no longer in {vault or 'the vault'}")
+        return
+    NoteDialog(vault, path, text, window.vault_view).open()
+
+
+async def _show_suggestion(window: ViewHost, suggestion_id: str) -> None:
+    _note(window, await window.librarian_view.show_suggestion(suggestion_id))
 
 
 async def _show_gap(window: ViewHost, gap_id: str) -> None:

@@ -145,3 +145,47 @@ def test_a_new_engine_still_answers_and_quitting_tells_the_server_there_is_no_wi
     assert not engine.window.attached
     r = _post(desk, {"view": "graph"})
     assert r.status_code == 409 and "not running" in r.json()["error"]
+
+
+def test_summarize_optimize_keys_a_session_note_and_a_suggestion_asked_from_sillytavern(
+    make_desktop, vault_copy, qloop
+):
+    """/dle-summarize and /dle-optimize-keys without an AI connection say what is missing (and
+    propose nothing); /dle-scribe-history's Open shows a session note (not a lore entry) read-only;
+    a suggestion no longer waiting is said so."""
+    from dle_desktop.ui.sillytavern.chat_writers import NoteDialog
+
+    note = vault_copy / "Sessions" / "Ann - 2026-01-01 10-00-00.md"
+    note.parent.mkdir(exist_ok=True)
+    note.write_text("---\ntags: [lorebook-session]\n---\n# Session: Ann\n\nSESSION-TEXT\n", encoding="utf-8")
+    desk = make_desktop(vault_copy, runtime_options={"port": 0})
+    win = desk.window
+    vault = win.vault_view
+
+    async def scenario() -> None:
+        await wait_for(lambda: vault.model.rowCount() == 61, what="61 entries")
+        for body in (
+            {"view": "librarian", "mode": "summarize"},
+            {"view": "librarian", "mode": "optimize-keys", "entry": "lantern quay"},
+        ):
+            status = win.statusBar()
+            status.clearMessage()
+            assert (await _show(desk, body)).status_code == 200
+            await wait_for(lambda s=status: "SillyTavern asked for" in s.currentMessage(), what="the note")
+            assert "connection" in status.currentMessage().lower() or "profile" in status.currentMessage().lower()
+        r = await _show(desk, {"view": "librarian", "mode": "optimize-keys", "entry": "No Such Entry"})
+        assert r.status_code == 404 and "no entry is titled" in r.json()["error"]
+
+        vault_name = vault.snapshot.entries[0].vault
+        path = "Sessions/Ann - 2026-01-01 10-00-00.md"
+        assert (await _show(desk, {"view": "vault", "vault": vault_name, "path": path})).status_code == 200
+        await wait_for(lambda: vault.findChildren(NoteDialog), what="the note shown")
+        (shown,) = vault.findChildren(NoteDialog)
+        assert "SESSION-TEXT" in shown.text.toPlainText()
+        shown.close()
+
+        assert (await _show(desk, {"view": "librarian", "suggestion": "abc"})).status_code == 200
+        await wait_for(lambda: "not waiting" in win.statusBar().currentMessage(), what="the suggestion note")
+        assert win.tabs.currentWidget() is win.librarian_view
+
+    qloop.run_until_complete(scenario())
