@@ -27,6 +27,7 @@ from dle_desktop.ui.channels.view import ChannelsView
 from dle_desktop.ui.graph.view import GraphView
 from dle_desktop.ui.librarian.view import LibrarianView
 from dle_desktop.ui.server_notice import ServerNotice
+from dle_desktop.ui.sillytavern.chat_writers import NoteDialog
 from dle_desktop.ui.sillytavern.view import SillyTavernView
 from dle_desktop.ui.vault.entry_detail import EngineWriteAccess
 from dle_desktop.ui.vault.view import VaultView
@@ -81,7 +82,7 @@ class MainWindow(QMainWindow):
             view.channelsRequested.connect(self._open_channels)
         self.sillytavern_view = SillyTavernView(bridge)
         self.tabs.addTab(self.sillytavern_view, "SillyTavern")
-        self.sillytavern_view.chats_panel.steering.writers.show_in_vault = self.show_note_in_vault
+        self.sillytavern_view.chats_panel.steering.writers.open_note = self.open_note
         self.server_notice = ServerNotice()
         central = QWidget()
         column = QVBoxLayout(central)
@@ -363,7 +364,7 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentWidget(self.vault_view)
         self.vault_view.show_entry(uid)
 
-    def show_note_in_vault(self, vault: str, path: str, title: str) -> bool:
+    def show_note_in_vault(self, vault: str, path: str, title: str = "") -> bool:
         """A note named by vault and path (or by title) in the Vault view, when it is an entry
         there; False when it is not (a session note is not a lore entry)."""
         snapshot = self.vault_view.snapshot
@@ -376,6 +377,28 @@ class MainWindow(QMainWindow):
             return False
         self.open_in_vault(entry.uid)
         return True
+
+    async def open_note(self, vault: str, path: str) -> str:
+        """A vault note by vault and path: an entry in the Vault view, any other note (a session
+        note) read-only in a window of its own. `vault` "": the vault the index knows the path in.
+        Says what was shown, or why nothing was."""
+        snapshot = self.vault_view.snapshot
+        if not vault and snapshot is not None:
+            known = [e.vault for e in snapshot.entries if e.path == path] + [
+                s.vault for s in snapshot.skipped if s.path == path
+            ]
+            vault = known[0] if known else ""
+        if not vault:
+            return f"{path}: no vault has that note"
+        if self.show_note_in_vault(vault, path):
+            return f"Showing {path} ({vault})"
+        text = await self.bridge.read_note(vault, path)
+        if text is None:
+            return f"{path} is not in {vault} any more (moved or deleted)"
+        viewer = NoteDialog(vault, path, text, self.vault_view)
+        viewer.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        viewer.open()
+        return f"Opened {path} ({vault})"
 
     def find(self) -> None:  # type: ignore[override]  # Find (Ctrl+F), not QWidget.find(window id)
         self.tabs.setCurrentWidget(self.vault_view)

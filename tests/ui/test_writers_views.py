@@ -85,7 +85,8 @@ def test_a_real_suggestion_is_listed_accepted_with_an_edit_and_written(writers_a
         # the written entry is in the index at once: the window can show it in the Vault view
         window = desk.window
         await wait_for(lambda: window.vault_view.snapshot.find("Sea Gate Key") is not None, what="the new entry")
-        assert window.show_note_in_vault("vault", "New/Sea Gate Key.md", "Sea Gate Key")
+        assert await window.open_note("vault", "New/Sea Gate Key.md") == "Showing New/Sea Gate Key.md (vault)"
+        assert window.vault_view.snapshot.by_uid[window.vault_view.current_uid()].title == "Sea Gate Key"
         assert window.tabs.currentWidget() is window.vault_view
 
     qloop.run_until_complete(scenario())
@@ -201,10 +202,11 @@ def test_the_chats_tab_shows_a_chats_notepad_and_session_notes_and_clears(writer
         # Open: a session note is not a lore entry, so it opens on its own, read from the vault
         writers.note_list.setCurrentRow(0)
         await writers.open_selected()
-        dialog = writers.shown_dialog
-        assert isinstance(dialog, NoteDialog) and dialog.isVisible()
-        assert "# Session: " in dialog.text.toPlainText() and SUMMARY in dialog.text.toPlainText()
-        dialog.reject()
+        assert writers.message.text() == f"Opened {note['path']} (vault)"
+        dialogs = _viewers(desk)
+        assert len(dialogs) == 1 and dialogs[0].windowTitle() == note["path"].rsplit("/", 1)[-1]
+        assert "# Session: " in dialogs[0].text.toPlainText() and SUMMARY in dialogs[0].text.toPlainText()
+        dialogs[0].reject()
 
         asked = []
         writers.confirm = lambda text: asked.append(text) or False
@@ -218,3 +220,48 @@ def test_the_chats_tab_shows_a_chats_notepad_and_session_notes_and_clears(writer
 
     qloop.run_until_complete(scenario())
     qloop.run_until_complete(view.idle())
+
+
+def test_a_suggestion_asked_for_by_id_opens_in_a_session(writers_app, qloop):
+    """What SillyTavern's review popup asks for ("Open in Librarian", app/show's `suggestion`)."""
+    desk = writers_app
+    view = desk.window.librarian_view
+
+    async def scenario():
+        await _suggest(desk)
+        chosen = next(p for p in await desk.bridge.pending_suggestions() if p["suggestion"]["title"] == "Brass Key")
+        said = await view.show_suggestion(chosen["id"])
+        assert said == "Suggestion “Brass Key” is the draft of a new Librarian session"
+        assert view.session is not None and view.session.draft.title == "Brass Key"
+        assert view.editor.title.text() == "Brass Key"
+        said = await view.show_suggestion("nosuchsuggestion")
+        assert "nosuchsuggestion" in said and "not waiting" in said
+        assert view.lists.currentIndex() == SUGGESTIONS_TAB
+
+    qloop.run_until_complete(scenario())
+
+
+def test_a_note_by_vault_and_path_opens_where_it_can(writers_app, qloop, vault_copy):
+    """The window's open_note (the Writers tab's Open): an entry in the Vault view, a session note
+    in a viewer, a missing note said so."""
+    desk = writers_app
+    window = desk.window
+
+    async def scenario():
+        entry = window.vault_view.snapshot.find("Lantern Quay")
+        assert await window.open_note(entry.vault, entry.path) == f"Showing {entry.path} ({entry.vault})"
+        assert window.vault_view.current_uid() == entry.uid and not _viewers(desk)
+        scribed = await desk.bridge.call(desk.runtime.engine.writers.scribe.run(CHAT, parse_messages(chat(*TALK))))
+        path = scribed["note"]["path"]
+        assert await window.open_note("", path) == f"Opened {path} (vault)"  # the vault the index knows
+        assert len(_viewers(desk)) == 1 and SUMMARY in _viewers(desk)[0].text.toPlainText()
+        _viewers(desk)[0].reject()
+        gone = await window.open_note("vault", "Sessions/Gone.md")
+        assert gone == "Sessions/Gone.md is not in vault any more (moved or deleted)"
+        assert not _viewers(desk)
+
+    qloop.run_until_complete(scenario())
+
+
+def _viewers(desk) -> list[NoteDialog]:
+    return [d for d in desk.window.findChildren(NoteDialog) if d.isVisible()]

@@ -288,6 +288,25 @@ class LibrarianView(QWidget):
         back = " (it was hidden: shown again)" if gap.hidden or gap.dismissed else ""
         return f"Gap “{gap.query}”{back}: Open in a session writes its entry"
 
+    async def show_suggestion(self, suggestion_id: str) -> str:
+        """SillyTavern's "open in a Librarian session" for suggestion `suggestion_id`: the
+        Suggestions tab at it, re-read first, and a session with it as the draft. Says what was
+        done, or why not."""
+        await self.suggestions.refresh()
+        self.lists.setCurrentIndex(SUGGESTIONS_TAB)
+        if not self.suggestions.select(suggestion_id):
+            return (
+                f"SillyTavern asked for suggestion {suggestion_id}, which is not waiting (accepted, rejected, or "
+                "never made)"
+            )
+        chosen = self.suggestions.selected()
+        assert chosen is not None  # just selected
+        title = chosen["suggestion"].get("title", "")
+        problem = self.open_suggestion(chosen["suggestion"])
+        if problem:
+            return f"Suggestion “{title}”: {problem}"
+        return f"Suggestion “{title}” is the draft of a new Librarian session"
+
     def open_mode(self, mode: str) -> str:
         """SillyTavern's review/audit. Audit opens an Audit session (as New session → Audit does;
         an empty one already open is reused). Review needs the chat, which the request does not

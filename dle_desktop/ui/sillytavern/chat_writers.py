@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -46,6 +46,10 @@ def when_text(stamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(stamp)) if stamp else "?"
 
 
+async def _no_window(vault: str, path: str) -> str:
+    return f"{path} ({vault}): no window to open it in"
+
+
 class NoteDialog(QDialog):
     """A vault note that is not a lore entry (a session note), read-only."""
 
@@ -72,8 +76,8 @@ class NoteDialog(QDialog):
 
 
 class WritersTab(QWidget):
-    """`show_in_vault(vault, path, title)` (set by the window) shows a note in the Vault view and
-    answers True, or False when it is not an entry there; then the note opens in a `NoteDialog`."""
+    """`open_note(vault, path)` (set by the window: an entry in the Vault view, any other note in a
+    `NoteDialog`) opens a session note and says what it did."""
 
     def __init__(self, runner: Runner) -> None:
         super().__init__()
@@ -81,10 +85,9 @@ class WritersTab(QWidget):
         self.bridge: Any = None
         self.chat_id: str | None = None
         self.notes: list[dict[str, Any]] = []
-        self.show_in_vault: Callable[[str, str, str], bool] = lambda _vault, _path, _title: False
+        self.open_note: Callable[[str, str], Awaitable[str]] = _no_window
         #: how Clear is confirmed (tests answer it without a modal box)
         self.confirm: Callable[[str], bool] = lambda text: confirm(self, "Clear the AI Notepad", text, "Clear")
-        self.shown_dialog: NoteDialog | None = None
 
         self.notepad = QPlainTextEdit()
         self.notepad.setReadOnly(True)
@@ -228,17 +231,9 @@ class WritersTab(QWidget):
         if item is None:
             return
         n = item.data(Qt.ItemDataRole.UserRole)
-        if self.show_in_vault(n["vault"], n["path"], n["title"]):
-            return
         try:
-            text = await self.bridge.read_note(n["vault"], n["path"])
+            said = await self.open_note(n["vault"], n["path"])
         except DleError as exc:
             self.say(f"{n['path']} could not be read: {exc}", ERROR_STYLE)
             return
-        if text is None:
-            self.say(f"{n['path']} is no longer in {n['vault']} (moved or deleted).", ERROR_STYLE)
-            return
-        if self.shown_dialog is not None:
-            self.shown_dialog.deleteLater()
-        self.shown_dialog = NoteDialog(n["vault"], n["path"], text, self)
-        self.shown_dialog.open()
+        self.say(said, MUTED_STYLE)
