@@ -10,9 +10,7 @@ from typing import Any, Protocol
 from PySide6.QtWidgets import QStatusBar, QTabWidget, QWidget
 
 from dle_desktop.errors import DleError
-from dle_desktop.ui.bridge import EngineBridge
 from dle_desktop.ui.librarian.view import LibrarianView
-from dle_desktop.ui.sillytavern.chat_writers import NoteDialog
 from dle_desktop.ui.vault.view import VaultView
 from dle_desktop.ui.widgets.async_util import soon
 
@@ -34,8 +32,7 @@ class ViewHost(Protocol):
     def graph_view(self) -> QWidget: ...
     @property
     def librarian_view(self) -> LibrarianView: ...
-    @property
-    def bridge(self) -> EngineBridge: ...
+    async def open_note(self, vault: str, path: str) -> str: ...
 
     def bring_forward(self) -> None: ...
     def statusBar(self) -> QStatusBar: ...
@@ -104,17 +101,11 @@ def _select_title(window: ViewHost, title: str) -> None:
 async def _show_note(window: ViewHost, vault: str, path: str) -> None:
     """/dle-scribe-history's Open: an entry is selected in the Vault view; any other note (a
     session note is not a lore entry) opens read-only."""
-    if window.vault_view.show_entry(f"{vault}\x00{path}"):
-        return
     try:
-        text = await window.bridge.read_note(vault, path)
+        said = await window.open_note(vault, path)
     except DleError as exc:
-        _note(window, f"SillyTavern asked for {path}: it could not be read: {exc}")
-        return
-    if text is None:
-        _note(window, f"SillyTavern asked for {path}: it is no longer in {vault or 'the vault'}")
-        return
-    NoteDialog(vault, path, text, window.vault_view).open()
+        said = f"{path} could not be read: {exc}"
+    _note(window, f"SillyTavern asked for a note: {said}")
 
 
 async def _show_suggestion(window: ViewHost, suggestion_id: str) -> None:
