@@ -205,12 +205,14 @@ export async function newLore() {
         return text;
     }
     await reviewSuggestions(chatId);
-    return answer.suggestions.map(s => s.title).join(', ');
+    return answer.suggestions.map(p => p.suggestion?.title).join(', ');
 }
 
-function card(s) {
+function card(pending) {
+    const s = pending.suggestion ?? {};
     const options = TYPES.map(t => `<option value="${t}"${t === s.type ? ' selected' : ''}>${t}</option>`).join('');
-    return `<div class="dle-desktop-bridge-suggestion" data-id="${escapeHtml(s.id)}">
+    return `<div class="dle-desktop-bridge-suggestion" data-id="${escapeHtml(pending.id)}">
+        <h4>${escapeHtml(s.title)} <small>(${escapeHtml(s.type)})</small></h4>
         <label>Title <input class="text_pole" data-field="title" value="${escapeHtml(s.title)}"></label>
         <label>Type <select class="text_pole" data-field="type">${options}</select></label>
         <label>Keys <input class="text_pole" data-field="keys" value="${escapeHtml((s.keys ?? []).join(', '))}"></label>
@@ -234,7 +236,7 @@ export async function reviewSuggestions(chatId = currentChatId()) {
     popup(`<h3>Lore suggestions (${pending.length})</h3><p>Edit what you like; Accept writes the entry into the vault `
         + '(undoable in DLE Desktop), Reject drops it. They also wait in DLE Desktop\'s Librarian.</p>'
         + pending.map(card).join(''));
-    return pending.map(s => s.title).join(', ');
+    return pending.map(p => p.suggestion?.title).join(', ');
 }
 
 function editsOf(box) {
