@@ -388,6 +388,31 @@ def test_vector_routing_and_forgetting_deleted_chats_are_saved(desk, qloop):
     qloop.run_until_complete(view.idle())
 
 
+def test_the_writers_are_turned_on_beside_the_chats_and_saved(desk, qloop):
+    """Issue 23: Session Scribe, Auto Lorebook and AI Notepad are off until turned on; the boxes
+    beside the chats save the same settings as Settings → Writers and the running engine takes them."""
+    view = open_view(desk, qloop)
+    boxes = view.chats_panel.writer_switches.boxes
+    assert set(boxes) == {"scribe_enabled", "auto_suggest_enabled", "ai_notepad_enabled"}
+    assert not any(box.isChecked() for box in boxes.values())
+
+    async def scenario():
+        boxes["scribe_enabled"].click()
+        boxes["ai_notepad_enabled"].click()
+        await settled(desk)
+        on_disk = saved(desk)
+        assert (on_disk.scribe_enabled, on_disk.auto_suggest_enabled, on_disk.ai_notepad_enabled) == (True, False, True)
+        engine = desk.runtime.engine.settings
+        assert engine.scribe_enabled and engine.ai_notepad_enabled and not engine.auto_suggest_enabled
+        assert "AI Notepad is on for every chat" in view.chats_panel.message.text()
+        boxes["scribe_enabled"].click()
+        await settled(desk)
+        assert saved(desk).scribe_enabled is False
+
+    qloop.run_until_complete(scenario())
+    qloop.run_until_complete(view.idle())
+
+
 def test_the_split_survives_a_restart(make_desktop, vault_copy, tmp_path, qloop):
     first = make_desktop(vault_copy)
     view = open_view(first, qloop)

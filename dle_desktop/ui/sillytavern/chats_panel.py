@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from dle_desktop.ui.channels.profile_editor import ERROR_STYLE, MUTED_STYLE, OK_STYLE, note
 from dle_desktop.ui.sillytavern.chat_steering import ChatSteering
 from dle_desktop.ui.sillytavern.common import confirm, plural
+from dle_desktop.ui.sillytavern.writer_switches import WriterSwitches
 from dle_desktop.ui.widgets.cut_text import CutTextTips
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,11 @@ class ChatsPanel(QWidget):
         )
         self.auto_forget.toggled.connect(self._auto_toggled)
         self.message = note()
+        self.writer_switches = WriterSwitches(
+            self.view.current_settings,
+            self.view.save_settings,
+            lambda text, ok: self.say(text, OK_STYLE if ok else ERROR_STYLE),
+        )
         self.steering = ChatSteering(self.view.spawn)
         buttons = QHBoxLayout()
         buttons.addWidget(self.message, 1)
@@ -107,6 +113,7 @@ class ChatsPanel(QWidget):
         column.addWidget(self.table, 1)
         column.addLayout(buttons)
         column.addWidget(self.auto_forget)
+        column.addWidget(self.writer_switches)
         chosen = QGroupBox("The selected chat")
         QVBoxLayout(chosen).addWidget(self.steering)
         self.split = QSplitter(Qt.Orientation.Horizontal)
@@ -140,6 +147,7 @@ class ChatsPanel(QWidget):
         self.message.setStyleSheet(style)
 
     def fill_setting(self) -> None:
+        self.writer_switches.fill()
         self.auto_forget.blockSignals(True)
         self.auto_forget.setChecked(bool(getattr(self.view.current_settings(), "st_forget_deleted_chats", True)))
         self.auto_forget.blockSignals(False)
