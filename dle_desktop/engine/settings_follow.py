@@ -6,7 +6,8 @@ One stat of the file (inode, size, modification time) tells whether it changed: 
 second, and at once when the server is about to refuse a request for its Host or Origin (the page
 the installer just allowed is usually the very next caller). A changed file is read and judged as
 a start would judge it; what it holds is handed to `take`, which applies the allowed hosts and
-origins only (`settings_apply.access_change`). A file that cannot be used keeps the last good
+origins and the writers' switches only (`settings_apply.followed_change`; the bridge panel's
+switches are saved into the file and taken this way too). A file that cannot be used keeps the last good
 rules: one warning per version of the file, and the file stays where it is (the next start sets
 it aside, as it always has).
 """
