@@ -75,7 +75,7 @@ PATHS: dict[str, dict] = {
             description="DLE's `[DeepLore Enhanced Review — N entries, ~T tokens]` header, every entry as "
             "`## Title` and its text, the question, and the answer's length when review_response_tokens is "
             "set. The bridge sends it as a quiet prompt, so only the question and the answer stay in the chat. "
-            "The body is optional.",
+            "`{}` asks the general question.",
         )
     },
     f"{API}/writers": {

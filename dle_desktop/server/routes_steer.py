@@ -79,7 +79,10 @@ async def simulate(request: Request) -> JSONResponse:
 async def show(request: Request) -> JSONResponse:
     body = parse_body(ShowRequest, await read_json(request))
     lore = engine(request)
-    if body.mode == "optimize-keys" and body.entry:
+    if body.view == "librarian" and body.mode == "optimize-keys":
+        # A schema-valid body without an entry names none: nothing to find (404, as a wrong title).
+        if not (body.entry or "").strip():
+            raise NotFound("optimize-keys needs the entry's title in `entry`; /dle-browse lists them")
         snapshot = lore.snapshot
         if snapshot is not None and not snapshot.by_title.get(body.entry.strip().lower()):
             raise NotFound(f"no entry is titled {body.entry[:200]!r}; /dle-browse lists them")

@@ -171,7 +171,7 @@ async def clear_notepad(request: Request) -> JSONResponse:
 
 
 async def review(request: Request) -> JSONResponse:
-    body = parse_body(ReviewRequest, await _optional_json(request))
+    body = parse_body(ReviewRequest, await read_json(request))
     lore = engine(request)
     snapshot = lore.snapshot
     if snapshot is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator, model_validator
+from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator
 
 from dle_desktop.server.schemas import NOT_BLANK, QueryModel, RequestModel, nullable, ref, text, texts
 from dle_desktop.server.schemas_chat import RetrieveRequest, checked_chat_id
@@ -178,14 +178,6 @@ class ShowRequest(RequestModel):
         if value not in VIEWS:
             raise ValueError(f"view must be one of {', '.join(VIEWS)}")
         return value
-
-    @model_validator(mode="after")
-    def _entry_for_keys(self) -> ShowRequest:
-        if self.mode == "optimize-keys" and not self.entry:
-            raise ValueError("optimize-keys needs the entry's title in `entry`")
-        if self.mode is not None and self.view != "librarian":
-            raise ValueError("mode is for the librarian view")
-        return self
 
 
 __all__ = [

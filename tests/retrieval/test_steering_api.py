@@ -208,8 +208,8 @@ def test_summarize_optimize_keys_and_a_note_are_asked_of_the_window(steer):
         ]
         for body, status, words in (
             ({"view": "librarian", "mode": "optimize-keys", "entry": "No Such Entry"}, 404, "no entry is titled"),
-            ({"view": "librarian", "mode": "optimize-keys"}, 400, "needs the entry"),
-            ({"view": "graph", "mode": "summarize"}, 400, "mode is for the librarian"),
+            ({"view": "librarian", "mode": "optimize-keys"}, 404, "needs the entry"),
+            ({"view": "librarian", "mode": "optimize-keys", "entry": "  "}, 404, "needs the entry"),
         ):
             r = steer.client.post(f"{API}/app/show", json=body)
             assert r.status_code == status and words in r.json()["error"], (body, r.text)

@@ -150,7 +150,8 @@ def test_review_builds_the_whole_vault_prompt_and_says_when_it_does_not_fit(live
     assert prompt.endswith("Who keeps the quay?\n\nKeep your response under 300 tokens.")
     small = s.client.post(f"{API}/review", json={"context_tokens": 10}).json()
     assert small["fits"] is False and small["prompt"] == "" and small["tokens"] > 10
-    assert s.client.post(f"{API}/review").json()["question"].startswith("Review this lorebook")
+    assert s.client.post(f"{API}/review", json={}).json()["question"].startswith("Review this lorebook")
+    assert s.client.post(f"{API}/review").status_code == 400  # no body: say what to send
     assert s.client.post(f"{API}/review", json={"question": 5}).status_code == 400
 
 
