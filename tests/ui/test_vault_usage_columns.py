@@ -13,7 +13,8 @@ from PySide6.QtCore import QModelIndex, Qt
 from PySide6.QtWidgets import QHeaderView
 
 from dle_desktop.core.entry import Entry
-from dle_desktop.ui.vault.entries_model import COLUMNS, INJECTED, LAST_INJECTED, MATCHED, EntriesFilter, EntriesModel
+from dle_desktop.ui.vault.entries_model import COLUMNS, INJECTED, LAST_INJECTED, MATCHED, EntriesModel
+from dle_desktop.ui.vault.entries_proxy import EntriesFilter
 from dle_desktop.ui.vault.usage_columns import MIN_GAP, WIDTHS
 from tests.ui.conftest import wait_for
 

@@ -1,12 +1,12 @@
 """Table model over a snapshot's entries (with each entry's use over all chats: times matched,
-times injected, when last injected), and a filter that matches title, keys, folder and tags."""
+times injected, when last injected). `entries_proxy` filters and sorts it."""
 
 from __future__ import annotations
 
 import time
-from typing import cast
+from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QBrush
 
 from dle_desktop.core.entry import Entry
@@ -20,7 +20,6 @@ HEADER_TIPS = {
     LAST_INJECTED: "When it was last injected, in any chat",
 }
 UID_ROLE = Qt.ItemDataRole.UserRole + 1
-SORT_ROLE = Qt.ItemDataRole.UserRole + 2
 
 
 def entry_flags(e: Entry) -> str:
@@ -62,6 +61,8 @@ class EntriesModel(QAbstractTableModel):
         #: uid -> (matched, injected, last injected at) over every chat; absent: never matched
         self._usage: dict[str, tuple[int, int, float | None]] = {}
         self._now = time.time()
+        #: column -> each row's sort key, read once per column (the usage columns' per count)
+        self._sort_keys: dict[int, list[Any]] = {}
 
     def set_usage(self, usage: dict[str, tuple[int, int, float | None]]) -> None:
         """New counts: only the three columns change (the selection and the sort stay)."""
@@ -69,6 +70,8 @@ class EntriesModel(QAbstractTableModel):
             return
         self._usage = usage
         self._now = time.time()
+        for column in USAGE_COLUMNS:
+            self._sort_keys.pop(column, None)
         if self._entries:
             self.dataChanged.emit(self.index(0, MATCHED), self.index(len(self._entries) - 1, LAST_INJECTED))
 
@@ -82,6 +85,7 @@ class EntriesModel(QAbstractTableModel):
             " ".join((e.title, e.path, " ".join(e.keys), " ".join(e.tags), e.vault)).lower() for e in self._entries
         ]
         self._rows = {e.uid: i for i, e in enumerate(self._entries)}
+        self._sort_keys = {}
         self.endResetModel()
 
     def entry(self, row: int) -> Entry | None:
@@ -92,6 +96,29 @@ class EntriesModel(QAbstractTableModel):
 
     def search_text(self, row: int) -> str:
         return self._search[row]
+
+    def search_texts(self) -> list[str]:
+        """Each row's lower-case title, path, keys, tags and vault (what the filter matches)."""
+        return self._search
+
+    def sort_keys(self, column: int) -> list[Any]:
+        """Each row's key for sorting by `column`: text without regard to case, numbers as numbers."""
+        keys = self._sort_keys.get(column)
+        if keys is None:
+            keys = [self._sort_key(e, column) for e in self._entries]
+            self._sort_keys[column] = keys
+        return keys
+
+    def _sort_key(self, e: Entry, column: int) -> Any:
+        if column in USAGE_COLUMNS:
+            matched, injected, last = self.usage(e.uid)
+            return (matched, injected, last or 0.0)[column - MATCHED]
+        if column == 3:
+            return e.priority
+        if column == 4:
+            return e.token_estimate
+        text = (e.title, e.folder or "", ", ".join(e.keys), "", "", entry_flags(e), e.vault)[column]
+        return text.casefold()
 
     def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self._entries)
@@ -113,7 +140,7 @@ class EntriesModel(QAbstractTableModel):
         col = index.column()
         if role == UID_ROLE:
             return e.uid
-        if role in (Qt.ItemDataRole.DisplayRole, SORT_ROLE):
+        if role == Qt.ItemDataRole.DisplayRole:
             if col == 0:
                 return e.title
             if col == 1:
@@ -121,7 +148,7 @@ class EntriesModel(QAbstractTableModel):
             if col == 2:
                 return ", ".join(e.keys)
             if col == 3:
-                return e.priority if role == SORT_ROLE else f"{e.priority:g}"
+                return f"{e.priority:g}"
             if col == 4:
                 return e.token_estimate
             if col == 5:
@@ -134,7 +161,7 @@ class EntriesModel(QAbstractTableModel):
                     return matched
                 if col == INJECTED:
                     return injected
-                return (last or 0.0) if role == SORT_ROLE else last_injected_text(last, self._now)
+                return last_injected_text(last, self._now)
         if role == Qt.ItemDataRole.ToolTipRole and col == 2 and e.keys:
             return "\n".join(e.keys)
         if role == Qt.ItemDataRole.ToolTipRole and col == LAST_INJECTED and (last := self.usage(e.uid)[2]):
@@ -148,26 +175,3 @@ class EntriesModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (3, 4, *USAGE_COLUMNS):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
-
-
-class EntriesFilter(QSortFilterProxyModel):
-    """Every word of the filter must appear somewhere in the entry (title, path, keys, tags, vault)."""
-
-    def __init__(self, parent=None) -> None:
-        super().__init__(parent)
-        self._words: list[str] = []
-        self.setSortRole(SORT_ROLE)
-
-    def set_text(self, text: str) -> None:
-        self.beginFilterChange() if hasattr(self, "beginFilterChange") else None
-        self._words = text.lower().split()
-        if hasattr(self, "endFilterChange"):
-            self.endFilterChange()
-        else:
-            self.invalidateFilter()
-
-    def filterAcceptsRow(self, source_row, source_parent) -> bool:
-        if not self._words:
-            return True
-        hay = cast(EntriesModel, self.sourceModel()).search_text(source_row)
-        return all(w in hay for w in self._words)

@@ -28,7 +28,8 @@ from dle_desktop.core.health import HealthReport
 from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.ui.librarian.ai_notice import AiNotice
 from dle_desktop.ui.vault.chat_trial_panel import ChatTrialPanel
-from dle_desktop.ui.vault.entries_model import COLUMNS, UID_ROLE, USAGE_COLUMNS, EntriesFilter, EntriesModel
+from dle_desktop.ui.vault.entries_model import COLUMNS, UID_ROLE, USAGE_COLUMNS, EntriesModel
+from dle_desktop.ui.vault.entries_proxy import EntriesFilter
 from dle_desktop.ui.vault.entry_detail import EntryHistory, render_entry
 from dle_desktop.ui.vault.health_panel import HealthPanel
 from dle_desktop.ui.vault.usage_columns import ColumnMenu, UsageReader, UsageRefresher, UsageRoom, set_up_columns
