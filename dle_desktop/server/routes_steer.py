@@ -81,11 +81,12 @@ async def show(request: Request) -> JSONResponse:
     lore = engine(request)
     if body.view == "librarian" and body.mode == "optimize-keys":
         # A schema-valid body without an entry names none: nothing to find (404, as a wrong title).
-        if not (body.entry or "").strip():
+        title = (body.entry or "").strip()
+        if not title:
             raise NotFound("optimize-keys needs the entry's title in `entry`; /dle-browse lists them")
         snapshot = lore.snapshot
-        if snapshot is not None and not snapshot.by_title.get(body.entry.strip().lower()):
-            raise NotFound(f"no entry is titled {body.entry[:200]!r}; /dle-browse lists them")
+        if snapshot is not None and not snapshot.by_title.get(title.lower()):
+            raise NotFound(f"no entry is titled {title[:200]!r}; /dle-browse lists them")
     lore.window.show(
         body.view,
         entry=body.entry,
