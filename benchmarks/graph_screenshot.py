@@ -35,7 +35,8 @@ def main(argv=None) -> int:
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication
 
-    from dle_desktop.app.runtime import Context, Runtime
+    from dle_desktop.app.context import AppContext
+    from dle_desktop.app.runtime import Runtime
     from dle_desktop.engine.engine import Engine
     from dle_desktop.state.paths import resolve_paths, sample_vault_dir
     from dle_desktop.state.secrets import SecretStore
@@ -49,7 +50,7 @@ def main(argv=None) -> int:
     tmp = tempfile.TemporaryDirectory()
     paths = resolve_paths(Path(tmp.name) / "data").ensure()
     settings = Settings()
-    ctx = Context(paths, SettingsStore(paths.settings_file), settings, SecretStore(use_keyring=False))
+    ctx = AppContext(paths, SettingsStore(paths.settings_file), settings, SecretStore(use_keyring=False))
     engine = Engine(paths, settings, ctx.secrets, vault_override=[FolderSource("Sample", sample_vault_dir())])
     runtime = Runtime(ctx, engine, serve=False, port=0)
     desk = DesktopApp(

@@ -368,7 +368,8 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from dle_desktop.app.runtime import Runtime, make_context, session_engine
+    from dle_desktop.app.context import make_context, session_engine
+    from dle_desktop.app.runtime import Runtime
     from dle_desktop.ui.launch import DesktopApp
 
     qapp = QApplication([sys.argv[0]])

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dle_desktop.app.runtime import AppContext, Runtime, make_context, session_engine
+from dle_desktop.app.context import AppContext, make_context, session_engine
+from dle_desktop.app.runtime import Runtime
 from dle_desktop.engine.engine import source_from_spec
 from dle_desktop.engine.session_vaults import SessionVaults
 

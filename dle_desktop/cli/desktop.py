@@ -35,7 +35,7 @@ def run_diagnostics(args: Any) -> int:
 
 
 def _diagnostics(args: Any) -> int:
-    from dle_desktop.app.runtime import make_context
+    from dle_desktop.app.context import make_context
     from dle_desktop.desktop import diagnostics
 
     ctx = make_context(getattr(args, "data_dir", None), log_to_stderr=False)

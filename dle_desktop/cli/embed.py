@@ -13,7 +13,6 @@ from typing import Any
 
 from dle_desktop.cli.errors import fail, run_command
 from dle_desktop.errors import DleError
-from dle_desktop.vectors.contracts import EmbeddingError
 
 
 def add_embed_arguments(p: Any) -> None:
@@ -27,6 +26,9 @@ def add_embed_arguments(p: Any) -> None:
 
 
 def run_embed(args: Any) -> int:
+    # Imported here: building the parser (every command) must not load the vector store.
+    from dle_desktop.vectors.contracts import EmbeddingError
+
     return run_command(lambda: _embed(args), errors=(DleError, EmbeddingError))
 
 

@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from dle_desktop.app.runtime import index_once, make_context, make_engine, run_headless
+    from dle_desktop.app.context import index_once, make_context, make_engine
 
     if args.command in ("index", "health"):
         ctx = make_context(args.data_dir)
@@ -226,6 +226,8 @@ def _run(args: argparse.Namespace) -> int:
             print(f"warning: {ctx.secrets.problem}", file=sys.stderr)
         return 0
     if args.command == "serve":
+        from dle_desktop.app.runtime import run_headless
+
         ctx = make_context(args.data_dir, keys_file=args.keys_file)
         if args.embedding_model:
             ctx.settings = ctx.settings.replace(embedding_model_path=embedding_model_arg(args.embedding_model))

@@ -119,7 +119,7 @@ def _profile_id(settings, wanted: str) -> str:
 
 
 def run_match(args) -> int:
-    from dle_desktop.app.runtime import make_context, make_engine
+    from dle_desktop.app.context import make_context, make_engine
     from dle_desktop.cli.args import embedding_model_arg
 
     ctx = make_context(args.data_dir)

@@ -235,7 +235,7 @@ def _status(args) -> int:
 def _install(args) -> int:
     from pathlib import Path
 
-    from dle_desktop.app.runtime import make_context
+    from dle_desktop.app.context import make_context
     from dle_desktop.server.security import server_token
     from dle_desktop.st_bridge.install import inspect, install
     from dle_desktop.st_bridge.origins import page_origin

@@ -35,6 +35,9 @@ from dle_desktop.vault.sources import FolderSource, VaultSource
 from dle_desktop.vault.watcher import FolderWatcher
 
 if TYPE_CHECKING:
+    from dle_desktop.ai.search import AiSearch
+    from dle_desktop.ai.service import AiService
+    from dle_desktop.engine.semantic import SemanticSearch
     from dle_desktop.librarian.service import Librarian
     from dle_desktop.vault.writer import NoteWriter
     from dle_desktop.vectors.embedder import LocalEmbedder
@@ -170,32 +173,18 @@ class Engine:
         self.server_port: int | None = None
         self._local_embedder: LocalEmbedder | None = None
         self._stopping = False
-        from dle_desktop.engine.semantic import SemanticSearch
-
-        # The vault's semantic search shares the Vector API's store and the one local embedder.
-        self.semantic = SemanticSearch(
-            lambda: self.vectors.get_store(),
-            self.local_embedder,
-            on_status=lambda st: self._emit("semantic", **st.to_json()),
-        )
-        self.semantic.pause(settings.semantic_paused)
-        self.retrieval.semantic_lookup = self.semantic.lookup
-        from dle_desktop.ai.search import AiSearch
-        from dle_desktop.ai.service import AiService
-
-        # One AI client, breaker, throttle and cache for every channel of this engine.
-        self.ai = AiService(
-            settings,
-            self.secrets,
-            offline=ai_offline,
-            usage_path=paths.ai_usage_file,
-            on_breaker=lambda snap: self._emit("ai_breaker", **snap),
-        )
+        # Semantic search and the AI service are made on first use (`semantic`, `ai`): `index`,
+        # `health` and `match` never load the vector store or the HTTP client.
+        self._semantic: SemanticSearch | None = None
+        self.retrieval.semantic_lookup = self._semantic_lookup
+        self._ai: AiService | None = None
+        self._ai_offline = ai_offline
+        self._ai_search: AiSearch | None = None
         from dle_desktop.writers.service import Writers
 
         #: Session Scribe, Auto Lorebook and AI Notepad over this engine.
         self.writers = Writers(self)
-        self.retrieval.ai_select = AiSearch(self.ai, self.writers.last_summary).select
+        self.retrieval.ai_select = self._ai_select
         self.retrieval.extra_groups = self.writers.notepad.groups
         self.retrieval.reset_listeners.append(self.writers.forget)
         self.retrieval.fork_listeners.append(self.writers.fork)
@@ -217,6 +206,50 @@ class Engine:
     @property
     def sources(self) -> list[VaultSource]:
         return list(self._sources)
+
+    @property
+    def semantic(self) -> SemanticSearch:
+        """The vault's semantic search, sharing the Vector API's store and the one local embedder."""
+        if self._semantic is None:
+            from dle_desktop.engine.semantic import SemanticSearch
+
+            self._semantic = SemanticSearch(
+                lambda: self.vectors.get_store(),
+                self.local_embedder,
+                on_status=lambda st: self._emit("semantic", **st.to_json()),
+            )
+            self._semantic.pause(self.settings.semantic_paused)
+        return self._semantic
+
+    async def _semantic_lookup(self, query: Any, top_k: int) -> Any:
+        return await self.semantic.lookup(query, top_k)
+
+    @property
+    def ai(self) -> AiService:
+        """One AI client, breaker, throttle and cache for every channel of this engine."""
+        if self._ai is None:
+            from dle_desktop.ai.service import AiService
+
+            self._ai = AiService(
+                self.settings,
+                self.secrets,
+                offline=self._ai_offline,
+                usage_path=self.paths.ai_usage_file,
+                on_breaker=lambda snap: self._emit("ai_breaker", **snap),
+            )
+        return self._ai
+
+    @ai.setter
+    def ai(self, service: AiService) -> None:
+        self._ai = service
+        self._ai_search = None  # AI search asks the new service
+
+    async def _ai_select(self, pending: Any, chat_id: str | None) -> Any:
+        if self._ai_search is None:
+            from dle_desktop.ai.search import AiSearch
+
+            self._ai_search = AiSearch(self.ai, self.writers.last_summary)
+        return await self._ai_search.select(pending, chat_id)
 
     @property
     def snapshot(self) -> IndexSnapshot | None:
@@ -322,8 +355,10 @@ class Engine:
             await asyncio.to_thread(self.indexer.save_cache)
         self.retrieval.close()
         self.writers.close()
-        await self.semantic.aclose()
-        await self.ai.aclose()
+        if self._semantic is not None:
+            await self._semantic.aclose()
+        if self._ai is not None:
+            await self._ai.aclose()
         await self._close_vectors()
         if self._writer is not None and self._writer.history is not None:
             self._writer.history.close()
@@ -499,7 +534,8 @@ class Engine:
         self.last_sync = result
         if result.changes.has_changes or result.changes.first_build:
             self._spawn(self.retrieval.warm(result.snapshot))
-            self.ai.clear_cache()  # DLE drops the AI-search cache on every index rebuild
+            if self._ai is not None:
+                self._ai.clear_cache()  # DLE drops the AI-search cache on every index rebuild
         if (
             self.semantic_enabled
             and not self._stopping
@@ -570,7 +606,6 @@ class Engine:
         parsing and watching are fixed when the engine is made (`settings_apply.plan` says which
         changes need a new engine). `rebuild_ai` starts a fresh AI service (a new connection:
         closed breaker, empty cache), keeping the usage counts."""
-        from dle_desktop.ai.search import AiSearch
         from dle_desktop.ai.service import AiService
 
         old_settings, old_config = self.settings, self.retrieval.config
@@ -587,24 +622,23 @@ class Engine:
                 on_breaker=old_ai.on_breaker,
             )
             self.ai.usage, self.ai.usage_since = old_ai.usage, old_ai.usage_since
-            self.retrieval.ai_select = AiSearch(self.ai, self.writers.last_summary).select
             await old_ai.aclose()
             self._emit("ai_breaker", **self.ai.breaker.snapshot())
-        else:
-            self.ai.settings = settings
+        elif self._ai is not None:
+            self._ai.settings = settings
             # A cached answer was chosen under the old prompt and options; who may call the server
             # (the access fields, which `st install` changes while chats run) is not among those.
             access_kept = settings.replace(**{name: getattr(old_settings, name) for name in ACCESS_FIELDS})
             if access_kept != old_settings:
-                self.ai.clear_cache()
+                self._ai.clear_cache()
         snap = self.snapshot
         if snap is not None and not self._stopping:
             if config != old_config:
                 self._spawn(self.retrieval.warm(snap))
             if config.semantic_enabled and not old_config.semantic_enabled:
                 self.semantic.schedule(snap)
-        if old_config.semantic_enabled and not config.semantic_enabled:
-            await self.semantic.aclose()  # stop embedding for a search that is off (made anew if it comes back)
+        if old_config.semantic_enabled and not config.semantic_enabled and self._semantic is not None:
+            await self._semantic.aclose()  # stop embedding for a search that is off (made anew if it comes back)
 
     # -- queries ----------------------------------------------------------------------------
     async def wait_ready(self, timeout: float = 60.0) -> IndexSnapshot:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from dle_desktop.ai.service import AiUnavailable
 from dle_desktop.ai.types import ChatRequest
 from dle_desktop.errors import DleError, InputError, VaultPathError, WriteRefused
 from dle_desktop.vault.filenames import note_path_for_title
@@ -67,6 +66,7 @@ class AnswerRefused(DleError):
 async def ask(host: WritersHost, channel: str, system: str, user: str) -> str:
     """One call on `channel` (its breaker, throttle-free like every tool call, usage counted),
     with the channel's own max tokens; answers the model's text."""
+    from dle_desktop.ai.service import AiUnavailable  # the HTTP client loads with the first call
 
     def build(resolved: ResolvedChannel, _profile: ConnectionProfile) -> ChatRequest:
         return ChatRequest(system=system, user_parts=(user,), max_tokens=resolved.max_tokens)

@@ -16,7 +16,7 @@ import keyring
 import pytest
 from keyring.backend import KeyringBackend
 
-from dle_desktop.app.runtime import index_once
+from dle_desktop.app.context import index_once
 from dle_desktop.core.pipeline.state import ChatState
 from dle_desktop.desktop import diagnostics
 from dle_desktop.engine.engine import Engine

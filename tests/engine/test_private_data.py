@@ -94,7 +94,7 @@ def test_keys_file_must_be_private_and_well_formed(tmp_path, loose_umask):
 
 @posix_only
 def test_make_context_reads_the_keys_file_and_environment(tmp_path, monkeypatch):
-    from dle_desktop.app.runtime import make_context
+    from dle_desktop.app.context import make_context
 
     keys = tmp_path / "keys.env"
     keys.write_text("DLE_AI_KEY_MAIN=sk-from-file-1\n", encoding="utf-8")

@@ -168,7 +168,8 @@ def test_serving_follows_a_replaced_engine(live, tmp_path, secrets):
 
 
 def _runtime(tmp_path, settings: Settings):
-    from dle_desktop.app.runtime import AppContext, Runtime
+    from dle_desktop.app.context import AppContext
+    from dle_desktop.app.runtime import Runtime
     from dle_desktop.state.secrets import SecretStore
     from dle_desktop.state.settings import SettingsStore
 
@@ -189,7 +190,7 @@ def test_runtime_runs_the_emulation_only_when_enabled(tmp_path):
 
 
 def test_runtime_starts_restarts_rotates_and_stops_it(tmp_path):
-    from dle_desktop.app.runtime import session_engine
+    from dle_desktop.app.context import session_engine
 
     port, https_port = free_port(), free_port()
     settings = Settings().replace(server_port=0, olra_enabled=True, olra_port=port, olra_https_port=https_port)

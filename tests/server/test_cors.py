@@ -285,7 +285,8 @@ def test_rotation_holds_across_an_engine_replacement(fresh):
 def test_the_runtime_rotates_on_the_engine_thread(tmp_path):
     import httpx
 
-    from dle_desktop.app.runtime import AppContext, Runtime
+    from dle_desktop.app.context import AppContext
+    from dle_desktop.app.runtime import Runtime
     from dle_desktop.engine.engine import Engine
     from dle_desktop.state.paths import AppPaths
     from dle_desktop.state.secrets import SecretStore

@@ -20,7 +20,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from dle_desktop.app.runtime import AppContext, Runtime
+from dle_desktop.app.context import AppContext
+from dle_desktop.app.runtime import Runtime
 from dle_desktop.engine.engine import Engine
 from dle_desktop.server.security import server_token
 from dle_desktop.state.paths import resolve_paths

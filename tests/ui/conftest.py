@@ -61,7 +61,8 @@ def make_desktop(tmp_path, qapp):
     """Build the real DesktopApp (engine thread, watcher, no HTTP port) on a vault folder."""
     from PySide6.QtCore import QSettings
 
-    from dle_desktop.app.runtime import AppContext, Runtime
+    from dle_desktop.app.context import AppContext
+    from dle_desktop.app.runtime import Runtime
     from dle_desktop.engine.engine import Engine
     from dle_desktop.state.paths import resolve_paths
     from dle_desktop.state.secrets import SecretStore
@@ -82,7 +83,7 @@ def make_desktop(tmp_path, qapp):
     ):
         """`command_line`: start as `dle-desktop --vault ...` would (vault=None: only those, or the
         saved/sample vaults when empty); otherwise `vault` is opened directly."""
-        from dle_desktop.app.runtime import session_engine
+        from dle_desktop.app.context import session_engine
         from dle_desktop.engine.session_vaults import SessionVaults
 
         paths = resolve_paths(data_dir or tmp_path / "data").ensure()

@@ -34,7 +34,8 @@ SHOTS = (
 def start_app(tmp_path, qapp):
     """Start the app as `dle-desktop` does on a data folder (offer_guide as run_gui passes it for a
     normal start); the same data folder again is the second start."""
-    from dle_desktop.app.runtime import AppContext, Runtime
+    from dle_desktop.app.context import AppContext
+    from dle_desktop.app.runtime import Runtime
     from dle_desktop.engine.engine import Engine
     from dle_desktop.state.paths import resolve_paths
     from dle_desktop.state.secrets import SecretStore

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 from dle_desktop.ui.channels.profile_editor import ERROR_STYLE, MUTED_STYLE, OK_STYLE, note
 from dle_desktop.ui.sillytavern.chat_steering import ChatSteering
 from dle_desktop.ui.sillytavern.common import confirm, plural
-from dle_desktop.ui.sillytavern.writer_switches import WriterSwitches
+from dle_desktop.ui.sillytavern.writer_switches import WriterSwitchBoxes
 from dle_desktop.ui.widgets.cut_text import CutTextTips
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ class ChatsPanel(QWidget):
         )
         self.auto_forget.toggled.connect(self._auto_toggled)
         self.message = note()
-        self.writer_switches = WriterSwitches(
+        self.writer_switches = WriterSwitchBoxes(
             self.view.current_settings,
             self.view.save_settings,
             lambda text, ok: self.say(text, OK_STYLE if ok else ERROR_STYLE),

@@ -17,7 +17,7 @@ SWITCHES = (
 )
 
 
-class WriterSwitches(QWidget):
+class WriterSwitchBoxes(QWidget):
     """`save(**changes)` saves settings (None, or why not); `said(text, ok)` reports the outcome."""
 
     def __init__(
