@@ -10,7 +10,7 @@ import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dle_desktop.app.context import AppContext, session_engine
 from dle_desktop.engine.engine import Engine
@@ -18,11 +18,15 @@ from dle_desktop.engine.settings_apply import ACCESS_FIELDS, WRITER_SWITCH_FIELD
 from dle_desktop.engine.settings_follow import SettingsFileFollower
 from dle_desktop.engine.thread import EngineThread
 from dle_desktop.errors import ConfigError, DleError, NotAvailableHere
-from dle_desktop.olra import OlraRunner, cert_path, olra_key, rotate_olra_key
-from dle_desktop.server.app import ServerRunner
-from dle_desktop.server.security import rotate_server_token, server_token
 from dle_desktop.st_bridge.monitor import BridgeMonitor
 from dle_desktop.state.settings import Settings
+
+if TYPE_CHECKING:
+    from dle_desktop.olra import OlraRunner
+    from dle_desktop.server.app import ServerRunner
+
+# The HTTP server and the Obsidian REST emulation are imported when they start, not with this
+# module: the window shows first (a second or so of imports later), and `index` never needs them.
 
 log = logging.getLogger(__name__)
 
@@ -75,14 +79,20 @@ class Runtime:
 
     def server_token(self) -> str:
         """The token LAN clients and listed web pages send (created on first use)."""
+        from dle_desktop.server.security import server_token
+
         return server_token(self.ctx.secrets)
 
     def olra_key(self) -> str:
         """The API key DeepLore Enhanced sends to the Obsidian REST emulation (created on first use)."""
+        from dle_desktop.olra import olra_key
+
         return olra_key(self.ctx.secrets)
 
     def olra_cert_path(self) -> Path | None:
         """The emulation's HTTPS certificate, once one has been made."""
+        from dle_desktop.olra import cert_path
+
         return cert_path(self.ctx.paths)
 
     def replace_engine(self, engine: Engine, settings: Settings | None = None) -> None:
@@ -154,6 +164,8 @@ class Runtime:
         settings = self.ctx.settings
         if not (self._serve_allowed and settings.olra_enabled):
             return
+        from dle_desktop.olra import OlraRunner
+
         runner = OlraRunner.from_settings(self.engine, self.ctx.secrets, self.ctx.paths, settings)
         runner.start()
         self.olra = runner
@@ -161,6 +173,8 @@ class Runtime:
     def rotate_olra_key(self) -> str:
         """A new Obsidian REST emulation API key, in use at once by the running emulation (the old
         key gets 401 from the next request on); returns it. DLE's vault must be given the new one."""
+        from dle_desktop.olra import rotate_olra_key
+
         return rotate_olra_key(self.ctx.secrets)
 
     def refresh_server_access(self) -> None:
@@ -178,6 +192,8 @@ class Runtime:
             server.refresh_access()
 
     def _server_runner(self) -> ServerRunner:
+        from dle_desktop.server.app import ServerRunner
+
         return ServerRunner(
             self.engine,
             self._host,
@@ -231,6 +247,8 @@ class Runtime:
     def rotate_server_token(self) -> str:
         """A new server token, in use by the running server at once (the old one is refused from
         the next request on); returns it. Runs on the engine thread, between requests."""
+        from dle_desktop.server.security import rotate_server_token
+
         secrets = self.engine.secrets
 
         async def rotate() -> str:

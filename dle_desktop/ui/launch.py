@@ -90,8 +90,10 @@ class DesktopApp:
         self.window.server_notice.settingsRequested.connect(lambda: self.open_settings(page="general"))
         self.window.addFolderRequested.connect(self._add_folder_dialog)
         self.window.guideRequested.connect(lambda: self.open_guide())
-        self.window.channels_view.applyRequested.connect(self.apply_settings)
-        self.window.sillytavern_view.applyRequested.connect(self.apply_settings)
+        # The Channels and SillyTavern views are made when first shown: wired then.
+        self.window.lazy.made.connect(self._wire_view)
+        for key, view in self.window.lazy.made_views().items():
+            self._wire_view(key, view)
         self.settings_dialog: SettingsDialog | None = None
         self.apply_task: asyncio.Task | None = None
         self._apply_lock = asyncio.Lock()
@@ -112,6 +114,10 @@ class DesktopApp:
         self.bridge.indexChanged.connect(lambda snap, *_: self.tray.set_tooltip(f"DLE Desktop: {len(snap)} entries"))
         self.notifier.notify.connect(self._notify)
 
+    def _wire_view(self, key: str, view: QWidget) -> None:
+        if key in ("channels", "sillytavern"):
+            view.applyRequested.connect(self.apply_settings)  # type: ignore[attr-defined]  # both views have it
+
     @staticmethod
     def _busy_bar(text: str) -> QWidget:
         """A status-bar piece that says what is going on beside a busy bar (hidden until shown)."""
@@ -126,6 +132,19 @@ class DesktopApp:
         row.addWidget(busy)
         bar.hide()
         return bar
+
+    async def run(self) -> None:
+        """The app's life: the window at once (unless it starts in the tray), the engine and the
+        HTTP server started behind it off the GUI thread (their imports and the cached index take
+        a moment, and the window answers meanwhile), then the rest of `start`; until quit."""
+        if not self._start_hidden:
+            self.window.show()
+        await asyncio.to_thread(self.runtime.start)
+        if self.done.is_set():  # quit while starting: stop what the start began
+            self.runtime.stop()
+            return
+        self.start()
+        await self.done.wait()
 
     def start(self) -> None:
         """Call after runtime.start(): engine events from its start are already queued to us."""
@@ -274,7 +293,9 @@ class DesktopApp:
                     self._say_lan_warning()
                 if todo.restart_olra:
                     await asyncio.to_thread(self.runtime.restart_olra)
-                    self.window.sillytavern_view.olra_panel.emulation_restarted()
+                    sillytavern = self.window.lazy.made_view("sillytavern")
+                    if sillytavern is not None:
+                        sillytavern.olra_panel.emulation_restarted()  # type: ignore[attr-defined]  # a SillyTavernView
             except Exception as exc:
                 log.exception("applying settings failed")
                 self.window.statusBar().showMessage(f"Settings were saved, but applying them failed: {exc}", 15000)
@@ -506,7 +527,6 @@ def run_gui(args, composition: Composition[Any]) -> int:
 
     minimized = getattr(args, "minimized", False)
     desktop = DesktopApp(qapp, runtime, ui_state, start_hidden=minimized, offer_guide=offered_at_start(minimized))
-    runtime.start()
     instance.messageReceived.connect(desktop.on_instance_message)
 
     def quit_once() -> None:
@@ -514,10 +534,9 @@ def run_gui(args, composition: Composition[Any]) -> int:
             desktop.quit()
 
     qapp.aboutToQuit.connect(quit_once)
-    desktop.start()
     if os.environ.get("DLE_DESKTOP_EXIT_WHEN_SHOWN") == "1":
         _exit_when_shown(desktop)
     with loop:
-        loop.run_until_complete(desktop.done.wait())
+        loop.run_until_complete(desktop.run())
     instance.close()
     return 0

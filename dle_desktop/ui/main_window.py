@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
@@ -23,17 +23,19 @@ from PySide6.QtWidgets import (
 
 from dle_desktop import __version__
 from dle_desktop.ui.bridge import EngineBridge
-from dle_desktop.ui.channels.view import ChannelsView
-from dle_desktop.ui.graph.view import GraphView
-from dle_desktop.ui.librarian.view import LibrarianView
+from dle_desktop.ui.lazy_tabs import LazyTabs
 from dle_desktop.ui.server_notice import ServerNotice
-from dle_desktop.ui.sillytavern.chat_writers import NoteDialog
-from dle_desktop.ui.sillytavern.view import SillyTavernView
 from dle_desktop.ui.vault.entry_detail import EngineWriteAccess
 from dle_desktop.ui.vault.view import VaultView
 from dle_desktop.ui.view_requests import show_requested_view
 from dle_desktop.ui.widgets.async_util import soon
 from dle_desktop.ui.widgets.icons import app_icon
+
+if TYPE_CHECKING:
+    from dle_desktop.ui.channels.view import ChannelsView
+    from dle_desktop.ui.graph.view import GraphView
+    from dle_desktop.ui.librarian.view import LibrarianView
+    from dle_desktop.ui.sillytavern.view import SillyTavernView
 
 log = logging.getLogger(__name__)
 
@@ -65,24 +67,16 @@ class MainWindow(QMainWindow):
         self.vault_view.set_write_access(EngineWriteAccess(bridge))
         self.vault_view.set_usage_reader(bridge.entry_analytics)
         self.tabs.addTab(self.vault_view, "Vault")
-        self.channels_view = ChannelsView(bridge)
-        self.tabs.addTab(self.channels_view, "Channels")
-        self.channels_view.dirtyChanged.connect(
-            lambda dirty: self.tabs.setTabText(
-                self.tabs.indexOf(self.channels_view), "Channels •" if dirty else "Channels"
-            )
-        )
-        self.graph_view = GraphView.for_paths(bridge.paths)
-        self.graph_view.openEntryRequested.connect(self.open_in_vault)
-        self.tabs.addTab(self.graph_view, "Graph")
-        self.librarian_view = LibrarianView(bridge)
-        self.tabs.addTab(self.librarian_view, "Librarian")
+        # The other views are made when first shown or asked for (`lazy_tabs`): the window
+        # comes up with its first view only.
+        self.lazy = LazyTabs(self.tabs)
+        self.lazy.add("channels", "Channels", self._make_channels)
+        self.lazy.add("graph", "Graph", self._make_graph)
+        self.lazy.add("librarian", "Librarian", self._make_librarian)
+        self.lazy.add("sillytavern", "SillyTavern", self._make_sillytavern)
+        self._snapshot = None  # the last index, for a view made after it came
         self.vault_view.entryActionRequested.connect(self._propose_in_librarian)
-        for view in (self.librarian_view, self.vault_view):
-            view.channelsRequested.connect(self._open_channels)
-        self.sillytavern_view = SillyTavernView(bridge)
-        self.tabs.addTab(self.sillytavern_view, "SillyTavern")
-        self.sillytavern_view.chats_panel.steering.writers.open_note = self.open_note
+        self.vault_view.channelsRequested.connect(self._open_channels)
         self.server_notice = ServerNotice()
         central = QWidget()
         column = QVBoxLayout(central)
@@ -106,6 +100,59 @@ class MainWindow(QMainWindow):
         )
         self.reset_semantic(bridge.settings)
         self._restore_state()
+
+    # -- the views made on first use ----------------------------------------------------------
+    @property
+    def channels_view(self) -> ChannelsView:
+        return cast("ChannelsView", self.lazy.view("channels"))
+
+    @property
+    def graph_view(self) -> GraphView:
+        return cast("GraphView", self.lazy.view("graph"))
+
+    @property
+    def librarian_view(self) -> LibrarianView:
+        return cast("LibrarianView", self.lazy.view("librarian"))
+
+    @property
+    def sillytavern_view(self) -> SillyTavernView:
+        return cast("SillyTavernView", self.lazy.view("sillytavern"))
+
+    def _make_channels(self) -> QWidget:
+        from dle_desktop.ui.channels.view import ChannelsView
+
+        view = ChannelsView(self.bridge)
+        view.dirtyChanged.connect(
+            lambda dirty: self.tabs.setTabText(self.tabs.indexOf(view), "Channels •" if dirty else "Channels")
+        )
+        view.restore_state(self.ui_state)
+        return view
+
+    def _make_graph(self) -> QWidget:
+        from dle_desktop.ui.graph.view import GraphView
+
+        view = GraphView.for_paths(self.bridge.paths)
+        view.openEntryRequested.connect(self.open_in_vault)
+        if self._snapshot is not None:
+            view.set_snapshot(self._snapshot)
+        return view
+
+    def _make_librarian(self) -> QWidget:
+        from dle_desktop.ui.librarian.view import LibrarianView
+
+        view = LibrarianView(self.bridge)
+        view.channelsRequested.connect(self._open_channels)
+        if self._snapshot is not None:
+            view.set_snapshot(self._snapshot)
+        return view
+
+    def _make_sillytavern(self) -> QWidget:
+        from dle_desktop.ui.sillytavern.view import SillyTavernView
+
+        view = SillyTavernView(self.bridge)
+        view.chats_panel.steering.writers.open_note = self.open_note
+        view.restore_state(self.ui_state)
+        return view
 
     # -- construction -----------------------------------------------------------------------
     def _build_actions(self) -> None:
@@ -258,9 +305,12 @@ class MainWindow(QMainWindow):
 
     # -- engine events ----------------------------------------------------------------------
     def on_index(self, snapshot, changes, source: str) -> None:
+        self._snapshot = snapshot
         self.vault_view.set_snapshot(snapshot)
-        self.graph_view.set_snapshot(snapshot)
-        self.librarian_view.set_snapshot(snapshot)
+        for key in ("graph", "librarian"):
+            made = self.lazy.made_view(key)
+            if made is not None:
+                cast("GraphView | LibrarianView", made).set_snapshot(snapshot)
         if self._pending_select and (self.vault_view.select_uid(self._pending_select) or source != "cache"):
             self._pending_select = None
         vaults = len(snapshot.slices) or 1
@@ -395,6 +445,8 @@ class MainWindow(QMainWindow):
         text = await self.bridge.read_note(vault, path)
         if text is None:
             return f"{path} is not in {vault} any more (moved or deleted)"
+        from dle_desktop.ui.sillytavern.chat_writers import NoteDialog
+
         viewer = NoteDialog(vault, path, text, self.vault_view)
         viewer.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         viewer.open()
@@ -435,17 +487,20 @@ class MainWindow(QMainWindow):
         self._quitting = True
         self.bridge.detach_window()
         self.vault_view.usage.stop()
-        self.channels_view.stop()
-        self.sillytavern_view.stop()
-        self.graph_view.stop()
+        for view in self.lazy.made_views().values():
+            stop = getattr(view, "stop", None)
+            if stop is not None:
+                stop()
         self.save_state()
 
     def save_state(self) -> None:
         self.ui_state.setValue("window/geometry", self.saveGeometry())
         self.ui_state.setValue("window/state", self.saveState())
         self.vault_view.save_state(self.ui_state)
-        self.channels_view.save_state(self.ui_state)
-        self.sillytavern_view.save_state(self.ui_state)
+        for key in ("channels", "sillytavern"):
+            made = self.lazy.made_view(key)
+            if made is not None:
+                cast("ChannelsView | SillyTavernView", made).save_state(self.ui_state)
         self.ui_state.setValue("window/tab", self.tabs.currentIndex())
         self.ui_state.sync()
 
@@ -457,8 +512,6 @@ class MainWindow(QMainWindow):
         if isinstance(state, QByteArray):
             self.restoreState(state)
         self._pending_select = self.vault_view.restore_state(self.ui_state)
-        self.channels_view.restore_state(self.ui_state)
-        self.sillytavern_view.restore_state(self.ui_state)
         tab = cast(int, self.ui_state.value("window/tab", 0, type=int))  # type=int: Qt converts
         if 0 <= tab < self.tabs.count():
             self.tabs.setCurrentIndex(tab)

@@ -5,14 +5,16 @@ cannot be shown as asked is said in the status bar, quietly."""
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtWidgets import QStatusBar, QTabWidget, QWidget
 
 from dle_desktop.errors import DleError
-from dle_desktop.ui.librarian.view import LibrarianView
-from dle_desktop.ui.vault.view import VaultView
 from dle_desktop.ui.widgets.async_util import soon
+
+if TYPE_CHECKING:
+    from dle_desktop.ui.librarian.view import LibrarianView
+    from dle_desktop.ui.vault.view import VaultView
 
 log = logging.getLogger(__name__)
 

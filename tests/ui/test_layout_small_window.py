@@ -22,7 +22,10 @@ KEYS_MIN = 110  # "Drowned Archive, …": a key and a half, not "…"
 
 
 def _views(window) -> list[QWidget]:
-    return [window.tabs.widget(i) for i in range(window.tabs.count())]
+    """Every view, each made now if it was not yet (the window makes them when first shown)."""
+    views = [window.vault_view, window.channels_view, window.graph_view, window.librarian_view, window.sillytavern_view]
+    assert [window.tabs.indexOf(v) for v in views] == list(range(window.tabs.count()))
+    return views
 
 
 async def _settle(seconds: float = 0.15) -> None:

@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""The window at scale (issue 24): how soon the window and its entries appear, what the Vault
+view's filter, sort and selection cost, how soon the Graph view shows something, and the longest
+stall of the GUI event loop meanwhile, on the bundled sample vault (the baseline) and on generated
+1,000 / 10,000 (and, with --stress, 100,000) entry vaults (bench_index.generate_vault), all in one
+run.
+
+Each measurement is a fresh process (`--child`), offscreen, built as `dle-desktop` builds the app
+(engine thread, watcher, the HTTP server on a free port; the window first, as `run_gui` does): a first start on an empty data folder, then a restart on
+the same folder (the cached index). A watchdog timer on the GUI loop (every 5 ms) records how late
+it fires: that lateness is the stall a user would feel.
+
+    python benchmarks/bench_gui.py [--sizes 1000,10000] [--stress] [--json] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+for p in (REPO, REPO / "benchmarks"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+SAMPLE = REPO / "resources" / "sample_vault"
+TICK_MS = 5
+TARGETS = {
+    "window_s": ("window shown after launch", 1.0, "s"),
+    "entries_s": ("entries shown", None, "s"),
+    "filter_key_ms": ("a filter keystroke (median)", 50, "ms"),
+    "filter_key_max_ms": ("a filter keystroke (slowest)", 50, "ms"),
+    "filter_clear_ms": ("clearing the filter", 50, "ms"),
+    "sort_ms": ("a sort click (slowest of 4)", 100, "ms"),
+    "select_ms": ("selecting an entry (slowest of 5)", 50, "ms"),
+    "graph_s": ("Graph view: first picture", 2.0, "s"),
+    "stall_ms": ("longest GUI stall, window up", 100, "ms"),
+    "stall_before_window_ms": ("GUI loop blocked before the window", None, "ms"),
+    "rss_mb": ("memory (RSS) at the end", None, "MB"),
+}
+
+
+# ---------------------------------------------------------------------------------------- child
+
+
+def rss_mb() -> float:
+    status = Path("/proc/self/status").read_text(encoding="ascii")
+    rss = next(line for line in status.splitlines() if line.startswith("VmRSS:"))
+    return int(rss.split()[1]) / 1024
+
+
+def child(args) -> int:
+    """One measured run of the app; prints one JSON line of figures."""
+    spawned = args.spawned
+    from PySide6.QtCore import QPoint, Qt, QTimer
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QApplication
+
+    qapp = QApplication([])
+    import qasync
+
+    loop = qasync.QEventLoop(qapp)
+    import asyncio
+
+    asyncio.set_event_loop(loop)
+
+    class Watchdog:
+        def __init__(self) -> None:
+            self.last = time.perf_counter()
+            self.worst = 0.0
+            self.phase_worst = 0.0
+            self.timer = QTimer()
+            self.timer.setInterval(TICK_MS)
+            self.timer.timeout.connect(self.tick)
+            self.timer.start()
+
+        def tick(self) -> None:
+            now = time.perf_counter()
+            late = (now - self.last) * 1000 - TICK_MS
+            self.last = now
+            self.worst = max(self.worst, late)
+            self.phase_worst = max(self.phase_worst, late)
+
+    dog = Watchdog()
+    from PySide6.QtCore import QSettings
+
+    from dle_desktop.app.context import AppContext
+    from dle_desktop.app.runtime import Runtime
+    from dle_desktop.engine.engine import Engine
+    from dle_desktop.state.paths import resolve_paths
+    from dle_desktop.state.secrets import SecretStore
+    from dle_desktop.state.settings import Settings, SettingsStore
+    from dle_desktop.ui.launch import DesktopApp
+    from dle_desktop.vault.sources import FolderSource
+
+    paths = resolve_paths(args.data).ensure()
+    settings = Settings()
+    ctx = AppContext(paths, SettingsStore(paths.settings_file), settings, SecretStore(use_keyring=False))
+    engine = Engine(paths, settings, ctx.secrets, vault_override=[FolderSource("vault", Path(args.vault))])
+    runtime = Runtime(ctx, engine, port=0)  # the HTTP server on a free port, as the app runs it
+    ui_state = QSettings(str(paths.config_dir / "ui-state.ini"), QSettings.Format.IniFormat)
+    desktop = DesktopApp(qapp, runtime, ui_state, tray_available=False)
+    running = asyncio.ensure_future(desktop.run())  # as `dle-desktop` starts: the window first
+    window = desktop.window
+    vault = window.vault_view
+    out: dict[str, float] = {}
+
+    async def until(check, timeout: float) -> bool:
+        deadline = time.perf_counter() + timeout
+        while not check():
+            if time.perf_counter() > deadline:
+                return False
+            await asyncio.sleep(0.002)
+        return True
+
+    def timed(action) -> float:
+        started = time.perf_counter()
+        action()
+        qapp.processEvents()
+        return (time.perf_counter() - started) * 1000
+
+    async def scenario() -> None:
+        await until(window.isVisible, 60)
+        out["window_s"] = time.time() - spawned
+        out["stall_before_window_ms"] = dog.worst
+        dog.worst = 0.0  # a stall the user sees is one after the window is up
+        await until(lambda: vault.model.rowCount() >= args.expect, 600)
+        out["entries_s"] = time.time() - spawned
+        out["rows"] = vault.model.rowCount()
+        await asyncio.sleep(0.3)
+        window.tabs.setCurrentWidget(vault)
+        vault.filter.setFocus()
+        keys = [timed(lambda ch=ch: QTest.keyClick(vault.filter, ch)) for ch in "entry 1"]
+        out["filter_key_ms"] = statistics.median(keys)
+        out["filter_key_max_ms"] = max(keys)
+        out["filter_clear_ms"] = timed(lambda: QTest.keyClick(vault.filter, Qt.Key.Key_Escape))
+        header = vault.table.horizontalHeader()
+        sorts = []
+        for column in (3, 0, 4, 0):
+            x = header.sectionViewportPosition(column) + 5
+            sorts.append(
+                timed(lambda x=x: QTest.mouseClick(header.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(x, 5)))
+            )
+        out["sort_ms"] = max(sorts)
+        rows = vault.proxy.rowCount()
+        picks = [timed(lambda r=r: vault.table.selectRow(r)) for r in (0, rows // 3, rows // 2, rows - 1, 1)]
+        out["select_ms"] = max(picks)
+        shown: list[float] = []
+        window.graph_view.resultShown.connect(lambda _res: shown.append(time.perf_counter()))
+        started = time.perf_counter()
+        window.tabs.setCurrentWidget(window.graph_view)
+        if await until(lambda: bool(shown), 300):
+            out["graph_s"] = shown[0] - started
+        await asyncio.sleep(0.5)
+        window.tabs.setCurrentWidget(vault)  # the restart opens where this run started
+        out["stall_ms"] = dog.worst
+        out["rss_mb"] = rss_mb()
+
+    try:
+        with loop:
+            loop.run_until_complete(scenario())
+            print("BENCH-GUI " + json.dumps(out), flush=True)
+            desktop.quit()
+            loop.run_until_complete(running)
+    finally:
+        if not desktop.done.is_set():
+            print("BENCH-GUI " + json.dumps(out), flush=True)
+            desktop.quit()
+    return 0
+
+
+# --------------------------------------------------------------------------------------- parent
+
+
+def run_child(vault: Path, data: Path, expect: int) -> dict:
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
+    spawned = time.time()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            "--vault",
+            str(vault),
+            "--data",
+            str(data),
+            "--expect",
+            str(expect),
+            "--spawned",
+            repr(spawned),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("BENCH-GUI ")), None)
+    if line is None:
+        raise RuntimeError(f"the measured run printed nothing (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads(line[len("BENCH-GUI ") :])
+
+
+def count_entries(vault: Path) -> int:
+    import asyncio
+
+    from dle_desktop.vault.indexer import VaultIndexer
+    from dle_desktop.vault.sources import FolderSource
+
+    indexer = VaultIndexer([FolderSource("vault", vault)])
+    asyncio.run(indexer.sync_all())
+    return len(indexer.snapshot.entries) if indexer.snapshot is not None else 0
+
+
+def fmt(key: str, value: float | None) -> str:
+    if value is None:
+        return "—"
+    unit = TARGETS[key][2]
+    return f"{value:.2f} s" if unit == "s" else f"{value:.0f} MB" if unit == "MB" else f"{value:.1f} ms"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--vault", help=argparse.SUPPRESS)
+    ap.add_argument("--data", help=argparse.SUPPRESS)
+    ap.add_argument("--expect", type=int, default=1, help=argparse.SUPPRESS)
+    ap.add_argument("--spawned", type=float, default=0.0, help=argparse.SUPPRESS)
+    ap.add_argument("--sizes", default="1000,10000", help="generated vault sizes (default 1000,10000)")
+    ap.add_argument("--stress", action="store_true", help="add a 100,000-entry vault")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--out", help="also write the table here (e.g. benchmarks/results/gui.txt)")
+    args = ap.parse_args(argv)
+    if args.child:
+        return child(args)
+
+    from bench_index import generate_vault, machine_info
+
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()] + ([100_000] if args.stress else [])
+    work = Path(tempfile.mkdtemp(prefix="bench-gui-"))
+    results: dict[str, dict[str, dict]] = {}
+    try:
+        vaults: list[tuple[str, Path]] = [("sample", SAMPLE)]
+        for n in sizes:
+            vaults.append((f"{n // 1000}k", generate_vault(work / f"vault-{n}", n).root))
+        for name, vault in vaults:
+            expect = count_entries(vault)
+            data = work / f"data-{name}"
+            first = run_child(vault, data, expect)
+            restart = run_child(vault, data, expect)
+            results[name] = {"first": first, "restart": restart, "entries": {"n": expect}}
+            print(
+                f"{name}: {expect} entries, first start {fmt('entries_s', first.get('entries_s'))}, "
+                f"restart {fmt('entries_s', restart.get('entries_s'))}",
+                file=sys.stderr,
+            )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    if args.json:
+        print(json.dumps({"machine": machine_info(), "results": results}, indent=2))
+        return 0
+    names = list(results)
+    lines = [
+        "GUI at scale (benchmarks/bench_gui.py): offscreen, one process per run, a 5 ms watchdog on the GUI loop.",
+        f"Machine: {json.dumps(machine_info())}",
+        "Each cell: first start / restart (cached index). Entries per vault: "
+        + ", ".join(f"{n} {results[n]['entries']['n']}" for n in names),
+        "",
+        f"{'measurement':38} {'target':>10}  " + "  ".join(f"{n:>23}" for n in names),
+    ]
+    for key, (label, target, unit) in TARGETS.items():
+        goal = "—" if target is None else f"< {target:g} {unit}"
+        cells = []
+        for n in names:
+            a, b = results[n]["first"].get(key), results[n]["restart"].get(key)
+            cells.append(f"{fmt(key, a):>11} / {fmt(key, b):<9}")
+        lines.append(f"{label:38} {goal:>10}  " + "  ".join(f"{c:>23}" for c in cells))
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
