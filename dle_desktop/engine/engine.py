@@ -113,6 +113,10 @@ def source_from_config(cfg: VaultConfig, secrets: SecretStore) -> VaultSource:
     )
 
 
+def _backlinks_of(snapshot: IndexSnapshot) -> None:
+    snapshot.backlinks  # noqa: B018 - computed once and kept by the snapshot
+
+
 class Engine:
     def __init__(
         self,
@@ -534,6 +538,8 @@ class Engine:
         self.last_sync = result
         if result.changes.has_changes or result.changes.first_build:
             self._spawn(self.retrieval.warm(result.snapshot))
+            # The entry detail lists each entry's backlinks: worked out here, not on the GUI thread.
+            self._spawn(asyncio.to_thread(_backlinks_of, result.snapshot))
             if self._ai is not None:
                 self._ai.clear_cache()  # DLE drops the AI-search cache on every index rebuild
         if (

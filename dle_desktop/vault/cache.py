@@ -4,6 +4,10 @@ last index at once and re-parses only what changed.
 One file per vault and parse configuration, written atomically. Pickle is used because the
 cache is our own file in the user's data folder and loading 10k entries must take well
 under half a second; anything unexpected in it is treated as a cache miss, never as data.
+
+The records are pickled in chunks of a few hundred: one `pickle.load` of 10,000 entries held
+the interpreter lock for half a second while the engine thread read it, and the window, which
+needs that lock to run at all, froze for as long. Between two chunks it gets its turn.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from dle_desktop.fileio import atomic_file
 
 log = logging.getLogger(__name__)
 
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
+#: Records per separately pickled chunk (each loads in a few milliseconds).
+CHUNK = 250
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,15 @@ class IndexCache:
         try:
             with open(path, "rb") as fh:
                 payload = pickle.load(fh)
+            if not (isinstance(payload, dict) and payload.get("format") == CACHE_FORMAT and payload.get("key") == key):
+                return None
+            chunks = payload.get("chunks")
+            if not isinstance(chunks, list) or not all(isinstance(c, bytes) for c in chunks):
+                log.warning("index cache %s has unexpected contents; doing a full index", path.name)
+                return None
+            records: dict[str, Any] = {}
+            for chunk in chunks:  # the window gets the interpreter between two chunks
+                records.update(pickle.loads(chunk))
         except FileNotFoundError:
             return None
         except Exception as exc:  # noqa: BLE001 - any damage means "rebuild"
@@ -58,10 +73,7 @@ class IndexCache:
         finally:
             if was_enabled:
                 gc.enable()
-        if not (isinstance(payload, dict) and payload.get("format") == CACHE_FORMAT and payload.get("key") == key):
-            return None
-        records = payload.get("records")
-        if not isinstance(records, dict) or not all(isinstance(r, FileRecord) for r in records.values()):
+        if not all(isinstance(r, FileRecord) for r in records.values()):
             log.warning("index cache %s has unexpected contents; doing a full index", path.name)
             return None
         meta = payload.get("meta")
@@ -70,9 +82,14 @@ class IndexCache:
     def save(self, key: str, records: dict[str, FileRecord], meta: dict[str, Any] | None = None) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self._file(key)
+        items = list(records.items())
+        chunks = [
+            pickle.dumps(dict(items[i : i + CHUNK]), protocol=pickle.HIGHEST_PROTOCOL)
+            for i in range(0, len(items), CHUNK)
+        ]
         with atomic_file(path, private=True) as fh:
             pickle.dump(
-                {"format": CACHE_FORMAT, "key": key, "records": records, "meta": meta or {}},
+                {"format": CACHE_FORMAT, "key": key, "chunks": chunks, "meta": meta or {}},
                 fh,
                 protocol=pickle.HIGHEST_PROTOCOL,
             )

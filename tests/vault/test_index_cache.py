@@ -74,6 +74,13 @@ def _damage_variants(good: bytes, key: str):
         "records not a dict": pickle.dumps({"format": CACHE_FORMAT, "key": key, "records": [1, 2], "meta": {}}),
         "bad record": pickle.dumps({"format": CACHE_FORMAT, "key": key, "records": {"A.md": "text"}, "meta": {}}),
         "unknown class": good.replace(b"FileRecord", b"FileRecorX"),
+        "chunks not a list": pickle.dumps({"format": CACHE_FORMAT, "key": key, "chunks": b"x", "meta": {}}),
+        "chunk not a pickle": pickle.dumps(
+            {"format": CACHE_FORMAT, "key": key, "chunks": [b"\x00garbage"], "meta": {}}
+        ),
+        "bad record in a chunk": pickle.dumps(
+            {"format": CACHE_FORMAT, "key": key, "chunks": [pickle.dumps({"A.md": "text"})], "meta": {}}
+        ),
     }
 
 
@@ -91,6 +98,9 @@ def _damage_variants(good: bytes, key: str):
         "records not a dict",
         "bad record",
         "unknown class",
+        "chunks not a list",
+        "chunk not a pickle",
+        "bad record in a chunk",
     ],
 )
 def test_damaged_cache_is_a_miss_not_an_error(tmp_path, lore, variant):
@@ -99,6 +109,22 @@ def test_damaged_cache_is_a_miss_not_an_error(tmp_path, lore, variant):
     [path] = list((tmp_path / "cache").glob("*.idx"))
     path.write_bytes(_damage_variants(path.read_bytes(), "key-1")[variant])
     assert cache.load("key-1") is None
+
+
+def test_many_records_round_trip_in_chunks_the_window_can_run_between(tmp_path, lore):
+    """10,000 records are pickled in chunks of CHUNK (each loads in milliseconds), not in one
+    load that holds the interpreter lock for half a second; they come back whole and in order."""
+    from dle_desktop.vault.cache import CHUNK
+
+    (one,) = [r for r in make_records(lore).values() if isinstance(r.result, Entry)]
+    records = {f"N{i:05d}.md": FileRecord(f"{i}:1", f"h{i}", one.result) for i in range(10_000)}
+    cache = IndexCache(tmp_path / "cache")
+    cache.save("key-1", records)
+    [path] = list((tmp_path / "cache").glob("*.idx"))
+    saved = pickle.loads(path.read_bytes())
+    assert len(saved["chunks"]) == -(-10_000 // CHUNK)
+    loaded = cache.load("key-1")
+    assert loaded is not None and list(loaded[0]) == list(records) and loaded[0]["N09999.md"].stamp == "9999:1"
 
 
 def test_meta_that_is_not_a_dict_becomes_empty(tmp_path, lore):

@@ -134,10 +134,14 @@ class EntriesModel(QAbstractTableModel):
         return None
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
-        e = self.entry(index.row())
+        return self.value(index.row(), index.column(), role)
+
+    def value(self, row: int, col: int, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        """What `data` answers for a cell (the filter's proxy asks here directly: a view asks for
+        ten roles per cell it paints)."""
+        e = self.entry(row)
         if e is None:
             return None
-        col = index.column()
         if role == UID_ROLE:
             return e.uid
         if role == Qt.ItemDataRole.DisplayRole:

@@ -90,6 +90,19 @@ class EntriesFilter(QAbstractProxyModel):
         row = self._shown_at[source_index.row()]
         return self.createIndex(row, source_index.column()) if row >= 0 else QModelIndex()
 
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        # Straight to the row: no proxy-to-source index is made for each of the roles a cell asks.
+        source = self._source
+        row = index.row()
+        if source is None or not index.isValid() or row >= len(self._rows):
+            return None
+        return source.value(self._rows[row], index.column(), role)
+
+    def flags(self, index: Index) -> Qt.ItemFlag:
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        return Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemNeverHasChildren
+
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         source = self._source
         if source is None:
