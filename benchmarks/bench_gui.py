@@ -152,7 +152,9 @@ def child(args) -> int:
         for column in (3, 0, 4, 0):
             x = header.sectionViewportPosition(column) + 5
             sorts.append(
-                await timed(lambda x=x: QTest.mouseClick(header.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(x, 5)))
+                await timed(
+                    lambda x=x: QTest.mouseClick(header.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(x, 5))
+                )
             )
         out["sort_ms"] = max(sorts)
         rows = vault.proxy.rowCount()
