@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import logging
-import pickle
 import platform
 import sqlite3
 import sys
@@ -214,6 +213,7 @@ def _errors(files: list[Path], count: int = ERRORS) -> list[str]:
 def _index_cache(directory: Path) -> list[dict]:
     """What each vault's index cache holds: the last index the app built, and when."""
     from dle_desktop.core.entry import Entry
+    from dle_desktop.vault.cache import IndexCache
 
     out = []
     for f in sorted(directory.glob("*.idx")) if directory.is_dir() else ():
@@ -223,10 +223,9 @@ def _index_cache(directory: Path) -> list[dict]:
             "written": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(f.stat().st_mtime)),
         }
         try:
-            with open(f, "rb") as fh:
-                payload = pickle.load(fh)
-            kind, name, location, _ = str(payload.get("key", "")).split("|", 3)
-            results = [r.result for r in payload.get("records", {}).values()]
+            key, records = IndexCache.read_file(f)
+            kind, name, location, _ = key.split("|", 3)
+            results = [r.result for r in records.values()]
             info |= {
                 "vault": name,
                 "kind": kind,

@@ -94,6 +94,18 @@ class IndexCache:
                 protocol=pickle.HIGHEST_PROTOCOL,
             )
 
+    @staticmethod
+    def read_file(path: Path) -> tuple[str, dict[str, FileRecord]]:
+        """(its key, its records) of one cache file, whatever its key (diagnostics); raises on damage."""
+        with open(path, "rb") as fh:
+            payload = pickle.load(fh)
+        if not isinstance(payload, dict) or payload.get("format") != CACHE_FORMAT:
+            raise ValueError(f"not an index cache of format {CACHE_FORMAT}")
+        records: dict[str, FileRecord] = {}
+        for chunk in payload.get("chunks") or ():
+            records.update(pickle.loads(chunk))
+        return str(payload.get("key", "")), records
+
     def clear(self) -> int:
         removed = 0
         if self.directory.is_dir():
