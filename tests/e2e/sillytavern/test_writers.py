@@ -39,6 +39,7 @@ from tests.e2e.sillytavern.test_bridge import (
 )
 from tests.e2e.sillytavern.test_steering import chat_id, new_chat
 from tests.fakes.ai_provider import FakeAiProvider, SeenAiRequest
+from tests.writers.conftest import profile_for
 
 pytestmark = pytest.mark.usefixtures("bridge_page")
 
@@ -74,23 +75,12 @@ def writer_aware_reply(request: SeenAiRequest) -> str:
     return text
 
 
-def fake_profile(fake: FakeAiProvider) -> dict:
-    return {
-        "id": "fake",
-        "name": "Fake",
-        "provider": "openai",
-        "flavor": "custom",
-        "base_url": fake.url + "/v1",
-        "model": "fake-model",
-    }
-
-
 @pytest.fixture(scope="module", autouse=True)
 def writers_connected(dle: DleServer, fake_llm: FakeAiProvider, bridge_page) -> Iterator[None]:
     """DLE Desktop with an AI connection (the fake LLM) that the writers' channels inherit; the
     writers themselves stay off until a test turns them on in the bridge's panel."""
     dle.stop()
-    dle.update_settings(connection_profiles=[fake_profile(fake_llm)], ai_search_profile_id="fake")
+    dle.update_settings(connection_profiles=[profile_for(fake_llm)], ai_search_profile_id="fake")
     dle.start()
     fake_llm.default(writer_aware_reply)
     refresh_writers(bridge_page)
