@@ -6,7 +6,7 @@ import re
 
 _H1_RE = re.compile(r"^#\s+(.+)$", re.MULTILINE)
 _LINK_IN_TITLE_RE = re.compile(r"\[\[([^\]|]+)(?:\|([^\]]+))?\]\]")
-_WIKILINK_RE = re.compile(r"(!?)\[\[([^\]|]+)(?:\|[^\]]+)?\]\]")
+_LINK_TARGET_RE = re.compile(r"\[\[([^\]|]+)(?:\|[^\]]+)?\]\]")
 
 _EXCLUDE_BLOCK_RE = re.compile(r"%%deeplore-exclude%%[\s\S]*?%%/deeplore-exclude%%")
 _INLINE_COMMENT_RE = re.compile(r"%%[^%\n]+%%")
@@ -46,11 +46,18 @@ def _without_first_h1(body: str) -> str:
 
 def extract_wikilinks(body: str) -> tuple[str, ...]:
     """Link targets in order of first appearance; embeds (`![[...]]`) are not links."""
+    if "[[" not in body:
+        return ()
+    text = _without_first_h1(body)
     seen: dict[str, None] = {}
-    for m in _WIKILINK_RE.finditer(_without_first_h1(body)):
-        if m.group(1):
+    # The pattern starts with the literal `[[`, which the regex engine searches for fast; the
+    # `!` of an embed is the character just before it (a match never ends in `!`, so it
+    # cannot belong to the previous match).
+    for m in _LINK_TARGET_RE.finditer(text):
+        start = m.start()
+        if start and text[start - 1] == "!":
             continue
-        target = m.group(2).strip()
+        target = m.group(1).strip()
         if target.endswith("\\"):
             target = target[:-1].rstrip()
         if target and target not in seen:
@@ -60,17 +67,24 @@ def extract_wikilinks(body: str) -> tuple[str, ...]:
 
 def clean_content(body: str) -> str:
     """The text DLE injects: comments, exclusions, embeds and markup removed, links flattened."""
+    # Each pass runs only when the text holds what its pattern must start with: most notes have
+    # no comments, markup or embeds, and a pass that cannot match still scans the whole note.
     text = body.replace("\r\n", "\n")
-    text = _EXCLUDE_BLOCK_RE.sub("", text)
-    text = _INLINE_COMMENT_RE.sub("", text)
-    text = _BLOCK_COMMENT_RE.sub("", text)
-    text = _DIV_TAG_RE.sub("", text)
+    if "%%" in text:
+        text = _EXCLUDE_BLOCK_RE.sub("", text)
+        text = _INLINE_COMMENT_RE.sub("", text)
+        text = _BLOCK_COMMENT_RE.sub("", text)
+    if "<" in text:
+        text = _DIV_TAG_RE.sub("", text)
     text = _without_first_h1(text)
-    text = _EMBED_RE.sub("", text)
-    text = _MD_IMAGE_RE.sub("", text)
-    text = _ALIASED_LINK_RE.sub(lambda m: m.group(2), text)
-    text = _PLAIN_LINK_RE.sub(lambda m: m.group(1), text)
-    text = _MANY_NEWLINES_RE.sub("\n\n", text)
+    if "![" in text:
+        text = _EMBED_RE.sub("", text)
+        text = _MD_IMAGE_RE.sub("", text)
+    if "[[" in text:
+        text = _ALIASED_LINK_RE.sub(r"\2", text)
+        text = _PLAIN_LINK_RE.sub(r"\1", text)
+    if "\n\n\n" in text:
+        text = _MANY_NEWLINES_RE.sub("\n\n", text)
     return text.strip()
 
 

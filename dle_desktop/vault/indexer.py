@@ -301,9 +301,10 @@ class VaultIndexer:
 
             def work() -> dict[str, FileRecord]:
                 out = {}
+                real_folders: dict[str, str] = {}  # for this batch only: links may change later
                 for path in paths:
                     try:
-                        out[path] = one(path, source.read_sync(path), None)
+                        out[path] = one(path, source.read_sync(path, real_folders), None)
                     except FileNotFoundError:
                         continue  # vanished between listing and reading
                     except NoteOutsideVault as exc:

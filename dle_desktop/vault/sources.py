@@ -157,22 +157,36 @@ class FolderSource(VaultSource):
             return None
         return f"{s.st_mtime_ns}:{s.st_size}"
 
-    def _check_inside(self, path: str, target: Path) -> None:
+    def _check_inside(self, path: str, target: str, real_folders: dict[str, str] | None = None) -> None:
         """The one rule for links, shared with the Obsidian REST emulation: a note whose real path
-        is not inside the vault's real folder is not read."""
-        root = os.path.realpath(self.root)
-        real = os.path.realpath(target)
+        is not inside the vault's real folder is not read.
+
+        `real_folders` remembers the real path of each folder (and of the vault, under "") for
+        one batch of reads: resolving every folder of every note again cost a quarter of a
+        cold index. A note that is itself a symbolic link is always resolved in full."""
+        memo: dict[str, str] = {} if real_folders is None else real_folders
+        root = memo.get("")
+        if root is None:
+            root = memo[""] = os.path.realpath(self.root)
+        folder, name = os.path.split(target)
+        real_folder = memo.get(folder)
+        if real_folder is None:
+            real_folder = memo[folder] = os.path.realpath(folder)
+        real = os.path.realpath(target) if os.path.islink(target) else os.path.join(real_folder, name)
         if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
             raise NoteOutsideVault(
                 f"{path}: its real path is outside the vault folder (a symbolic link to a file or folder "
                 "elsewhere); links out of the vault are not followed"
             )
 
-    def read_sync(self, path: str) -> str:
-        target = self._abs(path)
-        self._check_inside(path, target)
+    def read_sync(self, path: str, real_folders: dict[str, str] | None = None) -> str:
+        """The note's text. `real_folders`: a memo of resolved folders shared by one batch of
+        reads (see `_check_inside`); leave it out for a single read."""
+        target = os.path.join(self.root, *check_relative_path(path).split("/"))
+        self._check_inside(path, target, real_folders)
         try:
-            data = target.read_bytes()
+            with open(target, "rb") as fh:
+                data = fh.read()
         except FileNotFoundError:
             raise
         except IsADirectoryError as exc:
