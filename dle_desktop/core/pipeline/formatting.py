@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 import unicodedata
@@ -58,6 +59,8 @@ class Group:
 
 
 def placement(entry: Entry, cfg: MatchConfig) -> tuple[int, int, int]:
+    if entry.position is None and entry.depth is None and entry.role is None:  # most entries
+        return cfg.injection_position, max(0, min(10000, cfg.injection_depth)), cfg.injection_role
     pos = POSITION_IDS.get(entry.position or "", cfg.injection_position)
     depth = entry.depth if entry.depth is not None else cfg.injection_depth
     role = ROLE_IDS.get(entry.role or "", cfg.injection_role)
@@ -87,10 +90,25 @@ def _xml_escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
+_PLACEHOLDER = re.compile(r"\{\{(title|content)\}\}")
+
+
+@functools.lru_cache(maxsize=64)
+def _template_parts(template: str) -> tuple[str, ...]:
+    """The template split at its placeholders: literal text at even positions, the names
+    ("title" or "content") at odd ones."""
+    return tuple(_PLACEHOLDER.split(template))
+
+
 def render(entry: Entry, template: str) -> str:
-    # Replace title first with a function, so a `{{content}}` inside a title is never expanded.
+    # One pass over the template's own text, so a `{{content}}` inside a title (or a title
+    # placeholder inside the content) is never expanded.
     title = _xml_escape(entry.title)
-    return re.sub(r"\{\{(title|content)\}\}", lambda m: title if m.group(1) == "title" else entry.content, template)
+    parts = _template_parts(template)
+    out = list(parts)
+    for i in range(1, len(parts), 2):
+        out[i] = title if parts[i] == "title" else entry.content
+    return "".join(out)
 
 
 def apply_budget(items: list[Active], cfg: MatchConfig, trace: Trace) -> tuple[list[Injected], list[Injected]]:
@@ -102,14 +120,15 @@ def apply_budget(items: list[Active], cfg: MatchConfig, trace: Trace) -> tuple[l
     stopped = False
     for a in items:
         e = a.entry
-        pos, depth, role = placement(e, cfg)
         if e.outlet:
+            _, depth, role = placement(e, cfg)
             outlets.append(Injected(e, a.matched_by, -1, depth, role))
             trace.add(e, "budget", "injected", f"outlet '{e.outlet}' (outside the budget and entry cap)")
             continue
         if stopped:
             trace.add(e, "budget", "cut", "the walk stopped at an earlier entry that did not fit")
             continue
+        pos, depth, role = placement(e, cfg)
         if not cfg.unlimited_entries and len(positional) >= cfg.max_entries:
             trace.add(e, "budget", "cut", f"max entries ({cfg.max_entries}) reached")
             stopped = True

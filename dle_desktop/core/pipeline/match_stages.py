@@ -35,11 +35,10 @@ def match_entries(ctx: StageContext) -> list[Active]:
     cfg, trace = ctx.config, ctx.trace
     active: dict[str, Active] = {}
 
-    assert ctx.constants is not None and ctx.bootstraps is not None  # StageContext.__post_init__ fills them
+    assert ctx.constant_matches is not None and ctx.bootstraps is not None  # StageContext.__post_init__ fills them
     with trace.timed("constants"):
-        for e in ctx.constants:
-            active[e.uid] = Active(e, "(constant)", forced=True)
-            trace.add(e, "constants", "matched", "constant: always in")
+        active.update(ctx.constant_matches.actives)
+        trace.verdicts.extend(ctx.constant_matches.verdicts)
         if len(ctx.messages) <= cfg.new_chat_threshold:
             for e in ctx.bootstraps:
                 if e.uid not in active:

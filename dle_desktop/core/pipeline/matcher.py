@@ -129,6 +129,12 @@ def key_matches(hit: KeyHit, key: str, whole_words: bool) -> bool:
 
 
 def first_matching_key(hit: KeyHit, keys: Iterable[str], whole_words: bool) -> str | None:
+    if not whole_words:  # substring mode: any occurrence counts, and a listed key has one
+        spans = hit.spans
+        for k in keys:
+            if spans.get(k):
+                return k
+        return None
     for k in keys:
         if key_matches(hit, k, whole_words):
             return k

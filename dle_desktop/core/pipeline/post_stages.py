@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from dle_desktop.core.entry import Entry
-from dle_desktop.core.pipeline.priority_order import sort_by_priority, title_order_key
+from dle_desktop.core.pipeline.priority_order import sort_by_priority, sort_by_priority_descending
 from dle_desktop.core.pipeline.stage_context import Active, StageContext
 
 
@@ -30,9 +30,12 @@ def apply_pins_and_blocks(ctx: StageContext, items: list[Active]) -> list[Active
             pinned = dataclasses.replace(e, constant=True, priority=10)
             by_uid[e.uid] = Active(pinned, "(pinned)", forced=True)
             ctx.trace.add(e, "pins", "matched", "pinned in this chat (treated as constant, priority 10)")
+    blocks = ctx.state.blocks
+    if not blocks:
+        return sort_by_priority(list(by_uid.values()))
     out = []
     for a in by_uid.values():
-        if any(b.matches(a.entry.title, a.entry.vault) for b in ctx.state.blocks):
+        if any(b.matches(a.entry.title, a.entry.vault) for b in blocks):
             ctx.trace.add(a.entry, "blocks", "removed", "blocked in this chat")
         else:
             out.append(a)
@@ -61,7 +64,9 @@ def reinjection_cooldown(ctx: StageContext, items: list[Active], forced: set[str
 def requires_excludes(ctx: StageContext, items: list[Active], forced: set[str]) -> list[Active]:
     """Drop entries whose requirements are missing or whose exclusions are present; repeat
     until stable (drops cascade), at most 10 passes, highest priority number first as DLE does."""
-    current = sorted(items, key=lambda a: (-(a.entry.priority or 50), title_order_key(a.entry.title)))
+    if not any((a.entry.requires or a.entry.excludes) and a.entry.tracker_key not in forced for a in items):
+        return sort_by_priority(items)  # nothing to check: what the passes below would return
+    current = sort_by_priority_descending(items)
     for _ in range(10):
         titles = {a.entry.title.lower() for a in current}
         kept, changed = [], False
@@ -106,9 +111,12 @@ def strip_dedup(
     out = []
     for a in items:
         e = a.entry
+        if e.tracker_key in forced:  # exempt: its text may repeat
+            out.append(a)
+            continue
         pos, depth, role = placement(e)
         key = dedup_key(e.title, pos, depth, role, e.content_hash)
-        if e.tracker_key not in forced and key in seen:
+        if key in seen:
             ctx.trace.add(
                 e,
                 "strip duplicates",

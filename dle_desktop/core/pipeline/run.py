@@ -5,6 +5,7 @@ result plus the next state. Persisting that state (or not, for a dry run) is the
 
 from __future__ import annotations
 
+import heapq
 import random
 import threading
 import time
@@ -39,7 +40,7 @@ from dle_desktop.core.pipeline.post_stages import (
 )
 from dle_desktop.core.pipeline.priority_order import sort_by_priority
 from dle_desktop.core.pipeline.semantic_query import SemanticQuery, build_semantic_query
-from dle_desktop.core.pipeline.stage_context import Active, SemanticHit, StageContext
+from dle_desktop.core.pipeline.stage_context import Active, ConstantMatches, SemanticHit, StageContext
 from dle_desktop.core.pipeline.state import SWIPE_SLOTS, ChatState
 from dle_desktop.core.pipeline.trace import Trace, Verdict
 
@@ -99,6 +100,7 @@ class _SnapshotParts:
     bootstraps: list[Entry]
     exempt_keys: frozenset[str]
     entry_depths: frozenset[int]
+    constant_matches: ConstantMatches
 
 
 _SAME_FOR_MATCHING = (
@@ -140,14 +142,16 @@ def _patched_parts(snapshot: IndexSnapshot, key: bool) -> tuple[Any, ...] | None
         visible[pos] = new
         swap[id(old)] = new
     by_title = {t: [swap.get(id(e), e) for e in es] for t, es in old_parts.by_title.items()}
+    constants = [swap.get(id(e), e) for e in old_parts.constants]
     parts = _SnapshotParts(
         visible,
         by_title,
         {cs: idx.with_entries(visible) for cs, idx in old_parts.indexes.items()},
-        constants=[swap.get(id(e), e) for e in old_parts.constants],
+        constants=constants,
         bootstraps=[swap.get(id(e), e) for e in old_parts.bootstraps],
         exempt_keys=old_parts.exempt_keys,
         entry_depths=old_parts.entry_depths,
+        constant_matches=ConstantMatches.of(constants),
     )
     snapshot._patched_from = None
     return (key, parts)
@@ -169,16 +173,18 @@ def _parts(snapshot: IndexSnapshot, cfg: MatchConfig) -> tuple[_SnapshotParts, K
             by_title: dict[str, list[Entry]] = {}
             for e in visible:
                 by_title.setdefault(e.title.lower(), []).append(e)
+            constants = [e for e in visible if e.constant]
             parts = (
                 key,
                 _SnapshotParts(
                     visible,
                     by_title,
                     {},
-                    constants=[e for e in visible if e.constant],
+                    constants=constants,
                     bootstraps=[e for e in visible if e.bootstrap],
                     exempt_keys=frozenset(e.tracker_key for e in visible if e.constant or e.seed or e.bootstrap),
                     entry_depths=frozenset(e.scan_depth for e in visible if e.scan_depth),
+                    constant_matches=ConstantMatches.of(constants),
                 ),
             )
             snapshot._pipeline_parts = parts  # type: ignore[attr-defined]  # a cache riding on the immutable snapshot
@@ -292,6 +298,7 @@ def begin_generation(
         bootstraps=parts.bootstraps,
         exempt_keys=parts.exempt_keys,
         entry_depths=parts.entry_depths,
+        constant_matches=parts.constant_matches,
         semantic_hits=semantic_hits,
         hidden={} if cfg.fix_guide_leak else {e.uid: e for e in snapshot.entries if e.guide},
     )
@@ -450,16 +457,31 @@ def _track(
     ]
     log = (*state.injection_log, {"gen": gen, "entries": log_entries})[-(cfg.strip_lookback_depth + 1) :]
 
-    analytics = {k: dict(v) for k, v in state.analytics.items()}
+    # Copy on write: the records this generation touches are copied, the others are shared with
+    # the previous state (no one changes a state's records in place), so the cost follows the
+    # working set, not the up to 500 records kept.
+    analytics = dict(state.analytics)
+    copied: set[str] = set()
+
+    def record(tracker_key: str) -> dict[str, Any]:
+        rec = analytics.get(tracker_key)
+        if rec is None:
+            rec = analytics[tracker_key] = {"matched": 0, "injected": 0, "last_triggered": gen}
+        elif tracker_key not in copied:
+            rec = analytics[tracker_key] = dict(rec)
+        copied.add(tracker_key)
+        return rec
+
     for a in matched:
-        rec = analytics.setdefault(a.entry.tracker_key, {"matched": 0, "injected": 0, "last_triggered": gen})
+        rec = record(a.entry.tracker_key)
         rec["matched"] += 1
         rec["last_triggered"] = gen
     for inj in injected:
-        rec = analytics.setdefault(inj.entry.tracker_key, {"matched": 0, "injected": 0, "last_triggered": gen})
-        rec["injected"] += 1
+        record(inj.entry.tracker_key)["injected"] += 1
     if len(analytics) > 500:
-        for k, _ in sorted(analytics.items(), key=lambda kv: kv[1].get("last_triggered", 0))[: len(analytics) - 500]:
+        # nsmallest(n, ...) is sorted(...)[:n], ties included, without sorting all 500
+        oldest = heapq.nsmallest(len(analytics) - 500, analytics.items(), key=lambda kv: kv[1].get("last_triggered", 0))
+        for k, _ in oldest:
             del analytics[k]
 
     counts = dict(state.counts)

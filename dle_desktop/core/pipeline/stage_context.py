@@ -6,14 +6,17 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
 
 from dle_desktop.core.entry import Entry
 from dle_desktop.core.fields import FieldDefinitions
 from dle_desktop.core.pipeline.chat import ChatMessage, scan_lines
+from dle_desktop.core.pipeline.collation import flat_title_order_key
 from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.core.pipeline.matcher import KeyHit, KeywordIndex, normalise
 from dle_desktop.core.pipeline.state import ChatState
-from dle_desktop.core.pipeline.trace import Trace
+from dle_desktop.core.pipeline.trace import Trace, Verdict
 
 
 @dataclass
@@ -23,6 +26,31 @@ class Active:
     entry: Entry
     matched_by: str
     forced: bool = False  # constant, bootstrap or pinned: exempt from gating stages
+
+    @cached_property
+    def priority_key(self) -> tuple[Any, ...]:
+        """`sort_by_priority`'s key: priority, then the title's collation order. Cached, as
+        nothing changes an Active's entry once it is made."""
+        return (self.entry.priority, *flat_title_order_key(self.entry.title))
+
+
+@dataclass(frozen=True)
+class ConstantMatches:
+    """What the constants stage adds: the same in every generation of one snapshot, so it is
+    built once per snapshot. Generations share these objects; nothing changes an `Active` or a
+    `Verdict` once made."""
+
+    actives: dict[str, Active]
+    verdicts: tuple[Verdict, ...]
+
+    @classmethod
+    def of(cls, constants: Sequence[Entry]) -> ConstantMatches:
+        actives: dict[str, Active] = {}
+        verdicts = []
+        for e in constants:
+            actives[e.uid] = Active(e, "(constant)", forced=True)
+            verdicts.append(Verdict(e.title, e.vault, "constants", "matched", "constant: always in"))
+        return cls(actives, tuple(verdicts))
 
 
 #: (entry uid, similarity), or with the index of the passage that matched as a third item.
@@ -55,6 +83,7 @@ class StageContext:
     bootstraps: Sequence[Entry] | None = None
     exempt_keys: frozenset[str] | None = None
     entry_depths: frozenset[int] | None = None
+    constant_matches: ConstantMatches | None = None
     _windows: dict[int, KeyHit] = field(default_factory=dict)
     _full: KeyHit | None = None
     _offsets: dict[int, int] = field(default_factory=dict)
@@ -67,6 +96,8 @@ class StageContext:
             self.bootstraps = [e for e in self.entries if e.bootstrap]
         if self.exempt_keys is None:
             self.exempt_keys = frozenset(e.tracker_key for e in self.entries if e.constant or e.seed or e.bootstrap)
+        if self.constant_matches is None:
+            self.constant_matches = ConstantMatches.of(self.constants)
         if self.entry_depths is None:
             self.entry_depths = frozenset(e.scan_depth for e in self.entries if e.scan_depth)
         if not self.by_title:

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from dle_desktop.core.entry import Entry
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):
+    """One stage's decision on one entry. A named tuple: a generation at 10k entries writes
+    over a hundred of them, and a frozen dataclass costs several times more to build."""
+
     title: str
     vault: str
     stage: str
@@ -29,6 +29,24 @@ class Verdict:
         }
 
 
+class StageTimer:
+    """Adds the time spent inside a `with` block to one stage's total (ms, 3 decimals)."""
+
+    __slots__ = ("_stage", "_t0", "_timings")
+
+    def __init__(self, timings: dict[str, float], stage: str) -> None:
+        self._timings = timings
+        self._stage = stage
+        self._t0 = 0.0
+
+    def __enter__(self) -> None:
+        self._t0 = time.perf_counter()
+
+    def __exit__(self, *_exc: object) -> None:
+        elapsed = (time.perf_counter() - self._t0) * 1000
+        self._timings[self._stage] = round(self._timings.get(self._stage, 0.0) + elapsed, 3)
+
+
 @dataclass
 class Trace:
     verdicts: list[Verdict] = field(default_factory=list)
@@ -38,10 +56,5 @@ class Trace:
     def add(self, entry: Entry, stage: str, outcome: str, reason: str) -> None:
         self.verdicts.append(Verdict(entry.title, entry.vault, stage, outcome, reason))
 
-    @contextmanager
-    def timed(self, stage: str) -> Iterator[None]:
-        t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.timings_ms[stage] = round(self.timings_ms.get(stage, 0.0) + (time.perf_counter() - t0) * 1000, 3)
+    def timed(self, stage: str) -> StageTimer:
+        return StageTimer(self.timings_ms, stage)
