@@ -24,6 +24,9 @@ except AttributeError:  # pragma: no cover - libyaml missing
 
 _FM_RE = re.compile(r"^---\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)([\s\S]*)$")
 _EMPTY_FM_RE = re.compile(r"^---\r?\n---[ \t]*(?:\r?\n|$)([\s\S]*)$")
+#: The closing delimiter line of `_FM_RE`, found by a search; slicing then gives the same block
+#: and body without the regex engine stepping through every character of the note.
+_CLOSE_RE = re.compile(r"\n---[ \t]*(?:\r?\n|$)")
 
 
 class _LoreLoader(_BaseLoader):  # type: ignore[misc, valid-type]  # PyYAML ships no types: its loader is Any
@@ -60,6 +63,24 @@ class SplitNote:
     body_line: int = 1
 
 
+def _split_block(text: str) -> tuple[str, str] | None:
+    """(block, body) as `_FM_RE` gives them, or None where it does not match."""
+    if text.startswith("---\n"):
+        start = 4
+    elif text.startswith("---\r\n"):
+        start = 5
+    else:
+        return None
+    # The regex's lazy block ends at the first closing line, and leaves out a `\r` before it.
+    m = _CLOSE_RE.search(text, start)
+    if m is None:
+        return None
+    end = m.start()
+    if end > start and text[end - 1] == "\r":
+        end -= 1
+    return text[start:end], text[m.end() :]
+
+
 def split_note(text: str) -> SplitNote:
     """Separate frontmatter from body. Never raises: YAML problems come back in `error`."""
     if text.startswith("\ufeff"):
@@ -67,10 +88,10 @@ def split_note(text: str) -> SplitNote:
     m = _EMPTY_FM_RE.match(text)
     if m:
         return SplitNote(data={}, body=m.group(1), body_line=3)
-    m = _FM_RE.match(text)
-    if not m:
+    parts = _split_block(text)
+    if parts is None:
         return SplitNote(data=None, body=text)
-    block, body = m.group(1), m.group(2)
+    block, body = parts
     body_line = block.count("\n") + 4  # opening ---, the block lines, closing ---
     simple = _read_simple(block)
     if simple is not None:

@@ -133,6 +133,16 @@ def _finalize_entry(e: Entry, titles: dict[str, str], reuse: Entry | None = None
         return e
     if reuse is not None and derived == (reuse.resolved_links, reuse.requires, reuse.excludes, reuse.cascade_links):
         return reuse
+    return with_derived(e, derived)
+
+
+def derived_fields(e: Entry) -> tuple[tuple[str, ...], ...]:
+    """What finalizing sets on a parsed entry: resolved links and the references that exist."""
+    return (e.resolved_links, e.requires, e.excludes, e.cascade_links)
+
+
+def with_derived(e: Entry, derived: Sequence[tuple[str, ...]]) -> Entry:
+    """`e` with the fields of `derived_fields` replaced, as finalizing would make it."""
     # A shallow copy with four fields swapped: dataclasses.replace would re-run __init__.
     new = object.__new__(Entry)
     new.__dict__.update(e.__dict__)

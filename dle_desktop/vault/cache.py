@@ -12,7 +12,6 @@ needs that lock to run at all, froze for as long. Between two chunks it gets its
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import logging
 import pickle
@@ -22,10 +21,12 @@ from typing import Any
 
 from dle_desktop.core.entry import Entry, Skip
 from dle_desktop.fileio import atomic_file
+from dle_desktop.vault.collector import collector_paused
 
 log = logging.getLogger(__name__)
 
-CACHE_FORMAT = 4
+#: 5: finalized entries saved as their derived fields (issue 24); older files are re-indexed once.
+CACHE_FORMAT = 5
 #: Records per separately pickled chunk (each loads in a few milliseconds).
 CHUNK = 250
 
@@ -51,8 +52,10 @@ class IndexCache:
         path = self._file(key)
         # The collector would scan the ~100k objects being created several times over for
         # nothing (they are all live): pausing it makes start-up about a third faster.
-        was_enabled = gc.isenabled()
-        gc.disable()
+        with collector_paused():
+            return self._load(path, key)
+
+    def _load(self, path: Path, key: str) -> tuple[dict[str, FileRecord], dict[str, Any]] | None:
         try:
             with open(path, "rb") as fh:
                 payload = pickle.load(fh)
@@ -70,9 +73,6 @@ class IndexCache:
         except Exception as exc:  # noqa: BLE001 - any damage means "rebuild"
             log.warning("index cache %s unreadable (%s); doing a full index", path.name, exc)
             return None
-        finally:
-            if was_enabled:
-                gc.enable()
         if not all(isinstance(r, FileRecord) for r in records.values()):
             log.warning("index cache %s has unexpected contents; doing a full index", path.name)
             return None

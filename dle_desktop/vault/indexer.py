@@ -24,13 +24,16 @@ from dle_desktop.core.index import (
     IndexSnapshot,
     VaultSlice,
     build_snapshot,
+    derived_fields,
     entry_values,
     patch_snapshot,
     same_view,
+    with_derived,
 )
 from dle_desktop.core.note_parser import parse_note
 from dle_desktop.errors import NoteOutsideVault, VaultError
 from dle_desktop.vault.cache import FileRecord, IndexCache
+from dle_desktop.vault.collector import collector_paused
 from dle_desktop.vault.sources import FolderSource, VaultSource
 
 log = logging.getLogger(__name__)
@@ -196,9 +199,15 @@ class VaultIndexer:
         """Publish the last saved index at once (no file is read); None when nothing is cached."""
         if self.cache is None or not self.sources:
             return None
+        with collector_paused():  # the loaded entries and the snapshot built on them all stay alive
+            return self._load_cache()
+
+    def _load_cache(self) -> IndexSnapshot | None:
+        assert self.cache is not None
         loaded_any = False
         titles = None
         finalized: dict[str, Entry] = {}
+        derived: dict[str, Any] = {}
         for s in self.sources:
             hit = self.cache.load(self._cache_key(s))
             if hit is None:
@@ -211,13 +220,15 @@ class VaultIndexer:
                 titles = meta["titles"]
             if isinstance(meta.get("finalized"), dict):
                 finalized.update(meta["finalized"])
+            if isinstance(meta.get("derived"), dict):
+                derived.update(meta["derived"])
             loaded_any = True
         if not loaded_any:
             return None
         slices = self._slices()
         # Finalized copies saved with the cache are used only for the exact parse they came from.
         reuse = None
-        if titles is not None and finalized:
+        if titles is not None and (finalized or derived):
             raw_by_uid = {e.uid: e for sl in slices for e in sl.entries}
             checked = {
                 uid: f
@@ -227,6 +238,20 @@ class VaultIndexer:
                 and r.content_hash == f.content_hash
                 and r.title == f.title
             }
+            if self.options.conflict_mode != "merge":  # a merged entry is not its parse plus links
+                for uid, saved in derived.items():
+                    r = raw_by_uid.get(uid)
+                    if (
+                        r is not None
+                        and isinstance(saved, tuple)
+                        and len(saved) == 6
+                        and saved[:2]
+                        == (
+                            r.content_hash,
+                            r.title,
+                        )
+                    ):
+                        checked[uid] = with_derived(r, saved[2:])
             reuse = (titles, checked)
         self.snapshot = build_snapshot(
             slices,
@@ -245,13 +270,23 @@ class VaultIndexer:
             if s.name in self._records and s.name not in self._errors:
                 meta: dict[str, Any] = {"field_definitions": self.field_definitions} if s is self.primary else {}
                 if snap is not None and snap._titles is not None:
-                    # Finalized entries that differ from their parsed form: a warm start then
-                    # publishes without resolving 70k links again.
-                    meta["finalized"] = {
-                        uid: fin
-                        for uid, (raw, fin) in list(snap._finalized.items())
-                        if fin is not raw and fin.vault == s.name
+                    # How finalized entries differ from their parsed form: a warm start then
+                    # publishes without resolving 70k links again. For an entry that is its
+                    # file's parse plus links, the links alone (the parse is in the records:
+                    # saving the whole entry twice doubled the file); any other in full.
+                    parsed = {
+                        rec.result.uid: rec.result
+                        for rec in self._records[s.name].values()
+                        if isinstance(rec.result, Entry)
                     }
+                    meta["finalized"], meta["derived"] = {}, {}
+                    for uid, (raw, fin) in list(snap._finalized.items()):
+                        if fin is raw or fin.vault != s.name:
+                            continue
+                        if parsed.get(uid) is raw:
+                            meta["derived"][uid] = (raw.content_hash, raw.title, *derived_fields(fin))
+                        else:
+                            meta["finalized"][uid] = fin
                     if s is self.primary:
                         meta["titles"] = snap._titles
                 try:
@@ -388,11 +423,14 @@ class VaultIndexer:
                 if await self._load_field_definitions():
                     force = True
                 counters, total = [0, 0], [0]
-                for source in self.sources:
-                    await self._sync_vault(source, force, progress, counters, total)
-                if self.sources and len(self._errors) == len(self.sources) and self.snapshot is None:
-                    raise VaultError("; ".join(f"{k} {v}" for k, v in self._errors.items()))
-                result = self._publish(started, parsed=counters[1], read=counters[0])
+                # What a sync parses and builds stays alive; on a cold index the collector would
+                # otherwise walk the growing heap over and over, for a tenth of the time.
+                with collector_paused():
+                    for source in self.sources:
+                        await self._sync_vault(source, force, progress, counters, total)
+                    if self.sources and len(self._errors) == len(self.sources) and self.snapshot is None:
+                        raise VaultError("; ".join(f"{k} {v}" for k, v in self._errors.items()))
+                    result = self._publish(started, parsed=counters[1], read=counters[0])
             except BaseException:
                 # Cancelled or failed half-way: nothing of this sync is kept.
                 self._records, self._problems, self._errors, self.field_definitions = saved

@@ -147,3 +147,22 @@ def test_alias_bomb_warning_messages_stay_small():
     e = parse("---\n" + "\n".join(lines) + "\n---\nx")
     assert e.warnings and all(len(w.message) < 2000 for w in e.warnings)
     assert e.keys == () and e.position is None and e.priority == 100
+
+
+def test_block_split_by_search_equals_the_delimiter_regex():
+    """split_note finds the closing line by a search and slices; the one-regex form is the spec."""
+    from dle_desktop.core.frontmatter import _FM_RE, _split_block
+
+    rng = random.Random(11)
+    pieces = ["---", "\n", "\r\n", "\r", " ", "\t", "a", "x: 1", "---  ", "----", "--", "\n---\n", "\r\n---\r\n"]
+    pieces += ["\n---", "\n--- \t", "\n---x"]
+    matched = 0
+    for _ in range(20000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        if rng.random() < 0.7:
+            text = rng.choice(["---\n", "---\r\n", "---", "--\n"]) + text
+        m = _FM_RE.match(text)
+        want = (m.group(1), m.group(2)) if m else None
+        assert _split_block(text) == want, repr(text)
+        matched += want is not None
+    assert matched > 1000

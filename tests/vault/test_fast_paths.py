@@ -131,3 +131,37 @@ def test_keyword_automaton_is_reused_after_a_body_edit_and_matches_a_rebuild(tmp
     assert a.to_json()["injected"] == b.to_json()["injected"]
     assert [g.text for g in a.groups] == [g.text for g in b.groups]
     assert "tar tonight" in " ".join(g.text for g in a.groups)
+
+
+def test_warm_start_saves_finalized_entries_as_their_links_and_rebuilds_them_exactly(tmp_path):
+    from dle_desktop.core.index import entry_values
+
+    vault = tmp_path / "v"
+    shutil.copytree(SAMPLE, vault)
+    cache = IndexCache(tmp_path / "cache")
+    ix = VaultIndexer([FolderSource("v", vault)], cache=cache)
+    asyncio.run(ix.sync_all())
+    key = ix._cache_key(ix.sources[0])
+    _, meta = cache.load(key)
+    # Each entry is in the file once: its parse in the records, only its links in the meta.
+    assert meta["finalized"] == {} and meta["derived"]
+    assert all(len(saved) == 6 for saved in meta["derived"].values())
+    warm = VaultIndexer([FolderSource("v", vault)], cache=cache).load_cache()
+    full = _full(vault)
+    assert [entry_values(e) for e in warm.entries] == [entry_values(e) for e in full.entries]
+
+
+def test_warm_start_ignores_saved_links_of_another_parse(tmp_path):
+    vault = tmp_path / "v"
+    shutil.copytree(SAMPLE, vault)
+    cache = IndexCache(tmp_path / "cache")
+    ix = VaultIndexer([FolderSource("v", vault)], cache=cache)
+    asyncio.run(ix.sync_all())
+    key = ix._cache_key(ix.sources[0])
+    records, meta = cache.load(key)
+    uid, saved = next(iter(meta["derived"].items()))
+    meta["derived"][uid] = ("0_x_y", saved[1], ("Nowhere",), (), (), ())
+    cache.save(key, records, meta)
+    warm = VaultIndexer([FolderSource("v", vault)], cache=cache).load_cache()
+    assert "Nowhere" not in warm.by_uid[uid].resolved_links
+    assert _json(warm) == _json(_full(vault))

@@ -1,0 +1,35 @@
+"""Pausing Python's cycle collector while an index is built or loaded.
+
+Building or loading 10,000 entries creates about a million objects that all stay alive; the
+collector would walk the growing heap again and again for nothing (a tenth of a cold index, a
+third of a warm start). Pauses nest and may overlap across threads: the collector runs again
+when the last one ends, and only if it was running when the first began.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_lock = threading.Lock()
+_depth = 0
+_resume = False
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    global _depth, _resume
+    with _lock:
+        if _depth == 0:
+            _resume = gc.isenabled()
+            gc.disable()
+        _depth += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            if _depth == 0 and _resume:
+                gc.enable()
