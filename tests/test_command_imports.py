@@ -52,3 +52,25 @@ def test_a_command_loads_only_what_it_uses(tmp_path: Path, args: list[str]):
     assert loaded == [], f"{' '.join(args)} loaded {loaded[:10]}"
     if args[0] == "index":
         assert "entries" in done.stdout  # it did its work
+
+
+def test_a_warm_index_loads_no_numpy(tmp_path: Path):
+    """With the index cached and no note changed, nothing is hashed or searched: numpy (a tenth of
+    a warm `index` to load) stays unloaded."""
+    env = {"PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring", "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    args = ["--data-dir", str(tmp_path / "data"), "index", "--vault", str(SAMPLE)]
+    seen = []
+    for _ in range(2):  # the first run writes the cache, the second starts from it
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE, json.dumps(args)],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        line = next((x for x in done.stdout.splitlines() if x.startswith("MODULES ")), None)
+        assert line is not None, done.stderr[-2000:]
+        seen.append(json.loads(line[len("MODULES ") :])["modules"])
+    assert "numpy" in seen[0]  # the cold run read and hashed every note
+    assert "numpy" not in seen[1]

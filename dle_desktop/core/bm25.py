@@ -16,8 +16,10 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 K1 = 1.5
 B = 0.75
@@ -50,6 +52,8 @@ class _BasePostings:
     __slots__ = ("doc_ids", "doc_len", "pos", "rows", "starts", "tf", "vocab")
 
     def __init__(self, doc_terms: Mapping[str, Counter[str]], doc_len: Mapping[str, int]) -> None:
+        import numpy as np  # here, not at the top: a warm `dle-desktop index` never loads numpy
+
         self.doc_ids = list(doc_terms)
         self.pos = {d: i for i, d in enumerate(self.doc_ids)}
         self.doc_len = np.array([doc_len[d] for d in self.doc_ids], dtype=np.float64)
@@ -162,12 +166,16 @@ class Bm25Index:
         if not self._dead:
             return None
         if self._dead_mask is None:
+            import numpy as np
+
             mask = np.zeros(len(self._base.doc_ids), dtype=bool)
             mask[[self._base.pos[d] for d in self._dead if d in self._base.pos]] = True
             self._dead_mask = mask
         return self._dead_mask
 
     def search(self, query: str, top_k: int = 20, min_score: float = 0.5) -> list[tuple[str, float]]:
+        import numpy as np
+
         n_docs = len(self._doc_len)
         if n_docs == 0:
             return []

@@ -81,8 +81,8 @@ def clean_content(body: str) -> str:
         text = _EMBED_RE.sub("", text)
         text = _MD_IMAGE_RE.sub("", text)
     if "[[" in text:
-        text = _ALIASED_LINK_RE.sub(r"\2", text)
-        text = _PLAIN_LINK_RE.sub(r"\1", text)
+        text = _ALIASED_LINK_RE.sub(lambda m: m.group(2), text)  # faster than a template on 3.11
+        text = _PLAIN_LINK_RE.sub(lambda m: m.group(1), text)
     if "\n\n\n" in text:
         text = _MANY_NEWLINES_RE.sub("\n\n", text)
     return text.strip()

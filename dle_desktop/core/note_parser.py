@@ -10,7 +10,6 @@ from dle_desktop.core.body import clean_content, estimate_tokens, extract_title,
 from dle_desktop.core.entry import Entry, ParseWarning, Skip, TagConfig
 from dle_desktop.core.fields import DEFAULT_DEFINITIONS, FieldDefinitions, extract_custom_value
 from dle_desktop.core.frontmatter import split_note
-from dle_desktop.core.hashing import simple_hash
 
 MAX_KEY_LENGTH = 200
 MAX_DEPTH = 10000
@@ -55,6 +54,13 @@ def _short(value: object) -> str:
 
 
 ROLES = ("system", "user", "assistant")
+
+
+def _hash(text: str) -> str:
+    # Imported here: the hash needs numpy, which a warm `dle-desktop index` (no note read) never loads.
+    from dle_desktop.core.hashing import simple_hash
+
+    return simple_hash(text)
 
 
 def _normalise_aliases(data: dict[str, Any], lenient: bool, warnings: list[ParseWarning]) -> dict[str, Any]:
@@ -293,7 +299,7 @@ def parse_note(
         path=path,
         title=extract_title(body, path),
         content=content,
-        content_hash=content_hash or simple_hash(text),
+        content_hash=content_hash or _hash(text),
         token_estimate=estimate_tokens(content),
         keys=tuple(dict.fromkeys(keys)),
         refine_keys=tuple(_string_list("refine_keys", data.get("refine_keys"), warnings)),

@@ -19,7 +19,6 @@ from typing import Any
 from dle_desktop.core.changes import ChangeSet, diff_snapshots
 from dle_desktop.core.entry import Entry, Skip, TagConfig
 from dle_desktop.core.fields import DEFAULT_DEFINITIONS, FieldDefinitions, parse_field_definitions
-from dle_desktop.core.hashing import simple_hash
 from dle_desktop.core.index import (
     IndexSnapshot,
     VaultSlice,
@@ -321,6 +320,8 @@ class VaultIndexer:
         force: bool,
     ) -> dict[str, FileRecord]:
         """Read `paths`, re-parsing only files whose content hash changed (or all with `force`)."""
+        # Imported here: the hash needs numpy, which a warm `dle-desktop index` (no note read) never loads.
+        from dle_desktop.core.hashing import simple_hash
 
         def one(path: str, text: str | None, error: str | None, code: str = "SKIP_READ_ERROR") -> FileRecord:
             if error is not None:
