@@ -503,7 +503,7 @@ def run_gui(args, composition: Composition[Any]) -> int:
     qapp.setOrganizationName("DLE Desktop")
     qapp.setDesktopFileName("dle-desktop")  # Wayland matches the window to the menu entry (and its icon) by this
     qapp.setWindowIcon(app_icon())
-    collector = GuiThreadCollector(qapp).start()  # noqa: F841 - lives as long as qapp
+    collector = GuiThreadCollector(qapp, freeze_survivors=True).start()  # noqa: F841 - lives as long as qapp
 
     ctx = composition.make_context(args.data_dir)
     name = instance_name(str(ctx.paths.data_dir))

@@ -29,6 +29,7 @@ from dle_desktop.ui.vault.entry_detail import EngineWriteAccess
 from dle_desktop.ui.vault.view import VaultView
 from dle_desktop.ui.view_requests import show_requested_view
 from dle_desktop.ui.widgets.async_util import soon
+from dle_desktop.ui.widgets.gc_guard import freeze_long_lived
 from dle_desktop.ui.widgets.icons import app_icon
 
 if TYPE_CHECKING:
@@ -322,6 +323,7 @@ class MainWindow(QMainWindow):
             f"{len(snapshot)} entries in {vaults} vault{'s' if vaults != 1 else ''} · "
             f"{len(snapshot.skipped)} not indexed · updated {when}{cached}"
         )
+        freeze_long_lived()  # the index and the table's rows: no collection walks them again
         soon(self.refresh_health)
 
     async def refresh_health(self) -> None:

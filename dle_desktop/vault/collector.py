@@ -33,3 +33,8 @@ def collector_paused() -> Iterator[None]:
             _depth -= 1
             if _depth == 0 and _resume:
                 gc.enable()
+
+
+def collector_is_paused() -> bool:
+    """An index is being built or loaded somewhere: a collection now would walk it for nothing."""
+    return _depth > 0

@@ -15,7 +15,16 @@ from dle_desktop.core.graph.analysis import (
 )
 from dle_desktop.core.graph.findings import SEVERITIES, SEVERITY_OF_KIND, GraphFinding, rank_findings, severity_of
 from dle_desktop.core.graph.forceatlas2 import EXACT_MAX_NODES, PRESETS, Layout, LayoutParams, layout, with_params
-from dle_desktop.core.graph.model import EDGE_KINDS, NODE_TYPES, Edge, LoreGraph, build_graph, node_type
+from dle_desktop.core.graph.model import (
+    EDGE_KINDS,
+    NODE_TYPES,
+    Edge,
+    LoreGraph,
+    build_graph,
+    graph_structure,
+    node_type,
+    weigh,
+)
 from dle_desktop.core.graph.suggestions import (
     MAX_PARTNERS_SHOWN,
     common_value_limit,
@@ -46,11 +55,13 @@ __all__ = [
     "common_values",
     "communities",
     "gap_analysis",
+    "graph_structure",
     "layout",
     "missing_connections",
     "node_type",
     "rank_findings",
     "requires_cycles",
     "severity_of",
+    "weigh",
     "with_params",
 ]

@@ -294,6 +294,7 @@ def _simulate(
     progress: Callable[[int, int], None] | None = None,
     every: int = 1,
     exact: bool | None = None,
+    frame: Callable[[np.ndarray], None] | None = None,
 ) -> tuple[np.ndarray, int, bool]:
     """`total` ForceAtlas2 iterations from `pos`: (positions, iterations done, cancelled)."""
     n = len(pos)
@@ -380,8 +381,11 @@ def _simulate(
         pos = pos + step
         old_force = force
         done = it + 1
-        if progress is not None and (done % every == 0 or done == total):
-            progress(done, total)
+        if done % every == 0 or done == total:
+            if progress is not None:
+                progress(done, total)
+            if frame is not None:
+                frame(pos)
     return pos, done, cancelled
 
 
@@ -440,13 +444,16 @@ def layout(
     progress_every: int | None = None,
     fixed: Collection[str] | None = None,
     membership: Sequence[int] | None = None,
+    frame: Callable[[np.ndarray], None] | None = None,
 ) -> Layout:
     """Lay `graph` out. `previous` (uid → (x, y)) makes it incremental. `progress(done, total)`
     is called every `progress_every` iterations (1 % of them by default) and at the end;
     `cancel` (a `threading.Event`, or any callable returning True to stop) is polled every
     iteration, and a cancelled run returns the positions so far with `cancelled=True`. Runs in
     the caller's thread (the view runs it in a worker). `fixed`: uids (with a position in
-    `previous`) that never move, the nodes a user pinned by dragging; their islands stay put too."""
+    `previous`) that never move, the nodes a user pinned by dragging; their islands stay put too.
+    `frame(positions)` sees the positions as they are, first the starting ones and then with each
+    progress report, so a view can draw the layout while it settles (it must not keep the array)."""
     p = PRESETS[params] if isinstance(params, str) else params
     if isinstance(cancel, threading.Event):
         cancel = cancel.is_set
@@ -487,6 +494,8 @@ def layout(
         if p.inter_community_weight != 1.0:
             w = np.where(memb[a] == memb[b], w, w * p.inter_community_weight)
     every = progress_every or max(1, total // 100)
+    if frame is not None:
+        frame(pos)
     hold = total // 2 if incremental and new.any() else 0  # known nodes still, new ones settle
     start_span = float(np.ptp(pos[~new], axis=0).max()) if incremental and (~new).sum() > 1 else 1.0
     pos, done, cancelled = _simulate(
@@ -505,6 +514,7 @@ def layout(
         cancel=cancel,
         progress=progress,
         every=every,
+        frame=frame,
     )
     if p.tidy_islands and n > 1:
         # in an incremental run only islands made wholly of new nodes are brought in: one that

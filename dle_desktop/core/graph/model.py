@@ -162,7 +162,15 @@ def build_graph(
 
     Counting mentions is most of the cost (about 2 s at 10,000 entries and 70,000 edges). With
     `previous` (the graph of an earlier snapshot), a pair whose two entries are the very same
-    objects there (a sync re-uses every unchanged `Entry`) keeps its weight without a recount."""
+    objects there (a sync re-uses every unchanged `Entry`) keeps its weight without a recount.
+    Without `mention_weights` every edge weighs 1: `graph_structure`, which `weigh` completes."""
+    structure = graph_structure(source)
+    return weigh(structure, previous) if mention_weights else structure
+
+
+def graph_structure(source: IndexSnapshot | Sequence[Entry]) -> LoreGraph:
+    """Who links to whom, every edge weighing 1: the quick part of `build_graph` (a view can draw
+    it while `weigh` counts the mentions)."""
     all_entries = cast("Sequence[Entry]", getattr(source, "entries", source))
     entries = tuple(e for e in all_entries if e.graph)
     index = {e.uid: i for i, e in enumerate(entries)}
@@ -192,28 +200,35 @@ def build_graph(
                         arcs[(i, j)] = None
                     if j != i:
                         typed[(min(i, j), max(i, j), kind)] = None
+    order = {k: n for n, k in enumerate(EDGE_KINDS)}
+    edges = tuple(Edge(a, b, kind, 1.0) for a, b, kind in sorted(typed, key=lambda t: (t[0], t[1], order[t[2]])))
+    return LoreGraph(entries=entries, edges=edges, requires=tuple(arcs), index=index)
 
-    mentions = _Mentions(entries) if mention_weights else None
+
+def weigh(structure: LoreGraph, previous: LoreGraph | None = None) -> LoreGraph:
+    """`structure` with DLE's mention weights: each pair weighs the larger of its two mention
+    counts (at least 1). A pair `previous` holds between the very same entry objects keeps its
+    weight there."""
+    entries = structure.entries
+    mentions = _Mentions(entries)
     known: dict[tuple[str, str], tuple[Entry, Entry, float]] = {}
-    if previous is not None and mention_weights:
+    if previous is not None:
         pe = previous.entries
         for edge in previous.edges:
             ea, eb = pe[edge.a], pe[edge.b]
             known[(ea.uid, eb.uid) if ea.uid < eb.uid else (eb.uid, ea.uid)] = (ea, eb, edge.weight)
     pair_weight: dict[tuple[int, int], float] = {}
     edges = []
-    order = {k: n for n, k in enumerate(EDGE_KINDS)}
-    for a, b, kind in sorted(typed, key=lambda t: (t[0], t[1], order[t[2]])):
+    for edge in structure.edges:
+        a, b = edge.a, edge.b
         w = pair_weight.get((a, b))
         if w is None:
             ea, eb = entries[a], entries[b]
             hit = known.get((ea.uid, eb.uid) if ea.uid < eb.uid else (eb.uid, ea.uid)) if known else None
             if hit is not None and {id(hit[0]), id(hit[1])} == {id(ea), id(eb)}:
                 w = hit[2]
-            elif mentions is None:
-                w = 1.0
             else:
                 w = float(max(1, mentions.count(a, b), mentions.count(b, a)))
             pair_weight[(a, b)] = w
-        edges.append(Edge(a, b, kind, w))
-    return LoreGraph(entries=entries, edges=tuple(edges), requires=tuple(arcs), index=index)
+        edges.append(Edge(a, b, edge.kind, w))
+    return LoreGraph(entries=entries, edges=tuple(edges), requires=structure.requires, index=structure.index)

@@ -38,6 +38,7 @@ class GraphCanvas(QWidget):
     selectedChanged = Signal(int)
     nodeActivated = Signal(int)  # double-click
     nodePinned = Signal(int)  # dragged to a new place (and pinned there)
+    userMoved = Signal()  # the user pressed on the canvas or zoomed: the view is theirs now
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -56,6 +57,8 @@ class GraphCanvas(QWidget):
         self.pinned = np.zeros(0, dtype=bool)
         self.adj = Adjacency.empty()
         self.grid = PointGrid(np.zeros((0, 2)))
+        self._adjacency_all: Adjacency | None = None
+        self._adjacency_kinds: frozenset[str] | None = None
         self.hovered = -1
         self.selected = -1
         self.focus: np.ndarray = np.zeros(0, dtype=np.int64)
@@ -89,9 +92,11 @@ class GraphCanvas(QWidget):
         pos: np.ndarray,
         edges: dict[str, tuple[np.ndarray, np.ndarray]],
         rank: dict[str, np.ndarray] | None = None,
+        adjacency: Adjacency | None = None,
     ) -> None:
         """`rank`: per edge kind, the order to draw its edges in (most telling first: zoomed
-        out, only the first links are drawn)."""
+        out, only the first links are drawn). `adjacency`: over every kind in `edges`, if it
+        was built already (off the GUI thread)."""
         n = len(titles)
         self.titles = list(titles)
         self.xy = np.asarray(pos, dtype=np.float64).reshape(n, 2).copy()
@@ -105,6 +110,8 @@ class GraphCanvas(QWidget):
             self.importance = np.zeros(n)
         self.hovered = self.selected = -1
         self.focus = np.zeros(0, dtype=np.int64)
+        self._adjacency_all = adjacency
+        self._adjacency_kinds = None
         self._rebuild_adjacency()
         self._positions_changed()
 
@@ -129,6 +136,13 @@ class GraphCanvas(QWidget):
         self._content_changed()
 
     def _rebuild_adjacency(self) -> None:
+        kinds = frozenset(k for k in self.kinds_on if k in self.edges)
+        if kinds == self._adjacency_kinds:
+            return
+        self._adjacency_kinds = kinds
+        if self._adjacency_all is not None and kinds == frozenset(self.edges):
+            self.adj = self._adjacency_all
+            return
         parts = [self.edges[k] for k in self.kinds_on if k in self.edges]
         a = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
         b = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
@@ -424,6 +438,7 @@ class GraphCanvas(QWidget):
         return self.grid.nearest(world, radius_px / self.scale)
 
     def mousePressEvent(self, ev) -> None:
+        self.userMoved.emit()
         if ev.button() == Qt.MouseButton.LeftButton:
             i = self.node_at(ev.position().x(), ev.position().y())
             self._press = (ev.position(), i)
@@ -470,6 +485,7 @@ class GraphCanvas(QWidget):
     def wheelEvent(self, ev) -> None:
         steps = ev.angleDelta().y() / 120.0
         if steps:
+            self.userMoved.emit()
             self.zoom_at(1.2**steps, ev.position().x(), ev.position().y())
 
     def leaveEvent(self, _ev) -> None:

@@ -54,6 +54,14 @@ FINDING_ROLE = Qt.ItemDataRole.UserRole + 1
 LEGEND_ROWS = 10  # more would squeeze the findings list
 
 
+def filter_choices(graph: LoreGraph) -> tuple[list[str], list[str], list[str]]:
+    """The tags, folders and vaults a filter can pick, each sorted without regard to case."""
+    tags = sorted({t for e in graph.entries for t in e.tags}, key=str.lower)
+    folders = sorted({e.folder or "(top level)" for e in graph.entries}, key=str.lower)
+    vaults = sorted({e.vault for e in graph.entries}, key=str.lower)
+    return tags, folders, vaults
+
+
 class GraphPanel(QWidget):
     findingActivated = Signal(object)  # GraphFinding
     filtersChanged = Signal()
@@ -168,10 +176,10 @@ class GraphPanel(QWidget):
             self.findingActivated.emit(f)
 
     # -- filters ----------------------------------------------------------------------------------
-    def set_choices(self, graph: LoreGraph) -> None:
-        tags = sorted({t for e in graph.entries for t in e.tags}, key=str.lower)
-        folders = sorted({e.folder or "(top level)" for e in graph.entries}, key=str.lower)
-        vaults = sorted({e.vault for e in graph.entries}, key=str.lower)
+    def set_choices(self, graph: LoreGraph, choices: tuple[list[str], list[str], list[str]] | None = None) -> None:
+        """The filters' tags, folders and vaults (`filter_choices(graph)`, unless worked out
+        already off the GUI thread)."""
+        tags, folders, vaults = choices or filter_choices(graph)
         for combo, values in ((self.tag, tags), (self.folder, folders), (self.vault, vaults)):
             keep = combo.currentText()
             combo.blockSignals(True)

@@ -39,6 +39,7 @@ from dle_desktop.ui.graph.style import COLOUR_MODES, EDGE_STYLES, SIZE_MODES, co
 from dle_desktop.ui.graph.toolbar import control_group, edge_icon
 from dle_desktop.ui.graph.worker import GraphJob, GraphResult, GraphWorker, edge_arrays
 from dle_desktop.ui.widgets.flow_layout import FlowLayout
+from dle_desktop.ui.widgets.gc_guard import freeze_long_lived
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ def vault_names(snapshot) -> tuple[str, ...]:
 class GraphView(QWidget):
     openEntryRequested = Signal(str)  # uid
     resultShown = Signal(object)  # GraphResult, once it is on screen (tests, the benchmark)
+    pictureShown = Signal(object)  # a preview GraphResult on screen before the whole result
 
     def __init__(self, store: LayoutStore | None = None, db_path: Path | None = None, parent=None) -> None:
         super().__init__(parent)
@@ -62,15 +64,19 @@ class GraphView(QWidget):
         self.pinned: set[str] = set()
         self._pending = False
         self._shown_once = False
+        self._following = False  # fitting each frame of a first picture to the view
         self._job = 0
         self.worker = GraphWorker(store, db_path, self)
         self.worker.progress.connect(self._on_progress)
+        self.worker.sketch.connect(self._on_sketch)
+        self.worker.frame.connect(self._on_frame)
         self.worker.finished.connect(self._on_result)
         self.worker.failed.connect(self._on_failed)
 
         self.canvas = GraphCanvas()
         self.canvas.nodeActivated.connect(self._activated)
         self.canvas.nodePinned.connect(self._pinned)
+        self.canvas.userMoved.connect(self._stop_following)
         self.canvas.selectedChanged.connect(self._selected)
         self.canvas.hoveredChanged.connect(self._hovered)
         self.panel = GraphPanel()
@@ -129,8 +135,11 @@ class GraphView(QWidget):
         menu.addAction("PNG…", lambda: self._export_dialog("png"))
         menu.addAction("SVG…", lambda: self._export_dialog("svg"))
         self.export_button.setMenu(menu)
-        self.progress = QProgressBar(textVisible=True)
-        self.progress.setMaximumWidth(200)
+        # what is being worked out, in words beside the bar (a bar's own text is cut short)
+        self.progress_label = QLabel()
+        self.progress_label.hide()
+        self.progress = QProgressBar(textVisible=False)
+        self.progress.setFixedWidth(160)
         self.progress.hide()
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setToolTip("Stop the layout; what is drawn so far stays")
@@ -149,6 +158,7 @@ class GraphView(QWidget):
         foot = QHBoxLayout()
         foot.setContentsMargins(0, 0, 0, 0)
         foot.addWidget(self.status, 1)
+        foot.addWidget(self.progress_label)
         foot.addWidget(self.progress)
         foot.addWidget(self.cancel_button)
         self.split = QSplitter(Qt.Orientation.Horizontal)
@@ -203,7 +213,6 @@ class GraphView(QWidget):
             frozenset(self.pinned),
             relayout,
             iterations,
-            self.result.analysis if self.result is not None else None,
         )
 
     def _start(self, relayout: bool = False, iterations: int | None = None) -> None:
@@ -211,9 +220,7 @@ class GraphView(QWidget):
             return
         self._pending = False
         self._job = self.worker.start(self._job_for(relayout, iterations))
-        self.progress.setMaximum(0)
-        self.progress.setFormat("building the graph")
-        self.progress.show()
+        self._show_progress("Building the graph", 0, 0)
         self.cancel_button.show()
 
     def relayout(self, iterations: int | None = None) -> None:
@@ -227,16 +234,24 @@ class GraphView(QWidget):
         self.worker.stop()
 
     def _on_progress(self, job: int, done: int, total: int, what: str) -> None:
-        if job != self._job:
-            return
+        if job == self._job:
+            self._show_progress(what, done, total)
+
+    def _show_progress(self, what: str, done: int, total: int) -> None:
         self.progress.setMaximum(max(total, 0))
         self.progress.setValue(done)
-        self.progress.setFormat(f"{what}: %p%" if total else what)
+        self.progress_label.setText(f"{what}… {100 * done // total} %" if total else f"{what}…")
+        self.progress_label.show()
+        self.progress.show()
+
+    def _hide_progress(self) -> None:
+        self.progress.hide()
+        self.progress_label.hide()
+        self.cancel_button.hide()
 
     def _on_failed(self, job: int, message: str) -> None:
         if job == self._job:
-            self.progress.hide()
-            self.cancel_button.hide()
+            self._hide_progress()
             self.status.setText(f"The graph could not be built: {message}")
 
     def _on_result(self, res: GraphResult) -> None:
@@ -244,31 +259,48 @@ class GraphView(QWidget):
             return  # a newer job is on its way
         self.show_result(res)
 
+    def _on_sketch(self, res: GraphResult) -> None:
+        if self.worker.is_current(res.job_id):
+            self.show_result(res)
+
+    def _on_frame(self, job: int, positions: np.ndarray) -> None:
+        """A layout still settling: the nodes move, the rest stays."""
+        if job == self._job and self.graph is not None and len(positions) == self.graph.n:
+            self.canvas.set_positions(positions)
+            if self._following:
+                self.canvas.fit()
+
+    def _stop_following(self) -> None:
+        self._following = False
+
     def show_result(self, res: GraphResult) -> None:
-        """Put a worker's result on screen (the benchmark also hands in graphs built by hand)."""
-        self.progress.hide()
-        self.cancel_button.hide()
-        first = self.graph is None
+        """Put a worker's result on screen (the benchmark also hands in graphs built by hand). A
+        preview (`res.preview`) is shown the same way, with the work still going on below it."""
+        if not res.preview:
+            self._hide_progress()
+        first = self.graph is None or self._following
         keep_selected = (
             self.graph.uids[self.canvas.selected] if self.graph is not None and self.canvas.selected >= 0 else None
         )
         self.result, self.graph, self.pinned = res, res.graph, set(res.pinned)
         g = res.graph
         edges, rank = res.edges if res.edges is not None else edge_arrays(g, res.analysis)
-        self.canvas.set_graph([e.title for e in g.entries], res.positions, edges, rank)
+        prepared = res.prepared
+        titles = prepared.titles if prepared else [e.title for e in g.entries]
+        self.canvas.set_graph(titles, res.positions, edges, rank, prepared.adjacency if prepared else None)
         self.canvas.pinned = np.array([u in self.pinned for u in g.uids], dtype=bool)
         self.canvas.set_kinds({k for k, b in self.kind_buttons.items() if b.isChecked()})
         cast(QStringListModel, self.completer.model()).setStringList(
-            sorted({e.title for e in g.entries}, key=str.lower)
+            prepared.completions if prepared else sorted(set(titles), key=str.lower)
         )
-        fields = custom_fields(g)
+        fields = prepared.fields if prepared else custom_fields(g)
         keep_field = self.field.currentText()
         self.field.blockSignals(True)
         self.field.clear()
         self.field.addItems(fields)
         self.field.setCurrentIndex(max(0, self.field.findText(keep_field)))
         self.field.blockSignals(False)
-        self.panel.set_choices(g)
+        self.panel.set_choices(g, prepared.choices if prepared else None)
         self.panel.set_findings(
             res.analysis.findings if res.analysis else (),
             len(res.analysis.communities.groups) if res.analysis else None,
@@ -279,6 +311,13 @@ class GraphView(QWidget):
         self._apply_mask()
         if first or res.mode == "full":
             self.canvas.fit()
+        # while a first picture settles the view keeps the whole graph in sight; a user who pans
+        # or zooms takes over (`GraphCanvas.userMoved`)
+        self._following = res.preview and res.mode in ("sketch", "layout")
+        if res.preview:
+            self.pictureShown.emit(res)
+            self.status.setText(f"{g.n} entries · a first picture; the layout is still being worked out")
+            return
         pairs = len(g.simple_edges()[0])
         what = {"saved": "saved layout", "incremental": "new entries placed near their neighbours", "full": "laid out"}[
             res.mode
@@ -287,6 +326,7 @@ class GraphView(QWidget):
             what = f"layout cancelled after {res.iterations} iterations"
         t = " · ".join(f"{k} {v:.2f} s" for k, v in res.seconds.items())
         self.status.setText(f"{g.n} entries, {pairs} connections · {what} · {t}")
+        freeze_long_lived()  # the graph on screen stays until the next one
         self.resultShown.emit(res)
 
     # -- looks --------------------------------------------------------------------------------------

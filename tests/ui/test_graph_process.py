@@ -1,0 +1,135 @@
+"""The Graph view's work in a child process (issue 24): the same result as in a thread, only the
+changed notes cross after a sync, cancel reaches the child, a child that dies is reported and
+replaced, and a first picture (the saved layout, or a sketch, then the communities) comes before
+the whole result."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from dle_desktop.desktop import graph_process
+from dle_desktop.state.graph_layout import LayoutStore
+from dle_desktop.ui.graph.view import GraphView
+from tests.ui.conftest import SAMPLE
+from tests.ui.test_graph_view import index, shown
+
+
+@pytest.fixture(scope="module")
+def sample_snapshot():
+    return index(SAMPLE)
+
+
+@pytest.fixture
+def make(qtbot, tmp_path):
+    made: list[GraphView] = []
+
+    def make_view(in_process: bool, store_dir=None) -> GraphView:
+        view = GraphView(LayoutStore(store_dir or tmp_path / "layouts"), tmp_path / "state.sqlite")
+        view.worker.process_min_entries = 1 if in_process else 10**9
+        qtbot.addWidget(view)
+        view.resize(900, 600)
+        view.show()
+        qtbot.waitExposed(view)
+        made.append(view)
+        return view
+
+    yield make_view
+    for v in made:
+        v.stop()
+
+
+def test_the_child_process_gives_the_threads_result(make, qtbot, sample_snapshot, tmp_path):
+    in_thread = make(False, tmp_path / "a")
+    in_child = make(True, tmp_path / "b")
+    a = shown(qtbot, in_thread, sample_snapshot)
+    b = shown(qtbot, in_child, sample_snapshot)
+    assert (in_thread.worker.ran_in, in_child.worker.ran_in) == ("thread", "process")
+    assert a.mode == b.mode == "full"
+    assert [e.uid for e in a.graph.entries] == [e.uid for e in b.graph.entries]
+    assert all(x is y for x, y in zip(b.graph.entries, sample_snapshot.entries, strict=False) if x.uid == y.uid)
+    assert [(e.a, e.b, e.kind, e.weight) for e in a.graph.edges] == [
+        (e.a, e.b, e.kind, e.weight) for e in b.graph.edges
+    ]
+    assert np.array_equal(a.positions, b.positions)
+    assert a.analysis.communities.membership == b.analysis.communities.membership
+    assert [f.message for f in a.analysis.findings] == [f.message for f in b.analysis.findings]
+    for kind in a.edges[0]:
+        assert np.array_equal(a.edges[1][kind], b.edges[1][kind])
+    assert np.array_equal(in_thread.canvas.xy, in_child.canvas.xy)
+
+
+def test_after_a_sync_only_the_changed_note_crosses(make, qtbot, tmp_path):
+    folder = tmp_path / "v"
+    shutil.copytree(SAMPLE, folder)
+    view = make(True)
+    first = shown(qtbot, view, index(folder))
+    process = view.worker._process
+    assert process is not None and process.sent_in_full == len(first.graph.entries) + 1  # + the graph: false note
+    note = folder / "Places" / "Wick's Lamp Shop.md"
+    note.write_text("---\ntags: [lorebook]\nkeys: [lamp shop]\n---\n# Wick's Lamp Shop\nRun by [[Brother Wick]].\n")
+    previous = index(folder)
+    second = shown(qtbot, view, previous)
+    assert second.mode == "incremental" and second.graph.n == first.graph.n + 1
+    # a fresh index re-reads every note, so every entry is a new object and crosses again; a sync
+    # (an index built from the previous snapshot) re-uses the unchanged ones and only they stay home
+    from dle_desktop.core.index import VaultSlice, build_snapshot
+
+    reused = build_snapshot([VaultSlice("vault", tuple(previous.entries))])
+    third = shown(qtbot, view, reused)
+    assert process.sent_in_full == 0 and third.mode == "saved"
+    assert [(e.a, e.b, e.weight) for e in third.graph.edges] == [(e.a, e.b, e.weight) for e in second.graph.edges]
+
+
+def test_cancel_reaches_the_child(make, qtbot, sample_snapshot):
+    view = make(True)
+    shown(qtbot, view, sample_snapshot)
+    with qtbot.waitSignal(view.resultShown, timeout=30000) as got:
+        view.relayout(iterations=10**7)
+        qtbot.waitUntil(lambda: view.progress.maximum() == 10**7 and view.progress.value() > 0, timeout=30000)
+        view.cancel_button.click()
+    assert got.args[0].cancelled and 0 < got.args[0].iterations < 10**7
+    assert "cancelled" in view.status.text()
+
+
+def test_a_child_that_dies_is_reported_and_replaced(make, qtbot, sample_snapshot):
+    view = make(True)
+    shown(qtbot, view, sample_snapshot)
+    old = view.worker._process._process
+    view.relayout(iterations=10**7)
+    qtbot.waitUntil(lambda: view.progress.maximum() == 10**7 and view.progress.value() > 0, timeout=30000)
+    old.kill()
+    qtbot.waitUntil(lambda: "could not be built" in view.status.text(), timeout=30000)
+    assert "graph process stopped" in view.status.text() and view.progress.isHidden()
+    res = shown(qtbot, view, None, relayout=True)
+    assert not res.cancelled and view.worker._process._process is not old
+    assert np.isfinite(view.canvas.xy).all()
+
+
+def test_a_restart_shows_the_saved_layout_before_the_analysis(make, qtbot, sample_snapshot, tmp_path):
+    first = make(True, tmp_path / "same")
+    want = shown(qtbot, first, sample_snapshot).positions
+    first.stop()
+    again = make(True, tmp_path / "same")
+    seen: list[tuple[str, bool]] = []
+    again.pictureShown.connect(lambda r: seen.append((r.mode, r.analysis is None)))
+    final = shown(qtbot, again, sample_snapshot)
+    assert seen == [("saved", True)]  # the picture came before the clusters were worked out
+    assert final.mode == "saved" and np.array_equal(final.positions, want)
+
+
+def test_a_first_start_sketches_then_shows_the_communities(make, qtbot, sample_snapshot, monkeypatch):
+    monkeypatch.setattr(graph_process, "SKETCH_MIN_ENTRIES", 1)  # the sample vault is small (thread only)
+    monkeypatch.setattr(graph_process, "FRAME_INTERVAL_S", 0.0)
+    view = make(False)
+    seen: list[tuple[str, bool]] = []
+    frames: list[int] = []
+    view.pictureShown.connect(lambda r: seen.append((r.mode, r.analysis is not None)))
+    view.worker.frame.connect(lambda job, pos: frames.append(len(pos)))
+    final = shown(qtbot, view, sample_snapshot)
+    assert seen == [("sketch", False), ("layout", True)]  # a rough picture, then the clusters' colours
+    assert frames and set(frames) == {final.graph.n}  # the layout settling on screen
+    assert final.mode == "full" and not final.preview and view.progress.isHidden()
+    assert view.progress_label.isHidden()
