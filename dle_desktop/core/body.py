@@ -50,6 +50,14 @@ def extract_wikilinks(body: str) -> tuple[str, ...]:
         return ()
     text = _without_first_h1(body)
     seen: dict[str, None] = {}
+    if "![[" not in text:  # no embeds: every match is a link
+        for target in _LINK_TARGET_RE.findall(text):
+            target = target.strip()
+            if target.endswith("\\"):
+                target = target[:-1].rstrip()
+            if target:
+                seen.setdefault(target)
+        return tuple(seen)
     # The pattern starts with the literal `[[`, which the regex engine searches for fast; the
     # `!` of an embed is the character just before it (a match never ends in `!`, so it
     # cannot belong to the previous match).

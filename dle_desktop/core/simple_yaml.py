@@ -102,7 +102,24 @@ def _quoted(text: str) -> tuple[str, str]:
     return content, text[end + 1 :]
 
 
-def _flow_list(text: str, scalar: Callable[[str], Any]) -> tuple[list[Any], str]:
+def _memo_items(scalar: Callable[[str], Any]) -> Callable[[str], Any]:
+    """`scalar(check_start(raw.strip(" ")))` for the raw text of a list item, remembered: the same
+    tags and keys recur across a vault's notes. Values are immutable, so sharing them is safe."""
+    seen: dict[str, Any] = {}
+
+    def item(raw: str) -> Any:
+        value = seen.get(raw, seen)
+        if value is seen:
+            value = scalar(_check_start(raw.strip(" ")))
+            if len(seen) >= 8192:
+                seen.clear()
+            seen[raw] = value
+        return value
+
+    return item
+
+
+def _flow_list(text: str, scalar: Callable[[str], Any], item: Callable[[str], Any]) -> tuple[list[Any], str]:
     """([items], the rest of the line) of a one-line `[a, "b", c]` list of scalars."""
     end = text.find("]")
     inner = text[1:end]
@@ -112,7 +129,7 @@ def _flow_list(text: str, scalar: Callable[[str], Any]) -> tuple[list[Any], str]
             return [], text[end + 1 :]
         if _ITEMS_FORBIDDEN_RE.search(inner):
             raise _Refused
-        return [scalar(_check_start(item.strip(" "))) for item in inner.split(",")], text[end + 1 :]
+        return list(map(item, inner.split(","))), text[end + 1 :]
     items: list[Any] = []
     i = 1
     if text[1:].lstrip(" ").startswith("]"):
@@ -140,15 +157,15 @@ def _flow_list(text: str, scalar: Callable[[str], Any]) -> tuple[list[Any], str]
         i += 1
 
 
-def _value(text: str, scalar: Callable[[str], Any], allow_list: bool) -> Any:
+def _value(text: str, scalar: Callable[[str], Any], item: Callable[[str], Any] | None) -> Any:
     """A complete one-line value (the text after `key: ` or `- `)."""
     first = text[:1]
     if first in ('"', "'"):
         content, rest = _quoted(text)
         _after(rest)
         return content
-    if first == "[" and allow_list:
-        items, rest = _flow_list(text, scalar)
+    if first == "[" and item is not None:  # None: a list item, where a nested list is refused
+        items, rest = _flow_list(text, scalar, item)
         _after(rest)
         return items
     comment = text.find(" #")
@@ -158,6 +175,8 @@ def _value(text: str, scalar: Callable[[str], Any], allow_list: bool) -> Any:
 
 def _reader(resolvers: dict[Any, list[tuple[str, re.Pattern[str]]]]) -> Callable[[str], dict[str, Any] | None]:
     scalar = _scalar_reader(resolvers)
+    item = _memo_items(scalar)
+    text_keys: set[str] = set()  # field names already known to read as text (`tags`, `keys`)
 
     def read(block: str) -> dict[str, Any] | None:
         if _UNSAFE_CHAR_RE.search(block):
@@ -176,14 +195,19 @@ def _reader(resolvers: dict[Any, list[tuple[str, re.Pattern[str]]]]) -> Callable
                     if m is None:
                         raise _Refused
                     key, text = m.group(1), m.group(2)
-                    if key in data or not isinstance(scalar(key), str):
-                        raise _Refused  # a repeated key, or one YAML reads as a bool/number/null
+                    if key in data:
+                        raise _Refused  # a repeated key
+                    if key not in text_keys:
+                        if not isinstance(scalar(key), str):
+                            raise _Refused  # a key YAML reads as a bool, number or null
+                        if len(text_keys) < 4096:
+                            text_keys.add(key)
                     rest = "" if text is None else text.lstrip(" ")
                     if not rest or rest[0] == "#":
                         data[key] = None
                         open_key, items, indent = key, None, -1
                     else:
-                        data[key] = _value(rest, scalar, allow_list=True)
+                        data[key] = _value(rest, scalar, item)
                         open_key = None
                     continue
                 m = _ITEM_LINE_RE.fullmatch(line)
@@ -197,7 +221,7 @@ def _reader(resolvers: dict[Any, list[tuple[str, re.Pattern[str]]]]) -> Callable
                 text = m.group(2).lstrip(" ")
                 if not text or text[0] == "#":
                     raise _Refused  # an empty item
-                items.append(_value(text, scalar, allow_list=False))
+                items.append(_value(text, scalar, None))
         except _Refused:
             return None
         return data
