@@ -58,3 +58,85 @@ def test_nothing_is_collected_before_a_threshold_is_passed(qapp):
         assert collector.collect_if_due() >= 0
     finally:
         collector.stop()
+
+
+def test_the_apps_collector_freezes_what_survives_a_full_collection(qapp):
+    gc.collect()
+    gc.unfreeze()
+    was_enabled = gc.isenabled()
+    collector = GuiThreadCollector(freeze_survivors=True).start()
+    try:
+        keep = [Cycle() for _ in range(50)]
+        assert any(o is keep[0] for o in gc.get_objects())
+        t0, t1, t2 = gc.get_threshold()
+        generations = set()
+        for _ in range(2 * (t1 + 2) * (t2 + 2)):  # garbage cycles until a full collection is due
+            for _ in range(t0 + 1):
+                Cycle()
+            generations.add(collector.collect_if_due())
+            if 2 in generations:
+                break
+        assert 2 in generations
+        assert gc.get_freeze_count() >= len(keep)
+        # the survivors are out of every later collection (get_objects lists only the collected)
+        assert not any(o is keep[0] for o in gc.get_objects())
+    finally:
+        collector.stop()
+    assert gc.get_freeze_count() == 0 and gc.isenabled() == was_enabled  # stop() gives everything back
+
+
+def test_freeze_long_lived_only_under_the_apps_collector(qapp):
+    from dle_desktop.ui.widgets.gc_guard import freeze_long_lived
+
+    gc.unfreeze()
+    plain = GuiThreadCollector().start()
+    try:
+        freeze_long_lived()
+        assert gc.get_freeze_count() == 0  # tests and embedders: nothing is frozen behind their back
+    finally:
+        plain.stop()
+    app = GuiThreadCollector(freeze_survivors=True).start()
+    try:
+        kept = [Cycle() for _ in range(10)]
+        freeze_long_lived()
+        assert gc.get_freeze_count() >= len(kept)
+    finally:
+        app.stop()
+    assert gc.get_freeze_count() == 0
+
+
+def test_no_collection_while_an_index_loads(qapp):
+    from dle_desktop.vault.collector import collector_paused
+
+    collector = GuiThreadCollector().start()
+    try:
+        for _ in range(gc.get_threshold()[0] * 2):
+            Cycle()
+        with collector_paused():
+            assert collector.collect_if_due() == -1  # every object the load makes stays alive
+        assert collector.collect_if_due() >= 0
+    finally:
+        collector.stop()
+
+
+def test_the_deep_clean_waits_for_the_interval_and_for_the_app_to_be_in_the_background(qapp):
+    collector = GuiThreadCollector(freeze_survivors=True).start()
+    try:
+        start = collector._last_deep_clean
+        assert not collector.deep_clean_if_idle(now=start + 1)  # too soon
+        import weakref
+
+        kept = Cycle()
+        gone = Cycle()
+        gone_ref = weakref.ref(gone)
+        gc.freeze()
+        del gone  # a cycle that became garbage while frozen: only a deep clean frees it
+        gc.collect()
+        assert gone_ref() is not None
+        ran = collector.deep_clean_if_idle(now=start + GuiThreadCollector.DEEP_CLEAN_S + 1)
+        # offscreen the application is never "active", so it is in the background: the clean runs
+        assert ran and gone_ref() is None
+        assert gc.get_freeze_count() >= 1 and not any(o is kept for o in gc.get_objects())
+        assert not collector.deep_clean_if_idle(now=start + GuiThreadCollector.DEEP_CLEAN_S + 2)
+    finally:
+        collector.stop()
