@@ -4,6 +4,7 @@ reuse and indexing happen above it (vault/indexer.py), the same way for every ki
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -84,6 +85,24 @@ class VaultSource(ABC):
         """Release connections; the default has none."""
 
 
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _open_unless_link(target: str) -> int | None:
+    """A descriptor for reading `target`, or None when it is a symbolic link. Where the system
+    can refuse to follow a link when opening, that refusal is the test (one call instead of a
+    `lstat` and an `open` per note); elsewhere `islink` is."""
+    if not _NOFOLLOW:
+        return None if os.path.islink(target) else os.open(target, _READ_FLAGS)
+    try:
+        return os.open(target, _READ_FLAGS | _NOFOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None
+        raise
+
+
 @dataclass
 class FolderSource(VaultSource):
     """A vault folder on local disk: the main path, no Obsidian needed."""
@@ -157,13 +176,13 @@ class FolderSource(VaultSource):
             return None
         return f"{s.st_mtime_ns}:{s.st_size}"
 
-    def _check_inside(self, path: str, target: str, real_folders: dict[str, str] | None = None) -> None:
+    def _check_real_path(self, path: str, target: str, real_folders: dict[str, str] | None, is_link: bool) -> None:
         """The one rule for links, shared with the Obsidian REST emulation: a note whose real path
         is not inside the vault's real folder is not read.
 
         `real_folders` remembers the real path of each folder (and of the vault, under "") for
         one batch of reads: resolving every folder of every note again cost a quarter of a
-        cold index. A note that is itself a symbolic link is always resolved in full."""
+        cold index. A note that is itself a symbolic link (`is_link`) is resolved in full."""
         memo: dict[str, str] = {} if real_folders is None else real_folders
         root = memo.get("")
         if root is None:
@@ -172,7 +191,7 @@ class FolderSource(VaultSource):
         real_folder = memo.get(folder)
         if real_folder is None:
             real_folder = memo[folder] = os.path.realpath(folder)
-        real = os.path.realpath(target) if os.path.islink(target) else os.path.join(real_folder, name)
+        real = os.path.realpath(target) if is_link else os.path.join(real_folder, name)
         if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
             raise NoteOutsideVault(
                 f"{path}: its real path is outside the vault folder (a symbolic link to a file or folder "
@@ -181,11 +200,20 @@ class FolderSource(VaultSource):
 
     def read_sync(self, path: str, real_folders: dict[str, str] | None = None) -> str:
         """The note's text. `real_folders`: a memo of resolved folders shared by one batch of
-        reads (see `_check_inside`); leave it out for a single read."""
+        reads (see `_check_real_path`); leave it out for a single read."""
         target = os.path.join(self.root, *check_relative_path(path).split("/"))
-        self._check_inside(path, target, real_folders)
         try:
-            with open(target, "rb") as fh:
+            fd = _open_unless_link(target)
+            if fd is None:  # the note is a symbolic link: resolved in full, then opened
+                self._check_real_path(path, target, real_folders, is_link=True)
+                fd = os.open(target, _READ_FLAGS)
+            else:  # the opened file is no link: only its folder needs resolving
+                try:
+                    self._check_real_path(path, target, real_folders, is_link=False)
+                except BaseException:
+                    os.close(fd)
+                    raise
+            with open(fd, "rb") as fh:
                 data = fh.read()
         except FileNotFoundError:
             raise

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dle_desktop.errors import VaultError, VaultPathError
+from dle_desktop.errors import NoteOutsideVault, VaultError, VaultPathError
 from dle_desktop.vault.sources import MAX_FOLDER_DEPTH, FolderSource, check_relative_path
 
 
@@ -216,3 +216,35 @@ def test_expanduser_on_root(monkeypatch, tmp_path):
     src = FolderSource("v", Path("~/vault"))
     assert src.root == tmp_path / "vault"
     assert src.describe() == str(tmp_path / "vault")
+
+
+def test_links_out_of_the_vault_are_refused_within_one_batch_of_reads(make_vault, lore, tmp_path):
+    """The indexer reads a batch with one memo of resolved folders: a link out of the vault (the
+    note itself, or a folder on its way) is refused whatever was read before it in the batch."""
+    outside = tmp_path / "outside"
+    (outside / "folder").mkdir(parents=True)
+    (outside / "secret.md").write_text(lore("Secret"), encoding="utf-8")
+    (outside / "folder" / "Hidden.md").write_text(lore("Hidden"), encoding="utf-8")
+    root = make_vault({"Places/Quay.md": lore("Quay"), "Places/Deeper/Reeds.md": lore("Reeds")})
+    try:
+        (root / "link.md").symlink_to(outside / "secret.md")
+        (root / "Places" / "linked").symlink_to(outside / "folder", target_is_directory=True)
+        (root / "Places" / "inside.md").symlink_to(root / "Places" / "Quay.md")
+        (root / "Places" / "also inside").symlink_to(root / "Places" / "Deeper", target_is_directory=True)
+    except (OSError, NotImplementedError):
+        pytest.skip("symlinks not available")
+    src = FolderSource("v", root)
+    memo: dict[str, str] = {}
+    assert "Quay" in src.read_sync("Places/Quay.md", memo)
+    with pytest.raises(NoteOutsideVault):
+        src.read_sync("link.md", memo)
+    with pytest.raises(NoteOutsideVault):
+        src.read_sync("Places/linked/Hidden.md", memo)
+    assert "Quay" in src.read_sync("Places/inside.md", memo)
+    assert "Reeds" in src.read_sync("Places/also inside/Reeds.md", memo)
+    with pytest.raises(NoteOutsideVault):  # the same refusal without a memo
+        src.read_sync("Places/linked/Hidden.md")
+    with pytest.raises(VaultError, match="is a folder"):
+        src.read_sync("Places/Deeper", memo)
+    with pytest.raises(FileNotFoundError):
+        src.read_sync("Places/Gone.md", memo)
