@@ -63,13 +63,28 @@ def _hash(text: str) -> str:
     return simple_hash(text)
 
 
+_canonical_names: dict[str, str | None] = {}
+
+
+def _canonical_name(key: str) -> str | None:
+    """The canonical field a frontmatter name stands for (None: not one), remembered per
+    spelling: every note repeats the same few names."""
+    try:
+        return _canonical_names[key]
+    except KeyError:
+        canon = CANONICAL_FIELDS.get(key.lower().replace("_", "").replace("-", ""))
+        if len(_canonical_names) < 4096:
+            _canonical_names[key] = canon
+        return canon
+
+
 def _normalise_aliases(data: dict[str, Any], lenient: bool, warnings: list[ParseWarning]) -> dict[str, Any]:
     if not lenient:
         return data
     out: dict[str, Any] = {}
     aliased: list[tuple[str, str]] = []
     for key, value in data.items():
-        canon = CANONICAL_FIELDS.get(key.lower().replace("_", "").replace("-", ""))
+        canon = _canonical_name(key)
         if canon is None or canon == key:
             out[key] = value
         else:
