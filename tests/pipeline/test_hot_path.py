@@ -7,6 +7,7 @@ import random
 
 from dle_desktop.core.pipeline.collation import flat_title_order_key, title_order_key
 from dle_desktop.core.pipeline.config import MatchConfig
+from dle_desktop.core.pipeline.matcher import KeywordIndex
 from dle_desktop.core.pipeline.state import ChatState
 
 from .conftest import chat, note, run, snapshot, titles, verdicts
@@ -70,3 +71,37 @@ def test_the_analytics_cap_drops_the_oldest_record_first_seen_first_on_ties():
     assert len(after.analytics) == 500
     assert oldest[0] not in after.analytics
     assert all(k in after.analytics for k in oldest[1:]) and "v:Dragon" in after.analytics
+
+
+def _index(*keys: str, case_sensitive: bool = False) -> KeywordIndex:
+    snap = snapshot(*(note(f"Entry {i}", [k]) for i, k in enumerate(keys)))
+    return KeywordIndex(snap.entries, case_sensitive)
+
+
+LINES = [
+    "Anon: the Dragon of ΟΔΥΣΣΕΥΣ sleeps",
+    "Bot: e\u0301clair and éclair, dragon-fire",
+    "",
+    "Anon: ΣΑΣ dragon dragon",
+    "Bot: nothing here",
+]
+
+
+def test_scanning_a_window_line_by_line_finds_what_one_scan_finds():
+    for case_sensitive in (False, True):
+        index = _index("dragon", "Dragon", "éclair", "οδυσσευς", "σας", "on d", "re", case_sensitive=case_sensitive)
+        for lines in (LINES, LINES[1:], LINES[3:], [], [""]):
+            for _ in range(2):  # the second time from the kept lines
+                hit, starts = index.scan_lines(lines)
+                whole = index.scan("\n".join(lines))
+                assert hit == whole
+                assert starts == [
+                    len("\n".join(index.scan(ln).text for ln in lines[:i])) + (i > 0) for i in range(len(lines))
+                ]
+
+
+def test_a_key_with_a_line_break_is_found_across_lines():
+    index = _index("sleeps\nbot")
+    hit, _ = index.scan_lines(LINES)
+    assert hit == index.scan("\n".join(LINES))
+    assert "sleeps\nbot" in hit.spans

@@ -12,6 +12,7 @@ and the hits, not with the size of the vault. Per entry we then apply DLE's rule
 
 from __future__ import annotations
 
+import threading
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ import ahocorasick
 
 from dle_desktop.core.entry import Entry
 
+#: Scanned lines whose hits a KeywordIndex keeps (a chat's window moves by a message a turn).
+_LINE_CACHE = 512
 _ASCII_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
@@ -77,6 +80,10 @@ class KeywordIndex:
                     seen.add(k)
                     automaton.add_word(k, k)
         self._empty = not seen
+        #: A key with a line break could match across the lines of a scan window.
+        self._multiline = any("\n" in k for k in seen)
+        self._line_hits: dict[str, tuple[str, tuple[tuple[str, int, int], ...]]] = {}
+        self._line_lock = threading.Lock()
         if not self._empty:
             automaton.make_automaton()
         self.automaton = automaton
@@ -100,6 +107,38 @@ class KeywordIndex:
         for ss in spans.values():
             ss.sort()
         return KeyHit(hay, spans)
+
+    def scan_lines(self, lines: Sequence[str]) -> tuple[KeyHit, list[int]]:
+        """`scan("\n".join(lines))`, and where each line starts in the hit's (normalised) text.
+        No key spans a line break (else this is the plain scan), so each line is scanned on its
+        own and its hits are kept: a chat's next generation scans only its new message."""
+        starts = []
+        pos = 0
+        normalised = []
+        if self._multiline or self._empty:
+            for ln in lines:
+                starts.append(pos)
+                pos += len(normalise(ln, self.case_sensitive)) + 1
+            return self.scan("\n".join(lines)), starts
+        spans: dict[str, list[tuple[int, int]]] = {}
+        for ln in lines:
+            cached = self._line_hits.get(ln)
+            if cached is None:
+                hay = normalise(ln, self.case_sensitive)
+                cached = (hay, tuple((key, end - len(key) + 1, end + 1) for end, key in self.automaton.iter(hay)))
+                with self._line_lock:
+                    if len(self._line_hits) >= _LINE_CACHE:
+                        self._line_hits.pop(next(iter(self._line_hits)))
+                    self._line_hits[ln] = cached
+            hay, hits = cached
+            starts.append(pos)
+            for key, start, end in hits:
+                spans.setdefault(key, []).append((pos + start, pos + end))
+            normalised.append(hay)
+            pos += len(hay) + 1
+        for ss in spans.values():
+            ss.sort()
+        return KeyHit("\n".join(normalised), spans), starts
 
     def candidates(self, hit: KeyHit) -> list[int]:
         """Entries (by index, in vault order) with at least one primary key occurring in `hit`."""

@@ -14,7 +14,7 @@ from dle_desktop.core.fields import FieldDefinitions
 from dle_desktop.core.pipeline.chat import ChatMessage, scan_lines
 from dle_desktop.core.pipeline.collation import flat_title_order_key
 from dle_desktop.core.pipeline.config import MatchConfig
-from dle_desktop.core.pipeline.matcher import KeyHit, KeywordIndex, normalise
+from dle_desktop.core.pipeline.matcher import KeyHit, KeywordIndex
 from dle_desktop.core.pipeline.state import ChatState
 from dle_desktop.core.pipeline.trace import Trace, Verdict
 
@@ -111,16 +111,10 @@ class StageContext:
         depths.update(self.entry_depths)
         widest = max(depths) if depths else 0
         lines = scan_lines(self.messages, widest)
-        text = "\n".join(lines)
-        self._full = self.index.scan(text)
+        self._full, line_starts = self.index.scan_lines(lines)
         # Offsets of each window's start inside the widest text. Windows count messages
         # (filtered ones included), so find how many lines each depth keeps.
         kept = [not m.skipped_in_scan for m in self.messages[-widest:]] if widest > 0 else []
-        line_starts = []
-        pos = 0
-        for ln in lines:
-            line_starts.append(pos)
-            pos += len(normalise(ln, self.index.case_sensitive)) + 1
         for d in depths:
             if d <= 0:
                 continue
