@@ -98,7 +98,8 @@ def _open_unless_link(target: str) -> int | None:
     try:
         return os.open(target, _READ_FLAGS | _NOFOLLOW)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
+        # Linux and macOS say ELOOP for a link; the BSDs say EMLINK or EFTYPE: ask then.
+        if exc.errno == errno.ELOOP or (not isinstance(exc, FileNotFoundError) and os.path.islink(target)):
             return None
         raise
 
