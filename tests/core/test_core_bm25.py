@@ -255,3 +255,36 @@ def test_large_vault_incremental_matches_rebuild():
         idx = idx.with_changes(removed=removed, added=added)
         assert idx.overlay_size > 0  # stays layered below the compaction threshold
     _check_equal(idx, docs)
+
+
+def _reference_scores(docs, query):
+    """BM25 by the formula, one document at a time, in plain Python."""
+    terms = {d: tokenize(t) for d, t in docs.items()}
+    n = len(docs)
+    avg = sum(len(t) for t in terms.values()) / n or 1.0
+    scores = {}
+    for q in dict.fromkeys(tokenize(query)):
+        df = sum(1 for t in terms.values() if q in t)
+        if not df:
+            continue
+        idf = math.log((n - df + 0.5) / (df + 0.5) + 1)
+        for d, t in terms.items():
+            tf = t.count(q)
+            if tf:
+                norm = tf + K1 * (1 - B + B * len(t) / avg)
+                scores[d] = scores.get(d, 0.0) + idf * tf * (K1 + 1) / norm
+    return scores
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_array_postings_score_as_the_formula_says(seed):
+    rng = random.Random(100 + seed)
+    vocab = WORDS + ["caf\u00e9", "\u9f8d\u738b", "x1", "42"]
+    docs = {f"d{i}": " ".join(rng.choice(vocab) for _ in range(rng.randint(0, 30))) for i in range(rng.randint(1, 60))}
+    idx = Bm25Index.build(docs)
+    for query in QUERIES + ["caf\u00e9 42", "\u9f8d\u738b x1 dragon"]:
+        got = dict(idx.search(query, top_k=10_000, min_score=-1e9))
+        want = {d: s for d, s in _reference_scores(docs, query).items() if s > 0}
+        assert got.keys() == want.keys(), query
+        for d, s in want.items():
+            assert got[d] == pytest.approx(s, rel=1e-12), (query, d)
