@@ -862,11 +862,11 @@ def print_report(res: dict, args, machine: dict) -> None:
     if ratio is not None:
         p(
             f"Target (issue 24): >= {TARGET_TIMES_DLE:g}x DLE at {TARGET_SIZE} entries with default settings: "
-            f"{DLE_PIPELINE_MS_10K:g} ms / {DLE_PIPELINE_MS_10K / ratio:.2f} ms = {ratio:.1f}x DLE -> {tv}"
+            f"{DLE_PIPELINE_MS_10K:.1f} ms / {DLE_PIPELINE_MS_10K / ratio:.2f} ms = {ratio:.1f}x DLE -> {tv}"
         )
         p(
             f"  DLE's code is not on this machine: the yardstick is the figure recorded in issue 24 "
-            f"({DLE_PIPELINE_MS_10K:g} ms per generation"
+            f"({DLE_PIPELINE_MS_10K:.1f} ms per generation"
         )
         p("  at 10k), not a measurement of this run, so the ratio moves with this run's load as well.")
     else:

@@ -105,3 +105,16 @@ def test_a_key_with_a_line_break_is_found_across_lines():
     hit, _ = index.scan_lines(LINES)
     assert hit == index.scan("\n".join(LINES))
     assert "sleeps\nbot" in hit.spans
+
+
+def test_recursion_s_joined_scan_finds_what_one_scan_of_the_cut_text_finds():
+    index = _index("dragon", "éclair", "σας", "on d", "re", "a\nb")
+    plain = _index("dragon", "éclair", "σας", "on d", "re")
+    pieces = [*LINES, "", "dragon at the very end", "ΣΑΣ"]
+    total = len("\n".join(pieces))
+    for kx in (index, plain):
+        for limit in (*range(60), *range(total - 40, total + 3)):
+            for _ in range(2):  # the second time from the kept pieces
+                assert kx.scan_joined(pieces, limit) == kx.scan("\n".join(pieces)[:limit]), limit
+        assert kx.scan_joined([], 50) == kx.scan("")
+        assert kx.scan_joined([""], 50) == kx.scan("")

@@ -125,10 +125,10 @@ def match_entries(ctx: StageContext) -> list[Active]:
         if cfg.recursive_scan and cfg.scan_depth > 0:
             newly = list(active.values())
             for step in range(1, cfg.max_recursion_steps + 1):
-                text = "\n".join(a.entry.content for a in newly if not a.entry.exclude_recursion)[:RECURSION_TEXT_LIMIT]
-                if not text:
+                pieces = [a.entry.content for a in newly if not a.entry.exclude_recursion]
+                if not pieces or pieces == [""]:  # the joined text would be empty
                     break
-                hit = ctx.index.scan(text)
+                hit = ctx.index.scan_joined(pieces, RECURSION_TEXT_LIMIT)
                 found: list[Active] = []
                 for idx in ctx.index.candidates(hit):
                     e = ctx.index.entries[idx]

@@ -21,8 +21,9 @@ import ahocorasick
 
 from dle_desktop.core.entry import Entry
 
-#: Scanned lines whose hits a KeywordIndex keeps (a chat's window moves by a message a turn).
-_LINE_CACHE = 512
+#: Scanned lines and entry texts whose hits a KeywordIndex keeps (a chat's window moves by a
+#: message a turn; recursion scans mostly the same entries' contents generation after generation).
+_PART_CACHE = 2048
 _ASCII_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
@@ -82,8 +83,8 @@ class KeywordIndex:
         self._empty = not seen
         #: A key with a line break could match across the lines of a scan window.
         self._multiline = any("\n" in k for k in seen)
-        self._line_hits: dict[str, tuple[str, tuple[tuple[str, int, int], ...]]] = {}
-        self._line_lock = threading.Lock()
+        self._part_hits: dict[str, tuple[str, tuple[tuple[str, int, int], ...]]] = {}
+        self._part_lock = threading.Lock()
         if not self._empty:
             automaton.make_automaton()
         self.automaton = automaton
@@ -112,33 +113,62 @@ class KeywordIndex:
         """`scan("\n".join(lines))`, and where each line starts in the hit's (normalised) text.
         No key spans a line break (else this is the plain scan), so each line is scanned on its
         own and its hits are kept: a chat's next generation scans only its new message."""
-        starts = []
-        pos = 0
-        normalised = []
         if self._multiline or self._empty:
+            starts = []
+            pos = 0
             for ln in lines:
                 starts.append(pos)
                 pos += len(normalise(ln, self.case_sensitive)) + 1
             return self.scan("\n".join(lines)), starts
+        return self._joined([self._part(ln, keep=True) for ln in lines])
+
+    def scan_joined(self, pieces: Sequence[str], limit: int) -> KeyHit:
+        """`scan("\n".join(pieces)[:limit])` (recursion's text: the matched entries' contents),
+        each whole piece scanned once and its hits kept, as `scan_lines` does; the piece the
+        limit cuts is scanned as cut."""
+        if self._multiline or self._empty:
+            return self.scan("\n".join(pieces)[:limit])
+        end = min(limit, sum(len(p) for p in pieces) + max(0, len(pieces) - 1))
+        parts = []
+        start = 0  # where the piece starts in the joined text
+        for piece in pieces:
+            if start > end:
+                break
+            if start + len(piece) <= end:
+                parts.append(self._part(piece, keep=True))
+                start += len(piece) + 1
+            else:
+                parts.append(self._part(piece[: end - start], keep=False))
+                break
+        return self._joined(parts)[0]
+
+    def _part(self, text: str, keep: bool) -> tuple[str, tuple[tuple[str, int, int], ...]]:
+        """One line or piece, normalised, and its hits as (key, start, end), kept when `keep`."""
+        cached = self._part_hits.get(text) if keep else None
+        if cached is None:
+            hay = normalise(text, self.case_sensitive)
+            cached = (hay, tuple((key, end - len(key) + 1, end + 1) for end, key in self.automaton.iter(hay)))
+            if keep:
+                with self._part_lock:
+                    if len(self._part_hits) >= _PART_CACHE:
+                        self._part_hits.pop(next(iter(self._part_hits)))
+                    self._part_hits[text] = cached
+        return cached
+
+    @staticmethod
+    def _joined(parts: Sequence[tuple[str, tuple[tuple[str, int, int], ...]]]) -> tuple[KeyHit, list[int]]:
+        """The hit of the parts joined with line breaks (no key spans one), and each part's start."""
         spans: dict[str, list[tuple[int, int]]] = {}
-        for ln in lines:
-            cached = self._line_hits.get(ln)
-            if cached is None:
-                hay = normalise(ln, self.case_sensitive)
-                cached = (hay, tuple((key, end - len(key) + 1, end + 1) for end, key in self.automaton.iter(hay)))
-                with self._line_lock:
-                    if len(self._line_hits) >= _LINE_CACHE:
-                        self._line_hits.pop(next(iter(self._line_hits)))
-                    self._line_hits[ln] = cached
-            hay, hits = cached
+        starts = []
+        pos = 0
+        for hay, hits in parts:
             starts.append(pos)
             for key, start, end in hits:
                 spans.setdefault(key, []).append((pos + start, pos + end))
-            normalised.append(hay)
             pos += len(hay) + 1
         for ss in spans.values():
             ss.sort()
-        return KeyHit("\n".join(normalised), spans), starts
+        return KeyHit("\n".join(hay for hay, _ in parts), spans), starts
 
     def candidates(self, hit: KeyHit) -> list[int]:
         """Entries (by index, in vault order) with at least one primary key occurring in `hit`."""
