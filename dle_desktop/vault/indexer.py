@@ -240,16 +240,9 @@ class VaultIndexer:
             if self.options.conflict_mode != "merge":  # a merged entry is not its parse plus links
                 for uid, saved in derived.items():
                     r = raw_by_uid.get(uid)
-                    if (
-                        r is not None
-                        and isinstance(saved, tuple)
-                        and len(saved) == 6
-                        and saved[:2]
-                        == (
-                            r.content_hash,
-                            r.title,
-                        )
-                    ):
+                    if r is None or not isinstance(saved, tuple) or len(saved) != 6:
+                        continue
+                    if saved[:2] == (r.content_hash, r.title):  # saved for this very parse
                         checked[uid] = with_derived(r, saved[2:])
             reuse = (titles, checked)
         self.snapshot = build_snapshot(
