@@ -68,6 +68,8 @@ def child(args) -> int:
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication
 
+    import dle_desktop.ui  # noqa: F401 - first, as in the app: it sets up PySide6 for a quick import of the rest
+
     qapp = QApplication([])
     import qasync
 
@@ -92,9 +94,15 @@ def child(args) -> int:
             self.last = now
             if args.trace and late > 40:
                 print(f"{time.time() - spawned:7.2f} s  GUI loop {late:.0f} ms late", file=sys.stderr, flush=True)
+                seen = Counter(stack for at, stack in main_stacks if at >= now - late / 1000)
+                for stack, count in seen.most_common(3):
+                    print(f"           {count} × GUI thread in {stack}", file=sys.stderr, flush=True)
             self.worst = max(self.worst, late)
             self.phase_worst = max(self.phase_worst, late)
 
+    from collections import Counter, deque
+
+    main_stacks: deque[tuple[float, str]] = deque(maxlen=400)  # (when, the GUI thread's stack), --trace
     dog = Watchdog()
     if args.trace:  # where the stalls come from: collections long enough to be seen, and by whom
         import gc
@@ -115,6 +123,39 @@ def child(args) -> int:
                 )
 
         gc.callbacks.append(collection)
+
+        main_ident = threading.get_ident()
+
+        def sampler() -> None:
+            """A thread that wakes every 5 ms: when it wakes late, something held the interpreter
+            lock; the other threads' stacks right then show what had it."""
+            import traceback
+
+            me = threading.get_ident()
+            names = {}
+            last = time.perf_counter()
+            while True:
+                time.sleep(0.005)
+                now = time.perf_counter()
+                late, last = (now - last) * 1000 - 5, now
+                main = sys._current_frames().get(main_ident)
+                if main is not None:
+                    stack = traceback.extract_stack(main)[-12:]
+                    main_stacks.append(
+                        (now, " <- ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(stack)))
+                    )
+                if late <= 40:
+                    continue
+                names.update({t.ident: t.name for t in threading.enumerate()})
+                lines = [f"{time.time() - spawned:7.2f} s  the interpreter lock was held {late:.0f} ms; then:"]
+                for ident, frame in sys._current_frames().items():
+                    if ident != me:
+                        stack = traceback.extract_stack(frame)[-4:]
+                        where = " <- ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(stack))
+                        lines.append(f"           {names.get(ident, ident)}: {where}")
+                print("\n".join(lines), file=sys.stderr, flush=True)
+
+        threading.Thread(target=sampler, name="stall-sampler", daemon=True).start()
     from PySide6.QtCore import QSettings
 
     from dle_desktop.app.context import AppContext
@@ -132,13 +173,72 @@ def child(args) -> int:
     engine = Engine(paths, settings, ctx.secrets, vault_override=[FolderSource("vault", Path(args.vault))])
     runtime = Runtime(ctx, engine, port=0)  # the HTTP server on a free port, as the app runs it
     ui_state = QSettings(str(paths.config_dir / "ui-state.ini"), QSettings.Format.IniFormat)
-    from dle_desktop.ui.widgets.gc_guard import GuiThreadCollector
+    from dle_desktop.ui.interpreter import GuiInterpreter
 
-    collector = GuiThreadCollector(qapp, freeze_survivors=True).start()  # as run_gui does
+    interpreter = GuiInterpreter(qapp).start()  # as run_gui does
     desktop = DesktopApp(qapp, runtime, ui_state, tray_available=False)
     running = asyncio.ensure_future(desktop.run())  # as `dle-desktop` starts: the window first
     window = desktop.window
     vault = window.vault_view
+    if args.trace:  # what the window does with each index, when it takes long
+        import cProfile
+        import io
+        import pstats
+
+        on_index = window.on_index
+
+        after = cProfile.Profile()
+
+        def report_after() -> None:
+            after.disable()
+            out = io.StringIO()
+            pstats.Stats(after, stream=out).sort_stats("cumulative").print_stats(30)
+            print(
+                f"{time.time() - spawned:7.2f} s  the GUI thread in the 1.5 s after an index:\n{out.getvalue()}",
+                file=sys.stderr,
+            )
+
+        def profiled_on_index(*a, **k):
+            after.enable()
+            QTimer.singleShot(1500, report_after)
+            prof = cProfile.Profile()
+            began = time.perf_counter()
+            prof.enable()
+            try:
+                return on_index(*a, **k)
+            finally:
+                prof.disable()
+                took = (time.perf_counter() - began) * 1000
+                if took > 40:
+                    out = io.StringIO()
+                    pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(18)
+                    print(
+                        f"{time.time() - spawned:7.2f} s  on_index took {took:.0f} ms:\n{out.getvalue()}",
+                        file=sys.stderr,
+                    )
+
+        window.bridge.indexChanged.disconnect(on_index)
+        window.bridge.indexChanged.connect(profiled_on_index)
+        show_index = window._show_index
+
+        def profiled_show_index(*a, **k):
+            prof = cProfile.Profile()
+            began = time.perf_counter()
+            prof.enable()
+            try:
+                return show_index(*a, **k)
+            finally:
+                prof.disable()
+                took = (time.perf_counter() - began) * 1000
+                if took > 40:
+                    out = io.StringIO()
+                    pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(14)
+                    print(
+                        f"{time.time() - spawned:7.2f} s  showing the index took {took:.0f} ms:\n{out.getvalue()}",
+                        file=sys.stderr,
+                    )
+
+        window._show_index = profiled_show_index
     out: dict[str, float] = {}
 
     async def until(check, timeout: float) -> bool:
@@ -207,7 +307,7 @@ def child(args) -> int:
             print("BENCH-GUI " + json.dumps(out), flush=True)
             desktop.quit()
             loop.run_until_complete(running)
-            collector.stop()
+            interpreter.stop()
     finally:
         if not desktop.done.is_set():
             print("BENCH-GUI " + json.dumps(out), flush=True)

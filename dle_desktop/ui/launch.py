@@ -42,7 +42,7 @@ from dle_desktop.ui.single_instance import (
 )
 from dle_desktop.ui.tray import ChangeNotifier, TrayController
 from dle_desktop.ui.widgets.async_util import soon
-from dle_desktop.ui.widgets.gc_guard import GuiThreadCollector
+from dle_desktop.ui.interpreter import GuiInterpreter
 from dle_desktop.ui.widgets.icons import app_icon
 
 if TYPE_CHECKING:
@@ -503,7 +503,7 @@ def run_gui(args, composition: Composition[Any]) -> int:
     qapp.setOrganizationName("DLE Desktop")
     qapp.setDesktopFileName("dle-desktop")  # Wayland matches the window to the menu entry (and its icon) by this
     qapp.setWindowIcon(app_icon())
-    collector = GuiThreadCollector(qapp, freeze_survivors=True).start()  # noqa: F841 - lives as long as qapp
+    interpreter = GuiInterpreter(qapp).start()  # noqa: F841 - lives as long as qapp
 
     ctx = composition.make_context(args.data_dir)
     name = instance_name(str(ctx.paths.data_dir))

@@ -25,6 +25,7 @@ from dle_desktop import __version__
 from dle_desktop.ui.bridge import EngineBridge
 from dle_desktop.ui.lazy_tabs import LazyTabs
 from dle_desktop.ui.server_notice import ServerNotice
+from dle_desktop.ui.vault.entries_model import PreparedRows
 from dle_desktop.ui.vault.entry_detail import EngineWriteAccess
 from dle_desktop.ui.vault.view import VaultView
 from dle_desktop.ui.view_requests import show_requested_view
@@ -39,6 +40,17 @@ if TYPE_CHECKING:
     from dle_desktop.ui.sillytavern.view import SillyTavernView
 
 log = logging.getLogger(__name__)
+
+#: from this many entries a new index's table rows are made off the GUI thread before it shows
+ROWS_OFF_THREAD = 2000
+
+
+def _prepare_rows(snapshot, sort_column: int) -> PreparedRows:
+    """Off the GUI thread: the table's rows, and the lookups the entry detail uses (its links by
+    title, its backlinks). The selection is shown again as soon as the rows are, and working the
+    lookups out then, at 10,000 entries, held the window for half a second."""
+    snapshot.by_title, snapshot.backlinks  # noqa: B018 - worked out once and kept by the snapshot
+    return PreparedRows.of(snapshot.entries, sort_column)
 
 
 class MainWindow(QMainWindow):
@@ -76,6 +88,7 @@ class MainWindow(QMainWindow):
         self.lazy.add("librarian", "Librarian", self._make_librarian)
         self.lazy.add("sillytavern", "SillyTavern", self._make_sillytavern)
         self._snapshot = None  # the last index, for a view made after it came
+        self._indexes_seen = 0  # indexes received: a large one shown after its rows are made, if still the last
         self.vault_view.entryActionRequested.connect(self._propose_in_librarian)
         self.vault_view.channelsRequested.connect(self._open_channels)
         self.server_notice = ServerNotice()
@@ -306,8 +319,22 @@ class MainWindow(QMainWindow):
 
     # -- engine events ----------------------------------------------------------------------
     def on_index(self, snapshot, changes, source: str) -> None:
+        freeze_long_lived()  # the new index (made with the collector paused) is never walked
         self._snapshot = snapshot
-        self.vault_view.set_snapshot(snapshot)
+        self._indexes_seen += 1
+        if len(snapshot.entries) >= ROWS_OFF_THREAD:
+            seen = self._indexes_seen
+            soon(lambda: self._show_index_prepared(snapshot, source, seen))
+        else:
+            self._show_index(snapshot, source)
+
+    async def _show_index_prepared(self, snapshot, source: str, seen: int) -> None:
+        prepared = await asyncio.to_thread(_prepare_rows, snapshot, self.vault_view.sort_column())
+        if seen == self._indexes_seen:  # else a newer index is on its way and shows instead
+            self._show_index(snapshot, source, prepared)
+
+    def _show_index(self, snapshot, source: str, prepared: PreparedRows | None = None) -> None:
+        self.vault_view.set_snapshot(snapshot, prepared)
         for key in ("graph", "librarian"):
             made = self.lazy.made_view(key)
             if made is not None:

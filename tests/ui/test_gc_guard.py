@@ -133,10 +133,12 @@ def test_the_deep_clean_waits_for_the_interval_and_for_the_app_to_be_in_the_back
         del gone  # a cycle that became garbage while frozen: only a deep clean frees it
         gc.collect()
         assert gone_ref() is not None
-        ran = collector.deep_clean_if_idle(now=start + GuiThreadCollector.DEEP_CLEAN_S + 1)
-        # offscreen the application is never "active", so it is in the background: the clean runs
-        assert ran and gone_ref() is None
+        due = start + GuiThreadCollector.DEEP_CLEAN_S + 1
+        assert not collector.deep_clean_if_idle(now=due, in_background=False)  # the user is here
+        assert gone_ref() is not None
+        assert collector.deep_clean_if_idle(now=due, in_background=True)
+        assert gone_ref() is None
         assert gc.get_freeze_count() >= 1 and not any(o is kept for o in gc.get_objects())
-        assert not collector.deep_clean_if_idle(now=start + GuiThreadCollector.DEEP_CLEAN_S + 2)
+        assert not collector.deep_clean_if_idle(now=due + 1, in_background=True)  # not again so soon
     finally:
         collector.stop()

@@ -4,6 +4,8 @@ times injected, when last injected). `entries_proxy` filters and sorts it."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
@@ -52,6 +54,42 @@ def last_injected_text(stamp: float | None, now: float | None = None) -> str:
     return time.strftime("%b %Y", local)
 
 
+@dataclass(frozen=True)
+class PreparedRows:
+    """A snapshot's rows worked out ahead, off the GUI thread (at 10,000 entries building them
+    on the GUI thread held it for about 200 ms): what the filter matches, and the sort keys of
+    the column the table is sorted by."""
+
+    entries: list[Entry]
+    search: list[str]
+    rows: dict[str, int]
+    sort_keys: dict[int, list[Any]]
+
+    @classmethod
+    def of(cls, entries: Sequence[Entry], sort_column: int = -1) -> PreparedRows:
+        listed = list(entries)
+        keys = {}
+        if 0 <= sort_column < len(COLUMNS) and sort_column not in USAGE_COLUMNS:  # usage: read on the GUI thread
+            keys[sort_column] = [entry_sort_key(e, sort_column) for e in listed]
+        return cls(listed, [search_text(e) for e in listed], {e.uid: i for i, e in enumerate(listed)}, keys)
+
+
+def search_text(e: Entry) -> str:
+    """An entry's lower-case title, path, keys, tags and vault (what the filter matches)."""
+    return " ".join((e.title, e.path, " ".join(e.keys), " ".join(e.tags), e.vault)).lower()
+
+
+def entry_sort_key(e: Entry, column: int) -> Any:
+    """An entry's key for sorting by `column` (not a usage column): text without regard to case,
+    numbers as numbers."""
+    if column == 3:
+        return e.priority
+    if column == 4:
+        return e.token_estimate
+    text = (e.title, e.folder or "", ", ".join(e.keys), "", "", entry_flags(e), e.vault)[column]
+    return text.casefold()
+
+
 class EntriesModel(QAbstractTableModel):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -78,14 +116,12 @@ class EntriesModel(QAbstractTableModel):
     def usage(self, uid: str) -> tuple[int, int, float | None]:
         return self._usage.get(uid, (0, 0, None))
 
-    def set_entries(self, entries) -> None:
+    def set_entries(self, entries, prepared: PreparedRows | None = None) -> None:
+        """Show `entries`; `prepared` (`PreparedRows.of(entries)`, made elsewhere) saves the work."""
+        rows = prepared if prepared is not None else PreparedRows.of(entries)
         self.beginResetModel()
-        self._entries = list(entries)
-        self._search = [
-            " ".join((e.title, e.path, " ".join(e.keys), " ".join(e.tags), e.vault)).lower() for e in self._entries
-        ]
-        self._rows = {e.uid: i for i, e in enumerate(self._entries)}
-        self._sort_keys = {}
+        self._entries, self._search, self._rows = rows.entries, rows.search, rows.rows
+        self._sort_keys = dict(rows.sort_keys)
         self.endResetModel()
 
     def entry(self, row: int) -> Entry | None:
@@ -113,12 +149,7 @@ class EntriesModel(QAbstractTableModel):
         if column in USAGE_COLUMNS:
             matched, injected, last = self.usage(e.uid)
             return (matched, injected, last or 0.0)[column - MATCHED]
-        if column == 3:
-            return e.priority
-        if column == 4:
-            return e.token_estimate
-        text = (e.title, e.folder or "", ", ".join(e.keys), "", "", entry_flags(e), e.vault)[column]
-        return text.casefold()
+        return entry_sort_key(e, column)
 
     def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self._entries)

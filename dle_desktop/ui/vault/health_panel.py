@@ -13,6 +13,35 @@ ENTRY_ROLE = Qt.ItemDataRole.UserRole + 1
 SELECT_ONE = "Select a problem to read it in full, with what to do."
 
 
+#: a group with this many rows makes them when it is first opened
+LAZY_GROUP_ROWS = 500
+ROWS_ROLE = Qt.ItemDataRole.UserRole + 2
+
+#: (first column, message, code, where it leads: (vault, path) or None)
+Row = tuple[str, str, str, tuple[str, str] | None]
+
+
+def _finding_row(f) -> Row:
+    return (
+        f.entry or f.path or "(configuration)",
+        f.message,
+        f.code,
+        (f.vault, f.path) if f.vault and f.path else None,
+    )
+
+
+def _skipped_row(s) -> Row:
+    return (s.path + (f" (line {s.line})" if s.line else ""), s.reason, s.code.lower(), None)
+
+
+def _item(row: Row) -> QTreeWidgetItem:
+    item = QTreeWidgetItem(list(row[:3]))
+    item.setToolTip(1, row[1])
+    if row[3] is not None:
+        item.setData(0, ENTRY_ROLE, row[3])
+    return item
+
+
 class HealthPanel(QTreeWidget):
     entryActivated = Signal(str, str)  # vault, path
 
@@ -28,6 +57,7 @@ class HealthPanel(QTreeWidget):
         header.setStretchLastSection(False)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         self.itemActivated.connect(self._activated)
+        self.itemExpanded.connect(self._fill)
         # Cut in the middle, the Entry column keeps a note's "(line N)" in view
         self.tips = CutTextTips(self, middle_columns={0})
         self._expanded = {"Errors": True, "Warnings": True}
@@ -58,33 +88,41 @@ class HealthPanel(QTreeWidget):
             font = top.font(0)
             font.setBold(True)
             top.setFont(0, font)
-            for f in findings:
-                child = QTreeWidgetItem([f.entry or f.path or "(configuration)", f.message, f.code])
-                child.setToolTip(1, f.message)
-                if f.vault and f.path:
-                    child.setData(0, ENTRY_ROLE, (f.vault, f.path))
-                top.addChild(child)
-            self.addTopLevelItem(top)
-            top.setExpanded(self._expanded.get(name, False))
+            self._add_group(top, [_finding_row(f) for f in findings], self._expanded.get(name, False))
         not_indexed = list(skipped)
         top = QTreeWidgetItem([f"Not indexed ({len(not_indexed)})", "", ""])
         top.setData(0, Qt.ItemDataRole.UserRole, "Not indexed")
-        for s in not_indexed:
-            where = s.path + (f" (line {s.line})" if s.line else "")
-            child = QTreeWidgetItem([where, s.reason, s.code.lower()])
-            child.setToolTip(1, s.reason)
-            top.addChild(child)
-        self.addTopLevelItem(top)
-        top.setExpanded(self._expanded.get("Not indexed", False))
+        self._add_group(top, [_skipped_row(s) for s in not_indexed], self._expanded.get("Not indexed", False))
         self.setColumnWidth(0, 170)
         self.setColumnWidth(2, 110)
         if keep is not None:
             self._select(keep)
 
+    def _add_group(self, top: QTreeWidgetItem, rows: list[Row], expanded: bool) -> None:
+        """A group of rows. A long one (a 10,000-entry vault has thousands of notes) gets its rows
+        when first opened: making them all with each report held the window for 100 ms or more."""
+        self.addTopLevelItem(top)
+        if len(rows) >= LAZY_GROUP_ROWS and not expanded:
+            top.setData(0, ROWS_ROLE, rows)
+            top.setChildIndicatorPolicy(QTreeWidgetItem.ChildIndicatorPolicy.ShowIndicator)
+        else:
+            top.addChildren([_item(row) for row in rows])
+        top.setExpanded(expanded)
+
+    def _fill(self, top: QTreeWidgetItem) -> None:
+        rows = top.data(0, ROWS_ROLE)
+        if rows:
+            top.setData(0, ROWS_ROLE, None)
+            top.setChildIndicatorPolicy(QTreeWidgetItem.ChildIndicatorPolicy.DontShowIndicatorWhenChildless)
+            top.addChildren([_item(row) for row in rows])
+
     def _select(self, texts: tuple[str, ...]) -> None:
         for i in range(self.topLevelItemCount()):
             top = self.topLevelItem(i)
             assert top is not None  # i < topLevelItemCount()
+            rows = top.data(0, ROWS_ROLE)
+            if rows and any(row[:3] == texts for row in rows):
+                self._fill(top)
             for j in range(top.childCount()):
                 child = top.child(j)
                 if child is not None and tuple(child.text(c) for c in range(3)) == texts:

@@ -86,13 +86,15 @@ class GuiThreadCollector(QObject):
                 return generation
         return -1
 
-    def deep_clean_if_idle(self, now: float | None = None) -> bool:
-        """Every DEEP_CLEAN_S, while the user is in another application: unfreeze, collect
-        everything, freeze again. Returns whether it ran."""
+    def deep_clean_if_idle(self, now: float | None = None, in_background: bool | None = None) -> bool:
+        """Every DEEP_CLEAN_S, while the user is in another application (`in_background`: asked
+        of Qt unless given): unfreeze, collect everything, freeze again. Returns whether it ran."""
         now = time.monotonic() if now is None else now
         if not self.freeze_survivors or now - self._last_deep_clean < self.DEEP_CLEAN_S:
             return False
-        if QGuiApplication.applicationState() == Qt.ApplicationState.ApplicationActive:
+        if in_background is None:
+            in_background = QGuiApplication.applicationState() != Qt.ApplicationState.ApplicationActive
+        if not in_background:
             return False
         self._last_deep_clean = now
         gc.unfreeze()

@@ -1,0 +1,40 @@
+"""The interpreter while the window runs: the lock changes hands every millisecond, collections
+happen on the GUI thread and freeze their survivors, and stop() puts everything back."""
+
+from __future__ import annotations
+
+import gc
+import sys
+
+from dle_desktop.ui import widgets
+from dle_desktop.ui.interpreter import GUI_SWITCH_INTERVAL_S, GuiInterpreter
+
+
+def test_start_and_stop(qapp):
+    interval, enabled = sys.getswitchinterval(), gc.isenabled()
+    interpreter = GuiInterpreter().start()
+    try:
+        assert sys.getswitchinterval() == GUI_SWITCH_INTERVAL_S < interval
+        assert not gc.isenabled() and interpreter.collector.freeze_survivors
+        assert widgets.gc_guard._freezing is interpreter.collector
+    finally:
+        interpreter.stop()
+    assert sys.getswitchinterval() == interval and gc.isenabled() == enabled
+    assert widgets.gc_guard._freezing is None and gc.get_freeze_count() == 0
+
+
+def test_pyside_reads_no_module_source_on_import(qapp):
+    import importlib
+    import inspect
+
+    import dle_desktop.ui  # noqa: F401 - its import applies the patch under test
+
+    read: list[str] = []
+    real = inspect.getsource
+    inspect.getsource = lambda obj: read.append(getattr(obj, "__name__", "?")) or real(obj)
+    try:
+        sys.modules.pop("colorsys", None)
+        importlib.import_module("colorsys")  # a module nothing here imported before
+    finally:
+        inspect.getsource = real
+    assert read == []
