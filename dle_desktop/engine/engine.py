@@ -515,8 +515,11 @@ class Engine:
         def progress(done: int, total: int, what: str) -> None:
             self._emit("progress", done=done, total=total, message=what)
 
+        def partial(entries: list) -> None:
+            self._emit("index_partial", entries=entries)
+
         try:
-            result = await self.indexer.sync_all(progress=progress, force=force, save_cache=False)
+            result = await self.indexer.sync_all(progress=progress, force=force, save_cache=False, partial=partial)
         except asyncio.CancelledError:
             self._emit("sync_state", syncing=False, reason="cancelled")
             raise

@@ -56,6 +56,7 @@ T = TypeVar("T")
 
 class EngineBridge(QObject):
     indexChanged = Signal(object, object, str)  # snapshot, ChangeSet | None, source
+    indexPartial = Signal(object)  # list of the entries a first index has parsed so far
     progress = Signal(int, int, str)
     syncState = Signal(dict)
     syncError = Signal(str)
@@ -78,6 +79,8 @@ class EngineBridge(QObject):
         d = event.data
         if event.kind == "index":
             self.indexChanged.emit(d["snapshot"], d.get("changes"), d.get("source", ""))
+        elif event.kind == "index_partial":
+            self.indexPartial.emit(d["entries"])
         elif event.kind == "progress":
             self.progress.emit(int(d.get("done", 0)), int(d.get("total", 0)), str(d.get("message", "")))
         elif event.kind == "sync_state":

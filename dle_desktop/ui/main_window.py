@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from dle_desktop import __version__
+from dle_desktop.core.index import IndexSnapshot, VaultSlice, build_snapshot
 from dle_desktop.ui.bridge import EngineBridge
 from dle_desktop.ui.lazy_tabs import LazyTabs
 from dle_desktop.ui.server_notice import ServerNotice
@@ -51,6 +52,15 @@ def _prepare_rows(snapshot, sort_column: int) -> PreparedRows:
     lookups out then, at 10,000 entries, held the window for half a second."""
     snapshot.by_title, snapshot.backlinks  # noqa: B018 - worked out once and kept by the snapshot
     return PreparedRows.of(snapshot.entries, sort_column)
+
+
+def _prepare_partial(entries, sort_column: int) -> tuple[IndexSnapshot, PreparedRows]:
+    """Off the GUI thread: a snapshot of a first index's notes read so far, and its rows."""
+    by_vault: dict[str, list] = {}
+    for e in entries:
+        by_vault.setdefault(e.vault, []).append(e)
+    snapshot = build_snapshot([VaultSlice(name, tuple(group)) for name, group in by_vault.items()])
+    return snapshot, _prepare_rows(snapshot, sort_column)
 
 
 class MainWindow(QMainWindow):
@@ -103,6 +113,7 @@ class MainWindow(QMainWindow):
         self._build_status_bar()
 
         bridge.indexChanged.connect(self.on_index)
+        bridge.indexPartial.connect(self.on_partial_index)
         bridge.progress.connect(self.on_progress)
         bridge.syncState.connect(self.on_sync_state)
         bridge.syncError.connect(self.on_sync_error)
@@ -327,6 +338,21 @@ class MainWindow(QMainWindow):
             soon(lambda: self._show_index_prepared(snapshot, source, seen))
         else:
             self._show_index(snapshot, source)
+
+    def on_partial_index(self, entries) -> None:
+        """A first index under way: the notes read so far fill the table (the index's own
+        snapshot follows and replaces them)."""
+        if self._snapshot is not None:
+            return
+        self._indexes_seen += 1
+        seen = self._indexes_seen
+        soon(lambda: self._show_partial(entries, seen))
+
+    async def _show_partial(self, entries, seen: int) -> None:
+        snapshot, prepared = await asyncio.to_thread(_prepare_partial, entries, self.vault_view.sort_column())
+        if seen == self._indexes_seen and self._snapshot is None:
+            self.vault_view.set_snapshot(snapshot, prepared)
+            self.index_label.setText(f"Indexing… {len(snapshot)} entries read so far")
 
     async def _show_index_prepared(self, snapshot, source: str, seen: int) -> None:
         prepared = await asyncio.to_thread(_prepare_rows, snapshot, self.vault_view.sort_column())

@@ -42,6 +42,10 @@ log = logging.getLogger(__name__)
 BATCH = 200
 
 ProgressFn = Callable[[int, int, str], None]
+#: the entries parsed so far by a first index (a window can show them before it ends)
+PartialFn = Callable[[list[Entry]], None]
+#: the least time between two partial results
+PARTIAL_EVERY_S = 0.75
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,7 @@ class VaultIndexer:
         self.field_definitions: FieldDefinitions = DEFAULT_DEFINITIONS
         self.snapshot: IndexSnapshot | None = None
         self._records: dict[str, dict[str, FileRecord]] = {}
+        self._partial_at = 0.0  # when a first index last handed out its partial result
         self._problems: dict[str, tuple[str, ...]] = {}
         self._errors: dict[str, str] = {}
         #: per vault: (records dict the order was computed for, sorted paths)
@@ -360,7 +365,13 @@ class VaultIndexer:
         return await asyncio.to_thread(lambda: {p: one(p, t, e) for p, t, e in present})
 
     async def _sync_vault(
-        self, source: VaultSource, force: bool, progress: ProgressFn | None, counters: list[int], total_hint: list[int]
+        self,
+        source: VaultSource,
+        force: bool,
+        progress: ProgressFn | None,
+        counters: list[int],
+        total_hint: list[int],
+        partial: PartialFn | None = None,
     ) -> None:
         prior = self._records.get(source.name, {})
         try:
@@ -391,6 +402,10 @@ class VaultIndexer:
             )
             if progress:
                 progress(counters[0], total_hint[0], f"reading {source.name}")
+            if partial is not None and time.perf_counter() - self._partial_at >= PARTIAL_EVERY_S:
+                self._partial_at = time.perf_counter()
+                done = [rec.result for v in self._records.values() for rec in v.values()]
+                partial([r for r in (*done, *(rec.result for rec in records.values())) if isinstance(r, Entry)])
         if listing.partial:
             # Paths we could not see are not deleted: keep their previous records.
             for path, rec in prior.items():
@@ -400,11 +415,19 @@ class VaultIndexer:
 
     # -- public ---------------------------------------------------------------------------
     async def sync_all(
-        self, progress: ProgressFn | None = None, force: bool = False, save_cache: bool = True
+        self,
+        progress: ProgressFn | None = None,
+        force: bool = False,
+        save_cache: bool = True,
+        partial: PartialFn | None = None,
     ) -> SyncResult:
         """Reconcile every vault with the index. `force` re-parses every file. With
         `save_cache=False` the cache is only marked dirty, for a caller that saves it after
-        announcing the new index."""
+        announcing the new index. `partial` sees, on a first index only (no snapshot yet), the
+        entries parsed so far, at most every PARTIAL_EVERY_S (their links are not resolved)."""
+        if self.snapshot is not None:
+            partial = None
+        self._partial_at = time.perf_counter()
         async with self._lock:
             started = time.perf_counter()
             saved = (
@@ -421,7 +444,7 @@ class VaultIndexer:
                 # otherwise walk the growing heap over and over, for a tenth of the time.
                 with collector_paused():
                     for source in self.sources:
-                        await self._sync_vault(source, force, progress, counters, total)
+                        await self._sync_vault(source, force, progress, counters, total, partial)
                     if self.sources and len(self._errors) == len(self.sources) and self.snapshot is None:
                         raise VaultError("; ".join(f"{k} {v}" for k, v in self._errors.items()))
                     result = self._publish(started, parsed=counters[1], read=counters[0])

@@ -49,3 +49,39 @@ def test_a_large_index_shows_after_its_rows_are_made_and_only_the_last(make_desk
         assert view.count_label.text() == "30 entries"
 
     qloop.run_until_complete(scenario())
+
+
+def test_a_first_index_fills_the_table_as_it_reads(make_desktop, tmp_path, qloop, monkeypatch):
+    import time
+
+    from dle_desktop.vault import indexer as indexer_module
+    from dle_desktop.vault.sources import FolderSource
+    from tests.vault.test_partial_index import write_vault
+
+    monkeypatch.setattr(indexer_module, "BATCH", 10)
+    monkeypatch.setattr(indexer_module, "PARTIAL_EVERY_S", 0.0)
+    read = FolderSource.read_sync
+
+    def slow_read(self, *args, **kwargs):  # a slow disk: the window has time to show each batch
+        time.sleep(0.01)
+        return read(self, *args, **kwargs)
+
+    monkeypatch.setattr(FolderSource, "read_sync", slow_read)
+    vault = tmp_path / "fresh"
+    vault.mkdir()
+    write_vault(vault, 60)
+    desk = make_desktop(vault, data_dir=tmp_path / "fresh-data")  # no cache: a first index
+    win = desk.window
+    view = win.vault_view
+    counts: list[int] = []
+    labels: list[str] = []
+    view.model.modelReset.connect(lambda: counts.append(view.model.rowCount()))
+    view.model.modelReset.connect(lambda: labels.append(win.index_label.text()))
+
+    async def scenario():
+        await wait_for(lambda: counts and counts[-1] == 60 and win._snapshot is not None, what="the whole index")
+
+    qloop.run_until_complete(scenario())
+    assert any(0 < c < 60 for c in counts), counts  # notes shown before the index was done
+    assert any(label.startswith("Indexing…") for label in labels)
+    assert "60 entries" in win.index_label.text()
