@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTab
 
 from dle_desktop.errors import DleError
 from dle_desktop.ui.sillytavern.common import st_install
-from dle_desktop.ui.widgets.cut_text import CutTextTips
+from dle_desktop.ui.widgets.cut_text import MiddleCutTextTips
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class InstallsTable(QTableWidget):
         header.setSectionResizeMode(4, QHeaderView.ResizeMode.Interactive)
         self.setColumnWidth(4, 190)
         header.setStretchLastSection(False)
-        CutTextTips(self, middle_columns=(0,))
+        MiddleCutTextTips(self, middle_columns=(0,))
         self.setMinimumHeight(110)
 
     def show_installs(self, found: InstallsFound, server_url: str | None) -> None:

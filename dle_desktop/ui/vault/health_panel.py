@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from dle_desktop.core.health import HealthReport
-from dle_desktop.ui.widgets.cut_text import CutTextTips
+from dle_desktop.ui.widgets.cut_text import MiddleCutTextTips
 from dle_desktop.ui.widgets.row_detail import RowDetail
 
 ENTRY_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -59,7 +59,7 @@ class HealthPanel(QTreeWidget):
         self.itemActivated.connect(self._activated)
         self.itemExpanded.connect(self._fill)
         # Cut in the middle, the Entry column keeps a note's "(line N)" in view
-        self.tips = CutTextTips(self, middle_columns={0})
+        self.tips = MiddleCutTextTips(self, middle_columns={0})
         self._expanded = {"Errors": True, "Warnings": True}
         # The selected problem in full below the list; `pane` (the list and it) is what goes on screen
         self.detail = RowDetail(SELECT_ONE)

@@ -10,15 +10,12 @@ from PySide6.QtWidgets import QAbstractItemView, QStyle, QStyledItemDelegate, QS
 
 
 class CutTextTips(QStyledItemDelegate):
-    def __init__(self, view: QAbstractItemView, middle_columns=()) -> None:
-        super().__init__(view)
-        self.middle_columns = frozenset(middle_columns)
-        view.setItemDelegate(self)
+    """Tooltips for cut cells. It leaves painting to Qt: a Python `initStyleOption` would be a
+    call into Python for every cell painted (see `MiddleCutTextTips`)."""
 
-    def initStyleOption(self, option, index) -> None:
-        super().initStyleOption(option, index)
-        if index.column() in self.middle_columns:
-            option.textElideMode = Qt.TextElideMode.ElideMiddle
+    def __init__(self, view: QAbstractItemView) -> None:
+        super().__init__(view)
+        view.setItemDelegate(self)
 
     def shown_text(self, view: QAbstractItemView, index) -> str:
         """The cell's text as the view draws it now (cut to its column's room)."""
@@ -47,3 +44,16 @@ class CutTextTips(QStyledItemDelegate):
                 QToolTip.showText(event.globalPos(), text, view)
                 return True
         return super().helpEvent(event, view, option, index)
+
+
+class MiddleCutTextTips(CutTextTips):
+    """`CutTextTips` that cuts `middle_columns` in the middle, so a text's end stays in view."""
+
+    def __init__(self, view: QAbstractItemView, middle_columns=()) -> None:
+        super().__init__(view)
+        self.middle_columns = frozenset(middle_columns)
+
+    def initStyleOption(self, option, index) -> None:
+        super().initStyleOption(option, index)
+        if index.column() in self.middle_columns:
+            option.textElideMode = Qt.TextElideMode.ElideMiddle
