@@ -49,14 +49,15 @@ TARGETS = {
     "stall_graph_ms": ("  … while the Graph draws", 100, "ms"),
     "stall_before_window_ms": ("GUI loop blocked before the window", None, "ms"),
     "rss_mb": ("memory (RSS) at the end", None, "MB"),
+    "graph_child_rss_mb": ("  … of the Graph view's process", None, "MB"),
 }
 
 
 # ---------------------------------------------------------------------------------------- child
 
 
-def rss_mb() -> float:
-    status = Path("/proc/self/status").read_text(encoding="ascii")
+def rss_mb(pid: int | None = None) -> float:
+    status = Path(f"/proc/{pid or 'self'}/status").read_text(encoding="ascii")
     rss = next(line for line in status.splitlines() if line.startswith("VmRSS:"))
     return int(rss.split()[1]) / 1024
 
@@ -209,6 +210,7 @@ def child(args) -> int:
             finally:
                 prof.disable()
                 took = (time.perf_counter() - began) * 1000
+                print(f"{time.time() - spawned:7.2f} s  index ({a[2] if len(a) > 2 else '?'})", file=sys.stderr)
                 if took > 40:
                     out = io.StringIO()
                     pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(18)
@@ -217,6 +219,14 @@ def child(args) -> int:
                         file=sys.stderr,
                     )
 
+        window.bridge.indexPartial.connect(
+            lambda entries: print(f"{time.time() - spawned:7.2f} s  partial index: {len(entries)} entries", file=sys.stderr)
+        )
+        window.bridge.progress.connect(
+            lambda done, total, what: print(f"{time.time() - spawned:7.2f} s  progress {done}/{total} {what}", file=sys.stderr)
+            if done in (0, total) or done % 2000 == 0
+            else None
+        )
         window.bridge.indexChanged.disconnect(on_index)
         window.bridge.indexChanged.connect(profiled_on_index)
         show_index = window._show_index
@@ -292,11 +302,15 @@ def child(args) -> int:
         window.graph_view.pictureShown.connect(lambda _res: pictured.append(time.perf_counter()))
         started = time.perf_counter()
         window.tabs.setCurrentWidget(window.graph_view)
-        if await until(lambda: bool(shown), 300):
-            out["graph_whole_s"] = shown[0] - started
+        if await until(lambda: bool(shown or pictured), 300):
             out["graph_s"] = min(pictured + shown) - started  # a preview, or the whole result
+        if await until(lambda: bool(shown), 900):
+            out["graph_whole_s"] = shown[0] - started
         await asyncio.sleep(0.5)
         out["stall_graph_ms"] = dog.phase_worst
+        child = window.graph_view.worker._process
+        if child is not None and child.alive:  # the Graph view's own process (large vaults)
+            out["graph_child_rss_mb"] = rss_mb(child.pid)
         window.tabs.setCurrentWidget(vault)  # the restart opens where this run started
         out["stall_ms"] = dog.worst
         out["rss_mb"] = rss_mb()

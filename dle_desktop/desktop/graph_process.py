@@ -373,6 +373,10 @@ class GraphProcess:
     def alive(self) -> bool:
         return self._process is not None and self._process.is_alive()
 
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
     def start(self) -> None:
         """Start the child if it is not running (a spawned interpreter: about a second, off
         the GUI thread)."""

@@ -80,6 +80,7 @@ class VaultIndexer:
         self.snapshot: IndexSnapshot | None = None
         self._records: dict[str, dict[str, FileRecord]] = {}
         self._partial_at = 0.0  # when a first index last handed out its partial result
+        self._partial_count = 0  # and how many entries it held
         self._problems: dict[str, tuple[str, ...]] = {}
         self._errors: dict[str, str] = {}
         #: per vault: (records dict the order was computed for, sorted paths)
@@ -403,9 +404,13 @@ class VaultIndexer:
             if progress:
                 progress(counters[0], total_hint[0], f"reading {source.name}")
             if partial is not None and time.perf_counter() - self._partial_at >= PARTIAL_EVERY_S:
-                self._partial_at = time.perf_counter()
                 done = [rec.result for v in self._records.values() for rec in v.values()]
-                partial([r for r in (*done, *(rec.result for rec in records.values())) if isinstance(r, Entry)])
+                entries = [r for r in (*done, *(rec.result for rec in records.values())) if isinstance(r, Entry)]
+                # each partial result costs the window a snapshot and a table of its own: only
+                # when the count has doubled, so a first index of 10,000 notes shows about six
+                if len(entries) >= 2 * self._partial_count:
+                    self._partial_at, self._partial_count = time.perf_counter(), len(entries)
+                    partial(entries)
         if listing.partial:
             # Paths we could not see are not deleted: keep their previous records.
             for path, rec in prior.items():
@@ -424,10 +429,11 @@ class VaultIndexer:
         """Reconcile every vault with the index. `force` re-parses every file. With
         `save_cache=False` the cache is only marked dirty, for a caller that saves it after
         announcing the new index. `partial` sees, on a first index only (no snapshot yet), the
-        entries parsed so far, at most every PARTIAL_EVERY_S (their links are not resolved)."""
+        entries parsed so far, at most every PARTIAL_EVERY_S and each time at least twice as many
+        (their links are not resolved)."""
         if self.snapshot is not None:
             partial = None
-        self._partial_at = time.perf_counter()
+        self._partial_at, self._partial_count = time.perf_counter(), 0
         async with self._lock:
             started = time.perf_counter()
             saved = (
