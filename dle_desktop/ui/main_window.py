@@ -330,6 +330,11 @@ class MainWindow(QMainWindow):
 
     # -- engine events ----------------------------------------------------------------------
     def on_index(self, snapshot, changes, source: str) -> None:
+        if snapshot is self._snapshot and self.vault_view.snapshot is snapshot:
+            # the same index again (a sync that found nothing new, as after a restart): the
+            # table keeps its rows, its sort, its filter and the user's place in it
+            self._show_index(snapshot, source, rows_unchanged=True)
+            return
         freeze_long_lived()  # the new index (made with the collector paused) is never walked
         self._snapshot = snapshot
         self._indexes_seen += 1
@@ -359,12 +364,15 @@ class MainWindow(QMainWindow):
         if seen == self._indexes_seen:  # else a newer index is on its way and shows instead
             self._show_index(snapshot, source, prepared)
 
-    def _show_index(self, snapshot, source: str, prepared: PreparedRows | None = None) -> None:
-        self.vault_view.set_snapshot(snapshot, prepared)
-        for key in ("graph", "librarian"):
-            made = self.lazy.made_view(key)
-            if made is not None:
-                cast("GraphView | LibrarianView", made).set_snapshot(snapshot)
+    def _show_index(
+        self, snapshot, source: str, prepared: PreparedRows | None = None, rows_unchanged: bool = False
+    ) -> None:
+        if not rows_unchanged:
+            self.vault_view.set_snapshot(snapshot, prepared)
+            for key in ("graph", "librarian"):
+                made = self.lazy.made_view(key)
+                if made is not None:
+                    cast("GraphView | LibrarianView", made).set_snapshot(snapshot)
         if self._pending_select and (self.vault_view.select_uid(self._pending_select) or source != "cache"):
             self._pending_select = None
         vaults = len(snapshot.slices) or 1

@@ -85,3 +85,22 @@ def test_a_first_index_fills_the_table_as_it_reads(make_desktop, tmp_path, qloop
     assert any(0 < c < 60 for c in counts), counts  # notes shown before the index was done
     assert any(label.startswith("Indexing…") for label in labels)
     assert "60 entries" in win.index_label.text()
+
+
+def test_the_same_index_again_keeps_the_table_as_it_is(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy)
+    win = desk.window
+    view = win.vault_view
+    resets: list[int] = []
+
+    async def scenario():
+        await wait_for(lambda: view.model.rowCount() == 61, what="index")
+        view.model.modelReset.connect(lambda: resets.append(1))
+        view.filter.setText("lamp")
+        shown = view.proxy.rowCount()
+        win.on_index(view.snapshot, None, "start")  # a sync that found nothing new sends it again
+        await asyncio.sleep(0.1)
+        assert resets == [] and view.proxy.rowCount() == shown and view.filter.text() == "lamp"
+        assert "(from cache" not in win.index_label.text() and "61 entries" in win.index_label.text()
+
+    qloop.run_until_complete(scenario())
