@@ -220,12 +220,16 @@ def child(args) -> int:
                     )
 
         window.bridge.indexPartial.connect(
-            lambda entries: print(f"{time.time() - spawned:7.2f} s  partial index: {len(entries)} entries", file=sys.stderr)
+            lambda entries: print(
+                f"{time.time() - spawned:7.2f} s  partial index: {len(entries)} entries", file=sys.stderr
+            )
         )
         window.bridge.progress.connect(
-            lambda done, total, what: print(f"{time.time() - spawned:7.2f} s  progress {done}/{total} {what}", file=sys.stderr)
-            if done in (0, total) or done % 2000 == 0
-            else None
+            lambda done, total, what: (
+                print(f"{time.time() - spawned:7.2f} s  progress {done}/{total} {what}", file=sys.stderr)
+                if done in (0, total) or done % 2000 == 0
+                else None
+            )
         )
         window.bridge.indexChanged.disconnect(on_index)
         window.bridge.indexChanged.connect(profiled_on_index)

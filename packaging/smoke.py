@@ -3,8 +3,9 @@
 
 Checks, each a separate process of the bundle with a private data folder:
 `--version`; `index` and `health` on the sample vault the bundle carries; `serve` answering
-`/api/dle/v1/status`; `embed` with a tiny generated GGUF; the window opening offscreen with its
-first index and quitting cleanly; no file of the bundle naming the build machine's checkout or
+`/api/dle/v1/status`; `embed` with a tiny generated GGUF; the Graph view of a 1,600-note vault
+drawn by its own process (the bundle started again as a multiprocessing child); the window
+opening offscreen with its first index and quitting cleanly; no file of the bundle naming the build machine's checkout or
 virtual environment. Prints the bundle's size and the window's cold start, and with `--figures`
 writes them to a file (benchmarks/results/package.txt).
 
@@ -166,6 +167,36 @@ def window_start(tmp: Path, run_no: int) -> float:
     return seen
 
 
+def check_graph_process(tmp: Path) -> str:
+    """The Graph view of a vault large enough for its own process (1,500 entries and up): in the
+    bundle that process is this same executable started again, which only works if the entry
+    point hands it to multiprocessing (`freeze_support`)."""
+    vault = tmp / "graph-vault"
+    vault.mkdir()
+    for i in range(1600):
+        (vault / f"Note {i:04}.md").write_text(
+            f"---\ntags: [lorebook]\nkeys: [key{i}]\n---\n# Note {i:04}\n"
+            f"Near [[Note {(i + 1) % 1600:04}]] and [[Note {(i * 7) % 1600:04}]].\n",
+            encoding="utf-8",
+        )
+    env = _env(tmp) | {"DLE_DESKTOP_EXIT_WHEN_SHOWN": "graph"}
+    proc = subprocess.run(
+        [str(EXE), "--data-dir", str(tmp / "graph-data"), "--vault", str(vault)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+        cwd=str(tmp),
+    )
+    out = proc.stdout + proc.stderr
+    shown = next((line for line in out.splitlines() if line.startswith("DLE-DESKTOP-GRAPH-")), None)
+    if shown is None or not shown.startswith("DLE-DESKTOP-GRAPH-SHOWN") or proc.returncode != 0:
+        raise Failed(f"the Graph view did not show (exit {proc.returncode}): {shown}\n{out[-3000:]}")
+    if not shown.endswith("in a process"):
+        raise Failed(f"the Graph view's work did not run in its own process: {shown}")
+    return shown.removeprefix("DLE-DESKTOP-GRAPH-SHOWN ")
+
+
 def check_no_build_paths() -> list[str]:
     needles = {str(ROOT).encode(), str(Path(sys.prefix)).encode()}
     found = []
@@ -197,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         ("index + health", check_index_and_health),
         ("serve", check_serve),
         ("embed", check_embed),
+        ("graph process", check_graph_process),
     ]
     try:
         for name, step in steps:

@@ -28,6 +28,7 @@ from dle_desktop.errors import DleError
 from dle_desktop.state.secrets import CLI_VAULT_SECRET
 from dle_desktop.state.settings import VaultConfig
 from dle_desktop.ui.bridge import ADDED, SECOND_LAUNCH, ApplyPlan, EngineBridge, plan_settings_change, spec_location
+from dle_desktop.ui.interpreter import GuiInterpreter
 from dle_desktop.ui.main_window import MainWindow
 from dle_desktop.ui.ports import Composition, RuntimePort
 from dle_desktop.ui.settings.dialog import SettingsDialog
@@ -42,7 +43,6 @@ from dle_desktop.ui.single_instance import (
 )
 from dle_desktop.ui.tray import ChangeNotifier, TrayController
 from dle_desktop.ui.widgets.async_util import soon
-from dle_desktop.ui.interpreter import GuiInterpreter
 from dle_desktop.ui.widgets.icons import app_icon
 
 if TYPE_CHECKING:
@@ -495,6 +495,31 @@ def _exit_when_shown(desktop: DesktopApp) -> None:
     QTimer.singleShot(0, check)
 
 
+def _exit_when_graph_shown(desktop: DesktopApp) -> None:
+    """The packaged build's smoke test of the Graph view (`DLE_DESKTOP_EXIT_WHEN_SHOWN=graph`):
+    once the first index is shown, open the Graph tab, say where its work ran when the graph is
+    on the screen (or why it failed), then quit."""
+    window = desktop.window
+
+    def report_and_quit(line: str) -> None:
+        print(line, flush=True)
+        QTimer.singleShot(200, desktop.quit)
+
+    def open_graph() -> None:
+        shown = window.index_label.text().strip()
+        if not (window.isVisible() and shown and not shown.startswith(("Loading", "Indexing"))):
+            QTimer.singleShot(50, open_graph)
+            return
+        view = window.graph_view
+        view.resultShown.connect(
+            lambda res: report_and_quit(f"DLE-DESKTOP-GRAPH-SHOWN {res.graph.n} entries, in a {view.worker.ran_in}")
+        )
+        view.worker.failed.connect(lambda _job, message: report_and_quit(f"DLE-DESKTOP-GRAPH-FAILED {message}"))
+        window.tabs.setCurrentWidget(view)
+
+    QTimer.singleShot(0, open_graph)
+
+
 def run_gui(args, composition: Composition[Any]) -> int:
     """The window, the tray and the Qt loop around a runtime that `composition` (the app) builds."""
     existing = QApplication.instance()
@@ -534,8 +559,11 @@ def run_gui(args, composition: Composition[Any]) -> int:
             desktop.quit()
 
     qapp.aboutToQuit.connect(quit_once)
-    if os.environ.get("DLE_DESKTOP_EXIT_WHEN_SHOWN") == "1":
+    exit_when = os.environ.get("DLE_DESKTOP_EXIT_WHEN_SHOWN")
+    if exit_when == "1":
         _exit_when_shown(desktop)
+    elif exit_when == "graph":
+        _exit_when_graph_shown(desktop)
     with loop:
         loop.run_until_complete(desktop.run())
     instance.close()
