@@ -76,7 +76,10 @@ class DesktopApp:
         self._start_hidden = start_hidden and self.tray.available
         self._offer_guide = offer_guide
         self.guide: FirstRunGuide | None = None  # the first-run guide while it is open
-        qapp.setQuitOnLastWindowClosed(not self.tray.available)
+        # The app ends when run() returns, after quit() stopped the runtime. Had Qt ended its loop
+        # as the last window closed, run() could be left unfinished (a quit while the runtime
+        # was still starting ended the process with "Event loop stopped before Future completed").
+        qapp.setQuitOnLastWindowClosed(False)
 
         self.tray.openRequested.connect(self.window.bring_forward)
         self.tray.syncRequested.connect(lambda: self.window.request_sync(False))
@@ -565,6 +568,12 @@ def run_gui(args, composition: Composition[Any]) -> int:
     elif exit_when == "graph":
         _exit_when_graph_shown(desktop)
     with loop:
-        loop.run_until_complete(desktop.run())
+        try:
+            loop.run_until_complete(desktop.run())
+        except RuntimeError:
+            if not desktop.done.is_set():
+                raise
+            # Qt itself ended the loop (the session is ending): quit() has stopped the runtime
+            log.info("the window system ended the app before its loop finished")
     instance.close()
     return 0
