@@ -278,6 +278,7 @@ class MainWindow(QMainWindow):
         self.server_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(220)
+        self.progress.setMinimumWidth(200)  # "reading vault: 2000/10002" on one line, never squeezed
         self.progress.setTextVisible(True)
         self.progress.hide()
         self.cancel_button = QPushButton("Cancel")
