@@ -186,39 +186,35 @@ def child(args) -> int:
         import io
         import pstats
 
-        on_index = window.on_index
+        def profiled(fn, name: str):
+            """`fn`, profiled: its profile is printed when a call takes over 40 ms."""
 
-        after = cProfile.Profile()
+            def call(*a, **k):
+                prof = cProfile.Profile()
+                began = time.perf_counter()
+                prof.enable()
+                try:
+                    return fn(*a, **k)
+                finally:
+                    prof.disable()
+                    took = (time.perf_counter() - began) * 1000
+                    if took > 40:
+                        out = io.StringIO()
+                        pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(16)
+                        print(
+                            f"{time.time() - spawned:7.2f} s  {name} took {took:.0f} ms:\n{out.getvalue()}",
+                            file=sys.stderr,
+                        )
 
-        def report_after() -> None:
-            after.disable()
-            out = io.StringIO()
-            pstats.Stats(after, stream=out).sort_stats("cumulative").print_stats(30)
-            print(
-                f"{time.time() - spawned:7.2f} s  the GUI thread in the 1.5 s after an index:\n{out.getvalue()}",
-                file=sys.stderr,
-            )
+            return call
 
-        def profiled_on_index(*a, **k):
-            after.enable()
-            QTimer.singleShot(1500, report_after)
-            prof = cProfile.Profile()
-            began = time.perf_counter()
-            prof.enable()
-            try:
-                return on_index(*a, **k)
-            finally:
-                prof.disable()
-                took = (time.perf_counter() - began) * 1000
-                print(f"{time.time() - spawned:7.2f} s  index ({a[2] if len(a) > 2 else '?'})", file=sys.stderr)
-                if took > 40:
-                    out = io.StringIO()
-                    pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(18)
-                    print(
-                        f"{time.time() - spawned:7.2f} s  on_index took {took:.0f} ms:\n{out.getvalue()}",
-                        file=sys.stderr,
-                    )
+        def on_index_traced(snapshot, changes, source: str) -> None:
+            print(f"{time.time() - spawned:7.2f} s  index ({source})", file=sys.stderr)
+            profiled(window.on_index, "on_index")(snapshot, changes, source)
 
+        window.bridge.indexChanged.disconnect(window.on_index)
+        window.bridge.indexChanged.connect(on_index_traced)
+        window._show_index = profiled(window._show_index, "showing the index")
         window.bridge.indexPartial.connect(
             lambda entries: print(
                 f"{time.time() - spawned:7.2f} s  partial index: {len(entries)} entries", file=sys.stderr
@@ -231,28 +227,6 @@ def child(args) -> int:
                 else None
             )
         )
-        window.bridge.indexChanged.disconnect(on_index)
-        window.bridge.indexChanged.connect(profiled_on_index)
-        show_index = window._show_index
-
-        def profiled_show_index(*a, **k):
-            prof = cProfile.Profile()
-            began = time.perf_counter()
-            prof.enable()
-            try:
-                return show_index(*a, **k)
-            finally:
-                prof.disable()
-                took = (time.perf_counter() - began) * 1000
-                if took > 40:
-                    out = io.StringIO()
-                    pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(14)
-                    print(
-                        f"{time.time() - spawned:7.2f} s  showing the index took {took:.0f} ms:\n{out.getvalue()}",
-                        file=sys.stderr,
-                    )
-
-        window._show_index = profiled_show_index
     out: dict[str, float] = {}
 
     async def until(check, timeout: float) -> bool:
