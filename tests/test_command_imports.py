@@ -29,12 +29,9 @@ print("MODULES " + json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
 
-@pytest.mark.parametrize(
-    "args",
-    [["--version"], ["index", "--vault", str(SAMPLE)], ["health", "--json", "--vault", str(SAMPLE)]],
-    ids=["version", "index", "health"],
-)
-def test_a_command_loads_only_what_it_uses(tmp_path: Path, args: list[str]):
+def probe(tmp_path: Path, args: list[str]) -> tuple[subprocess.CompletedProcess, dict]:
+    """`dle-desktop args` in a fresh process: the finished process and what PROBE reported (the
+    exit code, the modules loaded)."""
     env = {"PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring", "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
     done = subprocess.run(
         [sys.executable, "-c", PROBE, json.dumps(["--data-dir", str(tmp_path / "data"), *args])],
@@ -46,7 +43,16 @@ def test_a_command_loads_only_what_it_uses(tmp_path: Path, args: list[str]):
     )
     line = next((x for x in done.stdout.splitlines() if x.startswith("MODULES ")), None)
     assert line is not None, done.stderr[-2000:]
-    seen = json.loads(line[len("MODULES ") :])
+    return done, json.loads(line[len("MODULES ") :])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--version"], ["index", "--vault", str(SAMPLE)], ["health", "--json", "--vault", str(SAMPLE)]],
+    ids=["version", "index", "health"],
+)
+def test_a_command_loads_only_what_it_uses(tmp_path: Path, args: list[str]):
+    done, seen = probe(tmp_path, args)
     assert seen["code"] in (0, None), done.stderr[-2000:]
     loaded = sorted({m for m in seen["modules"] if m.startswith(HEAVY)})
     assert loaded == [], f"{' '.join(args)} loaded {loaded[:10]}"
@@ -57,20 +63,8 @@ def test_a_command_loads_only_what_it_uses(tmp_path: Path, args: list[str]):
 def test_a_warm_index_loads_no_numpy(tmp_path: Path):
     """With the index cached and no note changed, nothing is hashed or searched: numpy (a tenth of
     a warm `index` to load) stays unloaded."""
-    env = {"PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring", "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    args = ["--data-dir", str(tmp_path / "data"), "index", "--vault", str(SAMPLE)]
     seen = []
     for _ in range(2):  # the first run writes the cache, the second starts from it
-        done = subprocess.run(
-            [sys.executable, "-c", PROBE, json.dumps(args)],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        line = next((x for x in done.stdout.splitlines() if x.startswith("MODULES ")), None)
-        assert line is not None, done.stderr[-2000:]
-        seen.append(json.loads(line[len("MODULES ") :])["modules"])
+        seen.append(probe(tmp_path, ["index", "--vault", str(SAMPLE)])[1]["modules"])
     assert "numpy" in seen[0]  # the cold run read and hashed every note
     assert "numpy" not in seen[1]

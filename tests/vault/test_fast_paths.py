@@ -133,15 +133,20 @@ def test_keyword_automaton_is_reused_after_a_body_edit_and_matches_a_rebuild(tmp
     assert "tar tonight" in " ".join(g.text for g in a.groups)
 
 
-def test_warm_start_saves_finalized_entries_as_their_links_and_rebuilds_them_exactly(tmp_path):
-    from dle_desktop.core.index import entry_values
-
+def _indexed_with_cache(tmp_path) -> tuple[Path, IndexCache, str]:
+    """A copy of the sample vault indexed once with a cache: (the vault, the cache, its key)."""
     vault = tmp_path / "v"
     shutil.copytree(SAMPLE, vault)
     cache = IndexCache(tmp_path / "cache")
     ix = VaultIndexer([FolderSource("v", vault)], cache=cache)
     asyncio.run(ix.sync_all())
-    key = ix._cache_key(ix.sources[0])
+    return vault, cache, ix._cache_key(ix.sources[0])
+
+
+def test_warm_start_saves_finalized_entries_as_their_links_and_rebuilds_them_exactly(tmp_path):
+    from dle_desktop.core.index import entry_values
+
+    vault, cache, key = _indexed_with_cache(tmp_path)
     _, meta = cache.load(key)
     # Each entry is in the file once: its parse in the records, only its links in the meta.
     assert meta["finalized"] == {} and meta["derived"]
@@ -152,12 +157,7 @@ def test_warm_start_saves_finalized_entries_as_their_links_and_rebuilds_them_exa
 
 
 def test_warm_start_ignores_saved_links_of_another_parse(tmp_path):
-    vault = tmp_path / "v"
-    shutil.copytree(SAMPLE, vault)
-    cache = IndexCache(tmp_path / "cache")
-    ix = VaultIndexer([FolderSource("v", vault)], cache=cache)
-    asyncio.run(ix.sync_all())
-    key = ix._cache_key(ix.sources[0])
+    vault, cache, key = _indexed_with_cache(tmp_path)
     records, meta = cache.load(key)
     uid, saved = next(iter(meta["derived"].items()))
     meta["derived"][uid] = ("0_x_y", saved[1], ("Nowhere",), (), (), ())
