@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from dle_desktop.core.hosts import host_name, parse_origin
 from dle_desktop.state.settings.declare import GROUPS, _s, folder_path
-from dle_desktop.state.settings.records import ProfileConfig, VaultConfig
+from dle_desktop.state.settings.records import ProfileConfig, VaultConfig, WiSyncConfig
 
 #: Short names for `_s(group=...)` so the declarations below stay on one line each.
 _MB, _KW, _RS, _RI, _GT, _AI, _IN, _NB, _VT, _SE, _FX = GROUPS
@@ -458,6 +458,9 @@ class SettingsFields:
     )
     # Connection channels: mode inherit | profile | proxy (| st, accepted from DLE, used as inherit).
     connection_profiles: tuple[ProfileConfig, ...] = _s((), doc="Named AI connections; API keys live in the keyring.")
+    wi_syncs: tuple[WiSyncConfig, ...] = _s(
+        (), doc="Vault folders mirrored into SillyTavern World Info books (each off until turned on)."
+    )
     ai_search_connection_mode: str = _s("profile", "aiSearchConnectionMode", choices=("profile", "proxy"))
     ai_search_profile_id: str = _s("", "aiSearchProfileId")
     ai_search_proxy_url: str = _s("http://127.0.0.1:42069", "aiSearchProxyUrl")

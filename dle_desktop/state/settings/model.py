@@ -11,7 +11,7 @@ from typing import Any
 from dle_desktop.errors import ConfigError
 from dle_desktop.state.settings.declare import GROUPS
 from dle_desktop.state.settings.fields import SettingsFields
-from dle_desktop.state.settings.records import ProfileConfig, VaultConfig
+from dle_desktop.state.settings.records import ProfileConfig, VaultConfig, WiSyncConfig
 
 #: The settings file's format (`schema_version`); the store migrates older ones.
 SCHEMA_VERSION = 1
@@ -24,7 +24,7 @@ class Settings(SettingsFields):
         out: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            out[f.name] = [v.to_json() for v in value] if f.name in ("vaults", "connection_profiles") else value
+            out[f.name] = [v.to_json() for v in value] if f.name in _RECORD_LISTS else value
         return out
 
     def replace(self, **changes) -> Settings:
@@ -33,6 +33,9 @@ class Settings(SettingsFields):
     def enabled_vaults(self) -> tuple[VaultConfig, ...]:
         return tuple(v for v in self.vaults if v.enabled)
 
+
+#: The settings that hold records (written as lists of objects).
+_RECORD_LISTS = ("vaults", "connection_profiles", "wi_syncs")
 
 FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
 DLE_NAMES = {f.metadata["dle"]: f.name for f in FIELDS.values() if f.metadata.get("dle")}
@@ -82,6 +85,15 @@ def _coerce(name: str, value: Any) -> Any:
         if dupes:
             raise ConfigError(f"connection profile ids must be unique: {', '.join(dupes)}")
         return profiles
+    if name == "wi_syncs":
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError("wi_syncs must be a list")
+        syncs = tuple(s if isinstance(s, WiSyncConfig) else WiSyncConfig.from_json(s) for s in value)
+        books = [s.book_path for s in syncs]
+        dupes = sorted({b for b in books if books.count(b) > 1})
+        if dupes:
+            raise ConfigError(f"each World Info book can be synced from one folder only: {', '.join(dupes)}")
+        return syncs
     if isinstance(default, tuple):
         if isinstance(value, str) and not meta.get("split", True):
             value = [value]

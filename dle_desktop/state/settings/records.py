@@ -4,6 +4,8 @@ each read from JSON with a message that names what is wrong. Neither ever holds 
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,4 +164,69 @@ class ProfileConfig:
             timeout_s=timeout,
             thinking=bool(raw.get("thinking", False)),
             api_version=raw.get("api_version", ""),
+        )
+
+
+#: A SillyTavern user folder name: what ST itself allows for a handle.
+_ST_USER = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+#: Characters no World Info book name may hold: it becomes `<name>.json` in ST's worlds folder.
+_BOOK_FORBIDDEN = re.compile(r'[<>:"/\\|?*\x00-\x1f]')
+
+
+@dataclass(frozen=True)
+class WiSyncConfig:
+    """One vault folder mirrored into a SillyTavern World Info book
+    (`<st_root>/data/<st_user>/worlds/<book>.json`). Off until the user turns it on."""
+
+    book: str
+    vault: str
+    folder: str = ""
+    st_root: str = ""
+    st_user: str = "default-user"
+    enabled: bool = False
+
+    @property
+    def book_path(self) -> str:
+        return os.path.join(self.st_root, "data", self.st_user, "worlds", f"{self.book}.json")
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: Any) -> WiSyncConfig:
+        if not isinstance(raw, dict):
+            raise ConfigError(f"a World Info sync must be an object with a book and a vault, found {raw!r}")
+        allowed = {f.name for f in dataclasses.fields(cls)}
+        extra = set(raw) - allowed
+        if extra:
+            raise ConfigError(f"unknown World Info sync setting(s): {', '.join(sorted(extra))}")
+        book = raw.get("book")
+        if not isinstance(book, str) or not book.strip():
+            raise ConfigError("every World Info sync needs a book name")
+        book = book.strip()
+        label = f"World Info sync '{book}'"
+        if _BOOK_FORBIDDEN.search(book) or book in (".", "..") or len(book) > 200:
+            raise ConfigError(f'{label}: a book name cannot hold / \\ : * ? " < > | or control characters')
+        for key in ("vault", "folder", "st_root", "st_user"):
+            if not isinstance(raw.get(key, ""), str):
+                raise ConfigError(f"{label}: {key} must be text")
+        vault = raw.get("vault", "")
+        if not vault.strip():
+            raise ConfigError(f"{label}: the vault to mirror is missing")
+        folder = raw.get("folder", "").strip().strip("/")
+        if folder.startswith("/") or ".." in folder.split("/"):
+            raise ConfigError(f"{label}: the folder must be inside the vault, not {folder!r}")
+        user = raw.get("st_user", "default-user") or "default-user"
+        if not _ST_USER.match(user):
+            raise ConfigError(f"{label}: {user!r} is not a SillyTavern user folder name")
+        st_root = raw.get("st_root", "")
+        if st_root and not os.path.isabs(st_root):
+            raise ConfigError(f"{label}: the SillyTavern folder must be an absolute path")
+        return cls(
+            book=book,
+            vault=vault.strip(),
+            folder=folder,
+            st_root=st_root,
+            st_user=user,
+            enabled=bool(raw.get("enabled", False)),
         )
