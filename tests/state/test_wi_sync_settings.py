@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dle_desktop.errors import ConfigError
-from dle_desktop.state.settings.model import Settings
-from dle_desktop.state.settings.model import settings_from_mapping
+from dle_desktop.state.settings.model import Settings, settings_from_mapping
 from dle_desktop.state.settings.records import WiSyncConfig
 
 GOOD = {"book": "Saffre", "vault": "main", "folder": "Places/", "st_root": "/srv/st", "st_user": "default-user"}
