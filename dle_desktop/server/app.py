@@ -29,6 +29,7 @@ from dle_desktop.server import (
     routes_lore,
     routes_steer,
     routes_vector,
+    routes_worldinfo,
     routes_writers,
 )
 from dle_desktop.server.security import AccessMiddleware, AccessPolicy, BodyLimitMiddleware, TokenHolder
@@ -94,6 +95,7 @@ def build_app(
             *routes_chat.routes,
             *routes_steer.routes,
             *routes_writers.routes,
+            *routes_worldinfo.routes,
             *routes_ai.routes,
             *openapi.routes,
             *routes_vector.routes,

@@ -25,6 +25,7 @@ from dle_desktop.server import (
     answers_chat,
     openapi_steer,
     openapi_vectors,
+    openapi_worldinfo,
     openapi_writers,
     schemas,
     schemas_chat,
@@ -76,6 +77,7 @@ ANSWERS: list[type[BaseModel]] = [
     *openapi_vectors.ANSWERS,
     *openapi_steer.ANSWERS,
     *openapi_writers.ANSWERS,
+    *openapi_worldinfo.ANSWERS,
 ]
 _SCHEMAS: dict[str, dict] = schemas.components(ANSWERS)
 
@@ -91,6 +93,7 @@ REQUEST_BODIES: dict[str, type[schemas.RequestModel]] = {
     "BridgeHello": schemas_lore.BridgeHello,
     **openapi_steer.REQUEST_BODIES,
     **openapi_writers.REQUEST_BODIES,
+    **openapi_worldinfo.REQUEST_BODIES,
 }
 _SCHEMAS.update(schemas_chat.SHARED_SCHEMAS)
 _SCHEMAS.update({name: schemas.request_schema(model) for name, model in REQUEST_BODIES.items()})
@@ -389,6 +392,7 @@ def build_document() -> dict:
         },
         **openapi_steer.PATHS,
         **openapi_writers.PATHS,
+        **openapi_worldinfo.PATHS,
         **openapi_vectors.VECTOR_PATHS,
         **openapi_vectors.EMBEDDING_PATHS,
     }
@@ -415,6 +419,7 @@ def build_document() -> dict:
             {"name": "steering", "description": "what a chat can be steered with, analytics, and the app's window"},
             {"name": "ai", "description": "AI connection channels"},
             {"name": "writers", "description": "Session Scribe, Auto Lorebook and AI Notepad"},
+            {"name": "worldinfo", "description": "SillyTavern World Info books into the vault and back out"},
             {"name": "gaps", "description": "the lore API for tool-calling models, and the gap records it leaves"},
             {"name": "bridge", "description": "the SillyTavern bridge extension (dle-desktop-bridge)"},
             {"name": "vectors", "description": "SillyTavern's Vector API (its wire format, not ours)"},

@@ -21,11 +21,15 @@ if TYPE_CHECKING:
     from dle_desktop.core.pipeline.chat_input import ChatDocument
     from dle_desktop.core.pipeline.run import GenerationResult
     from dle_desktop.core.pipeline.state import ChatState
+    from dle_desktop.core.worldinfo import ExportReport, WiBook
     from dle_desktop.librarian.gaps import GapStore
     from dle_desktop.state.secrets import SecretStore
     from dle_desktop.state.settings import Settings
     from dle_desktop.vault.indexer import SyncResult
+    from dle_desktop.vault.sources import VaultSource
+    from dle_desktop.vault.writer import BatchUndo
     from dle_desktop.vectors.service import VectorService
+    from dle_desktop.worldinfo.model import Collision, ImportPlan, ImportResult
 
 
 class ChatRetrieval(Protocol):
@@ -124,6 +128,19 @@ class WindowPort(Protocol):
     def show(self, view: str, **where: Any) -> None: ...
 
 
+class WorldInfoPort(Protocol):
+    """SillyTavern World Info in and out of the vault (routes_worldinfo; worldinfo.WorldInfoService)."""
+
+    async def plan_import(
+        self, book: WiBook, *, vault: str, folder: str = "", collision: Collision = "rename"
+    ) -> ImportPlan: ...
+    async def run_import(self, plan: ImportPlan) -> ImportResult: ...
+    async def undo_import(self, batch: str) -> BatchUndo: ...
+    async def export(
+        self, *, folder: str | None = None, tag: str | None = None, vault: str | None = None
+    ) -> tuple[dict[str, Any], ExportReport]: ...
+
+
 class LoreEngine(Protocol):
     """Everything the routes ask of the engine. `vectors` may raise while the engine stops."""
 
@@ -153,6 +170,10 @@ class LoreEngine(Protocol):
     def window(self) -> WindowPort: ...
     @property
     def writers(self) -> WritersPort: ...
+    @property
+    def worldinfo(self) -> WorldInfoPort: ...
+    @property
+    def sources(self) -> Sequence[VaultSource]: ...
     def status(self) -> dict: ...
     def health(self) -> HealthReport: ...
     async def sync_now(self, force: bool = False) -> SyncResult | None: ...

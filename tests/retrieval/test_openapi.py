@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from starlette.routing import Route
@@ -21,6 +22,7 @@ from ._schema import check, errors, resolve
 from ._support import API, messages
 
 DOC = openapi.DOCUMENT
+WI_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "worldinfo" / "st"
 METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 
 
@@ -110,6 +112,10 @@ def test_every_route_is_documented_and_nothing_else():
         "review",
         "suggestions/{suggestion_id}/accept",
         "suggestions/{suggestion_id}/reject",
+        "worldinfo/import/preview",
+        "worldinfo/import",
+        "worldinfo/import/undo",
+        "worldinfo/export",
     }
     expected |= {f"chats/{{chat_id}}/{f}" for f in ("pins", "blocks", "context", "folder-filter", "notebook")}
     assert {p.removeprefix(API + "/") for p, _ in routes} == expected
@@ -268,6 +274,21 @@ def _with_writers(s, fake) -> list[tuple[str, str, str, dict | None]]:
     ]
 
 
+def _with_worldinfo(s) -> list[tuple[str, str, str, dict | None]]:
+    """The World Info routes, with a book SillyTavern exported; the undo takes back an import made here."""
+    book = json.loads((WI_FIXTURES / "st-1.19.0" / "Harbour Lore.json").read_text(encoding="utf-8"))
+    body = {"book": book, "name": "Harbour Lore", "folder": "WI"}
+    made = s.client.post(f"{API}/worldinfo/import", json=body | {"confirm": True})
+    assert made.status_code == 200, made.text
+    wi = "/worldinfo"
+    return [
+        ("post", f"{API}{wi}/import/preview", f"{wi}/import/preview", body | {"folder": "WI 2"}),
+        ("post", f"{API}{wi}/import", f"{wi}/import", body | {"folder": "WI 2", "confirm": True}),
+        ("post", f"{API}{wi}/import/undo", f"{wi}/import/undo", {"batch": made.json()["batch"]}),
+        ("get", f"{API}{wi}/export?folder=WI%202", f"{wi}/export", None),
+    ]
+
+
 def test_live_answers_match_the_documented_schemas(busy_server, ai_fake):
     s, c = busy_server, busy_server.client
     entries = c.get(f"{API}/entries").json()
@@ -350,6 +371,7 @@ def test_live_answers_match_the_documented_schemas(busy_server, ai_fake):
         ("get", f"{API}/chats/c1/sources?message=3", "/chats/{chat_id}/sources", None),
     ]
     calls += _with_writers(s, ai_fake)
+    calls += _with_worldinfo(s)
     calls.append(("delete", f"{API}/chats/c1", "/chats/{chat_id}", None))
     seen = set()
     for method, url, doc_path, body in calls:
