@@ -15,6 +15,7 @@ Where we differ from DLE, on purpose:
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
@@ -124,12 +125,12 @@ def _int(value: object) -> int | None:
     return None if num is None else int(num)
 
 
-def _plain(value: Any) -> Any:
+def json_like(value: Any) -> Any:
     """A JSON-like copy (lists, not tuples) so the fields serialise and compare plainly."""
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [json_like(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): json_like(v) for k, v in value.items()}
     return value
 
 
@@ -240,6 +241,15 @@ def _position(st: dict[str, Any], fields: dict[str, Any], warnings: list[str]) -
         fields["role"] = ROLES.get(_int(st.get("role")) or 0, "system")
 
 
+def _show(value: Any) -> str:
+    """A value as the user wrote it in SillyTavern (true, not Python's True)."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(json_like(value), ensure_ascii=False)
+    return str(value)
+
+
 def _kept_warning(name: str, value: Any) -> str:
     if name == "selectiveLogic":
         logic = LOGIC_NAMES.get(_int(value) or 0, str(value))
@@ -259,10 +269,10 @@ def _kept_warning(name: str, value: Any) -> str:
             "so every matching entry of the group can be injected"
         )
     if name in ("groupOverride", "groupWeight", "useGroupScoring"):
-        return f"{name} {value} is kept for SillyTavern; {_GROUP_ONLY}"
+        return f"{name} {_show(value)} is kept for SillyTavern; {_GROUP_ONLY}"
     if name in ("caseSensitive", "matchWholeWords"):
         setting = "case sensitivity" if name == "caseSensitive" else "whole-word matching"
-        return f"{name} {value} is kept for SillyTavern; DLE uses its global {setting} setting for every entry"
+        return f"{name} {_show(value)} is kept for SillyTavern; DLE uses its global {setting} setting for every entry"
     if name == "st_excludeRecursion":
         return (
             "excludeRecursion is kept as st_excludeRecursion; DLE cannot stop recursion from activating an entry "
@@ -277,7 +287,7 @@ def _kept_warning(name: str, value: Any) -> str:
     if name in _MATCH_SOURCES:
         return f"{name} is kept for SillyTavern; DLE matches keys in the chat only, not in {_MATCH_SOURCES[name]}"
     if name == "triggers":
-        return f"triggers {_plain(value)} are kept for SillyTavern; DLE does not limit entries to generation types"
+        return f"triggers {_show(value)} are kept for SillyTavern; DLE does not limit entries to generation types"
     if name == "automationId":
         return "automationId is kept for SillyTavern; DLE runs no automations"
     if name == "characterFilter":
@@ -340,7 +350,7 @@ def convert_entry(entry: WiEntry, tags: TagConfig = TagConfig()) -> NoteSpec:
         value = st.get(st_name)
         if is_default(value, default):
             continue
-        fields[name] = _plain(value)
+        fields[name] = json_like(value)
         kept.append(name)
         warnings.append(_kept_warning(name, value))
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from dle_desktop.core.entry import Entry, TagConfig
 from dle_desktop.core.note_parser import NOT_IMPLEMENTED_FIELDS
-from dle_desktop.core.worldinfo.convert import KEPT_FIELDS, OUTLET, POSITION_TO_DLE, _plain, is_default
+from dle_desktop.core.worldinfo.convert import KEPT_FIELDS, OUTLET, POSITION_TO_DLE, is_default, json_like
 from dle_desktop.core.worldinfo.model import ExportDefaults, ExportLine, ExportReport
 
 DLE_TO_POSITION = {"before": 0, "after": 1, "in_chat": 4}
@@ -59,7 +59,7 @@ def _whole(value: object) -> int | None:
 
 def _kept_value(name: str, value: Any) -> tuple[bool, Any]:
     """(usable, the value as SillyTavern stores it) for one kept frontmatter field."""
-    value = _plain(value)
+    value = json_like(value)
     if name in _BOOL_FIELDS:
         return isinstance(value, bool), value
     if name in _NULLABLE_BOOL_FIELDS:
