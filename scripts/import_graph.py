@@ -22,6 +22,7 @@ ORDER = [
     "olra",
     "desktop",
     "st_bridge",
+    "worldinfo",
     "ai",
     "vectors",
     "vault",

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from dle_desktop.vault.writer import NoteWriter
     from dle_desktop.vectors.embedder import LocalEmbedder
     from dle_desktop.vectors.service import VectorService
+    from dle_desktop.worldinfo.service import WorldInfoService
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,8 @@ CACHE_SAVE_INTERVAL_S = 5.0
 
 @dataclass(frozen=True)
 class EngineEvent:
-    """What subscribers hear. kind: index | progress | sync_error | sync_state | semantic | ai_breaker."""
+    """What subscribers hear. kind: index | progress | sync_error | sync_state | semantic | ai_breaker
+    | wi_import (a World Info import's {batch, phase, done, total, message?})."""
 
     kind: str
     data: dict[str, Any] = field(default_factory=dict)
@@ -194,6 +196,7 @@ class Engine:
         self.retrieval.fork_listeners.append(self.writers.fork)
         self._writer: NoteWriter | None = None  # the note writer, made on first use (see `writer`)
         self._librarian: Librarian | None = None  # made on first use (see `librarian`)
+        self._worldinfo: WorldInfoService | None = None  # made on first use (see `worldinfo`)
         # Made here, not on first use: the GUI thread and the server's routes both reach for it,
         # and two stores over one file would each overwrite the other's records.
         self._gaps = GapStore(paths.data_dir / "librarian" / "gaps.json")
@@ -301,6 +304,23 @@ class Engine:
 
             self._librarian = Librarian(self)
         return self._librarian
+
+    @property
+    def worldinfo(self) -> WorldInfoService:
+        """World Info import and export over this engine's vaults, index and note writer; an
+        import's progress is the `wi_import` event."""
+        if self._worldinfo is None:
+            from dle_desktop.worldinfo.service import WorldInfoService
+
+            self._worldinfo = WorldInfoService(
+                self.writer,
+                sources=lambda: self._sources,
+                snapshot=lambda: self.indexer.snapshot,
+                tags=lambda: self.tag_config,
+                settings=lambda: self.settings,
+                on_event=self._emit,
+            )
+        return self._worldinfo
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
         self._subscribers.append(fn)

@@ -5,7 +5,8 @@ A write goes to a hidden temporary file in the note's own folder (the same file 
 rename is atomic; hidden, so the vault reader and the file watcher skip it), is fsynced, checked
 once more against the expected version, and renamed over the note; the folder is fsynced so the
 rename itself survives a power cut. A killed process leaves the old note or the new one, and at
-worst a hidden `.NAME.XXXXXXXX.dle-tmp` file, which the next write of that note sweeps away.
+worst a hidden `.NAME.XXXXXXXX.dle-tmp` file, which the next write in that folder sweeps away
+(a folder is looked through at most once a minute: an import writes thousands of notes into one).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from dle_desktop.fileio import NameTaken, fsync_dir, move_into_place, temp_path,
 TEMP_SUFFIX = ".dle-tmp"
 #: A temporary file of ours this old is left over from a crash (a live write takes milliseconds).
 STALE_TEMP_S = 600.0
+#: How often one folder is looked through for leftovers: a scan on every write would make N
+#: notes written into one folder cost N² directory entries (10,000 imported notes: minutes).
+SWEEP_INTERVAL_S = 60.0
 
 #: Expected version of a note that must not exist yet (a create).
 ABSENT = "<absent>"
@@ -39,6 +43,7 @@ class Changed(Exception):
 
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
+_swept: dict[str, float] = {}  # folder → when it was last looked through (monotonic)
 
 
 def _lock_for(real: str) -> threading.Lock:
@@ -74,12 +79,19 @@ def matches(current: str | None, expected: str) -> bool:
 
 
 def _sweep_stale_temps(real: str) -> None:
-    folder, prefix = os.path.dirname(real), f".{os.path.basename(real)}."
+    """Remove the temporary files of ours in `real`'s folder that a crash left behind."""
+    folder = os.path.dirname(real)
+    now = time.monotonic()
+    with _locks_guard:
+        last = _swept.get(folder)
+        if last is not None and now - last < SWEEP_INTERVAL_S:
+            return
+        _swept[folder] = now
     cutoff = time.time() - STALE_TEMP_S
     try:
         with os.scandir(folder) as it:
             for item in it:
-                if item.name.startswith(prefix) and item.name.endswith(TEMP_SUFFIX):
+                if item.name.startswith(".") and item.name.endswith(TEMP_SUFFIX):
                     try:
                         if item.stat(follow_symlinks=False).st_mtime < cutoff:
                             os.unlink(item.path)

@@ -35,10 +35,13 @@ CREATE TABLE IF NOT EXISTS writes (
     before_hash TEXT,
     after_hash TEXT,
     undoes INTEGER,
-    undone_by INTEGER
+    undone_by INTEGER,
+    batch TEXT
 );
 CREATE INDEX IF NOT EXISTS writes_by_note ON writes (vault, path, id);
 """
+#: Made after the migration below: a history file from before batches has no `batch` column yet.
+_BATCH_INDEX = "CREATE INDEX IF NOT EXISTS writes_by_batch ON writes (batch, id) WHERE batch IS NOT NULL"
 
 
 @dataclass(frozen=True)
@@ -58,13 +61,31 @@ class WriteRecord:
     after_hash: str | None
     undoes: int | None = None
     undone_by: int | None = None
+    #: The writes made as one action (an import) share a batch id, so one Undo takes them all back.
+    batch: str | None = None
 
     @property
     def undone(self) -> bool:
         return self.undone_by is not None
 
 
-_COLUMNS = "id, at, vault, path, feature, action, before_text, after_text, before_hash, after_hash, undoes, undone_by"
+_COLUMNS = (
+    "id, at, vault, path, feature, action, before_text, after_text, before_hash, after_hash, undoes, undone_by, batch"
+)
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring a history file made by an older version up to this schema, in place (it lives on
+    users' machines and holds their undo trail: it is never recreated)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(writes)")}
+    if "batch" not in columns:
+        try:
+            db.execute("ALTER TABLE writes ADD COLUMN batch TEXT")
+        except sqlite3.OperationalError as exc:
+            # Another process (the app while `dle-desktop wi import` runs) added it first.
+            if "duplicate column" not in str(exc):
+                raise
+    db.execute(_BATCH_INDEX)
 
 
 class WriteHistory:
@@ -88,6 +109,7 @@ class WriteHistory:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA busy_timeout=5000")
             db.executescript(_SCHEMA)
+            _migrate(db)
             for suffix in ("-wal", "-shm"):
                 tighten(Path(f"{self.path}{suffix}"))
             self._db = db
@@ -106,6 +128,7 @@ class WriteHistory:
         after_hash: str | None,
         undoes: int | None = None,
         at: float | None = None,
+        batch: str | None = None,
     ) -> WriteRecord:
         with self._lock:
             db = self._conn()
@@ -113,7 +136,7 @@ class WriteHistory:
             try:
                 cur = db.execute(
                     "INSERT INTO writes (at, vault, path, feature, action, before_text, after_text, before_hash, "
-                    "after_hash, undoes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "after_hash, undoes, batch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         time.time() if at is None else at,
                         vault,
@@ -125,6 +148,7 @@ class WriteHistory:
                         before_hash,
                         after_hash,
                         undoes,
+                        batch,
                     ),
                 )
                 record_id = cur.lastrowid
@@ -157,6 +181,16 @@ class WriteHistory:
                     f"SELECT {_COLUMNS} FROM writes WHERE vault = ? AND path = ? ORDER BY id DESC LIMIT ?",
                     (vault, path, limit),
                 )
+                .fetchall()
+            )
+        return [WriteRecord(*row) for row in rows]
+
+    def for_batch(self, batch: str) -> list[WriteRecord]:
+        """The writes made under batch id `batch`, newest first (an undo is never part of one)."""
+        with self._lock:
+            rows = (
+                self._conn()
+                .execute(f"SELECT {_COLUMNS} FROM writes WHERE batch = ? ORDER BY id DESC", (batch,))
                 .fetchall()
             )
         return [WriteRecord(*row) for row in rows]

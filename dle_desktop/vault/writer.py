@@ -5,7 +5,9 @@ Every write names the version it was based on (the content hash the index holds 
 `Entry.content_hash`, or a NoteVersion read here). If the file is not that version any more,
 nothing is written and WriteConflict carries the three texts a person needs to decide. Creating
 never replaces a file. Each write is recorded in the write history (before, after, when, which
-feature) and the note is re-indexed at once through the `on_written` hook.
+feature) and the note is re-indexed at once through the `on_written` hook; inside
+`deferred_reindex()` the writes of a batch (an import of 1,000 notes) are re-indexed once, at the
+end. Writes made under one batch id are undone together by `undo_batch`.
 
 Folder vaults are written atomically (vault/note_files.py). Obsidian REST vaults are written the
 way DLE does, with PUT, after a GET that checks the version: OLRA has no conditional PUT, so an
@@ -16,10 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import contextvars
 import inspect
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +44,11 @@ INDEX_WAIT_S = 30.0
 
 #: (vault name, vault-relative paths written) → None, an awaitable, or a concurrent Future.
 OnWritten = Callable[[str, set[str]], Any]
+
+#: Inside `NoteWriter.deferred_reindex()`: vault name → paths written and not yet re-indexed. A
+#: context variable, not a flag on the writer: only the coroutine that asked (and what it awaits)
+#: defers; another feature writing meanwhile is re-indexed at once as always.
+_deferred: contextvars.ContextVar[dict[str, set[str]] | None] = contextvars.ContextVar("deferred_reindex", default=None)
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,22 @@ class WriteResult:
     @property
     def after_hash(self) -> str | None:
         return None if self.after_text is None else simple_hash(self.after_text)
+
+
+@dataclass(frozen=True)
+class BatchUndo:
+    """What `undo_batch` did: the writes it took back, and the notes it left because they changed
+    after the batch wrote them (each a WriteConflict with the texts to compare) or could not be
+    undone at all (WriteRefused, e.g. a delete in an Obsidian REST vault)."""
+
+    batch: str
+    undone: tuple[WriteResult, ...]
+    conflicts: tuple[WriteConflict, ...]
+    refused: tuple[WriteError, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        return not self.conflicts and not self.refused
 
 
 class _FolderBackend:
@@ -166,8 +191,9 @@ class NoteWriter:
         return self.history.for_note(vault, check_note_path(path), limit)
 
     # -- writing --------------------------------------------------------------------------------
-    async def create(self, vault: str, path: str, text: str, *, feature: str) -> WriteResult:
-        """A new note at `path`. NoteExists when any file is there already: edit that note instead."""
+    async def create(self, vault: str, path: str, text: str, *, feature: str, batch: str | None = None) -> WriteResult:
+        """A new note at `path`. NoteExists when any file is there already: edit that note instead.
+        `batch`: the id shared by the writes of one action, for `undo_batch`."""
         rel = check_note_path(path)
         backend = self._backend(vault)
         try:
@@ -180,17 +206,27 @@ class NoteWriter:
                 rel,
                 exc.current,
             ) from None
-        return await self._finish(vault, rel, changed, feature, "create", None, text)
+        return await self._finish(vault, rel, changed, feature, "create", None, text, batch=batch)
 
-    async def create_titled(self, vault: str, title: str, text: str, *, folder: str = "", feature: str) -> WriteResult:
+    async def create_titled(
+        self, vault: str, title: str, text: str, *, folder: str = "", feature: str, batch: str | None = None
+    ) -> WriteResult:
         """A new note named after `title` the way DLE names it (`folder/<sanitised title>.md`)."""
-        return await self.create(vault, note_path_for_title(title, folder), text, feature=feature)
+        return await self.create(vault, note_path_for_title(title, folder), text, feature=feature, batch=batch)
 
     async def write(
-        self, vault: str, path: str, text: str, *, base: Base, feature: str, action: str = "replace"
+        self,
+        vault: str,
+        path: str,
+        text: str,
+        *,
+        base: Base,
+        feature: str,
+        action: str = "replace",
+        batch: str | None = None,
     ) -> WriteResult:
         """Replace the whole note with `text`, if it is still the version `base`."""
-        return await self._edit(vault, path, base, feature, action, lambda _current: text)
+        return await self._edit(vault, path, base, feature, action, lambda _current: text, batch=batch)
 
     async def replace_body(self, vault: str, path: str, body: str, *, base: Base, feature: str) -> WriteResult:
         """Replace what follows the frontmatter; the frontmatter stays byte for byte."""
@@ -237,9 +273,53 @@ class NoteWriter:
             record.vault, record.path, changed, feature, "undo", record.after_text, record.before_text, undoes=record.id
         )
 
+    async def undo_batch(self, batch: str, *, feature: str = "undo") -> BatchUndo:
+        """Undo every write of `batch` not undone yet, newest first, re-indexed once at the end. A
+        note changed since the batch wrote it is left as it is (a WriteConflict in the answer);
+        the batch's other writes are still undone."""
+        if self.history is None:
+            raise WriteRefused("no write history is kept, so there is nothing to undo")
+        records = [r for r in await asyncio.to_thread(self.history.for_batch, batch) if not r.undone]
+        undone: list[WriteResult] = []
+        conflicts: list[WriteConflict] = []
+        refused: list[WriteError] = []
+        async with self.deferred_reindex():
+            for record in records:
+                try:
+                    undone.append(await self.undo(record.id, feature=feature))
+                except WriteConflict as exc:
+                    conflicts.append(exc)
+                except WriteError as exc:
+                    refused.append(exc)
+        return BatchUndo(batch, tuple(undone), tuple(conflicts), tuple(refused))
+
+    @contextlib.asynccontextmanager
+    async def deferred_reindex(self) -> AsyncIterator[None]:
+        """The writes made inside are re-indexed once, when it ends (however it ends), instead of
+        one by one: N notes written cost one index pass, not N. Nested uses join the outer one."""
+        if _deferred.get() is not None:
+            yield
+            return
+        pending: dict[str, set[str]] = {}
+        token = _deferred.set(pending)
+        try:
+            yield
+        finally:
+            _deferred.reset(token)
+            for vault, paths in pending.items():
+                if paths:
+                    await self._reindex(vault, paths)
+
     # -- the common path ------------------------------------------------------------------------
     async def _edit(
-        self, vault: str, path: str, base: Base, feature: str, action: str, transform: Callable[[str], str]
+        self,
+        vault: str,
+        path: str,
+        base: Base,
+        feature: str,
+        action: str,
+        transform: Callable[[str], str],
+        batch: str | None = None,
     ) -> WriteResult:
         rel = check_note_path(path)
         backend = self._backend(vault)
@@ -256,7 +336,7 @@ class NoteWriter:
             changed = await backend.commit(rel, base_hash, new_text, just_read=current)
         except Changed as exc:
             raise self._conflict_for(vault, rel, base_hash, current, exc.current, transform) from None
-        return await self._finish(vault, rel, changed, feature, action, current, new_text)
+        return await self._finish(vault, rel, changed, feature, action, current, new_text, batch=batch)
 
     def _conflict_for(
         self,
@@ -318,6 +398,7 @@ class NoteWriter:
         before: str | None,
         after: str | None,
         undoes: int | None = None,
+        batch: str | None = None,
     ) -> WriteResult:
         record = None
         if self.history is not None:
@@ -333,10 +414,15 @@ class NoteWriter:
                     before_hash=None if before is None else simple_hash(before),
                     after_hash=None if after is None else simple_hash(after),
                     undoes=undoes,
+                    batch=batch,
                 )
             except Exception:
                 log.exception("%s/%s was written but its write history could not be saved", vault, rel)
-        await self._reindex(vault, changed)
+        pending = _deferred.get()
+        if pending is not None:
+            pending.setdefault(vault, set()).update(changed)
+        else:
+            await self._reindex(vault, changed)
         return WriteResult(vault, rel, before, after, record, written=True)
 
     async def _reindex(self, vault: str, changed: set[str]) -> None:
