@@ -85,6 +85,10 @@ class Entry:
     resolved_links: tuple[str, ...] = ()
     custom_fields: dict[str, Any] = field(default_factory=dict)
     warnings: tuple[ParseWarning, ...] = ()
+    #: SillyTavern World Info fields kept for a round trip (note_parser.ST_ROUND_TRIP_FIELDS), as
+    #: written; only the World Info export reads them. A plain default, so entries pickled by an
+    #: older version read it as empty.
+    st_fields: tuple[tuple[str, Any], ...] = ()
 
     @cached_property
     def uid(self) -> str:

@@ -43,6 +43,37 @@ CANONICAL_FIELDS = {
 }
 #: Accepted for round-trips from SillyTavern World Info, but not enforced.
 NOT_IMPLEMENTED_FIELDS = ("sticky", "delay", "group", "group_weight")
+#: SillyTavern World Info fields an imported note keeps under their ST names (core/worldinfo):
+#: read into Entry.st_fields so an export can write them back, and nowhere else (not custom
+#: fields: the AI manifest, the graph and gating would treat them as lore metadata).
+ST_ROUND_TRIP_FIELDS = frozenset(
+    [
+        "st_position",
+        "keysecondary",
+        "selectiveLogic",
+        "sticky",
+        "delay",
+        "group",
+        "groupOverride",
+        "groupWeight",
+        "useGroupScoring",
+        "caseSensitive",
+        "matchWholeWords",
+        "st_excludeRecursion",
+        "delayUntilRecursion",
+        "vectorized",
+        "ignoreBudget",
+        "matchPersonaDescription",
+        "matchCharacterDescription",
+        "matchCharacterPersonality",
+        "matchCharacterDepthPrompt",
+        "matchScenario",
+        "matchCreatorNotes",
+        "triggers",
+        "automationId",
+        "characterFilter",
+    ]
+)
 POSITIONS = ("before", "after", "in_chat")
 _SHORT = reprlib.Repr()
 _SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxdict = 2, 80, 80, 4, 4
@@ -343,5 +374,6 @@ def parse_note(
         summary=summary,
         links=extract_wikilinks(body),
         custom_fields=custom,
+        st_fields=tuple((k, v) for k, v in data.items() if k in ST_ROUND_TRIP_FIELDS),
         warnings=tuple(warnings),
     )

@@ -7,10 +7,10 @@ The mapping is the exact inverse of the import (convert.py) wherever a value sur
 - position: the note's `st_position` when it agrees with its DLE position (the import wrote
   both), else before → 0, after → 1, in_chat → 4; an outlet is position 7 with `outletName`;
   no position at all → ExportDefaults;
-- the ST fields the import kept (sticky, group, selectiveLogic, …) are written back from the
-  note's frontmatter. The note parser keeps only sticky/delay/group/group_weight in
-  Entry.custom_fields, so the caller passes each note's raw frontmatter as `raw_fields`
-  (keyed by Entry.uid); without it only those four come back.
+- the ST fields the import kept (sticky, group, selectiveLogic, st_position, …) are written
+  back: the note parser keeps them in Entry.st_fields (note_parser.ST_ROUND_TRIP_FIELDS), so
+  the entries alone are enough. `raw_fields` (each note's raw frontmatter, keyed by Entry.uid)
+  overrides them where given, e.g. for notes parsed by an older version.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dle_desktop.core.entry import Entry, TagConfig
-from dle_desktop.core.note_parser import NOT_IMPLEMENTED_FIELDS
+from dle_desktop.core.note_parser import NOT_IMPLEMENTED_FIELDS, ST_ROUND_TRIP_FIELDS
 from dle_desktop.core.worldinfo.convert import KEPT_FIELDS, OUTLET, POSITION_TO_DLE, is_default, json_like
 from dle_desktop.core.worldinfo.model import ExportDefaults, ExportLine, ExportReport
 
@@ -43,7 +43,7 @@ _BOOL_FIELDS = {
 _NULLABLE_BOOL_FIELDS = {"caseSensitive", "matchWholeWords", "useGroupScoring"}
 _TEXT_FIELDS = {"group", "automationId"}
 #: Custom fields that are the import's round-trip keeping, not contextual gating.
-_ROUND_TRIP_NAMES = {name for _st, name, _d in KEPT_FIELDS} | set(NOT_IMPLEMENTED_FIELDS) | {"keysecondary"}
+_ROUND_TRIP_NAMES = ST_ROUND_TRIP_FIELDS | set(NOT_IMPLEMENTED_FIELDS)
 
 
 def _number(value: object) -> float | None:
@@ -90,12 +90,20 @@ def _kept_value(name: str, value: Any) -> tuple[bool, Any]:
     return True, value
 
 
-def _kept_fields(entry: Entry, raw: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
+def round_trip_source(entry: Entry, raw: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Where the kept ST fields are read from: the note's raw frontmatter when the caller gives
+    it, else what the parser kept (Entry.st_fields, and DLE's own `group_weight` spelling)."""
+    source: dict[str, Any] = {}
+    if "group_weight" in entry.custom_fields:
+        source["groupWeight"] = entry.custom_fields["group_weight"]
+    source.update(entry.st_fields)
+    if raw is not None:
+        source.update({k: v for k, v in raw.items() if k in ST_ROUND_TRIP_FIELDS})
+    return source
+
+
+def _kept_fields(source: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
     """The ST fields the note kept, in ST names, validated."""
-    source: dict[str, Any] = dict(entry.custom_fields)
-    if "group_weight" in source and "groupWeight" not in raw:  # DLE's own spelling
-        source["groupWeight"] = source["group_weight"]
-    source.update(raw)
     out: dict[str, Any] = {}
     for st_name, name, default in (*KEPT_FIELDS, ("keysecondary", "keysecondary", None)):
         if name not in source or is_default(source[name], default):
@@ -155,10 +163,10 @@ def export_entry(
 ) -> tuple[dict[str, Any], list[str]]:
     """One entry as SillyTavern writes it (its newWorldInfoEntryTemplate's fields, in its order),
     and what World Info cannot express of it."""
-    raw = raw or {}
+    source = round_trip_source(entry, raw)
     lost = _lost(entry, tags)
-    kept = _kept_fields(entry, raw, lost)
-    position = _position(entry, raw, defaults)
+    kept = _kept_fields(source, lost)
+    position = _position(entry, source, defaults)
     depth = entry.depth if entry.depth is not None else defaults.depth
     role = ROLE_NUMBERS.get(entry.role or defaults.role, 0)
     order = _whole(entry.priority)

@@ -10,8 +10,9 @@ import pytest
 from dle_desktop.core.entry import Entry, TagConfig
 from dle_desktop.core.fields import parse_field_definitions
 from dle_desktop.core.frontmatter import split_note
-from dle_desktop.core.note_parser import parse_note
+from dle_desktop.core.note_parser import ST_ROUND_TRIP_FIELDS, parse_note
 from dle_desktop.core.worldinfo import ExportDefaults, ExportLine, export_book
+from dle_desktop.core.worldinfo.convert import KEPT_FIELDS
 
 #: newWorldInfoEntryTemplate's fields in SillyTavern 1.19.0 (public/scripts/world-info.js,
 #: newWorldInfoEntryDefinition minus excludeFromTemplate), in its order.
@@ -297,9 +298,50 @@ def test_the_kept_st_fields_come_back_from_the_raw_frontmatter():
     assert line.lost == ()
 
 
-def test_without_raw_fields_the_parsers_kept_fields_come_back():
-    wi, _ = export_one("sticky: 2\ndelay: 1\ngroup: weather\ngroup_weight: 30\nselectiveLogic: 2", raw=False)
-    assert (wi["sticky"], wi["delay"], wi["group"], wi["groupWeight"], wi["selectiveLogic"]) == (2, 1, "weather", 30, 0)
+def test_without_raw_fields_the_entry_alone_carries_the_kept_fields():
+    wi, line = export_one(KEPT + "\nst_position: 0\nposition: after", raw=False)
+    with_raw, _ = export_one(KEPT + "\nst_position: 0\nposition: after")
+    assert wi == with_raw and wi["position"] == 0 and wi["selectiveLogic"] == 2
+    assert line.lost == ()
+
+
+def test_dles_own_group_weight_spelling_is_read():
+    wi, _ = export_one("group: weather\ngroup_weight: 30", raw=False)
+    assert (wi["group"], wi["groupWeight"]) == ("weather", 30)
+
+
+def test_raw_fields_win_over_what_the_parser_kept():
+    entry, data = note("sticky: 2\nst_position: 1\nposition: before")
+    book, _ = export_book([entry], raw_fields={entry.uid: {**data, "sticky": 5, "st_position": 2}})
+    assert (book["entries"]["0"]["sticky"], book["entries"]["0"]["position"]) == (5, 2)
+
+
+def test_the_parser_keeps_st_fields_apart_from_the_custom_fields():
+    entry, _ = note("st_position: 3\nselectiveLogic: 1\nsticky: 2\ncharacterFilter:\n  names: [Mira]\nera: [Founding]")
+    assert entry.st_fields == (
+        ("st_position", 3),
+        ("selectiveLogic", 1),
+        ("sticky", 2),
+        ("characterFilter", {"names": ["Mira"]}),
+    )
+    # only what the parser always kept (sticky) and the gating field are custom fields: the AI
+    # manifest, the graph and gating never see st_position or selectiveLogic
+    assert entry.custom_fields == {"era": ("Founding",), "sticky": 2}
+
+
+def test_an_entry_pickled_before_st_fields_existed_reads_them_as_empty():
+    entry, _ = note("")
+    state = dict(entry.__dict__)
+    del state["st_fields"]
+    old = Entry.__new__(Entry)
+    old.__dict__.update(state)
+    assert old.st_fields == ()
+    book, _ = export_book([old])
+    assert book["entries"]["0"]["position"] == 1
+
+
+def test_every_kept_name_is_one_the_parser_keeps():
+    assert {name for _st, name, _d in KEPT_FIELDS} | {"st_position", "keysecondary"} == ST_ROUND_TRIP_FIELDS
 
 
 def test_unselective_secondary_keys_come_back_unselective():
