@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dle_desktop import __version__
+from dle_desktop.core.changes import ChangeSet
 from dle_desktop.core.entry import TagConfig
 from dle_desktop.core.health import HealthContext, HealthReport, run_health_check
 from dle_desktop.core.index import IndexSnapshot
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from dle_desktop.vectors.embedder import LocalEmbedder
     from dle_desktop.vectors.service import VectorService
     from dle_desktop.worldinfo.service import WorldInfoService
+    from dle_desktop.worldinfo.sync import WorldInfoSync
 
 log = logging.getLogger(__name__)
 
@@ -197,6 +199,7 @@ class Engine:
         self._writer: NoteWriter | None = None  # the note writer, made on first use (see `writer`)
         self._librarian: Librarian | None = None  # made on first use (see `librarian`)
         self._worldinfo: WorldInfoService | None = None  # made on first use (see `worldinfo`)
+        self._wi_sync: WorldInfoSync | None = None  # made when a sync is on (see `wi_sync`)
         # Made here, not on first use: the GUI thread and the server's routes both reach for it,
         # and two stores over one file would each overwrite the other's records.
         self._gaps = GapStore(paths.data_dir / "librarian" / "gaps.json")
@@ -321,6 +324,26 @@ class Engine:
                 on_event=self._emit,
             )
         return self._worldinfo
+
+    @property
+    def wi_sync(self) -> WorldInfoSync:
+        """The World Info syncs of the settings: vault folders mirrored into SillyTavern books after
+        each re-index; each outcome is the `wi_sync` event."""
+        if self._wi_sync is None:
+            from dle_desktop.worldinfo.sync import WorldInfoSync
+            from dle_desktop.worldinfo.sync_host import ServiceSyncHost
+
+            host = ServiceSyncHost(self.worldinfo, lambda: self.settings, lambda: self.tag_config)
+            self._wi_sync = WorldInfoSync(host, self.paths.data_dir / "worldinfo-sync", self.settings.wi_syncs)
+            self._wi_sync.on_outcome = lambda outcome: self._emit("wi_sync", **outcome.to_json())
+        return self._wi_sync
+
+    def _follow_wi_syncs(self, first: bool, changes: ChangeSet) -> None:
+        if self._stopping or not any(c.enabled for c in self.settings.wi_syncs):
+            return
+        touched = None if first or changes.first_build else (*changes.added, *changes.removed, *changes.modified)
+        if touched is None or touched:
+            self.wi_sync.index_changed(touched)
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
         self._subscribers.append(fn)
@@ -575,6 +598,7 @@ class Engine:
         if self.last_error:
             self._emit("sync_error", message=self.last_error)
         self._emit("index", snapshot=result.snapshot, changes=result.changes, source=reason, seconds=result.seconds)
+        self._follow_wi_syncs(first, result.changes)
         if self.indexer.cache_dirty and reason != "file change":
             self.indexer.cache_dirty = False
             self._spawn(asyncio.to_thread(self.indexer.save_cache))
@@ -660,6 +684,10 @@ class Engine:
             access_kept = settings.replace(**{name: getattr(old_settings, name) for name in ACCESS_FIELDS})
             if access_kept != old_settings:
                 self._ai.clear_cache()
+        if settings.wi_syncs != old_settings.wi_syncs:
+            self.wi_sync.configs = settings.wi_syncs
+            if any(c.enabled for c in settings.wi_syncs) and self.snapshot is not None and not self._stopping:
+                self.wi_sync.index_changed(None)  # a sync turned on writes its book now
         snap = self.snapshot
         if snap is not None and not self._stopping:
             if config != old_config:

@@ -58,6 +58,7 @@ IN_PLACE_FIELDS = frozenset(
     # What the bridge's hello reports (the engine's settings); the extension acts on them.
     | {"st_vector_routing", "st_forget_deleted_chats"}
     | ACCESS_FIELDS  # the engine's settings are what the access rules are built from
+    | {"wi_syncs"}  # the World Info syncs take their new list; nothing is re-read
 ) - {"librarian_guide_tag"}  # a tag: the vaults are parsed with it
 
 

@@ -9,6 +9,7 @@ import-linter contracts check it): the few pure helpers of the engine layer the 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -30,12 +31,17 @@ from dle_desktop.engine.settings_apply import ApplyPlan
 from dle_desktop.engine.settings_apply import plan as plan_settings_change
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from dle_desktop.core.health import HealthReport
     from dle_desktop.core.pipeline.state import ChatState, EntryRef
+    from dle_desktop.core.worldinfo import ExportReport, WiBook
     from dle_desktop.librarian.service import Librarian
     from dle_desktop.state.paths import AppPaths
     from dle_desktop.state.settings import ProfileConfig, Settings
     from dle_desktop.ui.ports import RuntimePort
+    from dle_desktop.vault.writer import BatchUndo
+    from dle_desktop.worldinfo import BookListing, Collision, ImportPlan, ImportResult
 
 __all__ = [
     "ADDED",
@@ -65,6 +71,11 @@ class EngineBridge(QObject):
     #: A client of the server asked to show a view ({"view", "entry"?, "gap"?, "mode"?}); emitted
     #: on the engine thread, delivered queued on the GUI thread.
     windowRequested = Signal(dict)
+    #: A World Info import's progress: {batch, phase (writing | undoing | done | cancelled |
+    #: failed), done, total, message?}; at most ten a second while it writes.
+    wiImport = Signal(dict)
+    #: A World Info sync's outcome (`SyncOutcome.to_json()`): written, unchanged, conflict...
+    wiSync = Signal(dict)
 
     def __init__(self, runtime: RuntimePort, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -74,6 +85,7 @@ class EngineBridge(QObject):
         # Emitted on the engine thread; Qt queues them to this object's (GUI) thread.
         self._unsubscribe = self.engine.subscribe(self._on_event)
         self._detach_window: Callable[[], None] | None = None
+        self._wi_cancel: threading.Event | None = None
 
     def _on_event(self, event: EngineEvent) -> None:
         d = event.data
@@ -91,6 +103,10 @@ class EngineBridge(QObject):
             self.semantic.emit(dict(d))
         elif event.kind == "ai_breaker":
             self.aiBreaker.emit(dict(d))
+        elif event.kind == "wi_import":
+            self.wiImport.emit(dict(d))
+        elif event.kind == "wi_sync":
+            self.wiSync.emit(dict(d))
 
     async def call(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await a coroutine that runs on the engine loop."""
@@ -157,6 +173,10 @@ class EngineBridge(QObject):
     def sample_folder(self) -> str | None:
         """Where the bundled sample vault is read from, while it is the open vault."""
         return self.engine.sources[0].describe() if self.engine.using_sample_vault else None
+
+    def vault_names(self) -> list[str]:
+        """The names of every open vault (folder and Obsidian REST), in order."""
+        return list(dict.fromkeys(source.name for source in self.engine.sources))
 
     def folder_vault_names(self) -> list[str]:
         """The names of the open folder vaults, in order."""
@@ -304,3 +324,70 @@ class EngineBridge(QObject):
         """A vault note's text as it is now (None when it is gone)."""
         version = await self.call(self.engine.writer.read(vault, path))
         return version.text
+
+    # -- World Info import and export ------------------------------------------------------------
+    async def wi_list_books(
+        self, install_root: Path, user: str = "default-user", data_root: Path | None = None
+    ) -> list[BookListing]:
+        """A SillyTavern user's World Info books with their entry counts (unreadable ones with why)."""
+        return await self.call(asyncio.to_thread(self.engine.worldinfo.list_books, install_root, user, data_root))
+
+    async def wi_read_book(self, source: Path | str | bytes, name: str | None = None) -> WiBook:
+        """A book from a file, or from bytes (pasted JSON); InputError says why it is none."""
+        return await self.call(asyncio.to_thread(self.engine.worldinfo.read_book, source, name))
+
+    async def wi_plan_import(self, book: WiBook, vault: str, folder: str, collision: Collision) -> ImportPlan:
+        """The preview: one row per entry, nothing written."""
+        return await self.call(self.engine.worldinfo.plan_import(book, vault=vault, folder=folder, collision=collision))
+
+    async def wi_run_import(self, plan: ImportPlan) -> ImportResult:
+        """Write the plan; progress comes as `wiImport`. Cancelled (`wi_cancel_import`) or failed,
+        nothing of it stays (a failure raises ImportFailed, a DleError)."""
+        cancel = self._wi_cancel = threading.Event()
+        try:
+            return await self.call(self.engine.worldinfo.run_import(plan, cancel=cancel))
+        finally:
+            if self._wi_cancel is cancel:
+                self._wi_cancel = None
+
+    def wi_cancel_import(self) -> bool:
+        """Stop the import this window started (looked at between notes); False when none runs."""
+        if self._wi_cancel is None:
+            return False
+        self._wi_cancel.set()
+        return True
+
+    async def wi_undo_import(self, batch: str) -> BatchUndo:
+        """Undo a whole import; notes edited since are left and listed in `conflicts`."""
+        return await self.call(self.engine.worldinfo.undo_import(batch))
+
+    async def wi_export(
+        self, folder: str | None = None, tag: str | None = None, vault: str | None = None
+    ) -> tuple[dict[str, Any], ExportReport]:
+        """The indexed entries (filtered) as a World Info book, and what WI cannot express."""
+        return await self.call(self.engine.worldinfo.export(folder=folder, tag=tag, vault=vault))
+
+    async def wi_save_book(self, path: Path | str, book: dict[str, Any]) -> None:
+        """Write a book file atomically."""
+        from dle_desktop.worldinfo import save_book
+
+        await asyncio.to_thread(save_book, path, book)
+
+    # -- World Info sync ---------------------------------------------------------------------------
+    async def wi_sync_now(self, book_path: str, winner: str | None = None) -> dict[str, Any]:
+        """Sync one book now (`winner`: "vault" or "sillytavern" settles a conflict); its outcome."""
+
+        async def run() -> dict[str, Any]:
+            sync = self.engine.wi_sync
+            config = next((c for c in sync.configs if c.book_path == book_path), None)
+            if config is None:
+                from dle_desktop.errors import NotFound
+
+                raise NotFound(f"no World Info sync writes {book_path}")
+            return (await sync.sync(config, winner)).to_json()  # type: ignore[arg-type]  # checked by the dialog
+
+        return await self.call(run())
+
+    async def wi_sync_outcomes(self) -> list[dict[str, Any]]:
+        """The last outcome of each sync in this session."""
+        return await self.run(lambda: [o.to_json() for o in self.engine.wi_sync.outcomes.values()])

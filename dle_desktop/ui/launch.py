@@ -93,6 +93,7 @@ class DesktopApp:
         self.window.server_notice.settingsRequested.connect(lambda: self.open_settings(page="general"))
         self.window.addFolderRequested.connect(self._add_folder_dialog)
         self.window.guideRequested.connect(lambda: self.open_guide())
+        self.window.wi_actions.applyRequested.connect(self.apply_settings)  # World Info syncs turned on or off
         # The Channels and SillyTavern views are made when first shown: wired then.
         self.window.lazy.made.connect(self._wire_view)
         for key, view in self.window.lazy.made_views().items():

@@ -262,6 +262,12 @@ class MainWindow(QMainWindow):
         m.addAction(self.sillytavern_view_action)
         m.addSeparator()
         m.addAction(self.find_action)
+        m = menu.addMenu("World &Info")
+        from dle_desktop.ui.worldinfo import WorldInfoActions  # import, export and sync of ST lorebooks
+
+        self.wi_actions = WorldInfoActions(self, self.bridge)
+        self.wi_actions.add_to(m)
+        self.wi_actions.summarizeRequested.connect(self._summarize_in_librarian)
         m = menu.addMenu("&Help")
         from dle_desktop.ui.help_menu import HelpActions  # diagnostics and the log folder
 
@@ -469,6 +475,11 @@ class MainWindow(QMainWindow):
         if need is None:
             self.tabs.setCurrentWidget(self.librarian_view)
             soon(lambda: self.librarian_view.propose(action, uid))
+
+    def _summarize_in_librarian(self) -> None:
+        """After an import: the Librarian proposes a summary for each entry without one."""
+        self.tabs.setCurrentWidget(self.librarian_view)
+        soon(self.librarian_view.summarize_all)
 
     def _open_channels(self, channel: str) -> None:
         self.tabs.setCurrentWidget(self.channels_view)
