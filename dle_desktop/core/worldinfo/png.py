@@ -36,30 +36,30 @@ def _inflate(data: bytes, where: str) -> bytes:
 
 
 def _text_chunk(kind: bytes, data: bytes) -> tuple[str, bytes] | None:
-    """(keyword lowercased, text bytes) of a tEXt/zTXt/iTXt chunk; None when it is malformed."""
+    """(keyword lowercased, text bytes) of a tEXt/zTXt/iTXt chunk; None for one without a
+    keyword. Only a card chunk's text is read (and inflated); a malformed one is an error."""
     keyword, sep, rest = data.partition(b"\0")
     if not sep:
         return None
     name = keyword.decode("latin-1").lower()
     if name not in CARD_KEYWORDS:
-        return name, b""  # not ours: never decompressed
+        return name, b""
+    damaged = WorldInfoError(f"this PNG is damaged: its '{name}' {kind.decode()} chunk is malformed")
     if kind == b"tEXt":
         return name, rest
     if kind == b"zTXt":
         if not rest or rest[0] != 0:  # 0 = deflate, the only method PNG defines
-            return None
+            raise damaged
         return name, _inflate(rest[1:], name)
     # iTXt: compression flag, method, language tag \0, translated keyword \0, UTF-8 text
     if len(rest) < 2:
-        return None
+        raise damaged
     flag, method, tail = rest[0], rest[1], rest[2:]
     _language, sep1, tail = tail.partition(b"\0")
     _translated, sep2, text = tail.partition(b"\0")
-    if not (sep1 and sep2):
-        return None
+    if not (sep1 and sep2) or flag not in (0, 1) or (flag == 1 and method != 0):
+        raise damaged
     if flag == 1:
-        if method != 0:
-            return None
         text = _inflate(text, name)
     return name, text
 

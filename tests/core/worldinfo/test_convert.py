@@ -447,3 +447,53 @@ def test_the_written_note_byte_for_byte_and_as_the_parser_reads_it():
     assert (entry.scan_depth, entry.cooldown, entry.exclude_recursion, entry.constant) == (6, 2, True, True)
     assert entry.summary == ""
     assert entry.custom_fields == {"sticky": 3, "group": "weather"}
+
+
+def test_a_character_book_entry_maps_through_sillytaverns_names():
+    card = {
+        "spec": "chara_card_v3",
+        "data": {
+            "name": "Mira",
+            "character_book": {
+                "entries": [
+                    {
+                        "id": 3,
+                        "keys": ["lighthouse"],
+                        "secondary_keys": ["fog"],
+                        "comment": "Lamp",
+                        "content": "The lamp burns whale oil.",
+                        "selective": True,
+                        "insertion_order": 40,
+                        "enabled": True,
+                        "position": "before_char",
+                        "extensions": {"position": 4, "depth": 2, "role": 1, "sticky": 2, "group_weight": 30},
+                    },
+                    {"keys": ["gull"], "secondary_keys": ["shore"], "content": "Loud.", "position": "before_char"},
+                ]
+            },
+        },
+    }
+    first, second = convert_book(read_book_value(card, name="Mira"))
+    assert list(first.fields.items()) == [
+        ("type", "lore"),
+        ("status", "active"),
+        ("tags", ["lorebook"]),
+        ("keys", ["lighthouse"]),
+        ("refine_keys", ["fog"]),
+        ("priority", 40),
+        ("position", "in_chat"),
+        ("st_position", 4),
+        ("depth", 2),
+        ("role", "user"),
+        ("sticky", 2),
+        ("groupWeight", 30),
+    ]
+    assert (first.uid, first.kept) == ("3", ("sticky", "groupWeight"))
+    # no `selective` (a card's default is off, as SillyTavern reads it) and no insertion_order
+    assert (second.uid, second.title) == ("1", "gull")
+    assert list(second.fields.items())[4:] == [
+        ("priority", 50),
+        ("position", "after"),
+        ("st_position", 0),
+        ("keysecondary", ["shore"]),
+    ]

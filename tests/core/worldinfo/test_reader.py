@@ -209,6 +209,30 @@ def test_a_ztxt_card_that_does_not_inflate():
         read_book_bytes(png(broken), name="m")
 
 
+@pytest.mark.parametrize(
+    ("kind", "data"),
+    [
+        (b"zTXt", b"chara\0\x05compressed by an unknown method"),
+        (b"iTXt", b"chara\0"),
+        (b"iTXt", b"ccv3\0\0\0no language terminator"),
+        (b"iTXt", b"chara\0\x01\x07\0\0" + zlib.compress(b"x")),
+    ],
+)
+def test_a_malformed_card_chunk_is_named(kind, data):
+    with pytest.raises(WorldInfoError, match=f"its '(chara|ccv3)' {kind.decode()} chunk is malformed"):
+        read_book_bytes(png(chunk(kind, data)), name="m")
+
+
+def test_a_text_chunk_without_a_keyword_is_ignored():
+    data = png(chunk(b"tEXt", b"no separator here"), text_chunk("chara", card_text(card_v2([CHAR_ENTRY]))))
+    assert read_book_bytes(data, name="m").entries[0].comment == "Lamp"
+
+
+def test_an_array_of_character_book_entries():
+    book = read_book_value([CHAR_ENTRY], name="b")
+    assert (book.kind, book.entries[0].uid, book.entries[0].keys) == ("array", "3", ("lighthouse",))
+
+
 def test_a_compressed_card_bigger_than_the_limit_is_refused_while_inflating():
     bomb = zlib.compress(b"A" * (MAX_BOOK_BYTES + 10), 9)  # about 50 KB of zlib
     with pytest.raises(WorldInfoError, match="more than 50 MB"):
