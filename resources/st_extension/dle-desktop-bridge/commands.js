@@ -14,6 +14,7 @@ import { guarded } from './ui.js';
 import { notepadCommand } from './notepad.js';
 import { optimizeKeys, review, summarize } from './utilities.js';
 import { newLore, reviewSuggestions, scribeHistory, scribeNow } from './writers.js';
+import { importBook } from './worldinfo.js';
 
 // arg: 'required' | 'optional' (absent: none). usage: how the argument is written.
 const COMMANDS = [
@@ -56,6 +57,8 @@ const COMMANDS = [
     { name: 'dle-summarize', run: summarize, help: 'Write summaries for the entries without one; review each in DLE Desktop.' },
     { name: 'dle-optimize-keys', usage: '<entry title>', arg: 'required', run: optimizeKeys, help: 'Propose better keys for an entry; review them in DLE Desktop.' },
     { name: 'dle-review', usage: '[question]', arg: 'optional', run: review, help: 'Ask the chat\'s model about the whole vault; only the question and the answer stay in the chat.' },
+    { name: 'dle-import', usage: '[folder]', arg: 'optional', quotes: true, run: importBook,
+        help: 'Import one of SillyTavern\'s World Info books into the vault (into the folder, if named): a preview first, then one Undo for all of it.' },
     { name: 'dle-librarian', usage: '[gap <id> | review | audit]', arg: 'optional', run: librarian, help: 'Bring DLE Desktop\'s Librarian to the front (at a gap, or in review or audit mode).' },
 ];
 
