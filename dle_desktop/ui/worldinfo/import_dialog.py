@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QStackedWidget,
     QTableView,
@@ -220,7 +221,7 @@ class WorldInfoImportDialog(QDialog):
         layout.addWidget(split, 1)
         layout.addLayout(buttons)
 
-        self.source.currentIndexChanged.connect(self.pages.setCurrentIndex)
+        self.source.currentIndexChanged.connect(self._show_page)
         self.source.currentIndexChanged.connect(lambda *_: self._invalidate())
         # The list of installed books may arrive after a file was read: only a change of the chosen
         # book while books are the source makes the preview stale.
@@ -243,9 +244,21 @@ class WorldInfoImportDialog(QDialog):
         self.summarize_button.clicked.connect(self._summarize)
         if hasattr(bridge, "wiImport"):
             bridge.wiImport.connect(self._show_progress)
+        self._show_page(0)
         self._fill_vaults()
 
     # -- choices -----------------------------------------------------------------------------
+    def _show_page(self, index: int) -> None:
+        # A stacked widget is as tall as its tallest page (the paste box): the hidden pages are
+        # told to take no room, so the one-line choices keep one line.
+        for i in range(self.pages.count()):
+            policy = QSizePolicy.Policy.Preferred if i == index else QSizePolicy.Policy.Ignored
+            page = self.pages.widget(i)
+            if page is not None:
+                page.setSizePolicy(policy, policy)
+        self.pages.setCurrentIndex(index)
+        self.pages.adjustSize()
+
     def _fill_vaults(self) -> None:
         # Notes are written into folder vaults and Obsidian REST vaults alike; the bundled sample is read-only.
         names = [] if self.bridge.using_sample_vault else list(self.bridge.vault_names())
