@@ -134,6 +134,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_st_arguments(p)
 
+    p = sub.add_parser("wi", help="SillyTavern World Info: list books, import one into the vault, export the vault")
+    from dle_desktop.cli.worldinfo import add_wi_arguments
+
+    add_wi_arguments(p)
+
     p = sub.add_parser("embed", help="embed one text with a local GGUF model and print the vector")
     from dle_desktop.cli.embed import add_embed_arguments
 
@@ -186,6 +191,10 @@ def main(argv: list[str] | None = None) -> int:
         from dle_desktop.cli.st import run_st
 
         return run_st(args)
+    if args.command == "wi":
+        from dle_desktop.cli.worldinfo import run_wi
+
+        return run_wi(args)
     if args.command == "embed":
         from dle_desktop.cli.embed import run_embed
 

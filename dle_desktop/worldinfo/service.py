@@ -66,12 +66,13 @@ class ImportFailed(WriteError):
 
 
 def export_defaults(settings: Settings) -> ExportDefaults:
-    """The global injection settings, as the fallback of a note without its own."""
+    """The global injection settings, as the fallback of a note without its own. The scan depth is
+    left to SillyTavern's own global setting (null in the book): writing ours into every entry
+    would also make import → export → import add `scanDepth` to notes that had none."""
     return ExportDefaults(
         position=POSITION_NAMES.get(settings.injection_position, "after"),
         depth=settings.injection_depth,
         role=ROLE_NAMES.get(settings.injection_role, "system"),
-        scan_depth=settings.scan_depth,
     )
 
 
@@ -224,7 +225,7 @@ class WorldInfoService:
 
     async def _overwrite(
         self, vault: str, path: str, text: str, warnings: list[str]
-    ) -> tuple[str, str | None, str | None]:
+    ) -> tuple[RowAction, str | None, str | None]:
         try:
             now = await self.writer.read(vault, path)
         except WriteError as exc:
