@@ -30,7 +30,7 @@ HARBOUR_NOTE = (
     "  - harbour\n"
     "  - docks\n"
     "priority: 120\n"
-    "position: after\n"
+    "position: before\n"
     "st_position: 0\n"
     "---\n"
     "# Harbour\n"
@@ -85,7 +85,7 @@ def test_the_preview_writes_nothing_and_the_import_writes_the_notes_byte_for_byt
     assert (run.vault / "Lore" / "Beacon.md").read_bytes() == BEACON_NOTE.encode("utf-8")
     # In the index when run_import returns, as DLE reads them.
     harbour, beacon = snapshot.find("Harbour"), snapshot.find("Beacon")
-    assert harbour.keys == ("harbour", "docks") and harbour.priority == 120 and harbour.position == "after"
+    assert harbour.keys == ("harbour", "docks") and harbour.priority == 120 and harbour.position == "before"
     assert beacon.constant and beacon.position == "in_chat" and beacon.depth == 2 and beacon.role == "user"
 
 
@@ -301,12 +301,13 @@ def test_a_crash_on_note_k_leaves_none_of_the_import_in_the_vault(run: EngineRun
     failed, history, snapshot = run.run(go)
     message = str(failed)
     assert "entry 7 of 12" in message and "No space left on device" in message and "vault is as it was" in message
-    assert len(failed.removed) == 6
+    # Entries 1-6, and any the other writers had started before the failure, were removed again.
+    assert len(failed.removed) >= 6 and len(failed.left) == 0
     assert files_under(run.vault) == ["Keep.md"]
     assert [e.title for e in snapshot.entries] == ["Keep"]
-    # Six creates, each undone by a record of its own.
-    assert sorted(r.action for r in history) == ["create"] * 6 + ["undo"] * 6
-    assert all(r.undone for r in history if r.action == "create")
+    creates = [r for r in history if r.action == "create"]
+    assert len(creates) == len(failed.removed) and all(r.undone for r in creates)
+    assert sum(r.action == "undo" for r in history) == len(creates)
 
 
 def test_cancel_mid_import_removes_what_was_written(run: EngineRun):
@@ -325,7 +326,8 @@ def test_cancel_mid_import_removes_what_was_written(run: EngineRun):
 
     result, indexed = run.run(go)
     assert result.cancelled and result.written == ()
-    assert len(result.removed) == 5 and result.left == ()
+    # The five done, and the few the other writers had started before the cancel, were removed.
+    assert 5 <= len(result.removed) < 20 and result.left == ()
     assert files_under(run.vault) == [] and indexed == 0
 
 
@@ -350,6 +352,33 @@ def test_cancel_import_by_batch_from_another_thread(run: EngineRun):
 
     result = run.run(go)
     assert result.cancelled and files_under(run.vault) == []
+
+
+def test_an_import_whose_task_is_cancelled_removes_what_it_wrote_before_it_ends(run: EngineRun):
+    """The app quitting mid-import cancels the task: the writes under way finish (recorded), then
+    every one is undone, then the cancel goes on."""
+    import asyncio
+
+    async def go(engine: Engine):
+        plan = await engine.worldinfo.plan_import(
+            WorldInfoService.read_book(many_entries(30), "Thirty"), vault=VAULT, folder="", collision="rename"
+        )
+        task: asyncio.Task | None = None
+
+        def progress(done: int, total: int) -> None:
+            if done == 4 and task is not None:
+                task.cancel()
+
+        task = asyncio.create_task(engine.worldinfo.run_import(plan, progress=progress))
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        history = engine.writer.history.recent(100)
+        return history, engine.worldinfo.running
+
+    history, running = run.run(go)
+    assert files_under(run.vault) == [] and running == ()
+    creates = [r for r in history if r.action == "create"]
+    assert creates and all(r.undone for r in creates)
 
 
 def test_undo_of_the_whole_import_and_its_refusals(run: EngineRun):

@@ -31,8 +31,11 @@ MAX_TITLE_FROM_KEYS = 50
 MAX_KEY_LENGTH = 200  # the note parser cuts longer keys; cutting here keeps the round trip stable
 HUGE_CONTENT_TOKENS = 20_000
 
-#: SillyTavern's World Info positions → DLE's, as DLE's importer maps them.
-POSITION_TO_DLE: dict[int, str] = {0: "after", 1: "before", 2: "before", 3: "after", 4: "in_chat"}
+#: SillyTavern's World Info positions → DLE's. DLE's importer maps 0 (before the character) to after
+#: and 1 (after it) to before; we map them the way round their names say, so a note keeps its place
+#: through an export and an import (the export writes before → 0, after → 1). 2 and 3 (the Author's
+#: Note, which DLE has no place for) follow DLE's table.
+POSITION_TO_DLE: dict[int, str] = {0: "before", 1: "after", 2: "before", 3: "after", 4: "in_chat"}
 POSITION_NAMES = {
     0: "before character definitions",
     1: "after character definitions",
@@ -423,7 +426,8 @@ def book_notes(book: WiBook) -> tuple[str, ...]:
         )
     if any(_int(r.get("position")) in (0, 1, 2, 3) for r in raws):
         notes.append(
-            "Positions follow DLE's import table: 0 → after, 1 → before, 2 → before, 3 → after, 4 → in_chat. "
+            "Positions: 0 (before the character) → before, 1 (after it) → after, 2 → before, 3 → after, "
+            "4 → in_chat (DLE's own importer swaps 0 and 1). "
             "The original number is kept as st_position, and an export writes it back."
         )
     return tuple(notes)

@@ -32,7 +32,7 @@ BASE = [("type", "lore"), ("status", "active"), ("tags", ["lorebook"]), ("keys",
 def test_a_plain_entry_byte_for_byte():
     s = spec(uid=3, comment="The Lighthouse", order=100, position=0)
     assert s.uid == "3" and s.title == "The Lighthouse"
-    assert list(s.fields.items()) == [*BASE, ("priority", 100), ("position", "after"), ("st_position", 0)]
+    assert list(s.fields.items()) == [*BASE, ("priority", 100), ("position", "before"), ("st_position", 0)]
     assert s.body == "# The Lighthouse\n\nThe lamp.\n"
     assert (s.kept, s.warnings) == ((), ())
     assert "summary" not in s.fields  # left empty so the app can offer Summarize
@@ -126,7 +126,7 @@ def test_the_order_direction_note_is_said_once_per_book():
     notes = book_notes(book)
     assert len(notes) == 2
     assert notes[0].startswith("SillyTavern's order becomes DLE's priority with the same number (0–999)")
-    assert notes[1].startswith("Positions follow DLE's import table: 0 → after, 1 → before")
+    assert notes[1].startswith("Positions: 0 (before the character) → before, 1 (after it) → after")
     assert not any("order" in w for s in convert_book(book) for w in s.warnings)
     assert book_notes(read_book_value([{"key": ["a"], "position": 4}], name="b")) == ()
 
@@ -134,15 +134,15 @@ def test_the_order_direction_note_is_said_once_per_book():
 @pytest.mark.parametrize(
     ("position", "expected", "warning"),
     [
-        (0, [("position", "after"), ("st_position", 0)], None),
-        (1, [("position", "before"), ("st_position", 1)], None),
+        (0, [("position", "before"), ("st_position", 0)], None),
+        (1, [("position", "after"), ("st_position", 1)], None),
         (2, [("position", "before"), ("st_position", 2)], "position 2 (top of Author's Note): DLE has no Author's"),
         (3, [("position", "after"), ("st_position", 3)], "position 3 (bottom of Author's Note): DLE has no Author's"),
         (5, [("st_position", 5)], "position 5 (top of example messages): DLE has no such place; the global"),
         (6, [("st_position", 6)], "position 6 (bottom of example messages): DLE has no such place"),
         (9, [], "position 9 is unknown; the global position applies"),
         ("left", [], "position 'left' is not a number; the global position applies"),
-        ("1", [("position", "before"), ("st_position", 1)], None),
+        ("1", [("position", "after"), ("st_position", 1)], None),
     ],
 )
 def test_the_position_table(position, expected, warning):
@@ -493,7 +493,7 @@ def test_a_character_book_entry_maps_through_sillytaverns_names():
     assert (second.uid, second.title) == ("1", "gull")
     assert list(second.fields.items())[4:] == [
         ("priority", 50),
-        ("position", "after"),
+        ("position", "before"),
         ("st_position", 0),
         ("keysecondary", ["shore"]),
     ]

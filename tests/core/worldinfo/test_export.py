@@ -175,12 +175,12 @@ def test_the_constant_tag_of_a_custom_tag_config():
         ("position: after", 1),
         ("position: in_chat", 4),
         ("", 1),  # ExportDefaults().position is after
-        ("position: after\nst_position: 0", 0),  # the import wrote both: the ST number comes back
+        ("position: before\nst_position: 0", 0),  # the import wrote both: the ST number comes back
         ("position: before\nst_position: 2", 2),
         ("position: after\nst_position: 3", 3),
         ("st_position: 5", 5),
         ("st_position: 6", 6),
-        ("position: after\nst_position: 1", 1),  # changed in the vault: the DLE position wins
+        ("position: after\nst_position: 0", 1),  # changed in the vault: the DLE position wins
         ("position: in_chat\nst_position: 0", 4),
         ("st_position: 0", 1),  # position removed in the vault: the default applies
         ("position: before\nst_position: 5", 0),
@@ -196,10 +196,10 @@ def test_the_position(frontmatter, position):
     assert wi["position"] == position
 
 
-def test_before_with_st_position_zero_is_inconsistent_and_maps_to_zero_anyway():
-    # 0 imports as after; a note saying before with st_position 0 was edited: before → 0.
-    wi, _ = export_one("position: before\nst_position: 0")
-    assert wi["position"] == 0
+def test_after_with_st_position_two_was_edited_and_the_dle_position_wins():
+    # 2 (top of the Author's Note) imports as before; a note saying after was moved in the vault.
+    wi, _ = export_one("position: after\nst_position: 2")
+    assert wi["position"] == 1
 
 
 def test_an_outlet_carries_its_name():
@@ -299,8 +299,8 @@ def test_the_kept_st_fields_come_back_from_the_raw_frontmatter():
 
 
 def test_without_raw_fields_the_entry_alone_carries_the_kept_fields():
-    wi, line = export_one(KEPT + "\nst_position: 0\nposition: after", raw=False)
-    with_raw, _ = export_one(KEPT + "\nst_position: 0\nposition: after")
+    wi, line = export_one(KEPT + "\nst_position: 0\nposition: before", raw=False)
+    with_raw, _ = export_one(KEPT + "\nst_position: 0\nposition: before")
     assert wi == with_raw and wi["position"] == 0 and wi["selectiveLogic"] == 2
     assert line.lost == ()
 

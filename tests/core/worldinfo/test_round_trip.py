@@ -15,7 +15,14 @@ from dle_desktop.core.entry import Entry, Skip
 from dle_desktop.core.fields import DEFAULT_DEFINITIONS, FieldDefinitions, parse_field_definitions
 from dle_desktop.core.frontmatter import split_note
 from dle_desktop.core.note_parser import parse_note
-from dle_desktop.core.worldinfo import NoteSpec, convert_book, export_book, read_book_bytes, read_book_value
+from dle_desktop.core.worldinfo import (
+    ExportDefaults,
+    NoteSpec,
+    convert_book,
+    export_book,
+    read_book_bytes,
+    read_book_value,
+)
 from dle_desktop.vault.frontmatter_edit import compose_note
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -176,18 +183,16 @@ def test_the_sample_vault_round_trips():
     assert [e.priority for e in again] == [min(max(round(e.priority), 0), 999) for e in originals]
 
 
-def test_the_sample_vaults_positions_after_a_trip_through_sillytavern():
-    """DLE's import table maps ST 0 (before the character) to after and 1 to before, while the
-    export writes before → 0 and after → 1, so a note that leaves the vault comes back with
-    before and after swapped (in-chat and outlets are kept). The note then carries st_position,
-    and every later trip keeps it."""
+def test_the_sample_vaults_positions_survive_a_trip_through_sillytavern():
+    """before → 0 → before and after → 1 → after (DLE's own importer would swap them); a note
+    without a position of its own comes back with the global default written out."""
     entries, raw, definitions = sample_vault()
     book, _ = export_book(entries, raw_fields=raw)
     again, _, _ = write_and_read(import_book(book), definitions)
-    swapped = {"before": "after", "after": "before", "in_chat": "in_chat", None: "before"}
     originals = [e for e in entries if not e.guide]
-    assert any(e.position in ("before", "after") for e in originals)
-    assert [e.position for e in again] == [None if e.outlet else swapped[e.position] for e in originals]
+    assert any(e.position == "before" for e in originals) and any(e.position == "after" for e in originals)
+    default = ExportDefaults().position
+    assert [e.position for e in again] == [None if e.outlet else e.position or default for e in originals]
 
 
 def test_the_sample_vaults_report_names_what_world_info_cannot_do():

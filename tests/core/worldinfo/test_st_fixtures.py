@@ -32,8 +32,9 @@ CARD_FILES = {
     f"{SPEC['character']}.v2.json": "card-v2",
     f"{SPEC['character']}.v3.json": "card-v3",
 }
-#: dle-behaviour §5.8: ST position → DLE position (5 and 6 have no DLE place; 7 is an outlet).
-DLE_POSITION = {0: "after", 1: "before", 2: "before", 3: "after", 4: "in_chat"}
+#: ST position → DLE position (5 and 6 have no DLE place; 7 is an outlet). DLE's own importer swaps
+#: 0 and 1; ours maps them the way round their names say (core/worldinfo/convert.py).
+DLE_POSITION = {0: "before", 1: "after", 2: "before", 3: "after", 4: "in_chat"}
 ROLE = {0: "system", 1: "user", 2: "assistant"}
 #: Fields SillyTavern's card conversion (convertWorldInfoToCharacterBook) does not carry.
 NOT_IN_CARDS = {"addMemo", "characterFilter"}
