@@ -50,6 +50,10 @@ IMPORT_FEATURE = "wi-import"
 UNDO_FEATURE = "wi-import-undo"
 #: Progress events reach the window at most this often (the callback still hears every note).
 EVENT_INTERVAL_S = 0.1
+#: Notes an import writes at once. Measured here (2 cores, ext4): 1,000 notes take 3.5 s one at a
+#: time, 1.35 s four at a time, 1.15 s eight at a time; four leave the engine's worker threads
+#: (six on two cores) room for everything else.
+WRITERS = 4
 
 ProgressFn = Callable[[int, int], None]
 EventFn = Callable[..., None]
@@ -265,9 +269,12 @@ class WorldInfoService:
         progress: ProgressFn | None = None,
         cancel: threading.Event | None = None,
     ) -> ImportResult:
-        """Write the plan's rows in order, as one batch, re-indexed once at the end. `progress` hears
-        (rows done, rows) after each row; `cancel` is looked at between notes. Cancelled, or failed
-        on any note: what was written is undone and nothing of the import stays."""
+        """Write the plan's rows as one batch, re-indexed once at the end. `progress` hears (rows
+        done, rows) after each row; `cancel` is looked at before each note is started. Cancelled,
+        or failed on any note: what was written is undone and nothing of the import stays.
+
+        A few notes are written at once (WRITERS): each write waits mostly on the disk (fsync of
+        the note, of its folder, of the history), and those waits overlap."""
         if self.writer.history is None:
             raise WriteRefused("no write history is kept, so an import could not be undone; nothing written")
         if plan.vault in self.writer.read_only:
@@ -276,35 +283,57 @@ class WorldInfoService:
         cancel = cancel if cancel is not None else threading.Event()
         self._running[batch] = cancel
         total = len(plan.rows)
-        written: list[str] = []
-        skipped: list[str] = []
+        finished: list[int] = []  # positions of the rows done, in the order they finished
+        failure: list[tuple[int, PlanRow, Exception]] = []
+        rows = iter(enumerate(plan.rows))
         last_event = 0.0
+
+        async def writer() -> None:
+            nonlocal last_event
+            for position, row in rows:  # one iterator shared by the writers: each row is taken once
+                if failure or cancel.is_set():
+                    return
+                try:
+                    await self._write_row(plan.vault, row, batch)
+                except Exception as exc:  # noqa: BLE001 - any failure stops the import; re-raised as ImportFailed
+                    failure.append((position, row, exc))
+                    return
+                finished.append(position)
+                done = len(finished)
+                if progress is not None:
+                    progress(done, total)
+                now = time.monotonic()
+                if done == total or now - last_event >= EVENT_INTERVAL_S:
+                    last_event = now
+                    self._event(batch=batch, phase="writing", done=done, total=total)
+
         self._event(batch=batch, phase="writing", done=0, total=total)
         try:
             async with self.writer.deferred_reindex():
-                done, row = 0, None
+                tasks = [asyncio.create_task(writer()) for _ in range(min(WRITERS, max(total, 1)))]
                 try:
-                    for done, row in enumerate(plan.rows, start=1):
-                        if cancel.is_set():
-                            return await self._cancelled(batch, total, written, skipped)
-                        await self._write_row(plan.vault, row, batch)
-                        (skipped if row.action == "skip" else written).append(row.path)
-                        if progress is not None:
-                            progress(done, total)
-                        now = time.monotonic()
-                        if done == total or now - last_event >= EVENT_INTERVAL_S:
-                            last_event = now
-                            self._event(batch=batch, phase="writing", done=done, total=total)
-                except (Exception, asyncio.CancelledError) as exc:
+                    # asyncio.wait, not gather: a cancel of this task must not cut a write short
+                    # (its thread would finish it unrecorded); the writers finish theirs first.
+                    await asyncio.wait(tasks)
+                except asyncio.CancelledError:
+                    cancel.set()
+                    await asyncio.wait(tasks)
+                    await self._take_back(batch, total)
+                    self._event(batch=batch, phase="failed", done=len(finished), total=total, message="cancelled")
+                    raise
+                if failure:
+                    position, row, exc = min(failure, key=lambda f: f[0])
                     undo = await self._take_back(batch, total)
-                    self._event(batch=batch, phase="failed", done=len(written), total=total, message=str(exc))
-                    if isinstance(exc, asyncio.CancelledError):
-                        raise
-                    raise self._failure(batch, total, row, done, len(written), exc, undo) from exc
+                    self._event(batch=batch, phase="failed", done=len(finished), total=total, message=str(exc))
+                    raise self._failure(batch, total, row, position + 1, len(finished), exc, undo) from exc
+                if len(finished) < total:
+                    return await self._cancelled(batch, total, len(finished), plan)
         finally:
             self._running.pop(batch, None)
         self._event(batch=batch, phase="done", done=total, total=total)
-        return ImportResult(batch, tuple(written), tuple(skipped), cancelled=False)
+        written = tuple(r.path for r in plan.rows if r.action != "skip")
+        skipped = tuple(r.path for r in plan.rows if r.action == "skip")
+        return ImportResult(batch, written, skipped, cancelled=False)
 
     async def _write_row(self, vault: str, row: PlanRow, batch: str) -> None:
         if row.action == "skip":
@@ -322,11 +351,12 @@ class WorldInfoService:
         self._event(batch=batch, phase="undoing", done=0, total=total)
         return await self.writer.undo_batch(batch, feature=UNDO_FEATURE)
 
-    async def _cancelled(self, batch: str, total: int, written: list[str], skipped: list[str]) -> ImportResult:
+    async def _cancelled(self, batch: str, total: int, done: int, plan: ImportPlan) -> ImportResult:
         undo = await self._take_back(batch, total)
-        self._event(batch=batch, phase="cancelled", done=len(written), total=total)
+        self._event(batch=batch, phase="cancelled", done=done, total=total)
         removed = tuple(r.path for r in undo.undone)
-        return ImportResult(batch, (), tuple(skipped), cancelled=True, removed=removed, left=_left_lines(undo))
+        skipped = tuple(r.path for r in plan.rows if r.action == "skip")
+        return ImportResult(batch, (), skipped, cancelled=True, removed=removed, left=_left_lines(undo))
 
     @staticmethod
     def _failure(
