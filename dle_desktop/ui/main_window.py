@@ -268,6 +268,8 @@ class MainWindow(QMainWindow):
         self.wi_actions = WorldInfoActions(self, self.bridge)
         self.wi_actions.add_to(m)
         self.wi_actions.summarizeRequested.connect(self._summarize_in_librarian)
+        self.vault_view.worldInfoImportRequested.connect(lambda folder: self.wi_actions.open_import(folder))
+        self.vault_view.worldInfoExportRequested.connect(lambda folder: self.wi_actions.open_export(folder))
         m = menu.addMenu("&Help")
         from dle_desktop.ui.help_menu import HelpActions  # diagnostics and the log folder
 

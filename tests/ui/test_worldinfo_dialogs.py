@@ -214,3 +214,27 @@ def test_the_sync_dialog_lists_the_syncs_and_settles_a_conflict(make_desktop, va
     qloop.run_until_complete(dialog.resolve("vault"))
     assert not dialog.vault_wins.isVisible()
     assert "Edited in SillyTavern." not in book_path.read_text(encoding="utf-8")
+
+
+def test_the_vault_views_context_menu_opens_them_for_the_entrys_folder(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy)
+    ready(desk, qloop)
+    view = desk.window.vault_view
+    view.worldInfoImportRequested.emit("Places")
+    assert desk.window.wi_actions.dialog.folder_edit.text() == "Places"
+    view.worldInfoExportRequested.emit("Places")
+    export = desk.window.wi_actions.dialog
+    qloop.run_until_complete(wait_for(lambda: export.save_button.isEnabled(), what="the folder's export preview"))
+    assert export._folder() == "Places"
+    places = sum(e.path.startswith("Places/") and not e.guide for e in desk.runtime.engine.snapshot.entries)
+    assert export.summary.text().startswith(f"{places} entries become")
+
+
+def test_the_welcome_pages_link_opens_the_import(make_desktop, vault_copy, qloop):
+    from PySide6.QtCore import QUrl
+
+    desk = make_desktop(vault_copy)
+    ready(desk, qloop)
+    assert "wi:import" in desk.window.vault_view.detail.toHtml()
+    desk.window.vault_view.detail.anchorClicked.emit(QUrl("wi:import"))
+    assert desk.window.wi_actions.dialog.objectName() == "wi-import-dialog"

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QMenu,
     QPushButton,
     QSplitter,
     QStyle,
@@ -50,7 +51,9 @@ TITLE_PADDING = 2
 KEYS_MIN = 120
 
 WELCOME = """<h2>DLE Desktop</h2><p>Select an entry on the left to see its fields, links and the exact
-text that would be injected. The health check below lists problems in the vault, each with what to do.</p>"""
+text that would be injected. The health check below lists problems in the vault, each with what to do.</p>
+<p>Lore in SillyTavern World Info books? <a href="wi:import">Import them</a> (World Info menu, Ctrl+Shift+I);
+right-click a folder's entry to import into that folder or export it as a book.</p>"""
 
 
 class VaultView(QWidget):
@@ -59,6 +62,9 @@ class VaultView(QWidget):
     entryActionRequested = Signal(str, str)
     #: where the Channels view should open (from `ai_notice`): a channel, or "" for the profile list
     channelsRequested = Signal(str)
+    #: World Info in or out of a folder ("" for the whole vault): the table's context menu
+    worldInfoImportRequested = Signal(str)
+    worldInfoExportRequested = Signal(str)
 
     def __init__(self, parent=None, test_runner=None) -> None:
         super().__init__(parent)
@@ -106,6 +112,8 @@ class VaultView(QWidget):
         self.column_menu = ColumnMenu(self.table, always=0, auto=(6,))  # Vault shows itself with two vaults
         self.table.selectionModel().currentRowChanged.connect(self._current_changed)
         self.tips = CutTextTips(self.table)
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._table_menu)
 
         self.detail = QTextBrowser()
         self.detail.setOpenLinks(False)
@@ -352,9 +360,24 @@ class VaultView(QWidget):
         if uid:
             self._show(uid)
 
+    def _table_menu(self, pos) -> None:
+        """Right-click on an entry: World Info in or out of its folder."""
+        entry = self.model.entry(self.proxy.mapToSource(self.table.indexAt(pos)).row())
+        folder = (entry.folder or "") if entry is not None else ""
+        where = f"“{folder}”" if folder else "the vault's top folder"
+        menu = QMenu(self.table)
+        menu.addAction(f"Import World Info into {where}…", lambda: self.worldInfoImportRequested.emit(folder))
+        menu.addAction(
+            f"Export {where if folder else 'the vault'} as World Info…",
+            lambda: self.worldInfoExportRequested.emit(folder),
+        )
+        menu.exec(self.table.viewport().mapToGlobal(pos))
+
     def _anchor_clicked(self, url: QUrl) -> None:
         text = url.toString()
-        if text.startswith("entry:"):
+        if text == "wi:import":
+            self.worldInfoImportRequested.emit("")
+        elif text.startswith("entry:"):
             self.select_uid(unquote(text[len("entry:") :]))
 
     def _filter_changed(self, text: str) -> None:

@@ -54,11 +54,11 @@ class WorldInfoActions(QObject):
         soon(dialog.load_books)
         return self._show(dialog)
 
-    def open_export(self) -> Any:
+    def open_export(self, folder: str = "") -> Any:
         from dle_desktop.ui.widgets.async_util import soon
         from dle_desktop.ui.worldinfo.export_dialog import WorldInfoExportDialog
 
-        dialog = WorldInfoExportDialog(self.bridge, self.window)
+        dialog = WorldInfoExportDialog(self.bridge, self.window, folder=folder)
         soon(dialog.load_folders)
         return self._show(dialog)
 

@@ -62,13 +62,14 @@ class LossModel(QAbstractTableModel):
 
 
 class WorldInfoExportDialog(QDialog):
-    def __init__(self, bridge: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, bridge: Any, parent: QWidget | None = None, folder: str = "") -> None:
         super().__init__(parent)
         self.bridge = bridge
         self.setWindowTitle("Export as a SillyTavern World Info book")
         self.setObjectName("wi-export-dialog")
         self.resize(900, 560)
         self.book: dict[str, Any] | None = None
+        self._wanted_folder = folder
         self.vault_combo = QComboBox()
         self.folder_combo = QComboBox()
         self.folder_combo.setEditable(True)
@@ -129,6 +130,13 @@ class WorldInfoExportDialog(QDialog):
         for f in folders:  # the folders of every open vault (a folder missing from this one exports nothing)
             if f.get("path"):
                 self.folder_combo.addItem(f"{f['path']} ({f.get('entries', '?')} entries)", f["path"])
+        if self._wanted_folder:  # opened for one folder (the Vault view's context menu)
+            index = self.folder_combo.findData(self._wanted_folder)
+            if index >= 0:
+                self.folder_combo.setCurrentIndex(index)
+            else:
+                self.folder_combo.setEditText(self._wanted_folder)
+            self._wanted_folder = ""
         self.folder_combo.blockSignals(False)
         await self.preview()
 
