@@ -31,6 +31,7 @@ REQUEST_BODIES: dict[str, type[schemas.RequestModel]] = {
 
 _PLAN_ERRORS = {
     **BODY_ERRORS,
+    "413": error_answer("the body is over 50 MiB (no World Info book is that big) or over the server's limit"),
     "403": error_answer("the vault is read-only (or keeps no write history to undo an import with)"),
     "404": error_answer("no vault has that name"),
     "409": error_answer("no vault is open"),

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from dle_desktop.core.worldinfo import WiBook, WorldInfoError, read_book_value
+from dle_desktop.core.worldinfo import MAX_BOOK_BYTES, WiBook, WorldInfoError, read_book_value
 from dle_desktop.errors import InputError, NotAvailableHere, NotFound, WriteConflict
 from dle_desktop.server.routes_chat import read_json
 from dle_desktop.server.schemas import parse_body, parse_query
@@ -36,6 +36,18 @@ if TYPE_CHECKING:
 API = "/api/dle/v1"
 WORLDINFO = f"{API}/worldinfo"
 UNNAMED = "unnamed book"
+
+
+def _too_large(request_size: int) -> JSONResponse | None:
+    """The answer to a body bigger than a book may be, before it is parsed (the server's own body
+    limit is larger: it serves other routes too)."""
+    if request_size <= MAX_BOOK_BYTES:
+        return None
+    message = (
+        f"the book is {request_size / (1024 * 1024):.0f} MB; a World Info book is at most "
+        f"{MAX_BOOK_BYTES // (1024 * 1024)} MB, so it was not read (nothing was imported)"
+    )
+    return JSONResponse({"error": message}, status_code=413)
 
 
 def _worldinfo(request: Request) -> WorldInfoPort:
@@ -104,12 +116,18 @@ def preview_json(book: WiBook, plan: ImportPlan) -> dict[str, Any]:
 
 
 async def preview(request: Request) -> JSONResponse:
+    refused = _too_large(len(await request.body()))
+    if refused is not None:
+        return refused
     body = parse_body(WorldInfoImportRequest, await read_json(request))
     book, plan = await _plan(request, body)
     return JSONResponse(preview_json(book, plan))
 
 
 async def run_import(request: Request) -> JSONResponse:
+    refused = _too_large(len(await request.body()))
+    if refused is not None:
+        return refused
     body = parse_body(WorldInfoImportConfirm, await read_json(request))
     _book_read, plan = await _plan(request, body)
     if body.digest is not None and body.digest != plan_digest(plan):

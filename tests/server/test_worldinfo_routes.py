@@ -155,3 +155,12 @@ def test_the_vault_exports_as_a_book_with_its_report(live):
     assert nothing.status_code == 404 and "nothing to export" in nothing.json()["error"]
     bad = live.client.get(f"{API}/export", params={"folder": "../up"})
     assert bad.status_code == 400 and "is not a folder inside the vault" in bad.json()["error"]
+
+
+def test_a_book_over_50_mb_is_refused_unread(live):
+    before = _notes(live.vault)
+    huge = b'{"book": {"entries": {"0": {"key": ["x"], "content": "' + b"x" * (51 * 1024 * 1024) + b'"}}}}'
+    answer = live.client.post(f"{API}/import/preview", content=huge, headers={"Content-Type": "application/json"})
+    assert answer.status_code == 413
+    assert "at most 50 MB" in answer.json()["error"] and "nothing was imported" in answer.json()["error"]
+    assert _notes(live.vault) == before
