@@ -25,6 +25,8 @@ def check_folder(folder: str) -> str:
         rel = check_relative_path(text)
     except VaultPathError as exc:
         raise InputError(f"the import folder {folder!r} is not a folder inside the vault: {exc}") from None
+    if any(len(part.encode("utf-8")) > MAX_NAME_BYTES for part in rel.split("/")):
+        raise InputError(f"the import folder {folder!r} has a name longer than {MAX_NAME_BYTES} bytes")
     if any(part.startswith(".") for part in rel.split("/")):
         raise InputError(
             f"the import folder {folder!r} has a name starting with '.', which the index skips (the notes "

@@ -413,7 +413,9 @@ def test_undo_of_the_whole_import_and_its_refusals(run: EngineRun):
 # -- refusals before anything is written -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("folder", ["../outside", "/abs", "Lore/../..", ".hidden", "Lore/.obsidian", "C:\\x"])
+@pytest.mark.parametrize(
+    "folder", ["../outside", "/abs", "Lore/../..", ".hidden", "Lore/.obsidian", "C:\\x", "a\x00b", "x" * 256]
+)
 def test_a_folder_outside_the_vault_or_hidden_is_refused(run: EngineRun, folder: str):
     async def go(engine: Engine):
         with pytest.raises(InputError, match="import folder"):
