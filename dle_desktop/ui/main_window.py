@@ -50,21 +50,21 @@ ROWS_OFF_THREAD = 2000
 PRELOAD_DELAY_MS = 1500
 
 
-def _prepare_rows(snapshot, sort_column: int) -> PreparedRows:
+def _prepare_rows(snapshot) -> PreparedRows:
     """Off the GUI thread: the table's rows, and the lookups the entry detail uses (its links by
     title, its backlinks). The selection is shown again as soon as the rows are, and working the
     lookups out then, at 10,000 entries, held the window for half a second."""
     snapshot.by_title, snapshot.backlinks  # noqa: B018 - worked out once and kept by the snapshot
-    return PreparedRows.of(snapshot.entries, sort_column)
+    return PreparedRows.of(snapshot.entries)
 
 
-def _prepare_partial(entries, sort_column: int) -> tuple[IndexSnapshot, PreparedRows]:
+def _prepare_partial(entries) -> tuple[IndexSnapshot, PreparedRows]:
     """Off the GUI thread: a snapshot of a first index's notes read so far, and its rows."""
     by_vault: dict[str, list] = {}
     for e in entries:
         by_vault.setdefault(e.vault, []).append(e)
     snapshot = build_snapshot([VaultSlice(name, tuple(group)) for name, group in by_vault.items()])
-    return snapshot, _prepare_rows(snapshot, sort_column)
+    return snapshot, _prepare_rows(snapshot)
 
 
 class MainWindow(QMainWindow):
@@ -369,13 +369,13 @@ class MainWindow(QMainWindow):
         soon(lambda: self._show_partial(entries, seen))
 
     async def _show_partial(self, entries, seen: int) -> None:
-        snapshot, prepared = await asyncio.to_thread(_prepare_partial, entries, self.vault_view.sort_column())
+        snapshot, prepared = await asyncio.to_thread(_prepare_partial, entries)
         if seen == self._indexes_seen and self._snapshot is None:
             self.vault_view.set_snapshot(snapshot, prepared)
             self.index_label.setText(f"Indexing… {len(snapshot)} entries read so far")
 
     async def _show_index_prepared(self, snapshot, source: str, seen: int) -> None:
-        prepared = await asyncio.to_thread(_prepare_rows, snapshot, self.vault_view.sort_column())
+        prepared = await asyncio.to_thread(_prepare_rows, snapshot)
         if seen == self._indexes_seen:  # else a newer index is on its way and shows instead
             self._show_index(snapshot, source, prepared)
 

@@ -19,12 +19,13 @@ def test_prepared_rows_are_the_models_own(make_desktop, vault_copy, qloop):
     async def scenario():
         await wait_for(lambda: view.model.rowCount() == 61, what="index")
         entries = view.snapshot.entries
-        prepared = PreparedRows.of(entries, sort_column=0)
+        prepared = PreparedRows.of(entries)
         own = view.model
         assert prepared.search == own.search_texts()
         assert prepared.rows == {e.uid: i for i, e in enumerate(entries)}
         assert prepared.sort_keys[0] == own.sort_keys(0)
-        assert PreparedRows.of(entries, sort_column=8).sort_keys == {}  # usage: read on the GUI thread
+        assert all(prepared.sort_keys[c] == own.sort_keys(c) for c in range(7))  # every column ahead
+        assert 8 not in prepared.sort_keys  # usage: read on the GUI thread when sorted by
 
     qloop.run_until_complete(scenario())
 

@@ -57,8 +57,8 @@ def last_injected_text(stamp: float | None, now: float | None = None) -> str:
 @dataclass(frozen=True)
 class PreparedRows:
     """A snapshot's rows worked out ahead, off the GUI thread (at 10,000 entries building them
-    on the GUI thread held it for about 200 ms): what the filter matches, and the sort keys of
-    the column the table is sorted by."""
+    on the GUI thread held it for about 200 ms): what the filter matches, and every column's
+    sort keys."""
 
     entries: list[Entry]
     search: list[str]
@@ -66,11 +66,12 @@ class PreparedRows:
     sort_keys: dict[int, list[Any]]
 
     @classmethod
-    def of(cls, entries: Sequence[Entry], sort_column: int = -1) -> PreparedRows:
+    def of(cls, entries: Sequence[Entry]) -> PreparedRows:
         listed = list(entries)
-        keys = {}
-        if 0 <= sort_column < len(COLUMNS) and sort_column not in USAGE_COLUMNS:  # usage: read on the GUI thread
-            keys[sort_column] = [entry_sort_key(e, sort_column) for e in listed]
+        # Every column's keys, not just the sorted one's: a click on another header then sorts
+        # without reading 10,000 entries on the GUI thread. Usage columns change with every
+        # generation and are read when sorted by.
+        keys = {column: [entry_sort_key(e, column) for e in listed] for column in range(USAGE_COLUMNS[0])}
         return cls(listed, [search_text(e) for e in listed], {e.uid: i for i, e in enumerate(listed)}, keys)
 
 
