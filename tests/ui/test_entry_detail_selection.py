@@ -137,3 +137,25 @@ def test_a_note_that_really_left_says_so_until_another_entry_is_picked(view, tmp
     assert "Tidewriting" not in [view.proxy.index(r, 0).data() for r in range(view.proxy.rowCount())]
     select(view, after, "The Old Harbour")
     assert "no longer in the vault" not in detail(view) and "Places/Old Harbour.md" in detail(view)
+
+
+def test_a_filter_keystroke_that_keeps_the_entry_shown_does_not_lay_its_page_out_again(view, tmp_path):
+    folder = tmp_path / "vault"
+    shutil.copytree(SAMPLE, folder)
+    snapshot = index(folder)
+    view.set_snapshot(snapshot)
+    tide = next(e for e in snapshot.entries if e.title == "Tidewriting")
+    assert view.select_uid(tide.uid)
+    laid_out = []
+    real = view.detail.setHtml
+    view.detail.setHtml = lambda html: (laid_out.append(html), real(html))  # type: ignore[method-assign]
+    for text in ("t", "ti", "tid", "tide"):
+        view.filter.setText(text)
+    assert laid_out == []  # the same entry, the same page
+    assert "Tidewriting" in view.detail.toPlainText()
+    view.filter.setText("tidez")  # hides it: the page says so
+    assert len(laid_out) == 1 and "hidden by the filter" in view.detail.toPlainText()
+    view.filter.clear()
+    assert len(laid_out) == 2 and "Tidewriting" in view.detail.toPlainText()
+    view.set_snapshot(index(folder))  # a new index: its own page, made anew
+    assert len(laid_out) == 3

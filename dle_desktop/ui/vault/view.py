@@ -119,6 +119,7 @@ class VaultView(QWidget):
         self.detail.setOpenLinks(False)
         self.detail.anchorClicked.connect(self._anchor_clicked)
         self.detail.setHtml(WELCOME)
+        self._detail_key: tuple[object, object, str] | None = None  # what the page shows (see _set_detail)
 
         self.health = HealthPanel()
         self.health.entryActivated.connect(self.select_entry)
@@ -307,6 +308,7 @@ class VaultView(QWidget):
         self.summarize_button.setEnabled(shown)
 
     def _say(self, text: str) -> None:
+        self._detail_key = None
         self.detail.setHtml(f"{WELCOME}<p><i>{escape(text)}</i></p>")
 
     def show_entry(self, uid: str) -> bool:
@@ -345,13 +347,24 @@ class VaultView(QWidget):
         entry = self.snapshot.by_uid.get(uid)
         if entry is not None:
             self.entry_history.show_note(entry.vault, entry.path)
-            self.detail.setHtml(render_entry(entry, self.snapshot, self.entry_history.html()))
+            self._set_detail(entry)
+
+    def _set_detail(self, entry: Entry) -> None:
+        """Render the entry's page, unless that very page is on screen: every filter keystroke
+        shows the chosen entry again, and laying out its page anew took tens of milliseconds."""
+        assert self.snapshot is not None
+        history = self.entry_history.html()
+        key = (entry, self.snapshot, history)
+        if self._detail_key is not None and all(a is b for a, b in zip(key, self._detail_key, strict=True)):
+            return
+        self._detail_key = key
+        self.detail.setHtml(render_entry(entry, self.snapshot, history))
 
     def _render_current(self) -> None:
         uid = self.current_uid()
         entry = self.snapshot.by_uid.get(uid) if self.snapshot is not None and uid else None
         if entry is not None and self.snapshot is not None and self.entry_history.note == (entry.vault, entry.path):
-            self.detail.setHtml(render_entry(entry, self.snapshot, self.entry_history.html()))
+            self._set_detail(entry)
 
     def set_write_access(self, access) -> None:
         """Where the entry detail reads write history and undoes writes (the engine's note writer)."""
