@@ -395,6 +395,8 @@ class Engine:
         self._stopping = True
         if self.watcher:
             self.watcher.stop()
+        if self._wi_sync is not None:
+            await self._wi_sync.close()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

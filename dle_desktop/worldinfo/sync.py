@@ -198,6 +198,7 @@ class WorldInfoSync:
         self._running: asyncio.Task[Any] | None = None
         self._lock = asyncio.Lock()
         self.on_outcome: Callable[[SyncOutcome], None] | None = None
+        self._closed = False
 
     # -- the record ----------------------------------------------------------------------------
     def _record_path(self, config: WiSyncConfig) -> Path:
@@ -244,7 +245,19 @@ class WorldInfoSync:
 
     def _start_all(self) -> None:
         self._pending = None
-        self._running = asyncio.get_running_loop().create_task(self.sync_all())
+        if not self._closed:
+            self._running = asyncio.get_running_loop().create_task(self.sync_all())
+
+    async def close(self) -> None:
+        """Stop: a rewrite not started yet is dropped, one under way is cancelled (the book is
+        replaced atomically or not at all). Called by the engine when it stops."""
+        self._closed = True
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
+        if self._running is not None and not self._running.done():
+            self._running.cancel()
+            await asyncio.gather(self._running, return_exceptions=True)
 
     async def sync_all(self) -> list[SyncOutcome]:
         return [await self.sync(c) for c in self.configs if c.enabled]

@@ -306,3 +306,18 @@ def test_the_digest_ignores_formatting_and_key_order():
     b = json.loads(json.dumps({"entries": {"0": {"content": "c", "key": ["x"], "uid": 0}}}, indent=2))
     assert book_digest(a) == book_digest(b)
     assert book_digest(a) != book_digest({"entries": {"0": {"uid": 0, "key": ["y"], "content": "c"}}})
+
+
+def test_a_stopped_engine_writes_no_book_after_it(tmp_path):
+    run, book_path = make_run(tmp_path)
+
+    async def go(engine: Engine) -> None:
+        await settled(engine, book_path, lambda b: len(b["entries"]) == 2)
+        sync, _config = sync_of(engine)
+        sync.index_changed(None)  # a rewrite is due in SETTLE_S...
+        await sync.close()  # ...and the engine stops first
+        book_path.unlink()
+        await asyncio.sleep(SETTLE_S * 2)
+        assert not book_path.exists()
+
+    run.run(go)
