@@ -141,6 +141,7 @@ def _to_yaml(value: Any, style: str | None, lists: _ListStyle, flow_map: bool, f
 #: quote one), and not a word YAML 1.1 reads as a boolean or null.
 _SAFE_PLAIN = re.compile(r"[^\W\d_][\w .,'()/-]*")
 _SAFE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_PLAIN_FLOAT = re.compile(r"-?[0-9]+\.[0-9]+")
 _YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
 
 
@@ -149,6 +150,10 @@ def _plain_scalar(value: Any) -> str | None:
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
+    if isinstance(value, float):
+        # ruamel writes a finite float as its repr when that has a point and no exponent.
+        text = repr(value)
+        return text if _PLAIN_FLOAT.fullmatch(text) else None
     if (
         isinstance(value, str)
         and _SAFE_PLAIN.fullmatch(value)

@@ -37,6 +37,12 @@ VALUES = [
     999,
     True,
     False,
+    0.35,
+    0.6,
+    1.0,
+    12.5,
+    -0.25,
+    123456.789,
     ["harbour", "docks"],
     ["one"],
     ["Harbour's Edge", "gate (2)", 4, True],
@@ -78,7 +84,10 @@ DECLINED = [
     "tab\there",
     "ctrl\x07",
     None,
-    1.5,
+    1e-05,
+    1e20,
+    float("nan"),
+    float("inf"),
     [],
     ["ok", "yes"],
     ["ok", None],
@@ -124,3 +133,13 @@ def test_a_composed_note_is_the_same_with_or_without_the_shortcut():
         "---\ntype: lore\ntags:\n  - lorebook\nkeys:\n  - harbour\n  - docks\npriority: 120\n"
         "probability: 0.35\n---\n# Harbour\n"
     )
+
+
+def test_random_numbers_either_match_ruamel_or_are_declined():
+    rng = random.Random(26)
+    numbers = [round(rng.uniform(-1000, 1000), rng.randint(0, 6)) for _ in range(500)]
+    numbers += [rng.randint(-(10**12), 10**12) for _ in range(200)] + [rng.random() / 10**k for k in range(12)]
+    for number in numbers:
+        fast = _plain_render("field", number)
+        if fast is not None:
+            assert fast == _ruamel_render("field", number, None, HOUSE, False, 2), repr(number)
