@@ -238,3 +238,26 @@ def test_wi_export_loads_neither_the_server_nor_qt(tmp_path):
     loaded = sorted({m for m in seen["modules"] if m.startswith(HEAVY)})
     assert loaded == [], f"wi export loaded {loaded[:10]}"
     assert (tmp_path / "book.json").is_file()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a pseudo-terminal for standard input")
+@pytest.mark.parametrize(("answer", "writes"), [(b"n\n", False), (b"y\n", True)])
+def test_on_a_terminal_import_asks_before_it_writes(env, tmp_path, vault, answer, writes):
+    book = tmp_path / "book.json"
+    book.write_bytes(BOOK)
+    main_fd, terminal_fd = os.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dle_desktop", "--data-dir", str(tmp_path / "data"), "wi", "import", str(book),
+             "--vault", str(vault)],
+            cwd=REPO, env=env, stdin=terminal_fd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        os.write(main_fd, answer)  # typed ahead: read once the prompt is shown
+        out, err = proc.communicate(timeout=120)
+    finally:
+        os.close(main_fd)
+        os.close(terminal_fd)
+    assert proc.returncode == 0, err.decode()
+    assert "Write 2 notes? [y/N]" in out.decode()
+    assert (files_under(vault) == ["Beacon.md", "Harbour.md"]) is writes
+    assert ("nothing was written" in out.decode()) is not writes
