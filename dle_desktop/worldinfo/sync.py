@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 #: How long after a vault change the book is rewritten: changes of one save (a note and its
 #: attachments, an editor's temp files) land in one rewrite, well inside the 2 s promise.
-SETTLE_S = 0.4
+SETTLE_S = 0.25
 
 Status = Literal["written", "unchanged", "foreign", "conflict", "error", "off"]
 Winner = Literal["vault", "sillytavern"]
@@ -179,6 +179,8 @@ class _Record:
     digest: str
     book: dict[str, Any]
     paths: dict[str, str]
+    #: sha256 of the exact text written: a book still byte for byte ours needs no parsing
+    text_sha: str = ""
 
 
 def _spec(uid: str, entry: Mapping[str, Any]) -> NoteSpec:
@@ -211,15 +213,27 @@ class WorldInfoSync:
             return None
         try:
             raw = read_json_file(path, "a World Info sync record")
-            return _Record(str(raw["book_path"]), str(raw["digest"]), dict(raw["book"]), dict(raw.get("paths", {})))
+            return _Record(
+                str(raw["book_path"]),
+                str(raw["digest"]),
+                dict(raw["book"]),
+                dict(raw.get("paths", {})),
+                str(raw.get("text_sha", "")),
+            )
         except (OSError, ValueError, KeyError, TypeError, DleError) as exc:
             # Without a readable record the book cannot be proven ours: it is left alone.
             log.warning("World Info sync record %s is unreadable (%s); the book is treated as not ours", path, exc)
             return None
 
-    def _save(self, config: WiSyncConfig, book: dict[str, Any], paths: dict[str, str]) -> None:
+    def _save(self, config: WiSyncConfig, book: dict[str, Any], paths: dict[str, str], digest: str, text: str) -> None:
         make_private_dir(self._dir)
-        record = {"book_path": config.book_path, "digest": book_digest(book), "book": book, "paths": paths}
+        record = {
+            "book_path": config.book_path,
+            "digest": digest,
+            "book": book,
+            "paths": paths,
+            "text_sha": _sha(text),
+        }
         write_private_atomic(self._record_path(config), json.dumps(record, ensure_ascii=False))
 
     # -- triggers ------------------------------------------------------------------------------
@@ -279,14 +293,15 @@ class WorldInfoSync:
                 return self._done(SyncOutcome(config.book, config.book_path, "error", str(exc)))
 
     async def _sync(self, config: WiSyncConfig, winner: Winner | None) -> SyncOutcome:
+        # The reading, parsing, hashing and writing run in a worker thread: a book of a thousand
+        # entries is a megabyte of JSON, and the engine loop serves generations meanwhile.
         path = config.book_path
         user_dir = Path(config.st_root) / "data" / config.st_user
-        if not config.st_root or not user_dir.is_dir():
+        if not config.st_root or not await asyncio.to_thread(user_dir.is_dir):
             return SyncOutcome(config.book, path, "error", f"SillyTavern's user folder {user_dir} was not found")
-        record = self._load(config)
+        record = await asyncio.to_thread(self._load, config)
         seen = await asyncio.to_thread(_read_raw, path)
-        on_disk = None if seen is None else _parse_book(seen)
-        if on_disk is not None and record is None:
+        if seen is not None and record is None:
             return SyncOutcome(
                 config.book,
                 path,
@@ -294,30 +309,39 @@ class WorldInfoSync:
                 f"SillyTavern already has a book named “{config.book}” that DLE Desktop did not write; "
                 "it is left as it is. Choose another name, or remove that book in SillyTavern.",
             )
-        if record is not None and on_disk is not None and isinstance(on_disk, WorldInfoError):
-            if winner != "vault":
-                return SyncOutcome(config.book, path, "conflict", f"The book in SillyTavern is unreadable: {on_disk}")
-            on_disk = None
-        st_edited = record is not None and isinstance(on_disk, dict) and book_digest(on_disk) != record.digest
-        if st_edited and winner is None:
-            assert record is not None and isinstance(on_disk, dict)
+        st_book: dict[str, Any] | None = None  # the book as SillyTavern has it, when it differs from ours
+        ours_as_written = record is not None and seen is not None and _sha(seen) == record.text_sha
+        if record is not None and seen is not None and not ours_as_written:
+            on_disk = await asyncio.to_thread(_parse_book, seen)
+            if isinstance(on_disk, WorldInfoError):
+                if winner != "vault":
+                    return SyncOutcome(
+                        config.book, path, "conflict", f"The book in SillyTavern is unreadable: {on_disk}"
+                    )
+            elif await asyncio.to_thread(book_digest, on_disk) != record.digest:
+                st_book = on_disk
+            else:
+                ours_as_written = True  # re-saved by SillyTavern with nothing changed
+        if st_book is not None and winner is None:
+            assert record is not None
             book, _paths = await self._export(config, record)
             return SyncOutcome(
                 config.book,
                 path,
                 "conflict",
                 f"“{config.book}” was edited in SillyTavern since the last sync. Choose which side wins.",
-                tuple(compare(on_disk, record.book, book)),
+                tuple(await asyncio.to_thread(compare, st_book, record.book, book)),
             )
         problems: list[str] = []
-        if st_edited and winner == "sillytavern":
-            assert record is not None and isinstance(on_disk, dict)
-            problems = await self._take_st_edits(config, record, on_disk)
+        if st_book is not None and winner == "sillytavern":
+            assert record is not None
+            problems = await self._take_st_edits(config, record, st_book)
         book, paths = await self._export(config, record)
-        if record is not None and on_disk is not None and not st_edited and book_digest(book) == record.digest:
+        digest = await asyncio.to_thread(book_digest, book)
+        if ours_as_written and record is not None and digest == record.digest:
             return SyncOutcome(config.book, path, "unchanged", f"“{config.book}” is up to date")
-        await asyncio.to_thread(self._write, config, book, seen)
-        self._save(config, book, paths)
+        text = await asyncio.to_thread(self._write, config, book, seen)
+        await asyncio.to_thread(self._save, config, book, paths, digest, text)
         count = len(_entries(book))
         message = f"Wrote {count} entries to “{config.book}”"
         if problems:
@@ -328,8 +352,9 @@ class WorldInfoSync:
         book, paths = await self._host.export_folder(config.vault, config.folder)
         return stable_uids(book, paths, record.paths if record is not None else {})
 
-    def _write(self, config: WiSyncConfig, book: dict[str, Any], seen: str | None) -> None:
-        """Write the book over `seen` (the file's text when it was judged; None: there was none)."""
+    def _write(self, config: WiSyncConfig, book: dict[str, Any], seen: str | None) -> str:
+        """Write the book over `seen` (the file's text when it was judged; None: there was none);
+        the text written."""
         path = config.book_path
         os.makedirs(os.path.dirname(path), exist_ok=True)
 
@@ -346,6 +371,7 @@ class WorldInfoSync:
             raise ValueError(
                 f"a book named “{config.book}” appeared in SillyTavern meanwhile; nothing replaced"
             ) from None
+        return text
 
     async def _take_st_edits(self, config: WiSyncConfig, record: _Record, st_book: dict[str, Any]) -> list[str]:
         old, st = _entries(record.book), _entries(st_book)
@@ -370,6 +396,10 @@ class WorldInfoSync:
         new_book = read_book_value({"entries": added}, name=config.book) if added else None
         problems += await self._host.apply_st_changes(config, changed, new_book)
         return problems
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
 def _read_raw(path: str) -> str | None:
