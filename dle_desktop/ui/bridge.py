@@ -373,6 +373,11 @@ class EngineBridge(QObject):
 
         await asyncio.to_thread(save_book, path, book)
 
+    async def wi_recent_imports(self, limit: int = 20) -> list[Any]:
+        """The imports in the write history, newest first (`BatchSummary`: when, where, how many notes,
+        how many undone)."""
+        return await self.call(self.engine.worldinfo.recent_imports(limit))
+
     # -- World Info sync ---------------------------------------------------------------------------
     async def wi_sync_now(self, book_path: str, winner: str | None = None) -> dict[str, Any]:
         """Sync one book now (`winner`: "vault" or "sillytavern" settles a conflict); its outcome."""

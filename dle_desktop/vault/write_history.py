@@ -69,6 +69,23 @@ class WriteRecord:
         return self.undone_by is not None
 
 
+@dataclass(frozen=True)
+class BatchSummary:
+    """One batch of writes (an import) as a whole: when it started, where, how many notes, and how
+    many of its writes were undone since."""
+
+    batch: str
+    started: float
+    vault: str
+    writes: int
+    undone: int
+    first_path: str
+
+    @property
+    def fully_undone(self) -> bool:
+        return self.undone >= self.writes
+
+
 _COLUMNS = (
     "id, at, vault, path, feature, action, before_text, after_text, before_hash, after_hash, undoes, undone_by, batch"
 )
@@ -107,6 +124,12 @@ class WriteHistory:
             make_private_file(self.path)  # before SQLite makes it with the umask: note texts are private
             db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
+            # A record is not fsynced on its own: WAL with NORMAL keeps the file sound through any
+            # crash, and a commit survives the app's; only a power cut may lose the last few
+            # records (the notes themselves are fsynced). Records are taken one at a time under the
+            # lock, so an fsync each made them the slowest step of an import (2.8 of 2.9 s for
+            # 1,000 notes, measured with the disk shared).
+            db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA busy_timeout=5000")
             db.executescript(_SCHEMA)
             _migrate(db)
@@ -194,6 +217,22 @@ class WriteHistory:
                 .fetchall()
             )
         return [WriteRecord(*row) for row in rows]
+
+    def batches(self, prefix: str = "", limit: int = 20) -> list[BatchSummary]:
+        """The batches whose id starts with `prefix`, newest first."""
+        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        with self._lock:
+            rows = (
+                self._conn()
+                .execute(
+                    "SELECT batch, MIN(at), MIN(vault), COUNT(*), SUM(undone_by IS NOT NULL), MIN(path) "
+                    "FROM writes WHERE batch IS NOT NULL AND batch LIKE ? ESCAPE '\\' "
+                    "GROUP BY batch ORDER BY MIN(id) DESC LIMIT ?",
+                    (pattern, limit),
+                )
+                .fetchall()
+            )
+        return [BatchSummary(b, at, vault, n, int(undone or 0), path) for b, at, vault, n, undone, path in rows]
 
     def recent(self, limit: int = 100) -> list[WriteRecord]:
         """Every note's writes, newest first."""

@@ -38,6 +38,7 @@ from dle_desktop.state.settings import Settings
 from dle_desktop.vault.filenames import confine_note, note_path_for_title
 from dle_desktop.vault.frontmatter_edit import compose_note
 from dle_desktop.vault.sources import FolderSource, VaultSource
+from dle_desktop.vault.write_history import BatchSummary
 from dle_desktop.vault.writer import BatchUndo, NoteWriter
 from dle_desktop.worldinfo import books
 from dle_desktop.worldinfo.model import (
@@ -405,6 +406,13 @@ class WorldInfoService:
                 raise NotFound(f"no import {batch!r} is in the write history")
             raise WriteRefused(f"import {batch} was already undone")
         return undo
+
+    async def recent_imports(self, limit: int = 20) -> list[BatchSummary]:
+        """The imports in the write history, newest first (each with how much of it was undone)."""
+        history = self.writer.history
+        if history is None:
+            return []
+        return await asyncio.to_thread(history.batches, "wi-", limit)
 
     # -- export ---------------------------------------------------------------------------------
     def entries_for_export(

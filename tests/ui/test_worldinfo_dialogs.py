@@ -46,7 +46,12 @@ def menu_texts(window) -> list[str]:
 def test_import_from_a_file_previews_writes_and_undoes_as_one(make_desktop, vault_copy, tmp_path, qloop):
     desk = make_desktop(vault_copy)
     ready(desk, qloop)
-    assert menu_texts(desk.window) == ["Import World Info…", "Export as World Info…", "Sync with SillyTavern…"]
+    assert menu_texts(desk.window) == [
+        "Import World Info…",
+        "Undo an import…",
+        "Export as World Info…",
+        "Sync with SillyTavern…",
+    ]
     before = md_files(vault_copy)
     source = tmp_path / "lanterns.json"
     source.write_bytes(book_bytes(3))
@@ -238,3 +243,28 @@ def test_the_welcome_pages_link_opens_the_import(make_desktop, vault_copy, qloop
     assert "wi:import" in desk.window.vault_view.detail.toHtml()
     desk.window.vault_view.detail.anchorClicked.emit(QUrl("wi:import"))
     assert desk.window.wi_actions.dialog.objectName() == "wi-import-dialog"
+
+
+def test_an_import_is_undone_later_from_the_imports_list(make_desktop, vault_copy, tmp_path, qloop):
+    desk = make_desktop(vault_copy)
+    ready(desk, qloop)
+    before = md_files(vault_copy)
+    source = tmp_path / "lanterns.json"
+    source.write_bytes(book_bytes(2))
+    dialog = desk.window.wi_actions.open_import()
+    dialog.source.setCurrentIndex(1)
+    dialog.file_edit.setText(str(source))
+    dialog.folder_edit.setText("Later")
+    qloop.run_until_complete(dialog.read_and_plan())
+    qloop.run_until_complete(dialog.run_import())
+    dialog.accept()  # the import's own dialog is gone
+    imports = desk.window.wi_actions.open_imports()
+    qloop.run_until_complete(imports.load())
+    assert imports.table.rowCount() == 1
+    assert imports.table.item(0, 1).text() == "vault: Later"
+    assert imports.table.item(0, 2).text() == "2" and imports.table.item(0, 3).text() == "in the vault"
+    assert imports.undo_button.isEnabled()
+    qloop.run_until_complete(imports.undo_selected())
+    assert md_files(vault_copy) == before
+    assert imports.table.item(0, 3).text() == "undone" and not imports.undo_button.isEnabled()
+    assert "Undone: 2 notes" in imports.message.text()

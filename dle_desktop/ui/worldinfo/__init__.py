@@ -30,12 +30,15 @@ class WorldInfoActions(QObject):
         self.export_action.setShortcut(QKeySequence("Ctrl+Shift+E"))
         self.export_action.setStatusTip("Save the vault, a folder or a tag as a SillyTavern World Info book")
         self.export_action.triggered.connect(lambda *_: self.open_export())
+        self.imports_action = QAction("Undo an import…", window)
+        self.imports_action.setStatusTip("The World Info imports made so far; each one undone as a whole")
+        self.imports_action.triggered.connect(lambda *_: self.open_imports())
         self.sync_action = QAction("Sync with SillyTavern…", window)
         self.sync_action.setStatusTip("Mirror vault folders into SillyTavern World Info books")
         self.sync_action.triggered.connect(lambda *_: self.open_sync())
 
     def add_to(self, menu: Any) -> None:
-        for action in (self.import_action, self.export_action, self.sync_action):
+        for action in (self.import_action, self.imports_action, self.export_action, self.sync_action):
             menu.addAction(action)
 
     def _show(self, dialog: Any) -> Any:
@@ -60,6 +63,14 @@ class WorldInfoActions(QObject):
 
         dialog = WorldInfoExportDialog(self.bridge, self.window, folder=folder)
         soon(dialog.load_folders)
+        return self._show(dialog)
+
+    def open_imports(self) -> Any:
+        from dle_desktop.ui.widgets.async_util import soon
+        from dle_desktop.ui.worldinfo.imports_dialog import WorldInfoImportsDialog
+
+        dialog = WorldInfoImportsDialog(self.bridge, self.window)
+        soon(dialog.load)
         return self._show(dialog)
 
     def open_sync(self) -> Any:
