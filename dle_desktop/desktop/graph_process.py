@@ -11,7 +11,8 @@ Protocol, over one `multiprocessing` pipe (the parent's side is used by one thre
                   ("cancel", job id) while it runs; ("stop",) to end.
   child → parent: ("progress", job, done, total, what), ("graph", job, GraphArrays),
                   ("edges", job, edges, rank), ("positions", job, array, phase),
-                  ("analysis", job, Analysis), then ("done", job, JobSummary) or ("failed", job, text).
+                  ("analysis", job, Analysis), then ("done", job, JobSummary) or ("failed", job, text),
+                  or ("cancelled", job) for a job cancelled before its layout (no whole result).
 An entry the child already holds from the previous job (the same object on the parent's side: a
 sync re-uses every unchanged Entry) travels as its uid alone, so after a sync only the changed
 notes cross, and the child's graph of the previous job still recognises the unchanged ones.
@@ -41,6 +42,7 @@ from dle_desktop.core.graph import (
     analyse,
     graph_structure,
     layout,
+    starting_positions,
     weigh,
 )
 from dle_desktop.state.graph_layout import LayoutStore
@@ -220,6 +222,8 @@ def run_graph_job(
         send(("edges", job, *edge_arrays(structure, None)))
         if len(known) == structure.n and not spec.relayout:
             send(("positions", job, _positions_of(structure, known), "saved"))
+        elif known and not spec.relayout:  # notes added since: beside their neighbours, as the layout starts
+            send(("positions", job, starting_positions(structure, known, spec.seed), "saved"))
         elif not known and structure.n >= SKETCH_MIN_ENTRIES:
             t = time.perf_counter()
             progress("Sketching a first picture")
@@ -235,10 +239,19 @@ def run_graph_job(
             send(("positions", job, lay.positions, "sketch"))
             times["sketch"] = time.perf_counter() - t
 
+    # A cancelled job (the user's Cancel, or a newer index on its way) stops between the steps:
+    # weighing and analysing 100,000 entries take a minute, and a newer job waits for this one.
+    if cancelled():
+        send(("cancelled", job))
+        return
     t = time.perf_counter()
     progress("Weighing the links")
     graph = weigh(structure, memo.graph)
     times["weights"] = time.perf_counter() - t
+    if cancelled():
+        memo.graph, memo.analysis = graph, None  # its weights still spare the next job a recount
+        send(("cancelled", job))
+        return
 
     analysis = memo.analysis
     if analysis is None or memo.graph is None or not same_structure(graph, memo.graph):
@@ -419,7 +432,7 @@ class GraphProcess:
             if msg[1] != spec.job_id:
                 continue  # the tail of a job given up on
             deliver(msg)
-            if msg[0] in ("done", "failed"):
+            if msg[0] in ("done", "failed", "cancelled"):
                 if msg[0] == "failed":
                     self._sent = {}  # the child dropped its memo
                 return

@@ -133,3 +133,60 @@ def test_a_first_start_sketches_then_shows_the_communities(make, qtbot, sample_s
     assert frames and set(frames) == {final.graph.n}  # the layout settling on screen
     assert final.mode == "full" and not final.preview and view.progress.isHidden()
     assert view.progress_label.isHidden()
+
+
+def test_the_same_notes_again_keep_the_job_under_way_and_its_saved_picture(make, qtbot, sample_snapshot, tmp_path):
+    """After a restart the first sync publishes a new index of the cached index's very entries.
+    At 100,000 entries restarting the job for it dropped the saved layout's picture and waited
+    for the first job's whole analysis: the first picture came after 90-190 s instead of 20."""
+    from dle_desktop.core.index import VaultSlice, build_snapshot
+
+    first = make(True, tmp_path / "same")
+    want = shown(qtbot, first, sample_snapshot).positions
+    first.stop()
+    again = make(True, tmp_path / "same")
+    seen: list[tuple[int, str]] = []
+    again.pictureShown.connect(lambda r: seen.append((r.job_id, r.mode)))
+    synced = build_snapshot([VaultSlice("vault", tuple(sample_snapshot.entries))])
+    assert synced is not sample_snapshot
+    assert all(a is b for a, b in zip(synced.entries, sample_snapshot.entries, strict=True))
+    with qtbot.waitSignal(again.resultShown, timeout=30000) as got:
+        again.set_snapshot(sample_snapshot)  # the cached index
+        again.set_snapshot(synced)  # the sync's, while the job for the cached one runs
+    assert again.worker._job_id == 1 and got.args[0].job_id == 1
+    assert seen == [(1, "saved")]
+    assert got.args[0].mode == "saved" and np.array_equal(got.args[0].positions, want)
+    assert again.snapshot is synced
+
+
+def test_changed_notes_still_restart_the_job_under_way(make, qtbot, sample_snapshot):
+    from dle_desktop.core.index import VaultSlice, build_snapshot
+
+    view = make(False)
+    fewer = build_snapshot([VaultSlice("vault", tuple(sample_snapshot.entries[1:]))])  # a note deleted
+    with qtbot.waitSignal(view.resultShown, timeout=30000) as got:
+        view.set_snapshot(sample_snapshot)
+        view.set_snapshot(fewer)
+    assert view.worker._job_id == 2 and got.args[0].job_id == 2
+    assert got.args[0].graph.n == len([e for e in fewer.entries if e.graph])
+
+
+def test_cancel_while_weighing_stops_the_job_and_keeps_the_picture(make, qtbot, sample_snapshot, monkeypatch):
+    view = make(False)
+    weigh = graph_process.weigh
+
+    def cancel_then_weigh(*args, **kwargs):
+        view.worker.cancel()  # as the Cancel button does, while the links are being weighed
+        return weigh(*args, **kwargs)
+
+    monkeypatch.setattr(graph_process, "weigh", cancel_then_weigh)
+    results: list[object] = []
+    view.resultShown.connect(results.append)
+    with qtbot.waitSignal(view.worker.abandoned, timeout=30000) as got:
+        view.set_snapshot(sample_snapshot)
+    assert got.args == [view._job]
+    qtbot.waitUntil(lambda: view.progress.isHidden())
+    assert view.cancel_button.isHidden() and "Cancelled before the layout" in view.status.text()
+    assert results == []
+    monkeypatch.setattr(graph_process, "weigh", weigh)
+    assert shown(qtbot, view, None, relayout=True).mode == "full"  # the next job runs in full

@@ -14,7 +14,15 @@ from dle_desktop.core.graph.analysis import (
     requires_cycles,
 )
 from dle_desktop.core.graph.findings import SEVERITIES, SEVERITY_OF_KIND, GraphFinding, rank_findings, severity_of
-from dle_desktop.core.graph.forceatlas2 import EXACT_MAX_NODES, PRESETS, Layout, LayoutParams, layout, with_params
+from dle_desktop.core.graph.forceatlas2 import (
+    EXACT_MAX_NODES,
+    PRESETS,
+    Layout,
+    LayoutParams,
+    layout,
+    starting_positions,
+    with_params,
+)
 from dle_desktop.core.graph.model import (
     EDGE_KINDS,
     NODE_TYPES,
@@ -62,6 +70,7 @@ __all__ = [
     "rank_findings",
     "requires_cycles",
     "severity_of",
+    "starting_positions",
     "weigh",
     "with_params",
 ]

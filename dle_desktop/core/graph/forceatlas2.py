@@ -433,6 +433,14 @@ def _community_start(
     return cpos[memb] + np.stack([r * np.cos(t), r * np.sin(t)], axis=1)
 
 
+def starting_positions(graph: LoreGraph, previous: Mapping[str, tuple[float, float]], seed: int = 0) -> np.ndarray:
+    """Where an incremental `layout` from `previous` starts (the same seed gives the very same
+    array): known nodes where they were, new ones beside their placed neighbours. A view shows it
+    as a first picture while the layout is still to come."""
+    pos, _new = _initial(graph, np.random.default_rng(seed), previous, scale=math.sqrt(max(graph.n, 1)) * 10.0)
+    return pos
+
+
 def layout(
     graph: LoreGraph,
     params: LayoutParams | str = "balanced",

@@ -66,12 +66,15 @@ class GraphView(QWidget):
         self._shown_once = False
         self._following = False  # fitting each frame of a first picture to the view
         self._job = 0
+        #: the entries and vault names of the job under way (None once its result is in)
+        self._running: tuple[tuple, tuple[str, ...]] | None = None
         self.worker = GraphWorker(store, db_path, self)
         self.worker.progress.connect(self._on_progress)
         self.worker.sketch.connect(self._on_sketch)
         self.worker.frame.connect(self._on_frame)
         self.worker.finished.connect(self._on_result)
         self.worker.failed.connect(self._on_failed)
+        self.worker.abandoned.connect(self._on_abandoned)
 
         self.canvas = GraphCanvas()
         self.canvas.nodeActivated.connect(self._activated)
@@ -187,6 +190,12 @@ class GraphView(QWidget):
 
     # -- data in ---------------------------------------------------------------------------------
     def set_snapshot(self, snapshot) -> None:
+        if self._working_on(snapshot):
+            # The very notes of the job under way (after a restart the first sync publishes the
+            # cached index's own entries again): that job draws them already. A new one would
+            # drop its first picture and, at 100,000 entries, wait a minute for it to end.
+            self.snapshot = snapshot
+            return
         self.snapshot = snapshot
         self._pending = True
         if self.isVisible() or self._shown_once:
@@ -215,10 +224,18 @@ class GraphView(QWidget):
             iterations,
         )
 
+    def _working_on(self, snapshot) -> bool:
+        running = self._running
+        if running is None or snapshot is None or running[1] != vault_names(snapshot):
+            return False
+        entries = snapshot.entries
+        return len(entries) == len(running[0]) and all(a is b for a, b in zip(entries, running[0], strict=True))
+
     def _start(self, relayout: bool = False, iterations: int | None = None) -> None:
         if self.snapshot is None:
             return
         self._pending = False
+        self._running = (tuple(self.snapshot.entries), vault_names(self.snapshot))
         self._job = self.worker.start(self._job_for(relayout, iterations))
         self._show_progress("Building the graph", 0, 0)
         self.cancel_button.show()
@@ -251,12 +268,22 @@ class GraphView(QWidget):
 
     def _on_failed(self, job: int, message: str) -> None:
         if job == self._job:
+            self._running = None
             self._hide_progress()
             self.status.setText(f"The graph could not be built: {message}")
+
+    def _on_abandoned(self, job: int) -> None:
+        """Cancelled before its layout: what is on screen stays (a first picture, or the last graph)."""
+        if job == self._job:
+            self._running = None
+            self._hide_progress()
+            self._following = False
+            self.status.setText("Cancelled before the layout; the picture stays as it was")
 
     def _on_result(self, res: GraphResult) -> None:
         if not self.worker.is_current(res.job_id):
             return  # a newer job is on its way
+        self._running = None
         self.show_result(res)
 
     def _on_sketch(self, res: GraphResult) -> None:

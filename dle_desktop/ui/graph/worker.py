@@ -6,8 +6,9 @@ analyse it, read the injection counts, and save positions.
 One worker thread talks to the runner, so jobs never race and a save never interleaves with a
 layout. What the runner sends comes back as Qt signals (queued onto the GUI thread, since this
 object lives there): `sketch` for a first picture while the rest is worked out, `frame` for the
-positions of a layout still settling, `finished` for the whole result. A newer job makes an
-older one's messages stale: they are dropped, not shown."""
+positions of a layout still settling, `finished` for the whole result (`abandoned` instead for
+a job cancelled before its layout). A newer job makes an older one's messages stale: they are
+dropped, not shown."""
 
 from __future__ import annotations
 
@@ -137,6 +138,8 @@ class _Assembly:
             self._done(msg[2])
         elif kind == "failed":
             w.failed.emit(self.job_id, msg[2])
+        elif kind == "cancelled":
+            w.abandoned.emit(self.job_id)
 
     def _positions(self, pos: np.ndarray, phase: str) -> None:
         if phase == "final":
@@ -185,6 +188,7 @@ class GraphWorker(QObject):
     frame = Signal(int, object)  # job id, n × 2 positions of a layout still settling
     finished = Signal(object)  # GraphResult
     failed = Signal(int, str)
+    abandoned = Signal(int)  # job id: cancelled before its layout, so no whole result comes
 
     def __init__(
         self,
