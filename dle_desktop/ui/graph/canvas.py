@@ -494,3 +494,13 @@ class GraphCanvas(QWidget):
     def resizeEvent(self, ev) -> None:
         super().resizeEvent(ev)
         self.update()
+
+    def hideEvent(self, ev) -> None:
+        """A hidden canvas paints nothing: the image under way is dropped (at 100,000 entries it
+        takes seconds of slices), and the next paint after showing starts one afresh."""
+        super().hideEvent(ev)
+        self._settle.stop()
+        self._slicer.stop()
+        if self._job is not None:
+            self._job.abort()
+            self._job = None

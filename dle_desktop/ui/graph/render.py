@@ -228,6 +228,12 @@ class StaticRender:
         if self.painter.isActive():
             self.painter.end()
 
+    def __del__(self) -> None:
+        # Dropped half-way (the app quitting mid-render): the painter must end while its image
+        # still exists. Left to the collector, the image could go first, and Qt then crashed the
+        # process ("Cannot destroy paint device that is being painted", then a segfault).
+        self.abort()
+
 
 def paint_all(p: QPainter, w: float, h: float, make_steps) -> None:
     p.fillRect(QRectF(0, 0, w, h), BACKGROUND)
