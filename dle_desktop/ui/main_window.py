@@ -67,6 +67,17 @@ def _prepare_partial(entries) -> tuple[IndexSnapshot, PreparedRows]:
     return snapshot, _prepare_rows(snapshot)
 
 
+def _same_entries(shown: IndexSnapshot, new: IndexSnapshot) -> bool:
+    """Whether `new` holds the very entries on screen (the same objects, in order) and the same
+    notes not indexed: the reconcile after a restart publishes such a snapshot (only its cache
+    warning differs), and resetting the table for it reset the user's work mid-keystroke."""
+    if new is shown:
+        return True
+    if len(new.entries) != len(shown.entries) or new.skipped != shown.skipped:
+        return False
+    return all(a is b for a, b in zip(shown.entries, new.entries, strict=True))
+
+
 class MainWindow(QMainWindow):
     closeToTray = Signal()
     quitRequested = Signal()
@@ -345,7 +356,8 @@ class MainWindow(QMainWindow):
 
     # -- engine events ----------------------------------------------------------------------
     def on_index(self, snapshot, changes, source: str) -> None:
-        if snapshot is self._snapshot and self.vault_view.snapshot is snapshot:
+        shown = self._snapshot
+        if shown is not None and self.vault_view.snapshot is shown and _same_entries(shown, snapshot):
             # the same index again (a sync that found nothing new, as after a restart): the
             # table keeps its rows, its sort, its filter and the user's place in it
             self._show_index(snapshot, source, rows_unchanged=True)

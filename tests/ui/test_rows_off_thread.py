@@ -5,6 +5,7 @@ index overtaken by a newer one while its rows are made is never shown."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 from dle_desktop.core.index import VaultSlice, build_snapshot
 from dle_desktop.ui import main_window
@@ -103,5 +104,38 @@ def test_the_same_index_again_keeps_the_table_as_it_is(make_desktop, vault_copy,
         await asyncio.sleep(0.1)
         assert resets == [] and view.proxy.rowCount() == shown and view.filter.text() == "lamp"
         assert "(from cache" not in win.index_label.text() and "61 entries" in win.index_label.text()
+
+    qloop.run_until_complete(scenario())
+
+
+def test_a_new_snapshot_of_the_very_same_entries_keeps_the_table_as_it_is(make_desktop, vault_copy, qloop):
+    """The reconcile after a restart publishes a new snapshot of the cached entries (its cache
+    warning gone): the table must not reset under the user. A snapshot with one entry changed
+    does reset it."""
+    desk = make_desktop(vault_copy)
+    win = desk.window
+    view = win.vault_view
+    resets: list[int] = []
+
+    async def scenario():
+        await wait_for(lambda: view.model.rowCount() == 61, what="index")
+        shown = view.snapshot
+        view.model.modelReset.connect(lambda: resets.append(1))
+        view.filter.setText("lamp")
+        again = build_snapshot(shown.slices, shown.field_definitions, shown.conflict_mode, previous=shown)
+        assert again is not shown and all(a is b for a, b in zip(again.entries, shown.entries, strict=True))
+        win.on_index(again, None, "start")
+        await asyncio.sleep(0.1)
+        assert resets == [] and view.snapshot is shown and view.filter.text() == "lamp"
+        assert "61 entries" in win.index_label.text()
+        first = shown.slices[0]
+        changed = dataclasses.replace(first.entries[0], priority=first.entries[0].priority + 1)
+        edited = dataclasses.replace(first, entries=(changed, *first.entries[1:]))
+        other = build_snapshot(
+            (edited, *shown.slices[1:]), shown.field_definitions, shown.conflict_mode, previous=shown
+        )
+        win.on_index(other, None, "file change")
+        await wait_for(lambda: view.snapshot is other, what="the changed index shown")
+        assert resets == [1]
 
     qloop.run_until_complete(scenario())
