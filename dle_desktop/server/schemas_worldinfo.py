@@ -24,8 +24,10 @@ MAX_DIGEST = 64
 
 #: A vault-relative folder: '/'-separated names, none starting with '.' (the index skips those),
 #: no control character, backslash or ':' (a drive letter on Windows); '' is the vault's top.
+#: A name is at most 63 characters: 252 bytes in UTF-8 at worst, within the 255 bytes a file
+#: system allows for one name (the service refuses a longer one, so the document must too).
 #: The same text as the document's `pattern` (no look-arounds: both regex dialects read it alike).
-_SEGMENT = r"[^/\\\x00-\x1f\x7f.:][^/\\\x00-\x1f\x7f:]*"
+_SEGMENT = r"[^/\\\x00-\x1f\x7f.:][^/\\\x00-\x1f\x7f:]{0,62}"
 FOLDER_PATTERN = rf"^({_SEGMENT}(/{_SEGMENT})*/?)?$"
 _FOLDER = re.compile(FOLDER_PATTERN)
 #: The batch id an import answers (worldinfo.service: wi-YYYYmmdd-HHMMSS-<8 hex>).
@@ -100,8 +102,8 @@ def _folder(value: Any) -> str:
     folder = text(value, "folder", MAX_FOLDER)
     if not _FOLDER.match(folder):
         raise ValueError(
-            f"folder {folder[:80]!r} is not a folder inside the vault: use '/' between names, no name may start "
-            "with '.', and no control characters, '\\' or ':'"
+            f"folder {folder[:80]!r} is not a folder inside the vault: use '/' between names of at most 63 "
+            "characters, no name may start with '.', and no control characters, '\\' or ':'"
         )
     return folder
 

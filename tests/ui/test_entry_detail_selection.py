@@ -148,7 +148,7 @@ def test_a_filter_keystroke_that_keeps_the_entry_shown_does_not_lay_its_page_out
     assert view.select_uid(tide.uid)
     laid_out = []
     real = view.detail.setHtml
-    view.detail.setHtml = lambda html: (laid_out.append(html), real(html))  # type: ignore[method-assign]
+    view.detail.setHtml = lambda html: (laid_out.append(html), real(html))  # type: ignore[method-assign]  # counts the layouts
     for text in ("t", "ti", "tid", "tide"):
         view.filter.setText(text)
     assert laid_out == []  # the same entry, the same page
