@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
 from typing import TYPE_CHECKING, cast
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QSettings, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QLabel,
@@ -45,9 +44,6 @@ log = logging.getLogger(__name__)
 
 #: from this many entries a new index's table rows are made off the GUI thread before it shows
 ROWS_OFF_THREAD = 2000
-#: How long after the first index is shown the unopened views are imported on a thread
-#: (`ui/preload.py`): the table and the health check get their first paint first.
-PRELOAD_DELAY_MS = 1500
 
 
 def _prepare_rows(snapshot) -> PreparedRows:
@@ -113,8 +109,6 @@ class MainWindow(QMainWindow):
         self.lazy.add("librarian", "Librarian", self._make_librarian)
         self.lazy.add("sillytavern", "SillyTavern", self._make_sillytavern)
         self._snapshot = None  # the last index, for a view made after it came
-        self._preload_scheduled = False
-        self.preload_thread: threading.Thread | None = None  # the unopened views' imports (ui/preload.py)
         self._indexes_seen = 0  # indexes received: a large one shown after its rows are made, if still the last
         self.vault_view.entryActionRequested.connect(self._propose_in_librarian)
         self.vault_view.channelsRequested.connect(self._open_channels)
@@ -413,14 +407,6 @@ class MainWindow(QMainWindow):
         )
         freeze_long_lived()  # the index and the table's rows: no collection walks them again
         soon(self.refresh_health)
-        if not self._preload_scheduled:
-            self._preload_scheduled = True
-            QTimer.singleShot(PRELOAD_DELAY_MS, self._preload_views)
-
-    def _preload_views(self) -> None:
-        from dle_desktop.ui.preload import preload
-
-        self.preload_thread = preload()
 
     async def refresh_health(self) -> None:
         try:
