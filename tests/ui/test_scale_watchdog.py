@@ -10,7 +10,12 @@ return of the old stalls fails. It goes down to 250 ms when the app gets there.
 
 A loaded machine can make one run late for reasons of its own (the scheduler, not the app), so a
 failing pair of runs is repeated once and the test fails only if the second pair fails too, with
-both sets of figures in the message. A regression that freezes the window fails both."""
+both sets of figures in the message. A regression that freezes the window fails both.
+
+Machines differ too: on a slower one the 61-entry sample vault alone stalls 300-370 ms (against
+130-160 ms on the machine the 450 ms were set on). So the same scenario runs on the sample vault
+first, and the limit is the larger of 450 ms and the sample's longest stall plus SCALE_MARGIN_MS:
+what the test guards is the cost of 10,000 entries, not the speed of the machine."""
 
 from __future__ import annotations
 
@@ -29,6 +34,9 @@ from bench_index import generate_vault  # noqa: E402 - needs the sys.path line a
 pytestmark = pytest.mark.slow
 
 STALL_LIMIT_MS = 450  # issue 24's target is 250 ms: lower this as the app gets there
+#: How much longer than on the sample vault, on the same machine, a stall at 10,000 entries may be.
+SCALE_MARGIN_MS = 300
+SAMPLE = REPO / "resources" / "sample_vault"
 ENTRIES = 10_000
 
 
@@ -49,8 +57,10 @@ def worst_stall(pair: dict[str, dict]) -> float:
 def test_the_window_never_stalls_long_at_10000_entries(big_vault, tmp_path):
     vault, expect = big_vault
     assert expect > 9000
+    baseline = worst_stall(runs(SAMPLE, count_entries(SAMPLE), tmp_path / "data-sample"))
+    limit = max(STALL_LIMIT_MS, baseline + SCALE_MARGIN_MS)
     attempts = [runs(vault, expect, tmp_path / "data-1")]
-    if worst_stall(attempts[0]) > STALL_LIMIT_MS:
+    if worst_stall(attempts[0]) > limit:
         attempts.append(runs(vault, expect, tmp_path / "data-2"))
     for pair in attempts:
         for run in pair.values():
@@ -61,4 +71,5 @@ def test_the_window_never_stalls_long_at_10000_entries(big_vault, tmp_path):
         for pair in attempts
         for label, r in pair.items()
     ]
-    assert worst_stall(attempts[-1]) <= STALL_LIMIT_MS, "the GUI loop stalled:\n" + "\n".join(report)
+    report.insert(0, f"limit {limit:.0f} ms (the sample vault's longest stall here: {baseline:.0f} ms)")
+    assert worst_stall(attempts[-1]) <= limit, "the GUI loop stalled:\n" + "\n".join(report)
