@@ -38,6 +38,17 @@ def ready(desk, qloop) -> None:
     qloop.run_until_complete(wait_for(lambda: desk.runtime.engine.snapshot is not None, what="the first index"))
 
 
+def read_file(desk, qloop, source: Path, folder: str | None = None):
+    """World Info → Import, a file chosen as the source (and a folder), then Read: the preview."""
+    dialog = desk.window.wi_actions.open_import()
+    dialog.source.setCurrentIndex(1)
+    dialog.file_edit.setText(str(source))
+    if folder is not None:
+        dialog.folder_edit.setText(folder)
+    qloop.run_until_complete(dialog.read_and_plan())
+    return dialog
+
+
 def menu_texts(window) -> list[str]:
     menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "World &Info")
     return [a.text() for a in menu.actions() if a.text()]
@@ -55,11 +66,7 @@ def test_import_from_a_file_previews_writes_and_undoes_as_one(make_desktop, vaul
     before = md_files(vault_copy)
     source = tmp_path / "lanterns.json"
     source.write_bytes(book_bytes(3))
-    dialog = desk.window.wi_actions.open_import()
-    dialog.source.setCurrentIndex(1)
-    dialog.file_edit.setText(str(source))
-    dialog.folder_edit.setText("Imported/Lanterns")
-    qloop.run_until_complete(dialog.read_and_plan())
+    dialog = read_file(desk, qloop, source, "Imported/Lanterns")
     assert dialog.model.rowCount() == 3
     assert [dialog.model.rows[i].path for i in range(3)] == [f"Imported/Lanterns/Lantern {i}.md" for i in range(3)]
     assert "3 new notes" in dialog.summary.text()
@@ -88,17 +95,9 @@ def test_a_second_import_of_the_same_book_renames_or_skips_as_chosen(make_deskto
     ready(desk, qloop)
     source = tmp_path / "lanterns.json"
     source.write_bytes(book_bytes(2))
-    first = desk.window.wi_actions.open_import()
-    first.source.setCurrentIndex(1)
-    first.file_edit.setText(str(source))
-    first.folder_edit.setText("Lanterns")
-    qloop.run_until_complete(first.read_and_plan())
+    first = read_file(desk, qloop, source, "Lanterns")
     qloop.run_until_complete(first.run_import())
-    again = desk.window.wi_actions.open_import()
-    again.source.setCurrentIndex(1)
-    again.file_edit.setText(str(source))
-    again.folder_edit.setText("Lanterns")
-    qloop.run_until_complete(again.read_and_plan())
+    again = read_file(desk, qloop, source, "Lanterns")
     assert {r.action for r in again.model.rows} == {"rename"}
     assert all(r.path.endswith("_imported.md") for r in again.model.rows)
     again.collision.setCurrentIndex(1)  # skip
@@ -113,10 +112,7 @@ def test_a_cancelled_import_leaves_no_note(make_desktop, vault_copy, tmp_path, q
     before = md_files(vault_copy)
     source = tmp_path / "many.json"
     source.write_bytes(book_bytes(200))
-    dialog = desk.window.wi_actions.open_import()
-    dialog.source.setCurrentIndex(1)
-    dialog.file_edit.setText(str(source))
-    qloop.run_until_complete(dialog.read_and_plan())
+    dialog = read_file(desk, qloop, source)
     assert dialog.model.rowCount() == 200
 
     def cancel_once_writing(event: dict) -> None:
@@ -137,10 +133,7 @@ def test_a_bad_file_says_why_and_writes_nothing(make_desktop, vault_copy, tmp_pa
     before = md_files(vault_copy)
     broken = tmp_path / "broken.json"
     broken.write_text('{"entries": {"0": {"key": ["a"],', encoding="utf-8")
-    dialog = desk.window.wi_actions.open_import()
-    dialog.source.setCurrentIndex(1)
-    dialog.file_edit.setText(str(broken))
-    qloop.run_until_complete(dialog.read_and_plan())
+    dialog = read_file(desk, qloop, broken)
     assert "Nothing can be imported" in dialog.summary.text()
     assert "JSON" in dialog.summary.text()
     assert dialog.model.rowCount() == 0 and not dialog.import_button.isEnabled()
@@ -251,11 +244,7 @@ def test_an_import_is_undone_later_from_the_imports_list(make_desktop, vault_cop
     before = md_files(vault_copy)
     source = tmp_path / "lanterns.json"
     source.write_bytes(book_bytes(2))
-    dialog = desk.window.wi_actions.open_import()
-    dialog.source.setCurrentIndex(1)
-    dialog.file_edit.setText(str(source))
-    dialog.folder_edit.setText("Later")
-    qloop.run_until_complete(dialog.read_and_plan())
+    dialog = read_file(desk, qloop, source, "Later")
     qloop.run_until_complete(dialog.run_import())
     dialog.accept()  # the import's own dialog is gone
     imports = desk.window.wi_actions.open_imports()

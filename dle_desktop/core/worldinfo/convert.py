@@ -24,6 +24,7 @@ from dle_desktop.core.body import estimate_tokens
 from dle_desktop.core.entry import TagConfig
 from dle_desktop.core.worldinfo.model import NoteSpec, WiBook, WiEntry
 from dle_desktop.core.worldinfo.reader import st_fields
+from dle_desktop.core.writers.scribe import strip_obsidian_syntax
 
 DEFAULT_PRIORITY = 50
 MAX_PRIORITY = 999
@@ -85,17 +86,7 @@ KEPT_FIELDS: tuple[tuple[str, str, Any], ...] = (
 )
 
 _REGEX_KEY = re.compile(r"^/(.+)/([a-z]*)$", re.S)
-_FENCED = re.compile(
-    r"^[ \t]*(```|~~~)[ \t]*(dataview|dataviewjs|button|customjs)\b.*?^[ \t]*\1[ \t]*$\n?", re.S | re.M | re.I
-)
-_TEMPLATER = re.compile(r"<%.*?%>", re.S)
-_COMMENT = re.compile(r"%%.*?%%", re.S)
 _EXCLUDE_BLOCK = re.compile(r"%%deeplore-exclude%%[\s\S]*?%%/deeplore-exclude%%")
-_OBSIDIAN_LINK = re.compile(r"\[([^\]\n]*)\]\(obsidian://[^)\s]*\)")
-_OBSIDIAN_URL = re.compile(r"obsidian://\S+")
-_INLINE_DATAVIEW = re.compile(r"`\$?=[^`\n]*`")
-_RULE = re.compile(r"^[ \t]*-{3,}[ \t]*$", re.M)
-_BLANK_RUNS = re.compile(r"\n{3,}")
 _LINK_IN_TITLE = re.compile(r"\[\[([^\]|]+)(?:\|([^\]]+))?\]\]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _WORDISH = re.compile(r"\w")
@@ -172,15 +163,7 @@ def clean_body_text(content: str) -> str:
     """DLE's body rules on imported content: exclude blocks and Obsidian syntax go, `---` lines
     become `- - -` (they would open frontmatter), blank runs shrink to one blank line."""
     text = content.replace("\r\n", "\n").replace("\r", "\n")
-    text = _EXCLUDE_BLOCK.sub("", text)
-    text = _FENCED.sub("", text)
-    text = _TEMPLATER.sub("", text)
-    text = _COMMENT.sub("", text)
-    text = _OBSIDIAN_LINK.sub(r"\1", text)
-    text = _OBSIDIAN_URL.sub("", text)
-    text = _INLINE_DATAVIEW.sub("", text)
-    text = _RULE.sub("- - -", text)
-    return _BLANK_RUNS.sub("\n\n", text).strip()
+    return strip_obsidian_syntax(_EXCLUDE_BLOCK.sub("", text), keep_macros=True)
 
 
 def note_body(title: str, content: str) -> str:

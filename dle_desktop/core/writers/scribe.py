@@ -19,7 +19,8 @@ MAX_SUMMARY_CHARS = 32_000
 _FENCED = re.compile(
     r"^[ \t]*(```|~~~)[ \t]*(dataview|dataviewjs|button|customjs)\b.*?^[ \t]*\1[ \t]*$\n?", re.S | re.M | re.I
 )
-_TEMPLATER = re.compile(r"<%.*?%>|\{\{.*?\}\}", re.S)
+_TEMPLATER = re.compile(r"<%.*?%>", re.S)
+_MACRO = re.compile(r"\{\{.*?\}\}", re.S)
 _COMMENT = re.compile(r"%%.*?%%", re.S)
 _OBSIDIAN_LINK = re.compile(r"\[([^\]\n]*)\]\(obsidian://[^)\s]*\)")
 _OBSIDIAN_URL = re.compile(r"obsidian://\S+")
@@ -28,13 +29,16 @@ _RULE = re.compile(r"^[ \t]*-{3,}[ \t]*$", re.M)
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
 
-def strip_obsidian_syntax(text: str) -> str:
+def strip_obsidian_syntax(text: str, keep_macros: bool = False) -> str:
     """What a model wrote, made inert in a vault: Templater commands (`<% %>`, `{{ }}`), comments
     (`%% %%`), dataview queries (fenced and inline), button and customjs blocks and obsidian://
     links go (a link keeps its text); a `---` line becomes `- - -` so it cannot open frontmatter
-    or be read as one."""
+    or be read as one. `keep_macros` keeps `{{ }}`: in imported World Info they are SillyTavern's
+    macros (`{{char}}`), not Templater's."""
     out = _FENCED.sub("", text)
     out = _TEMPLATER.sub("", out)
+    if not keep_macros:
+        out = _MACRO.sub("", out)
     out = _COMMENT.sub("", out)
     out = _OBSIDIAN_LINK.sub(r"\1", out)
     out = _OBSIDIAN_URL.sub("", out)
