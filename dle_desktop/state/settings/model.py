@@ -5,6 +5,7 @@ message that lists them) and written back as JSON."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +36,7 @@ class Settings(SettingsFields):
 
 
 #: The settings that hold records (written as lists of objects).
-_RECORD_LISTS = ("vaults", "connection_profiles", "wi_syncs")
+_RECORD_LISTS = ("vaults", "connection_profiles", "wi_syncs")  # see _RECORDS
 
 FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
 DLE_NAMES = {f.metadata["dle"]: f.name for f in FIELDS.values() if f.metadata.get("dle")}
@@ -63,37 +64,32 @@ def grouped_fields() -> list[tuple[str, list[dataclasses.Field]]]:
     return [(g, fs) for g, fs in by_group.items() if fs]
 
 
+#: The record lists: each one's type, the identity that must be unique, and what to say when not.
+_RECORDS: dict[str, tuple[Any, Callable[[Any], str], str]] = {
+    "vaults": (VaultConfig, lambda v: v.name.lower(), "vault names must be unique"),
+    "connection_profiles": (ProfileConfig, lambda p: p.id, "connection profile ids must be unique"),
+    "wi_syncs": (WiSyncConfig, lambda s: s.book_path, "each World Info book can be synced from one folder only"),
+}
+
+
+def _record_list(name: str, value: Any, kind: Any, identity: Callable[[Any], str], not_unique: str) -> tuple:
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{name} must be a list")
+    records = tuple(r if isinstance(r, kind) else kind.from_json(r) for r in value)
+    ids = [identity(r) for r in records]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise ConfigError(f"{not_unique}: {', '.join(dupes)}")
+    return records
+
+
 def _coerce(name: str, value: Any) -> Any:
     f = FIELDS[name]
     meta = f.metadata
     default = f.default
-    if name == "vaults":
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError("vaults must be a list")
-        vaults = tuple(v if isinstance(v, VaultConfig) else VaultConfig.from_json(v) for v in value)
-        names = [v.name.lower() for v in vaults]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ConfigError(f"vault names must be unique: {', '.join(dupes)}")
-        return vaults
-    if name == "connection_profiles":
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError("connection_profiles must be a list")
-        profiles = tuple(p if isinstance(p, ProfileConfig) else ProfileConfig.from_json(p) for p in value)
-        ids = [p.id for p in profiles]
-        dupes = sorted({i for i in ids if ids.count(i) > 1})
-        if dupes:
-            raise ConfigError(f"connection profile ids must be unique: {', '.join(dupes)}")
-        return profiles
-    if name == "wi_syncs":
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError("wi_syncs must be a list")
-        syncs = tuple(s if isinstance(s, WiSyncConfig) else WiSyncConfig.from_json(s) for s in value)
-        books = [s.book_path for s in syncs]
-        dupes = sorted({b for b in books if books.count(b) > 1})
-        if dupes:
-            raise ConfigError(f"each World Info book can be synced from one folder only: {', '.join(dupes)}")
-        return syncs
+    record = _RECORDS.get(name)
+    if record is not None:
+        return _record_list(name, value, *record)
     if isinstance(default, tuple):
         if isinstance(value, str) and not meta.get("split", True):
             value = [value]
