@@ -354,7 +354,10 @@ class MainWindow(QMainWindow):
         if shown is not None and self.vault_view.snapshot is shown and _same_entries(shown, snapshot):
             # the same index again (a sync that found nothing new, as after a restart): the
             # table keeps its rows, its sort, its filter and the user's place in it
-            self._show_index(snapshot, source, rows_unchanged=True)
+            if snapshot is shown:
+                self._show_index(snapshot, source, rows_unchanged=True)
+            else:
+                soon(lambda: self._adopt_same_entries(snapshot, source))
             return
         freeze_long_lived()  # the new index (made with the collector paused) is never walked
         self._snapshot = snapshot
@@ -364,6 +367,17 @@ class MainWindow(QMainWindow):
             soon(lambda: self._show_index_prepared(snapshot, source, seen))
         else:
             self._show_index(snapshot, source)
+
+    async def _adopt_same_entries(self, snapshot, source: str) -> None:
+        """A new snapshot of the very entries shown takes the old one's place without a reset;
+        its lookups (by title, backlinks) are worked out off the GUI thread first."""
+        await asyncio.to_thread(lambda: (snapshot.by_title, snapshot.backlinks))
+        shown = self._snapshot
+        if shown is None or self.vault_view.snapshot is not shown or not _same_entries(shown, snapshot):
+            return  # another index came meanwhile
+        self._snapshot = snapshot
+        self.vault_view.snapshot = snapshot
+        self._show_index(snapshot, source, rows_unchanged=True)
 
     def on_partial_index(self, entries) -> None:
         """A first index under way: the notes read so far fill the table (the index's own

@@ -126,7 +126,8 @@ def test_a_new_snapshot_of_the_very_same_entries_keeps_the_table_as_it_is(make_d
         assert again is not shown and all(a is b for a, b in zip(again.entries, shown.entries, strict=True))
         win.on_index(again, None, "start")
         await asyncio.sleep(0.1)
-        assert resets == [] and view.snapshot is shown and view.filter.text() == "lamp"
+        await wait_for(lambda: view.snapshot is again, what="the same entries' snapshot adopted")
+        assert resets == [] and view.filter.text() == "lamp"
         assert "61 entries" in win.index_label.text()
         first = shown.slices[0]
         changed = dataclasses.replace(first.entries[0], priority=first.entries[0].priority + 1)
