@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from dle_desktop.server.schemas import ref
 
@@ -31,6 +31,9 @@ def may_be_left_out(description: str | None = None) -> Any:
 
 class Answer(BaseModel):
     """An object the server answers with; the document lists its fields."""
+
+    # Only the OpenAPI document and the tests read these models: compile them when they do.
+    model_config = ConfigDict(defer_build=True)
 
 
 class Error(Answer):

@@ -20,13 +20,13 @@ from dle_desktop.core.hosts import is_loopback_bind
 from dle_desktop.errors import ConfigError, DleError
 from dle_desktop.http_limits import ServerLimits, server_config
 from dle_desktop.server import (
-    openapi,
     routes_ai,
     routes_bridge,
     routes_chat,
     routes_embeddings,
     routes_gaps,
     routes_lore,
+    routes_meta,
     routes_steer,
     routes_vector,
     routes_worldinfo,
@@ -97,7 +97,7 @@ def build_app(
             *routes_writers.routes,
             *routes_worldinfo.routes,
             *routes_ai.routes,
-            *openapi.routes,
+            *routes_meta.routes,
             *routes_vector.routes,
             *routes_embeddings.routes,
         ],

@@ -15,9 +15,6 @@ entry (and `security` on the operations) here."""
 from __future__ import annotations
 
 from pydantic import BaseModel
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from dle_desktop import __version__
 from dle_desktop.server import (
@@ -439,8 +436,3 @@ def build_document() -> dict:
 DOCUMENT = build_document()
 
 
-async def openapi_json(request: Request) -> JSONResponse:
-    return JSONResponse(DOCUMENT)
-
-
-routes = [Route(f"{API}/openapi.json", openapi_json, methods=["GET"])]

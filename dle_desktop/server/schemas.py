@@ -113,7 +113,9 @@ def nullable(schema: dict[str, Any], description: str | None = None) -> dict[str
 class RequestModel(BaseModel):
     """A JSON object; unknown fields are refused unless `unknown_ok`."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=False)
+    # defer_build: a model compiles its validator on first use, not at import: compiling all of them
+    # held the interpreter for a second while the window filled its table.
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=False, defer_build=True)
     #: the answer to a body that is not an object (and, without `unknown_message`, nothing else)
     shape: ClassVar[str] = "send an object"
     #: when set, the answer to unknown fields instead of naming them

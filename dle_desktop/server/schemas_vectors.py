@@ -64,7 +64,7 @@ class StBody(BaseModel):
     """A JSON object as ST sends it: unknown fields are ignored. Required fields are filled in
     with null before validation when missing, so that their parsers say what is required."""
 
-    model_config = ConfigDict(extra="ignore", validate_default=True)
+    model_config = ConfigDict(extra="ignore", validate_default=True, defer_build=True)  # as RequestModel
 
     @model_validator(mode="before")
     @classmethod
