@@ -311,6 +311,13 @@ def child(args) -> int:
 # --------------------------------------------------------------------------------------- parent
 
 
+def compile_app() -> None:
+    """An installed app starts from bytecode (scripts/run compiles it too); a checkout under
+    PYTHONDONTWRITEBYTECODE=1 would compile every module from source in every measured run:
+    a second, some of it while the window paints."""
+    compileall.compile_dir(REPO / "dle_desktop", quiet=1)
+
+
 def run_child(vault: Path, data: Path, expect: int) -> dict:
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
     spawned = time.time()
@@ -376,9 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench_index import generate_vault, machine_info
 
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()] + ([100_000] if args.stress else [])
-    # An installed app starts from bytecode; a checkout under PYTHONDONTWRITEBYTECODE=1 would compile
-    # every module from source in every measured run (seconds, some of it while the window paints).
-    compileall.compile_dir(REPO / "dle_desktop", quiet=1)
+    compile_app()
     work = Path(tempfile.mkdtemp(prefix="bench-gui-"))
     results: dict[str, dict[str, dict]] = {}
     try:

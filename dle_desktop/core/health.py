@@ -344,13 +344,48 @@ def _vault_wide_checks(snapshot: IndexSnapshot, ctx: HealthContext, r: HealthRep
                     path=skip.path,
                 )
             )
+
+
+def _index_warnings(snapshot: IndexSnapshot, r: HealthReport) -> None:
     for w in snapshot.warnings:
         r.add("warning", "index_warning", w)
 
 
-def run_health_check(snapshot: IndexSnapshot, ctx: HealthContext = HealthContext()) -> HealthReport:
+def _entries_report(snapshot: IndexSnapshot, ctx: HealthContext) -> HealthReport:
+    """The findings that depend on the entries (and the notes not indexed), not on the index's
+    own warnings."""
     report = HealthReport()
-    _config_checks(ctx, report)
     _entry_checks(snapshot, ctx, report)
     _vault_wide_checks(snapshot, ctx, report)
     return report
+
+
+def _joined(*parts: HealthReport) -> HealthReport:
+    return HealthReport(
+        [f for p in parts for f in p.errors], [f for p in parts for f in p.warnings], [f for p in parts for f in p.info]
+    )
+
+
+def run_health_check(snapshot: IndexSnapshot, ctx: HealthContext = HealthContext()) -> HealthReport:
+    return HealthChecker().run(snapshot, ctx)
+
+
+class HealthChecker:
+    """Runs the check, keeping the entries' findings of the last run: a snapshot of the very same
+    entries (the reconcile that follows a restart publishes one, differing only in its cache
+    warning) reuses them instead of checking 10,000 entries again (a quarter of a second)."""
+
+    def __init__(self) -> None:
+        self._last: tuple[IndexSnapshot, HealthContext, HealthReport] | None = None
+
+    def run(self, snapshot: IndexSnapshot, ctx: HealthContext = HealthContext()) -> HealthReport:
+        last = self._last
+        if last is not None and last[1] == ctx and snapshot.same_entries_as(last[0]):
+            entries = last[2]
+        else:
+            entries = _entries_report(snapshot, ctx)
+            self._last = (snapshot, ctx, entries)
+        config, warnings = HealthReport(), HealthReport()
+        _config_checks(ctx, config)
+        _index_warnings(snapshot, warnings)
+        return _joined(config, entries, warnings)

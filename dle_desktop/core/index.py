@@ -193,6 +193,33 @@ class IndexSnapshot:
     def __len__(self) -> int:
         return len(self.entries)
 
+    def same_entries_as(self, other: IndexSnapshot) -> bool:
+        """Whether this snapshot holds the very entries of `other` (the same objects, in order) and
+        the same notes not indexed: what the reconcile after a restart publishes when nothing
+        changed on disk (only its warnings differ)."""
+        if other is self:
+            return True
+        if len(other.entries) != len(self.entries) or other.skipped != self.skipped:
+            return False
+        return other.conflict_mode == self.conflict_mode and all(
+            a is b for a, b in zip(self.entries, other.entries, strict=True)
+        )
+
+    def adopt_lookups(self, other: IndexSnapshot) -> None:
+        """Take `other`'s lookups (by title, backlinks, positions) already worked out, when it
+        holds the same entries: they depend on nothing else."""
+        if other is self or not self.same_entries_as(other):
+            return
+        with other._lock:
+            backlinks = other._backlinks
+        with self._lock:
+            if self._backlinks is None:
+                self._backlinks = backlinks
+        if self._by_title is None:
+            self._by_title = other._by_title
+        if self._positions is None:
+            self._positions = other._positions
+
     @property
     def by_title(self) -> dict[str, tuple[Entry, ...]]:
         """Lower-cased title → entries with that title (several with mode `all`)."""

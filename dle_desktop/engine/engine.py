@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from dle_desktop import __version__
 from dle_desktop.core.changes import ChangeSet
 from dle_desktop.core.entry import TagConfig
-from dle_desktop.core.health import HealthContext, HealthReport, run_health_check
+from dle_desktop.core.health import HealthChecker, HealthContext, HealthReport
 from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.engine.retrieval import RetrievalService
@@ -137,6 +137,7 @@ class Engine:
         self.started_at = time.time()
         self._subscribers: list[Subscriber] = []
         self._sources = self._make_sources(vault_override)
+        self._health_checker = HealthChecker()
         self.using_sample_vault = (
             bool(self._sources) and self._sources[0].name == SAMPLE_VAULT_NAME and vault_override is None
         )
@@ -759,7 +760,7 @@ class Engine:
             scribe_profile_id=s.scribe_profile_id,
             scribe_proxy_url=s.scribe_proxy_url,
         )
-        return run_health_check(snap, ctx)
+        return self._health_checker.run(snap, ctx)
 
     def status(self) -> dict:
         snap = self.snapshot

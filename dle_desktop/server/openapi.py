@@ -434,5 +434,3 @@ def build_document() -> dict:
 
 
 DOCUMENT = build_document()
-
-

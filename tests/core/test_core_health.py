@@ -318,3 +318,55 @@ def test_constants_filling_the_entry_cap_are_a_warning():
     only(check(*cs, max_entries=3), "constants_over_entry_cap", "warning")
     assert not findings(check(*cs, max_entries=4), "constants_over_entry_cap")
     assert not findings(check(*cs, max_entries=3, unlimited_entries=True), "constants_over_entry_cap")
+
+
+# ---------------------------------------------------------------- a checker that remembers
+def _same_entries_with_warnings(snap, *warnings):
+    from dle_desktop.core.index import IndexSnapshot
+
+    return IndexSnapshot(snap.entries, snap.skipped, warnings, slices=snap.slices, conflict_mode=snap.conflict_mode)
+
+
+def test_checker_reuses_the_entries_findings_for_a_snapshot_of_the_very_same_entries():
+    from dle_desktop.core.health import HealthChecker
+
+    cached = _same_entries_with_warnings(
+        one_vault(entry("Lonely", fm="keys: [k]\nrequires: [Nobody]")), "the index came from the cache"
+    )
+    checker = HealthChecker()
+    first = checker.run(cached)
+    reconciled = _same_entries_with_warnings(cached)  # the reconcile: same entries, the warning gone
+    second = checker.run(reconciled)
+    assert [f.code for f in first.warnings].count("index_warning") == 1
+    assert findings(second, "index_warning") == []
+    missing = only(second, "requires_missing", "error", "Lonely")
+    assert missing is only(first, "requires_missing", "error", "Lonely")  # reused, not checked again
+    assert second.to_json() == run_health_check(reconciled).to_json()
+
+
+def test_checker_checks_again_when_the_entries_or_the_settings_differ():
+    from dle_desktop.core.health import HealthChecker
+
+    checker = HealthChecker()
+    snap = one_vault(entry("Lonely", fm="keys: [k]\nrequires: [Nobody]"))
+    first = checker.run(snap)
+    fixed = one_vault(entry("Lonely", fm="keys: [k]"))
+    assert findings(checker.run(fixed), "requires_missing") == []
+    again = checker.run(snap, HealthContext(scan_depth=0))
+    assert only(again, "requires_missing", "error") is not only(first, "requires_missing", "error")
+    assert only(again, "scan_depth_zero_without_ai", "error")
+
+
+def test_a_snapshot_of_the_same_entries_takes_the_lookups_already_made():
+    a, b = entry("Alpha", fm="keys: [a]", body="See [[Beta]]."), entry("Beta", fm="keys: [b]")
+    snap = one_vault(a, b)
+    other = _same_entries_with_warnings(snap, "from the cache")
+    assert other.same_entries_as(snap) and snap.same_entries_as(other)
+    backlinks, by_title = snap.backlinks, snap.by_title
+    other.adopt_lookups(snap)
+    assert other.backlinks is backlinks and other.backlinks["Beta"] == ("Alpha",)
+    assert other.by_title is by_title
+    different = one_vault(a, entry("Beta", fm="keys: [b]"))
+    assert not different.same_entries_as(snap)
+    different.adopt_lookups(snap)
+    assert different.backlinks is not backlinks and different.backlinks["Beta"] == ("Alpha",)

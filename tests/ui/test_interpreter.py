@@ -6,6 +6,8 @@ from __future__ import annotations
 import gc
 import sys
 
+import pytest
+
 from dle_desktop.ui import widgets
 from dle_desktop.ui.interpreter import GUI_SWITCH_INTERVAL_S, GuiInterpreter
 
@@ -38,3 +40,35 @@ def test_pyside_reads_no_module_source_on_import(qapp):
     finally:
         inspect.getsource = real
     assert read == []
+
+
+def test_the_vault_table_paints_with_a_prompt_lock_handoff_and_restores_the_interval(qapp):
+    from PySide6.QtGui import QStandardItem, QStandardItemModel
+    from PySide6.QtWidgets import QStyledItemDelegate
+
+    from dle_desktop.ui.widgets.prompt_table import PAINT_SWITCH_INTERVAL_S, PromptPaintTable
+
+    seen: list[float] = []
+
+    class Recording(QStyledItemDelegate):
+        def paint(self, painter, option, index) -> None:
+            seen.append(sys.getswitchinterval())
+            super().paint(painter, option, index)
+
+    model = QStandardItemModel()
+    for row in range(3):
+        model.appendRow([QStandardItem(f"entry {row}"), QStandardItem("keys")])
+    table = PromptPaintTable()
+    delegate = Recording(table)
+    table.setItemDelegate(delegate)
+    table.setModel(model)
+    table.resize(400, 200)
+    interpreter = GuiInterpreter().start()
+    try:
+        table.show()
+        table.grab()  # renders the table now: its viewport paints
+        assert seen and all(x == pytest.approx(PAINT_SWITCH_INTERVAL_S) for x in seen)  # kept in whole µs
+        assert sys.getswitchinterval() == GUI_SWITCH_INTERVAL_S  # back after the paint
+    finally:
+        interpreter.stop()
+        table.close()

@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSplitter,
     QStyle,
-    QTableView,
     QTabWidget,
     QTextBrowser,
     QVBoxLayout,
@@ -37,6 +36,7 @@ from dle_desktop.ui.vault.entry_detail import EntryHistory, render_entry
 from dle_desktop.ui.vault.health_panel import HealthPanel
 from dle_desktop.ui.vault.usage_columns import ColumnMenu, UsageReader, UsageRefresher, UsageRoom, set_up_columns
 from dle_desktop.ui.widgets.cut_text import CutTextTips
+from dle_desktop.ui.widgets.prompt_table import PromptPaintTable
 from dle_desktop.ui.widgets.semantic_strip import SemanticStrip
 
 #: Where the splitters are kept; "_v2" since the 1200×760 layout fix: the sizes saved before were
@@ -91,7 +91,7 @@ class VaultView(QWidget):
         self.no_matches.setStyleSheet("color: palette(placeholder-text); padding: 4px")
         self.no_matches.hide()
 
-        self.table = QTableView()
+        self.table = PromptPaintTable()
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
         self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
