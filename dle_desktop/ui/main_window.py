@@ -7,7 +7,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, cast
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, Signal
+from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QLabel,
@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 
 #: from this many entries a new index's table rows are made off the GUI thread before it shows
 ROWS_OFF_THREAD = 2000
+#: how long after the entries are shown the other views' modules start loading (`LazyTabs.preload`)
+PRELOAD_AFTER_MS = 1500
 
 
 def _prepare_rows(snapshot) -> PreparedRows:
@@ -93,10 +95,10 @@ class MainWindow(QMainWindow):
         # The other views are made when first shown or asked for (`lazy_tabs`): the window
         # comes up with its first view only.
         self.lazy = LazyTabs(self.tabs)
-        self.lazy.add("channels", "Channels", self._make_channels)
-        self.lazy.add("graph", "Graph", self._make_graph)
-        self.lazy.add("librarian", "Librarian", self._make_librarian)
-        self.lazy.add("sillytavern", "SillyTavern", self._make_sillytavern)
+        self.lazy.add("channels", "Channels", self._make_channels, "dle_desktop.ui.channels.view")
+        self.lazy.add("graph", "Graph", self._make_graph, "dle_desktop.ui.graph.view")
+        self.lazy.add("librarian", "Librarian", self._make_librarian, "dle_desktop.ui.librarian.view")
+        self.lazy.add("sillytavern", "SillyTavern", self._make_sillytavern, "dle_desktop.ui.sillytavern.view")
         self._snapshot = None  # the last index, for a view made after it came
         self._indexes_seen = 0  # indexes received: a large one shown after its rows are made, if still the last
         self.vault_view.entryActionRequested.connect(self._propose_in_librarian)
@@ -415,6 +417,8 @@ class MainWindow(QMainWindow):
         )
         freeze_long_lived()  # the index and the table's rows: no collection walks them again
         soon(self.refresh_health)
+        # once the entries are up, the other views' code is loaded while the user reads them
+        QTimer.singleShot(PRELOAD_AFTER_MS, self.lazy.preload)
 
     async def refresh_health(self) -> None:
         try:

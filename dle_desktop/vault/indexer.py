@@ -10,9 +10,11 @@ index in place.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,10 +31,18 @@ from dle_desktop.core.index import (
     same_view,
     with_derived,
 )
-from dle_desktop.core.note_parser import parse_note
-from dle_desktop.errors import NoteOutsideVault, VaultError
+from dle_desktop.errors import VaultError
 from dle_desktop.vault.cache import FileRecord, IndexCache
 from dle_desktop.vault.collector import collector_paused
+from dle_desktop.vault.read_batch import (
+    PROCESS_MIN_NOTES,
+    BatchJob,
+    BatchProcesses,
+    ParseSettings,
+    ReadRecord,
+    read_folder_batch,
+    record_of,
+)
 from dle_desktop.vault.sources import FolderSource, VaultSource
 
 log = logging.getLogger(__name__)
@@ -87,6 +97,8 @@ class VaultIndexer:
         self._order: dict[str, tuple[dict[str, Any], list[str]]] = {}
         self._lock = asyncio.Lock()
         self.cache_dirty = False
+        #: a folder sync of this many notes or more reads them in worker processes
+        self.process_min_notes = PROCESS_MIN_NOTES
 
     # -- helpers --------------------------------------------------------------------------
     @property
@@ -98,17 +110,6 @@ class VaultIndexer:
 
     def _cache_key(self, source: VaultSource) -> str:
         return f"{source.kind}|{source.name}|{source.describe()}|{self.options.signature()}"
-
-    def _parse(self, source: VaultSource, path: str, text: str, digest: str | None = None) -> Entry | Skip:
-        return parse_note(
-            source.name,
-            path,
-            text,
-            self.options.tags,
-            self.field_definitions,
-            self.options.lenient,
-            content_hash=digest,
-        )
 
     def _slices(self) -> list[VaultSlice]:
         out = []
@@ -310,6 +311,26 @@ class VaultIndexer:
         return changed
 
     # -- reading --------------------------------------------------------------------------
+    def _batch_job(
+        self,
+        source: VaultSource,
+        paths: Sequence[str],
+        stamps: dict[str, str | None],
+        prior: dict[str, FileRecord],
+        force: bool,
+    ) -> BatchJob:
+        settings = ParseSettings(self.options.tags, self.field_definitions, self.options.lenient, force)
+        hashes = {p: rec.content_hash for p in paths if (rec := prior.get(p)) is not None}
+        return BatchJob(source.name, tuple(paths), {p: stamps.get(p) for p in paths}, hashes, settings)
+
+    @staticmethod
+    def _records_of(read: dict[str, ReadRecord], prior: dict[str, FileRecord]) -> dict[str, FileRecord]:
+        """A batch's records, each unchanged note keeping the parse it had."""
+        return {
+            p: FileRecord(stamp, digest, prior[p].result if res is None else res)
+            for p, (stamp, digest, res) in read.items()
+        }
+
     async def _read_parse(
         self,
         source: VaultSource,
@@ -319,36 +340,9 @@ class VaultIndexer:
         force: bool,
     ) -> dict[str, FileRecord]:
         """Read `paths`, re-parsing only files whose content hash changed (or all with `force`)."""
-        # Imported here: the hash needs numpy, which a warm `dle-desktop index` (no note read) never loads.
-        from dle_desktop.core.hashing import simple_hash
-
-        def one(path: str, text: str | None, error: str | None, code: str = "SKIP_READ_ERROR") -> FileRecord:
-            if error is not None:
-                return FileRecord(stamps.get(path), "", Skip(source.name, path, code, error))
-            assert text is not None  # a file is either read or has an error
-            digest = simple_hash(text)
-            old = prior.get(path)
-            if old is not None and not force and old.content_hash == digest:
-                return FileRecord(stamps.get(path), digest, old.result)
-            return FileRecord(stamps.get(path), digest, self._parse(source, path, text, digest))
-
+        job = self._batch_job(source, paths, stamps, prior, force)
         if isinstance(source, FolderSource):
-
-            def work() -> dict[str, FileRecord]:
-                out = {}
-                real_folders: dict[str, str] = {}  # for this batch only: links may change later
-                for path in paths:
-                    try:
-                        out[path] = one(path, source.read_sync(path, real_folders), None)
-                    except FileNotFoundError:
-                        continue  # vanished between listing and reading
-                    except NoteOutsideVault as exc:
-                        out[path] = one(path, None, str(exc).removeprefix(f"{path}: "), "SKIP_OUTSIDE_VAULT")
-                    except VaultError as exc:
-                        out[path] = one(path, None, str(exc))
-                return out
-
-            return await asyncio.to_thread(work)
+            return self._records_of(await asyncio.to_thread(read_folder_batch, source, job), prior)
 
         sem = asyncio.Semaphore(source.max_concurrency)
 
@@ -363,7 +357,45 @@ class VaultIndexer:
 
         fetched = await asyncio.gather(*(fetch(p) for p in paths))
         present = [(p, t, e) for p, t, e in fetched if e != "missing"]
-        return await asyncio.to_thread(lambda: {p: one(p, t, e) for p, t, e in present})
+        read = await asyncio.to_thread(lambda: {p: record_of(job, p, t, e) for p, t, e in present})
+        return self._records_of(read, prior)
+
+    async def _batches(
+        self,
+        source: VaultSource,
+        to_read: list[str],
+        stamps: dict[str, str | None],
+        prior: dict[str, FileRecord],
+        force: bool,
+    ) -> AsyncGenerator[tuple[list[str], dict[str, FileRecord]], None]:
+        """Each batch of `to_read` with its records, in order. A big folder sync reads its batches
+        in worker processes, a few at a time; if they cannot start or break, the rest is read here."""
+        chunks = [to_read[i : i + BATCH] for i in range(0, len(to_read), BATCH)]
+        if isinstance(source, FolderSource) and len(to_read) >= self.process_min_notes:
+            processes = BatchProcesses()
+            loop = asyncio.get_running_loop()
+            futures: list[asyncio.Future[dict[str, ReadRecord]]] = []
+            try:
+                pool = processes.executor()
+                futures = [
+                    loop.run_in_executor(
+                        pool, read_folder_batch, source, self._batch_job(source, c, stamps, prior, force)
+                    )
+                    for c in chunks
+                ]
+                while chunks:
+                    await asyncio.sleep(0)  # a batch already back does not suspend: let a cancel land
+                    read = await futures[0]
+                    futures.pop(0)
+                    yield chunks.pop(0), self._records_of(read, prior)
+            except (BrokenProcessPool, OSError, RuntimeError) as exc:
+                log.warning("reading %s in worker processes failed (%s); reading the rest here", source.name, exc)
+            finally:
+                for f in futures:
+                    f.cancel()
+                processes.close()
+        for chunk in chunks:
+            yield chunk, await self._read_parse(source, chunk, stamps, prior, force)
 
     async def _sync_vault(
         self,
@@ -394,23 +426,23 @@ class VaultIndexer:
             else:
                 to_read.append(path)
         total_hint[0] += len(to_read)
-        for i in range(0, len(to_read), BATCH):
-            chunk = to_read[i : i + BATCH]
-            records.update(await self._read_parse(source, chunk, stamps, prior, force))
-            counters[0] += len(chunk)
-            counters[1] += sum(
-                1 for p in chunk if p in records and (p not in prior or records[p].result is not prior[p].result)
-            )
-            if progress:
-                progress(counters[0], total_hint[0], f"reading {source.name}")
-            if partial is not None and time.perf_counter() - self._partial_at >= PARTIAL_EVERY_S:
-                done = [rec.result for v in self._records.values() for rec in v.values()]
-                entries = [r for r in (*done, *(rec.result for rec in records.values())) if isinstance(r, Entry)]
-                # each partial result costs the window a snapshot and a table of its own: only
-                # when the count has doubled, so a first index of 10,000 notes shows about six
-                if len(entries) >= 2 * self._partial_count:
-                    self._partial_at, self._partial_count = time.perf_counter(), len(entries)
-                    partial(entries)
+        async with contextlib.aclosing(self._batches(source, to_read, stamps, prior, force)) as batches:
+            async for chunk, read in batches:
+                records.update(read)
+                counters[0] += len(chunk)
+                counters[1] += sum(
+                    1 for p in chunk if p in records and (p not in prior or records[p].result is not prior[p].result)
+                )
+                if progress:
+                    progress(counters[0], total_hint[0], f"reading {source.name}")
+                if partial is not None and time.perf_counter() - self._partial_at >= PARTIAL_EVERY_S:
+                    done = [rec.result for v in self._records.values() for rec in v.values()]
+                    entries = [r for r in (*done, *(rec.result for rec in records.values())) if isinstance(r, Entry)]
+                    # each partial result costs the window a snapshot and a table of its own: only
+                    # when the count has doubled, so a first index of 10,000 notes shows about six
+                    if len(entries) >= 2 * self._partial_count:
+                        self._partial_at, self._partial_count = time.perf_counter(), len(entries)
+                        partial(entries)
         if listing.partial:
             # Paths we could not see are not deleted: keep their previous records.
             for path, rec in prior.items():

@@ -10,13 +10,38 @@ import threading
 from collections.abc import Callable, Set
 from pathlib import Path
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 
 log = logging.getLogger(__name__)
 
 #: Wait this long after the last event before reporting, to gather a burst into one batch.
 DEBOUNCE_S = 0.15
+
+#: The events a vault's notes change by. Left out: opens and read-only closes (the indexer's own
+#: reads of 10,000 notes were 20,000 events handled in Python while it read, slowing it and the
+#: window) and folder "modified" (a note's own event says which note).
+WATCHED_EVENTS: list[type[FileSystemEvent]] = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileClosedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
 
 #: (vault name, changed vault-relative paths, whether a full re-sync is needed)
 ChangeCallback = Callable[[str, set[str], bool], None]
@@ -80,7 +105,7 @@ class FolderWatcher:
 
     def watch(self, vault: str, root: Path, special: Set[str] = frozenset()) -> None:
         handler = _VaultHandler(self, vault, Path(root), set(special))
-        self._observer.schedule(handler, str(root), recursive=True)
+        self._observer.schedule(handler, str(root), recursive=True, event_filter=WATCHED_EVENTS)
 
     def start(self) -> None:
         if not self._started:

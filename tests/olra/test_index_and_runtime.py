@@ -17,6 +17,7 @@ from dle_desktop.engine.thread import EngineThread
 from dle_desktop.olra import OlraRunner, cert_path, olra_key
 from dle_desktop.state.paths import AppPaths
 from dle_desktop.state.settings import Settings
+from dle_desktop.vault import read_batch
 from dle_desktop.vault.sources import FolderSource
 from tests.conftest import lore_text, wait_until, write_files
 from tests.olra.conftest import free_port
@@ -45,13 +46,13 @@ class Live:
 
     def _count_work(self) -> None:
         indexer = self.engine.indexer
-        parse, sync_paths, sync_all = indexer._parse, indexer.sync_paths, indexer.sync_all
+        parse, sync_paths, sync_all = read_batch.parse_note, indexer.sync_paths, indexer.sync_all
         lock = threading.Lock()
 
-        def counting_parse(source, path, text, digest=None):
+        def counting_parse(vault, path, *args, **kw):
             with lock:
                 self.parsed.append(path)
-            return parse(source, path, text, digest)
+            return parse(vault, path, *args, **kw)
 
         async def counting_sync_paths(vault, paths):
             self.path_syncs += 1
@@ -61,7 +62,8 @@ class Live:
             self.path_syncs += 1
             return await sync_all(*args, **kw)
 
-        indexer._parse = counting_parse
+        read_batch.parse_note = counting_parse  # type: ignore[assignment]  # undone in close()
+        self._parse = parse
         indexer.sync_paths = counting_sync_paths
         indexer.sync_all = counting_sync_all
 
@@ -72,6 +74,7 @@ class Live:
         return next(e for e in self.engine.snapshot.entries if e.title == title)
 
     def close(self) -> None:
+        read_batch.parse_note = self._parse  # type: ignore[assignment]  # set in _count_work
         self.client.close()
         self.runner.stop()
         try:

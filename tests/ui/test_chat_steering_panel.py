@@ -248,3 +248,51 @@ def test_refresh_reads_the_vaults_fields_again(steering, vault_copy, qloop):
 
     qloop.run_until_complete(scenario())
     qloop.run_until_complete(desk.window.sillytavern_view.idle())
+
+
+class _FirstAnalyticsHeld:
+    """The real bridge, except that the first `entry_analytics` call waits for `release`: a re-read
+    that has read the chat's state and is still on its way while the user changes it."""
+
+    def __init__(self, bridge) -> None:
+        self._bridge = bridge
+        self.release = asyncio.Event()
+        self.held = asyncio.Event()
+
+    def __getattr__(self, name: str):
+        return getattr(self._bridge, name)
+
+    async def entry_analytics(self, chat_id: str):
+        if not self.held.is_set():
+            self.held.set()
+            await self.release.wait()
+        return await self._bridge.entry_analytics(chat_id)
+
+
+def test_a_re_read_that_started_before_a_change_does_not_show_the_old_values(steering, qloop):
+    """Defect (CI, stop 31): Clear all, then the era box showed 'Founding' again, because the
+    re-read started by the previous change arrived after Clear all and showed what it had read."""
+    desk, steer = steering
+    era = steer.gating.rows["era"]
+
+    async def scenario() -> None:
+        era.box.setEditText("Founding")
+        era.set_button.click()
+        await wait_for(lambda: "Era set to Founding" in steer.gating.message.text(), what="era set")
+        await desk.window.sillytavern_view.idle()
+        held = _FirstAnalyticsHeld(desk.bridge)
+        steer.bridge = held
+        steer.runner(steer.load)  # reads the state (era = Founding), then waits
+        await wait_for(held.held.is_set, what="the re-read under way")
+        steer.gating.clear_all_button.click()
+        await wait_for(lambda: "Every gating field cleared" in steer.gating.message.text(), what="all cleared")
+        # Clear all's own re-read is not held: it shows the cleared chat first, then the old one ends.
+        await wait_for(lambda: "no gating context" in steer.heading.text(), what="the cleared chat shown")
+        held.release.set()
+        await desk.window.sillytavern_view.idle()
+        assert (await _state(desk)).context == {}
+        assert era.box.currentText() == ""
+        assert "no gating context" in steer.heading.text()
+        assert not steer.gating.clear_all_button.isEnabled()
+
+    qloop.run_until_complete(scenario())

@@ -48,3 +48,42 @@ def test_the_tab_shown_last_is_made_at_the_next_start(make_desktop, vault_copy, 
     second = make_desktop(vault_copy, data_dir=tmp_path / "data")
     made = second.window.lazy.made_views()
     assert set(made) == {"sillytavern"} and second.window.tabs.currentWidget() is made["sillytavern"]
+
+
+def test_the_views_modules_are_loaded_in_the_background_once_the_entries_are_shown(
+    make_desktop, vault_copy, tmp_path, monkeypatch, qloop
+):
+    """Their code, not their widgets: the module is imported on a background thread, the view is
+    still made only when shown, on the GUI thread."""
+    import sys
+    import threading
+
+    from PySide6.QtWidgets import QLabel
+
+    probe = "dle_preload_probe_module"
+    (tmp_path / f"{probe}.py").write_text(
+        "import threading\nIMPORTED_ON = threading.current_thread().name\n", encoding="utf-8"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, probe, raising=False)
+    desk = make_desktop(vault_copy)
+    win = desk.window
+    made_on: list[str] = []
+
+    def make_probe():
+        made_on.append(threading.current_thread().name)
+        return QLabel(sys.modules[probe].IMPORTED_ON)
+
+    win.lazy.add("probe", "Probe", make_probe, probe)
+
+    async def scenario() -> None:
+        await wait_for(lambda: win.vault_view.model.rowCount() == 61, what="61 entries")
+        await wait_for(lambda: win.lazy._preloading is not None, what="the preload started", timeout=10)
+        win.lazy._preloading.join(30)
+        assert sys.modules[probe].IMPORTED_ON == "dle-preload-views"
+        assert win.lazy.made_view("probe") is None and made_on == []
+        assert win.lazy.preload() is None  # once per window
+        view = win.lazy.view("probe")
+        assert made_on == [threading.main_thread().name] and view.text() == "dle-preload-views"
+
+    qloop.run_until_complete(scenario())

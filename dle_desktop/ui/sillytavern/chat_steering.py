@@ -285,6 +285,7 @@ class ChatSteering(QWidget):
         self.bridge: Any = None
         self.chat_id: str | None = None
         self.state: ChatState | None = None
+        self._reads = 0  # re-reads started; only the latest one shows what it read
         self.heading = QLabel(PICK_ONE)
         self.heading.setWordWrap(True)
         self.heading.setStyleSheet(MUTED_STYLE)
@@ -302,11 +303,17 @@ class ChatSteering(QWidget):
         self.tabs.addTab(self.writers, "Writers")
         self.tabs.setEnabled(False)
         for tab in (self.gating, self.folders, self.pins):
-            tab.changed = lambda: self.runner(self.load)
+            tab.changed = self._changed
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 4, 0, 0)
         layout.addWidget(self.heading)
         layout.addWidget(self.tabs, 1)
+
+    def _changed(self) -> None:
+        """A tab changed the chat: re-read it. Counted now, not when the re-read starts, so a read
+        already on its way (with the values from before) finds it is no longer the latest."""
+        self._reads += 1
+        self.runner(self.load)
 
     def choose(self, bridge: Any, chat_id: str | None) -> None:
         """Show `chat_id` (None: no single chat selected)."""
@@ -332,17 +339,19 @@ class ChatSteering(QWidget):
         chat_id = self.chat_id
         if chat_id is None or self.bridge is None:
             return
+        self._reads += 1
+        read = self._reads
         try:
             fields = await self.bridge.gating_fields()
             folders = await self.bridge.vault_folders()
             state = await self.bridge.chat_state(chat_id)
             analytics = await self.bridge.entry_analytics(chat_id)
         except DleError as exc:  # e.g. the vault index is not ready yet
-            if chat_id == self.chat_id:
+            if chat_id == self.chat_id and read == self._reads:
                 self.heading.setText(f"Chat “{chat_id}”: {exc}")
             return
-        if chat_id != self.chat_id:  # another chat was chosen meanwhile
-            return
+        if chat_id != self.chat_id or read != self._reads:
+            return  # another chat was chosen, or a change started a newer read, meanwhile
         self.state = state
         self.gating.context = dict(state.context)
         self.gating.show_fields(fields)
@@ -351,6 +360,8 @@ class ChatSteering(QWidget):
         self.pins.show_state(state)
         self.analytics.show_analytics(analytics, state.generation_count)
         await self.writers.load()
+        if read != self._reads:
+            return
         self.heading.setText(self.summary(chat_id, state))
         self.heading.setStyleSheet("")
 
