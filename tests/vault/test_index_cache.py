@@ -15,6 +15,8 @@ from dle_desktop.vault.cache import CACHE_FORMAT, FileRecord, IndexCache
 from dle_desktop.vault.indexer import ParseOptions, VaultIndexer
 from dle_desktop.vault.sources import FolderSource
 
+CHUNK_PLUS = 600  # more items than one chunk holds
+
 
 def run(coro):
     return asyncio.run(coro)
@@ -136,6 +138,48 @@ def test_meta_that_is_not_a_dict_becomes_empty(tmp_path, lore):
     path.write_bytes(pickle.dumps(payload))
     records, meta = cache.load("k")
     assert meta == {} and set(records) == {"A.md", "B.md"}
+
+
+def test_a_large_meta_mapping_is_saved_in_chunks_and_comes_back_whole(tmp_path, lore):
+    """The saved links of 10,000 entries are pickled in chunks like the records (pickled whole,
+    they held the interpreter lock while the window filled its table); small values stay as
+    they are."""
+    from dle_desktop.vault.cache import CHUNK
+
+    derived = {f"v\x00N{i:05d}.md": (f"h{i}", f"Note {i}", (f"Note {i + 1}",)) for i in range(10_000)}
+    meta = {"derived": derived, "titles": {"note 1": "v\x00N00001.md"}, "field_definitions": "defs"}
+    cache = IndexCache(tmp_path / "cache")
+    cache.save("key-1", make_records(lore), meta)
+    [path] = list((tmp_path / "cache").glob("*.idx"))
+    saved = pickle.loads(path.read_bytes())
+    assert set(saved["meta_chunks"]) == {"derived"} and len(saved["meta_chunks"]["derived"]) == -(-10_000 // CHUNK)
+    assert saved["meta"] == {"titles": meta["titles"], "field_definitions": "defs"}
+    _records, loaded = cache.load("key-1")
+    assert loaded == meta and list(loaded["derived"]) == list(derived)
+
+
+def test_a_cache_saved_before_meta_chunks_still_loads_its_meta(tmp_path, lore):
+    cache = IndexCache(tmp_path / "cache")
+    cache.save("k", make_records(lore))
+    [path] = list((tmp_path / "cache").glob("*.idx"))
+    payload = pickle.loads(path.read_bytes())
+    del payload["meta_chunks"]
+    payload["meta"] = {"derived": {f"u{i}": (i,) for i in range(CHUNK_PLUS)}}
+    path.write_bytes(pickle.dumps(payload))
+    records, meta = cache.load("k")
+    assert set(records) == {"A.md", "B.md"} and len(meta["derived"]) == CHUNK_PLUS
+
+
+def test_a_damaged_meta_chunk_drops_that_mapping_and_keeps_the_records(tmp_path, lore, caplog):
+    cache = IndexCache(tmp_path / "cache")
+    cache.save("k", make_records(lore), {"derived": {f"u{i}": (i,) for i in range(CHUNK_PLUS)}, "small": 1})
+    [path] = list((tmp_path / "cache").glob("*.idx"))
+    payload = pickle.loads(path.read_bytes())
+    payload["meta_chunks"]["derived"][0] = b"not a pickle"
+    path.write_bytes(pickle.dumps(payload))
+    records, meta = cache.load("k")
+    assert set(records) == {"A.md", "B.md"} and meta == {"small": 1}
+    assert "saved links are unreadable" in caplog.text
 
 
 # ----------------------------------------------------------------------------- through the indexer
