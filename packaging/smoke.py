@@ -168,9 +168,10 @@ def window_start(tmp: Path, run_no: int) -> float:
 
 
 def check_graph_process(tmp: Path) -> str:
-    """The Graph view of a vault large enough for its own process (1,500 entries and up): in the
-    bundle that process is this same executable started again, which only works if the entry
-    point hands it to multiprocessing (`freeze_support`)."""
+    """The first index and the Graph view of a vault large enough for their worker processes
+    (1,000 and 1,500 entries and up): in the bundle those processes are this same executable
+    started again, which only works if the entry point hands them to multiprocessing
+    (`freeze_support`)."""
     vault = tmp / "graph-vault"
     vault.mkdir()
     for i in range(1600):
@@ -179,6 +180,14 @@ def check_graph_process(tmp: Path) -> str:
             f"Near [[Note {(i + 1) % 1600:04}]] and [[Note {(i * 7) % 1600:04}]].\n",
             encoding="utf-8",
         )
+    # The first index of 1,000 notes and more reads them in worker processes: started the same way.
+    indexed = run(
+        ["--data-dir", str(tmp / "index-data"), "--vault", str(vault), "index", "--json", "--no-content"], tmp
+    )
+    found = json.loads(indexed.stdout)
+    count = len(found["entries"] if isinstance(found, dict) else found)
+    if count != 1600 or "worker processes failed" in indexed.stderr:
+        raise Failed(f"the first index of 1,600 notes found {count} entries\n{indexed.stderr[-3000:]}")
     env = _env(tmp) | {"DLE_DESKTOP_EXIT_WHEN_SHOWN": "graph"}
     proc = subprocess.run(
         [str(EXE), "--data-dir", str(tmp / "graph-data"), "--vault", str(vault)],

@@ -33,12 +33,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-import httpx
+from typing import TYPE_CHECKING
 
 from dle_desktop.errors import DleError
 from dle_desktop.fileio import fsync_dir, move_into_place, write_atomic
-from dle_desktop.vectors.embedder import GGUF_MAGIC, GgufFormatError, read_gguf_info
+from dle_desktop.vectors.gguf_header import GGUF_MAGIC, GgufFormatError, read_gguf_info
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -233,6 +235,8 @@ class ModelManager:
     ) -> Path:
         """Download `spec` into `models_dir` (resuming a `.part` file), verify it and move it into
         place. Raises ModelDownloadCancelled, ModelChecksumError or ModelError."""
+        import httpx  # here: the window imports this module at start, and only a download needs it
+
         final = self.path_for(spec)
         with self._thread_lock:
             lock = self._locks.setdefault(final, asyncio.Lock())
@@ -307,6 +311,8 @@ class ModelManager:
         progress: ProgressCallback | None,
         cancel: threading.Event | None,
     ) -> Path:
+        import httpx
+
         part = self.part_path(spec)
         have = self._part_size(spec)
         meta = self._read_meta(spec)
@@ -351,6 +357,8 @@ class ModelManager:
         progress: ProgressCallback | None,
         cancel: threading.Event | None,
     ) -> Path:
+        import httpx
+
         status = resp.status_code
         if status == 416 and have:
             # Nothing left to send: the .part is probably complete already.
