@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
+from PySide6.QtCore import Qt
+
 from dle_desktop.core.index import VaultSlice, build_snapshot
 from dle_desktop.ui import main_window
-from dle_desktop.ui.vault.entries_model import PreparedRows
+from dle_desktop.ui.vault.entries_model import KEYED_COLUMNS, PreparedRows
 from tests.ui.conftest import wait_for
 
 
@@ -49,6 +51,57 @@ def test_a_large_index_shows_after_its_rows_are_made_and_only_the_last(make_desk
         await asyncio.sleep(0.2)
         assert view.model.rowCount() == 30 and view.snapshot is fewest
         assert view.count_label.text() == "30 entries"
+
+    qloop.run_until_complete(scenario())
+
+
+def test_a_large_index_is_shown_with_its_sorted_columns_keys_and_gets_the_others_after(
+    make_desktop, vault_copy, qloop, monkeypatch
+):
+    """The rows come with the sorted column's keys only (the others held a restart's entries
+    back); the other columns' keys follow off the GUI thread, and they are the model's own."""
+    monkeypatch.setattr(main_window, "ROWS_OFF_THREAD", 10)  # the sample vault counts as large here
+    made: list[tuple[int, ...] | None] = []
+    prepare = main_window._prepare_rows
+
+    def recording(snapshot, columns=None):
+        made.append(tuple(columns) if columns is not None else None)
+        return prepare(snapshot, columns)
+
+    monkeypatch.setattr(main_window, "_prepare_rows", recording)
+    desk = make_desktop(vault_copy)
+    win = desk.window
+    view = win.vault_view
+
+    async def scenario():
+        await wait_for(lambda: view.model.rowCount() == 61, what="index")
+        view.table.sortByColumn(2, Qt.SortOrder.AscendingOrder)  # Keys
+        fewer = build_snapshot([VaultSlice("vault", tuple(view.snapshot.entries[:50]))])
+        made.clear()
+        win.on_index(fewer, None, "sync")
+        await wait_for(lambda: view.model.rowCount() == 50, what="the new index")
+        assert made == [(2,)]
+        model = view.model
+        await wait_for(lambda: set(model._sort_keys) >= set(KEYED_COLUMNS), what="the other columns' keys")
+        whole = PreparedRows.of(fewer.entries)
+        assert all(model._sort_keys[c] == whole.sort_keys[c] for c in KEYED_COLUMNS)
+        assert [view.proxy.index(r, 0).data() for r in range(3)] == [
+            e.title for e in sorted(fewer.entries, key=lambda e: whole.sort_keys[2][fewer.entries.index(e)])[:3]
+        ]
+
+    qloop.run_until_complete(scenario())
+
+
+def test_sort_keys_made_for_rows_no_longer_shown_are_dropped(make_desktop, vault_copy, qloop):
+    desk = make_desktop(vault_copy)
+    model = desk.window.vault_view.model
+
+    async def scenario():
+        await wait_for(lambda: model.rowCount() == 61, what="index")
+        other = list(desk.window.vault_view.snapshot.entries)  # equal, but not the rows shown
+        before = dict(model._sort_keys)
+        model.add_sort_keys(other, {5: ["x"] * len(other)})
+        assert model._sort_keys == before
 
     qloop.run_until_complete(scenario())
 

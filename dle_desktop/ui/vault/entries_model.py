@@ -4,7 +4,7 @@ times injected, when last injected). `entries_proxy` filters and sorts it."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,13 +66,20 @@ class PreparedRows:
     sort_keys: dict[int, list[Any]]
 
     @classmethod
-    def of(cls, entries: Sequence[Entry]) -> PreparedRows:
+    def of(cls, entries: Sequence[Entry], columns: Iterable[int] | None = None) -> PreparedRows:
+        """`columns`: whose sort keys to make (default: every column but the usage ones, which
+        change with every generation and are read when sorted by)."""
         listed = list(entries)
-        # Every column's keys, not just the sorted one's: a click on another header then sorts
-        # without reading 10,000 entries on the GUI thread. Usage columns change with every
-        # generation and are read when sorted by.
-        keys = {column: [entry_sort_key(e, column) for e in listed] for column in range(USAGE_COLUMNS[0])}
+        keys = sort_keys_of(listed, KEYED_COLUMNS if columns is None else columns)
         return cls(listed, [search_text(e) for e in listed], {e.uid: i for i, e in enumerate(listed)}, keys)
+
+
+#: the columns whose sort keys come from the entries alone
+KEYED_COLUMNS = tuple(range(USAGE_COLUMNS[0]))
+
+
+def sort_keys_of(entries: Sequence[Entry], columns: Iterable[int]) -> dict[int, list[Any]]:
+    return {column: [entry_sort_key(e, column) for e in entries] for column in columns if column in KEYED_COLUMNS}
 
 
 def search_text(e: Entry) -> str:
@@ -124,6 +131,12 @@ class EntriesModel(QAbstractTableModel):
         self._entries, self._search, self._rows = rows.entries, rows.search, rows.rows
         self._sort_keys = dict(rows.sort_keys)
         self.endResetModel()
+
+    def add_sort_keys(self, entries: list[Entry], keys: dict[int, list[Any]]) -> None:
+        """Sort keys made elsewhere for `entries`; dropped if the model shows other rows by now."""
+        if entries is self._entries:
+            for column, column_keys in keys.items():
+                self._sort_keys.setdefault(column, column_keys)
 
     def entry(self, row: int) -> Entry | None:
         return self._entries[row] if 0 <= row < len(self._entries) else None
