@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, cast
@@ -67,6 +68,13 @@ def _prepare_partial(entries) -> tuple[IndexSnapshot, PreparedRows]:
     return snapshot, _prepare_rows(snapshot)
 
 
+def _prestart_graph_process(entries: int) -> None:
+    from dle_desktop.ui.graph.worker import PROCESS_MIN_ENTRIES, prestart_process
+
+    if entries >= PROCESS_MIN_ENTRIES:
+        prestart_process()
+
+
 class MainWindow(QMainWindow):
     closeToTray = Signal()
     quitRequested = Signal()
@@ -103,6 +111,7 @@ class MainWindow(QMainWindow):
         self.lazy.add("sillytavern", "SillyTavern", self._make_sillytavern, "dle_desktop.ui.sillytavern.view")
         self._snapshot = None  # the last index, for a view made after it came
         self._indexes_seen = 0  # indexes received: a large one shown after its rows are made, if still the last
+        self._graph_prestarted = False  # the Graph view's process, started ahead once (`_load_ahead`)
         self.vault_view.entryActionRequested.connect(self._propose_in_librarian)
         self.vault_view.channelsRequested.connect(self._open_channels)
         self.server_notice = ServerNotice()
@@ -426,7 +435,20 @@ class MainWindow(QMainWindow):
         freeze_long_lived()  # the index and the table's rows: no collection walks them again
         soon(self.refresh_health)
         # once the entries are up, the other views' code is loaded while the user reads them
-        QTimer.singleShot(PRELOAD_AFTER_MS, self.lazy.preload)
+        QTimer.singleShot(PRELOAD_AFTER_MS, self._load_ahead)
+
+    def _load_ahead(self) -> None:
+        """The other views' modules (`LazyTabs.preload`), and on a vault whose graph is worked out
+        in a process of its own, that process: started now, the Graph view's first opening does
+        not wait about a second for it."""
+        self.lazy.preload()
+        snapshot = self._snapshot
+        if snapshot is None or self._graph_prestarted or self.lazy.made_view("graph") is not None:
+            return
+        self._graph_prestarted = True
+        threading.Thread(
+            target=_prestart_graph_process, args=(len(snapshot.entries),), name="dle-graph-prestart", daemon=True
+        ).start()
 
     async def refresh_health(self) -> None:
         try:

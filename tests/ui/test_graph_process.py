@@ -190,3 +190,49 @@ def test_cancel_while_weighing_stops_the_job_and_keeps_the_picture(make, qtbot, 
     assert results == []
     monkeypatch.setattr(graph_process, "weigh", weigh)
     assert shown(qtbot, view, None, relayout=True).mode == "full"  # the next job runs in full
+
+
+@pytest.fixture
+def no_spare():
+    """No graph process started ahead is left for another test."""
+    from dle_desktop.ui.graph import worker as worker_module
+
+    yield worker_module
+    spare = worker_module._take_spare()
+    if spare is not None:
+        spare.close()
+
+
+def test_a_process_started_ahead_is_the_one_the_first_large_job_uses(make, qtbot, sample_snapshot, no_spare):
+    assert no_spare.prestart_process()
+    assert no_spare.prestart_process()  # one waits already: no second one
+    pid = no_spare._spare.pid
+    view = make(True)
+    shown(qtbot, view, sample_snapshot)
+    assert view.worker.ran_in == "process" and view.worker._process.pid == pid
+    assert no_spare._spare is None  # taken
+
+
+def test_the_window_starts_the_graph_process_ahead_on_a_large_vault(
+    make_desktop, vault_copy, qloop, monkeypatch, no_spare
+):
+    from dle_desktop.ui import main_window
+    from tests.ui.conftest import wait_for
+
+    monkeypatch.setattr(main_window, "PRELOAD_AFTER_MS", 0)
+    monkeypatch.setattr(no_spare, "PROCESS_MIN_ENTRIES", 50)  # the sample vault's 61 count as large here
+    desk = make_desktop(vault_copy)
+    win = desk.window
+
+    async def scenario() -> None:
+        await wait_for(lambda: win.vault_view.model.rowCount() == 61, what="61 entries")
+        await wait_for(lambda: no_spare._spare is not None and no_spare._spare.alive, what="the process", timeout=30)
+        pid = no_spare._spare.pid
+        graph = win.graph_view  # made, not shown yet: its job starts when it is
+        graph.worker.process_min_entries = 50
+        win.show()
+        win.tabs.setCurrentWidget(graph)
+        await wait_for(lambda: graph.graph is not None and graph._running is None, what="the graph", timeout=60)
+        assert graph.worker.ran_in == "process" and graph.worker._process.pid == pid
+
+    qloop.run_until_complete(scenario())

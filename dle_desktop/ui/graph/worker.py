@@ -44,7 +44,44 @@ log = logging.getLogger(__name__)
 #: and the interpreter lock is held only briefly)
 PROCESS_MIN_ENTRIES = 1500
 
-__all__ = ["PROCESS_MIN_ENTRIES", "GraphJob", "GraphResult", "GraphWorker", "ViewData", "edge_arrays"]
+__all__ = [
+    "PROCESS_MIN_ENTRIES",
+    "GraphJob",
+    "GraphResult",
+    "GraphWorker",
+    "ViewData",
+    "edge_arrays",
+    "prestart_process",
+]
+
+_spare: GraphProcess | None = None
+_spare_lock = threading.Lock()
+
+
+def prestart_process() -> bool:
+    """Start a graph child before any Graph view wants one (call it off the GUI thread): the
+    first opening of the Graph view on a large vault then does not wait for an interpreter to
+    start and import the graph code (about a second). The first worker to need a child takes it;
+    True if one is (now) waiting."""
+    global _spare
+    with _spare_lock:
+        if _spare is not None and _spare.alive:
+            return True
+        process = GraphProcess()
+        try:
+            process.start()
+        except (OSError, RuntimeError, ValueError) as exc:
+            log.info("no graph process started ahead (%s); the Graph view starts one when opened", exc)
+            return False
+        _spare = process
+        return True
+
+
+def _take_spare() -> GraphProcess | None:
+    global _spare
+    with _spare_lock:
+        process, _spare = _spare, None
+    return process if process is not None and process.alive else None
 
 
 @dataclass
@@ -248,7 +285,7 @@ class GraphWorker(QObject):
     # -- on the worker thread -------------------------------------------------------------------
     def _start_process(self) -> GraphProcess | None:
         if self._process is None:
-            self._process = GraphProcess()
+            self._process = _take_spare() or GraphProcess()
         try:
             self._process.start()
         except (OSError, RuntimeError, ValueError) as exc:  # no child possible here: stay in a thread
