@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 
 from dle_desktop.core.index import VaultSlice, build_snapshot
 from dle_desktop.ui import main_window
-from dle_desktop.ui.vault.entries_model import KEYED_COLUMNS, PreparedRows
+from dle_desktop.ui.vault.entries_model import PreparedRows
 from tests.ui.conftest import wait_for
 
 
@@ -55,11 +55,9 @@ def test_a_large_index_shows_after_its_rows_are_made_and_only_the_last(make_desk
     qloop.run_until_complete(scenario())
 
 
-def test_a_large_index_is_shown_with_its_sorted_columns_keys_and_gets_the_others_after(
-    make_desktop, vault_copy, qloop, monkeypatch
-):
+def test_a_large_index_is_shown_with_its_sorted_columns_keys_only(make_desktop, vault_copy, qloop, monkeypatch):
     """The rows come with the sorted column's keys only (the others held a restart's entries
-    back); the other columns' keys follow off the GUI thread, and they are the model's own."""
+    back); a click on another header makes that column's keys, the same as made ahead."""
     monkeypatch.setattr(main_window, "ROWS_OFF_THREAD", 10)  # the sample vault counts as large here
     made: list[tuple[int, ...] | None] = []
     prepare = main_window._prepare_rows
@@ -80,28 +78,12 @@ def test_a_large_index_is_shown_with_its_sorted_columns_keys_and_gets_the_others
         made.clear()
         win.on_index(fewer, None, "sync")
         await wait_for(lambda: view.model.rowCount() == 50, what="the new index")
-        assert made == [(2,)]
-        model = view.model
-        await wait_for(lambda: set(model._sort_keys) >= set(KEYED_COLUMNS), what="the other columns' keys")
+        assert made == [(2,)] and set(view.model._sort_keys) == {2}
         whole = PreparedRows.of(fewer.entries)
-        assert all(model._sort_keys[c] == whole.sort_keys[c] for c in KEYED_COLUMNS)
-        assert [view.proxy.index(r, 0).data() for r in range(3)] == [
-            e.title for e in sorted(fewer.entries, key=lambda e: whole.sort_keys[2][fewer.entries.index(e)])[:3]
-        ]
-
-    qloop.run_until_complete(scenario())
-
-
-def test_sort_keys_made_for_rows_no_longer_shown_are_dropped(make_desktop, vault_copy, qloop):
-    desk = make_desktop(vault_copy)
-    model = desk.window.vault_view.model
-
-    async def scenario():
-        await wait_for(lambda: model.rowCount() == 61, what="index")
-        other = list(desk.window.vault_view.snapshot.entries)  # equal, but not the rows shown
-        before = dict(model._sort_keys)
-        model.add_sort_keys(other, {5: ["x"] * len(other)})
-        assert model._sort_keys == before
+        view.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)  # Title: its keys made on the click
+        assert view.model._sort_keys[0] == whole.sort_keys[0]
+        order = sorted(range(50), key=whole.sort_keys[0].__getitem__)
+        assert [view.proxy.index(r, 0).data() for r in range(3)] == [fewer.entries[i].title for i in order[:3]]
 
     qloop.run_until_complete(scenario())
 

@@ -132,12 +132,6 @@ class EntriesModel(QAbstractTableModel):
         self._sort_keys = dict(rows.sort_keys)
         self.endResetModel()
 
-    def add_sort_keys(self, entries: list[Entry], keys: dict[int, list[Any]]) -> None:
-        """Sort keys made elsewhere for `entries`; dropped if the model shows other rows by now."""
-        if entries is self._entries:
-            for column, column_keys in keys.items():
-                self._sort_keys.setdefault(column, column_keys)
-
     def entry(self, row: int) -> Entry | None:
         return self._entries[row] if 0 <= row < len(self._entries) else None
 
