@@ -3,10 +3,11 @@ vault, first start and restart, runs the GUI benchmark's scenario (entries loadi
 selection, the Graph view) under the benchmark's own watchdog, a 5 ms timer on the GUI loop. A
 stall over STALL_LIMIT_MS once the window is up fails the test.
 
-Issue 24 asks for 250 ms. The app is at about 150-360 ms today (see benchmarks/results/gui.txt:
-Qt's first paint after start, and painting while the engine's threads hold the interpreter
-lock), so the limit is 450 ms for now: well under where this session started (580-730 ms), so a
-return of the old stalls fails. It goes down to 250 ms when the app gets there.
+Issue 24 asks for 250 ms. The app is at about 140-300 ms today at 10,000 entries, about as
+long as on the 61-entry sample vault on the same machine (Qt's first paint after start, and
+painting while the engine's threads hold the interpreter lock; see benchmarks/results/gui.txt).
+The limit stays at 450 ms until CI's machine has shown its figures with the first index read in
+worker processes (it stalled 830 ms there before); it goes down to 250 ms when the app gets there.
 
 A loaded machine can make one run late for reasons of its own (the scheduler, not the app), so a
 failing pair of runs is repeated once and the test fails only if the second pair fails too, with
