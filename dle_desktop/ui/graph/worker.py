@@ -258,11 +258,6 @@ class GraphWorker(QObject):
         self._pool.submit(self._run_safely, job_id, job, cancel)
         return job_id
 
-    def warm_up(self) -> None:
-        """Start the child process now (off the GUI thread) so the first large job does not wait
-        for an interpreter to start."""
-        self._pool.submit(self._start_process)
-
     def cancel(self) -> None:
         self._cancel.set()
 

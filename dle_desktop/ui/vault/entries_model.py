@@ -70,16 +70,13 @@ class PreparedRows:
         """`columns`: whose sort keys to make (default: every column but the usage ones, which
         change with every generation and are read when sorted by)."""
         listed = list(entries)
-        keys = sort_keys_of(listed, KEYED_COLUMNS if columns is None else columns)
+        wanted = KEYED_COLUMNS if columns is None else [c for c in columns if c in KEYED_COLUMNS]
+        keys = {column: [entry_sort_key(e, column) for e in listed] for column in wanted}
         return cls(listed, [search_text(e) for e in listed], {e.uid: i for i, e in enumerate(listed)}, keys)
 
 
 #: the columns whose sort keys come from the entries alone
 KEYED_COLUMNS = tuple(range(USAGE_COLUMNS[0]))
-
-
-def sort_keys_of(entries: Sequence[Entry], columns: Iterable[int]) -> dict[int, list[Any]]:
-    return {column: [entry_sort_key(e, column) for e in entries] for column in columns if column in KEYED_COLUMNS}
 
 
 def search_text(e: Entry) -> str:
