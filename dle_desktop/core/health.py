@@ -9,6 +9,7 @@ from typing import Any
 
 from dle_desktop.core.entry import Entry
 from dle_desktop.core.index import IndexSnapshot
+from dle_desktop.core.user_activity import GiveWay, no_wait
 
 POSITION_NAMES = {0: "after", 1: "in_chat", 2: "before"}
 _LONG_ENTRY_TOKENS = 1500
@@ -145,11 +146,17 @@ def _config_checks(ctx: HealthContext, r: HealthReport) -> None:
         r.add("info", "cache_ttl_zero", "Cache TTL is 0: remote vaults are re-read before every generation.")
 
 
-def _entry_checks(snapshot: IndexSnapshot, ctx: HealthContext, r: HealthReport) -> None:
+#: entries checked between two calls of `give_way` (about 10 ms of work)
+GIVE_WAY_EVERY = 500
+
+
+def _entry_checks(snapshot: IndexSnapshot, ctx: HealthContext, r: HealthReport, give_way: GiveWay = no_wait) -> None:
     titles = snapshot.by_title
     entries = snapshot.entries
     seen_pairs: set[tuple[str, str]] = set()
-    for e in entries:
+    for n, e in enumerate(entries):
+        if n % GIVE_WAY_EVERY == 0:
+            give_way()
         low_requires = {t.lower() for t in e.original_requires}
         low_excludes = {t.lower() for t in e.original_excludes}
         for t in e.original_requires:
@@ -351,11 +358,12 @@ def _index_warnings(snapshot: IndexSnapshot, r: HealthReport) -> None:
         r.add("warning", "index_warning", w)
 
 
-def _entries_report(snapshot: IndexSnapshot, ctx: HealthContext) -> HealthReport:
+def _entries_report(snapshot: IndexSnapshot, ctx: HealthContext, give_way: GiveWay = no_wait) -> HealthReport:
     """The findings that depend on the entries (and the notes not indexed), not on the index's
     own warnings."""
     report = HealthReport()
-    _entry_checks(snapshot, ctx, report)
+    _entry_checks(snapshot, ctx, report, give_way)
+    give_way()
     _vault_wide_checks(snapshot, ctx, report)
     return report
 
@@ -378,12 +386,15 @@ class HealthChecker:
     def __init__(self) -> None:
         self._last: tuple[IndexSnapshot, HealthContext, HealthReport] | None = None
 
-    def run(self, snapshot: IndexSnapshot, ctx: HealthContext = HealthContext()) -> HealthReport:
+    def run(
+        self, snapshot: IndexSnapshot, ctx: HealthContext = HealthContext(), give_way: GiveWay = no_wait
+    ) -> HealthReport:
+        """`give_way` is called between pieces of the entries' checks (`core.user_activity`)."""
         last = self._last
         if last is not None and last[1] == ctx and snapshot.same_entries_as(last[0]):
             entries = last[2]
         else:
-            entries = _entries_report(snapshot, ctx)
+            entries = _entries_report(snapshot, ctx, give_way)
             self._last = (snapshot, ctx, entries)
         config, warnings = HealthReport(), HealthReport()
         _config_checks(ctx, config)

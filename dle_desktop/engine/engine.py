@@ -20,6 +20,7 @@ from dle_desktop.core.entry import TagConfig
 from dle_desktop.core.health import HealthChecker, HealthContext, HealthReport
 from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.core.pipeline.config import MatchConfig
+from dle_desktop.core.user_activity import GiveWay, UserActivity, no_wait
 from dle_desktop.engine.retrieval import RetrievalService
 from dle_desktop.engine.settings_apply import ACCESS_FIELDS
 from dle_desktop.engine.steering import SteeringService
@@ -138,6 +139,8 @@ class Engine:
         self._subscribers: list[Subscriber] = []
         self._sources = self._make_sources(vault_override)
         self._health_checker = HealthChecker()
+        #: When the window's user last acted: long background work gives way meanwhile.
+        self.activity = UserActivity()
         self.using_sample_vault = (
             bool(self._sources) and self._sources[0].name == SAMPLE_VAULT_NAME and vault_override is None
         )
@@ -157,6 +160,7 @@ class Engine:
                 conflict_mode=settings.multi_vault_conflict_resolution,
             ),
             IndexCache(paths.index_cache_dir) if use_cache else None,
+            self.activity,
         )
         self.watcher: FolderWatcher | None = None
         self.sync_paused = settings.sync_paused
@@ -609,11 +613,15 @@ class Engine:
         """The work a new index brings, one piece after another: run side by side, these threads
         took turns at the interpreter lock with the window filling its table (a 10k first start
         showed its entries ~2 s after the index)."""
+        give_way = self.activity.give_way_async
         if snapshot is not None:
             # The entry detail lists each entry's backlinks: worked out here, not on the GUI thread.
+            await give_way()
             await asyncio.to_thread(_backlinks_of, snapshot)
+            await give_way()
             await self.retrieval.warm(snapshot)
         if save_cache:
+            await give_way()
             await asyncio.to_thread(self.indexer.save_cache)
 
     def _report_error(self, message: str) -> None:
@@ -737,7 +745,13 @@ class Engine:
             raise ConfigError(f"AI mode must be off, two-stage or ai-only, not {ai_mode!r}")
         return await self.retrieval.dry_run(snap, doc, cfg, replay, seed)
 
-    def health(self) -> HealthReport:
+    async def health_in_background(self) -> HealthReport:
+        """`health` on a thread of its own, giving way to the window's user: on 10,000 entries it
+        holds the interpreter lock a quarter of a second, the engine loop's requests wait for
+        none of it."""
+        return await asyncio.to_thread(self.health, self.activity.give_way)
+
+    def health(self, give_way: GiveWay = no_wait) -> HealthReport:
         snap = self.snapshot
         if snap is None:
             snap = IndexSnapshot([])
@@ -770,7 +784,7 @@ class Engine:
             scribe_profile_id=s.scribe_profile_id,
             scribe_proxy_url=s.scribe_proxy_url,
         )
-        return self._health_checker.run(snap, ctx)
+        return self._health_checker.run(snap, ctx, give_way)
 
     def status(self) -> dict:
         snap = self.snapshot

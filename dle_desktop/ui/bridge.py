@@ -204,7 +204,16 @@ class EngineBridge(QObject):
         await self.run(self.engine.set_sync_paused, paused)
 
     async def health(self) -> HealthReport:
-        return await self.run(self.engine.health)
+        return await self.call(self.engine.health_in_background())
+
+    def user_acted(self) -> None:
+        """The user did something in the window: the engine's background work gives way a moment
+        (`core.user_activity`). Called on the GUI thread; it only notes the time."""
+        self.engine.activity.user_acted()
+
+    def give_way(self) -> float:
+        """For the window's own background threads (loading code ahead): wait while the user acts."""
+        return self.engine.activity.give_way()
 
     async def status(self) -> dict[str, Any]:
         return await self.run(self.engine.status)

@@ -16,8 +16,9 @@ from PySide6.QtWidgets import QTabWidget, QWidget
 log = logging.getLogger(__name__)
 
 
-def _import_all(modules: list[str]) -> None:
+def _import_all(modules: list[str], give_way: Callable[[], object]) -> None:
     for name in modules:
+        give_way()  # an import holds the interpreter lock: not while the user acts
         try:
             importlib.import_module(name)
         except Exception:  # the view's own import reports it when the view is made
@@ -74,14 +75,16 @@ class LazyTabs(QObject):
             self.tabs.currentChanged.emit(index)  # listeners other than this one see the real view
         return view
 
-    def preload(self) -> threading.Thread | None:
+    def preload(self, give_way: Callable[[], object] = lambda: None) -> threading.Thread | None:
         """Import the modules of the views not made yet, in a background thread: the first
         showing of a view then only makes its widgets (importing the Graph view's modules held
         the GUI thread ~0.1-0.3 s). Modules only: no widget is made off the GUI thread."""
         if self._preloading is not None:
             return None
         modules = [m for key, m in self._modules.items() if key not in self._views]
-        self._preloading = threading.Thread(target=_import_all, args=(modules,), name="dle-preload-views", daemon=True)
+        self._preloading = threading.Thread(
+            target=_import_all, args=(modules, give_way), name="dle-preload-views", daemon=True
+        )
         self._preloading.start()
         return self._preloading
 

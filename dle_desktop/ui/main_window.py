@@ -6,7 +6,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, cast
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
@@ -68,10 +68,11 @@ def _prepare_partial(entries) -> tuple[IndexSnapshot, PreparedRows]:
     return snapshot, _prepare_rows(snapshot)
 
 
-def _prestart_graph_process(entries: int) -> None:
+def _prestart_graph_process(entries: int, give_way: Callable[[], float]) -> None:
     from dle_desktop.ui.graph.worker import PROCESS_MIN_ENTRIES, prestart_process
 
     if entries >= PROCESS_MIN_ENTRIES:
+        give_way()
         prestart_process()
 
 
@@ -114,6 +115,8 @@ class MainWindow(QMainWindow):
         self._graph_prestarted = False  # the Graph view's process, started ahead once (`_load_ahead`)
         self.vault_view.entryActionRequested.connect(self._propose_in_librarian)
         self.vault_view.channelsRequested.connect(self._open_channels)
+        self.vault_view.userActed.connect(bridge.user_acted)
+        self.tabs.currentChanged.connect(bridge.user_acted)
         self.server_notice = ServerNotice()
         central = QWidget()
         column = QVBoxLayout(central)
@@ -171,6 +174,7 @@ class MainWindow(QMainWindow):
 
         view = GraphView.for_paths(self.bridge.paths)
         view.openEntryRequested.connect(self.open_in_vault)
+        view.busy.connect(self.bridge.user_acted)
         if self._snapshot is not None:
             view.set_snapshot(self._snapshot)
         return view
@@ -430,6 +434,9 @@ class MainWindow(QMainWindow):
             f"{len(snapshot.skipped)} not indexed · updated {when}{cached}"
         )
         freeze_long_lived()  # the index and the table's rows: no collection walks them again
+        # Entries just shown are what the user reaches for next: the work that follows a start
+        # (the server's imports, the reconcile) waits for a quiet moment instead of meeting the first keys.
+        self.bridge.user_acted()
         soon(self.refresh_health)
         # once the entries are up, the other views' code is loaded while the user reads them
         QTimer.singleShot(PRELOAD_AFTER_MS, self._load_ahead)
@@ -438,13 +445,16 @@ class MainWindow(QMainWindow):
         """The other views' modules (`LazyTabs.preload`), and on a vault whose graph is worked out
         in a process of its own, that process: started now, the Graph view's first opening does
         not wait about a second for it."""
-        self.lazy.preload()
+        self.lazy.preload(self.bridge.give_way)
         snapshot = self._snapshot
         if snapshot is None or self._graph_prestarted or self.lazy.made_view("graph") is not None:
             return
         self._graph_prestarted = True
         threading.Thread(
-            target=_prestart_graph_process, args=(len(snapshot.entries),), name="dle-graph-prestart", daemon=True
+            target=_prestart_graph_process,
+            args=(len(snapshot.entries), self.bridge.give_way),
+            name="dle-graph-prestart",
+            daemon=True,
         ).start()
 
     async def refresh_health(self) -> None:

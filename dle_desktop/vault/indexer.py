@@ -31,6 +31,7 @@ from dle_desktop.core.index import (
     same_view,
     with_derived,
 )
+from dle_desktop.core.user_activity import UserActivity
 from dle_desktop.errors import VaultError
 from dle_desktop.vault.cache import FileRecord, IndexCache
 from dle_desktop.vault.collector import collector_paused
@@ -81,9 +82,15 @@ class SyncResult:
 
 class VaultIndexer:
     def __init__(
-        self, sources: Sequence[VaultSource], options: ParseOptions = ParseOptions(), cache: IndexCache | None = None
+        self,
+        sources: Sequence[VaultSource],
+        options: ParseOptions = ParseOptions(),
+        cache: IndexCache | None = None,
+        activity: UserActivity | None = None,
     ) -> None:
         self.sources = [s for s in sources if s.enabled]
+        #: a sync gives way to the window's user between its pieces (listing folders, publishing)
+        self.activity = activity or UserActivity()
         self.options = options
         self.cache = cache
         self.field_definitions: FieldDefinitions = DEFAULT_DEFINITIONS
@@ -408,7 +415,7 @@ class VaultIndexer:
     ) -> None:
         prior = self._records.get(source.name, {})
         try:
-            listing = await source.list_notes()
+            listing = await source.list_notes(self.activity.give_way)
         except VaultError as exc:
             # Keep what we had; say why. DLE does the same for a failing vault.
             self._errors[source.name] = f"could not be read: {exc}"
@@ -485,6 +492,7 @@ class VaultIndexer:
                         await self._sync_vault(source, force, progress, counters, total, partial)
                     if self.sources and len(self._errors) == len(self.sources) and self.snapshot is None:
                         raise VaultError("; ".join(f"{k} {v}" for k, v in self._errors.items()))
+                    await self.activity.give_way_async()  # building the snapshot holds the lock a while
                     result = self._publish(started, parsed=counters[1], read=counters[0])
             except BaseException:
                 # Cancelled or failed half-way: nothing of this sync is kept.

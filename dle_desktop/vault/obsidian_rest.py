@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from dle_desktop.core.user_activity import GiveWay, no_wait
 from dle_desktop.errors import ConfigError, VaultAuthError, VaultError, VaultUnreachable
 from dle_desktop.vault.host_allowlist import check_host_allowed
 from dle_desktop.vault.olra_status import ERROR_BODY_CHARS, describe_answer, olra_status, olra_version
@@ -252,7 +253,8 @@ class ObsidianRestSource(VaultSource):
             raise VaultError(f'{self.describe()}: listing {where} did not answer {{"files": [...]}}')
         return [f for f in files if isinstance(f, str)]
 
-    async def list_notes(self) -> Listing:
+    async def list_notes(self, give_way: GiveWay = no_wait) -> Listing:
+        # Its folders are asked for over HTTP: the lock is free meanwhile, nothing to give way to.
         root = await self._list_folder("")
         if root is None:  # OLRA answers 404 for an empty vault
             return Listing(stamps={})

@@ -10,6 +10,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from dle_desktop.core.user_activity import GiveWay, no_wait
 from dle_desktop.errors import NoteOutsideVault, VaultError, VaultPathError
 from dle_desktop.fileio import write_atomic
 
@@ -63,8 +64,9 @@ class VaultSource(ABC):
         """Where this vault lives, for people and logs. Never contains a secret."""
 
     @abstractmethod
-    async def list_notes(self) -> Listing:
-        """Every `.md` file in the vault. Raises VaultError when nothing can be listed."""
+    async def list_notes(self, give_way: GiveWay = no_wait) -> Listing:
+        """Every `.md` file in the vault. Raises VaultError when nothing can be listed. A long
+        listing calls `give_way` between folders (`core.user_activity`)."""
 
     @abstractmethod
     async def read_text(self, path: str) -> str:
@@ -123,7 +125,7 @@ class FolderSource(VaultSource):
     def _abs(self, path: str) -> Path:
         return self.root.joinpath(*PurePosixPath(check_relative_path(path)).parts)
 
-    def list_sync(self) -> Listing:
+    def list_sync(self, give_way: GiveWay = no_wait) -> Listing:
         if not self.root.is_dir():
             raise VaultError(f"vault folder does not exist or is not a folder: {self.root}")
         stamps: dict[str, str | None] = {}
@@ -141,6 +143,7 @@ class FolderSource(VaultSource):
             if key in seen_dirs:  # a symlink loop
                 return
             seen_dirs.add(key)
+            give_way()
             try:
                 with os.scandir(dir_path) as it:
                     items = list(it)
@@ -167,8 +170,8 @@ class FolderSource(VaultSource):
         walk(root_str, "", 0)
         return Listing(stamps=stamps, partial=bool(problems), problems=tuple(problems))
 
-    async def list_notes(self) -> Listing:
-        return await asyncio.to_thread(self.list_sync)
+    async def list_notes(self, give_way: GiveWay = no_wait) -> Listing:
+        return await asyncio.to_thread(self.list_sync, give_way)
 
     def stamp_sync(self, path: str) -> str | None:
         try:

@@ -55,6 +55,8 @@ class GraphView(QWidget):
     openEntryRequested = Signal(str)  # uid
     resultShown = Signal(object)  # GraphResult, once it is on screen (tests, the benchmark)
     pictureShown = Signal(object)  # a preview GraphResult on screen before the whole result
+    #: the view works on a picture the user waits for, or the user moves it: background work gives way
+    busy = Signal()
 
     def __init__(self, store: LayoutStore | None = None, db_path: Path | None = None, parent=None) -> None:
         super().__init__(parent)
@@ -80,6 +82,7 @@ class GraphView(QWidget):
         self.canvas.nodeActivated.connect(self._activated)
         self.canvas.nodePinned.connect(self._pinned)
         self.canvas.userMoved.connect(self._stop_following)
+        self.canvas.userMoved.connect(self.busy)
         self.canvas.selectedChanged.connect(self._selected)
         self.canvas.hoveredChanged.connect(self._hovered)
         self.panel = GraphPanel()
@@ -237,6 +240,7 @@ class GraphView(QWidget):
         self._pending = False
         self._running = (tuple(self.snapshot.entries), vault_names(self.snapshot))
         self._job = self.worker.start(self._job_for(relayout, iterations))
+        self.busy.emit()
         self._show_progress("Building the graph", 0, 0)
         self.cancel_button.show()
 
@@ -252,6 +256,7 @@ class GraphView(QWidget):
 
     def _on_progress(self, job: int, done: int, total: int, what: str) -> None:
         if job == self._job:
+            self.busy.emit()
             self._show_progress(what, done, total)
 
     def _show_progress(self, what: str, done: int, total: int) -> None:
@@ -288,6 +293,7 @@ class GraphView(QWidget):
 
     def _on_sketch(self, res: GraphResult) -> None:
         if self.worker.is_current(res.job_id):
+            self.busy.emit()
             self.show_result(res)
 
     def _on_frame(self, job: int, positions: np.ndarray) -> None:

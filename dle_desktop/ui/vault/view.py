@@ -65,6 +65,8 @@ class VaultView(QWidget):
     #: World Info in or out of a folder ("" for the whole vault): the table's context menu
     worldInfoImportRequested = Signal(str)
     worldInfoExportRequested = Signal(str)
+    #: the user typed, sorted, scrolled or chose a row: background work gives way a moment
+    userActed = Signal()
 
     def __init__(self, parent=None, test_runner=None) -> None:
         super().__init__(parent)
@@ -193,6 +195,16 @@ class VaultView(QWidget):
         # key ambiguous and drop it.
         clear_key = QShortcut(QKeySequence(Qt.Key.Key_Escape), self.filter)
         clear_key.activated.connect(lambda: self.filter.clear())
+        # Signal to signal: no call into Python for each of them.
+        for acted in (
+            self.filter.textEdited,
+            clear_key.activated,
+            self.table.horizontalHeader().sectionClicked,
+            self.table.verticalScrollBar().valueChanged,
+            self.table.pressed,
+            self.table.selectionModel().currentRowChanged,
+        ):
+            acted.connect(self.userActed)
 
     # -- data -------------------------------------------------------------------------------
     def sort_column(self) -> int:
