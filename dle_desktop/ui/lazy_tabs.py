@@ -1,17 +1,23 @@
 """Tabs whose views are made the first time they are shown or asked for. The window comes up with
 the view in front only; the others (and their imports: the AI client, the graph code) cost
 nothing until the user goes there. A placeholder holds each tab's place and is swapped for the
-real view at the same index, so `tabs.currentWidget() is window.graph_view` holds as before."""
+real view at the same index, so `tabs.currentWidget() is window.graph_view` holds as before.
+
+A tab clicked while the window is up whose view's code is not loaded yet says "Loading…" and
+imports that code on a thread (the Graph view's ~0.2 s of imports froze the window on the GUI
+thread); the view is made on the GUI thread once its code is in. `view(key)` always makes the
+view at once."""
 
 from __future__ import annotations
 
 import importlib
 import logging
+import sys
 import threading
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QTabWidget, QWidget
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import QLabel, QTabWidget, QVBoxLayout, QWidget
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +34,8 @@ def _import_all(modules: list[str], give_way: Callable[[], object]) -> None:
 class LazyTabs(QObject):
     #: (key, view): a view was made (to wire it, or give it what it missed)
     made = Signal(str, QWidget)
+    #: a view's code was imported on a thread (key); delivered on the GUI thread
+    _imported = Signal(str)
 
     def __init__(self, tabs: QTabWidget) -> None:
         super().__init__(tabs)
@@ -37,7 +45,9 @@ class LazyTabs(QObject):
         self._preloading: threading.Thread | None = None
         self._holders: dict[str, QWidget] = {}
         self._views: dict[str, QWidget] = {}
+        self._importing: set[str] = set()
         tabs.currentChanged.connect(self._shown)
+        self._imported.connect(self._code_loaded, Qt.ConnectionType.QueuedConnection)
 
     def add(self, key: str, label: str, make: Callable[[], QWidget], module: str | None = None) -> None:
         """`module`: what `make` imports, for `preload`."""
@@ -95,9 +105,40 @@ class LazyTabs(QObject):
     def made_views(self) -> dict[str, QWidget]:
         return dict(self._views)
 
+    def show(self, key: str) -> None:
+        """Bring the view's tab to the front, as a click on it does."""
+        self.tabs.setCurrentWidget(self._views.get(key) or self._holders[key])
+
     def _shown(self, index: int) -> None:
         page = self.tabs.widget(index)
         for key, holder in list(self._holders.items()):
             if holder is page:
-                self.view(key)
+                module = self._modules.get(key)
+                if module is None or module in sys.modules or not self.tabs.isVisible():
+                    self.view(key)  # its code is in (or the window is still being built): made now
+                else:
+                    self._load_then_make(key, module, holder)
                 return
+
+    def _load_then_make(self, key: str, module: str, holder: QWidget) -> None:
+        if key in self._importing:
+            return
+        self._importing.add(key)
+        label = QLabel(f"Loading the {self._makers[key][0]} view…")
+        label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        label.setStyleSheet("color: palette(placeholder-text)")
+        QVBoxLayout(holder).addWidget(label)
+
+        def load() -> None:
+            try:
+                importlib.import_module(module)
+            except Exception:  # made on the GUI thread anyway: the view's own import reports it there
+                log.debug("loading %s failed", module, exc_info=True)
+            self._imported.emit(key)
+
+        threading.Thread(target=load, name=f"dle-load-{key}", daemon=True).start()
+
+    def _code_loaded(self, key: str) -> None:
+        self._importing.discard(key)
+        if key in self._holders:  # made meanwhile when something asked for it (`view`)
+            self.view(key)

@@ -18,12 +18,14 @@ def test_only_the_view_in_front_is_made_and_the_others_when_shown(make_desktop, 
     async def scenario() -> None:
         await wait_for(lambda: win.vault_view.model.rowCount() == 61, what="61 entries")
         assert lazy.made_view("graph") is None
-        win.graph_view_action.trigger()  # Ctrl+3
+        win.graph_view_action.trigger()  # Ctrl+3: made at once, or once its code is loaded
+        await wait_for(lambda: lazy.made_view("graph") is not None, what="the Graph view made")
         graph = lazy.made_view("graph")
         assert graph is not None and win.tabs.currentWidget() is graph and win.tabs.indexOf(graph) == 2
         assert graph.snapshot is win.vault_view.snapshot  # the index that came before it
         await wait_for(lambda: graph.graph is not None, what="the graph drawn", timeout=30)
         win.tabs.setCurrentIndex(3)  # a click on the Librarian tab
+        await wait_for(lambda: lazy.made_view("librarian") is not None, what="the Librarian view made")
         librarian = lazy.made_view("librarian")
         assert librarian is not None and win.tabs.currentWidget() is librarian
         assert set(lazy.made_views()) == {"graph", "librarian"}
@@ -85,5 +87,73 @@ def test_the_views_modules_are_loaded_in_the_background_once_the_entries_are_sho
         assert win.lazy.preload() is None  # once per window
         view = win.lazy.view("probe")
         assert made_on == [threading.main_thread().name] and view.text() == "dle-preload-views"
+
+    qloop.run_until_complete(scenario())
+
+
+def test_a_tab_whose_code_is_not_loaded_says_loading_and_loads_it_off_the_gui_thread(
+    make_desktop, vault_copy, tmp_path, monkeypatch, qloop
+):
+    """A click on a tab whose view's code is not in yet: the tab says "Loading…", the code is
+    imported on a thread while the window goes on answering, then the view is made on the GUI
+    thread and shown in the tab's place."""
+    import sys
+    import threading
+
+    from PySide6.QtWidgets import QLabel
+
+    probe = "dle_lazy_tab_probe_module"
+    (tmp_path / f"{probe}.py").write_text(
+        "import threading, time\ntime.sleep(0.3)\nIMPORTED_ON = threading.current_thread().name\n", encoding="utf-8"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, probe, raising=False)
+    desk = make_desktop(vault_copy)
+    win = desk.window
+    made_on: list[str] = []
+
+    def make_probe():
+        made_on.append(threading.current_thread().name)
+        return QLabel(sys.modules[probe].IMPORTED_ON)
+
+    win.lazy.add("probe", "Probe", make_probe, probe)
+
+    async def scenario() -> None:
+        await wait_for(lambda: win.vault_view.model.rowCount() == 61, what="61 entries")
+        win.lazy.show("probe")
+        holder = win.tabs.currentWidget()
+        assert win.lazy.made_view("probe") is None and made_on == [], "nothing made while its code loads"
+        assert "Loading the Probe view" in " ".join(label.text() for label in holder.findChildren(QLabel))
+        win.lazy.show("probe")  # a second click meanwhile starts no second load
+        await wait_for(lambda: win.lazy.made_view("probe") is not None, what="the view made", timeout=30)
+        view = win.lazy.made_view("probe")
+        assert view.text() == "dle-load-probe", "imported on its own thread"
+        assert made_on == [threading.main_thread().name]
+        assert win.tabs.currentWidget() is view
+
+    qloop.run_until_complete(scenario())
+
+
+def test_a_view_whose_code_loads_while_the_user_moves_on_is_made_without_taking_the_front(
+    make_desktop, vault_copy, tmp_path, monkeypatch, qloop
+):
+    import sys
+
+    from PySide6.QtWidgets import QLabel
+
+    probe = "dle_lazy_tab_probe_module_two"
+    (tmp_path / f"{probe}.py").write_text("import time\ntime.sleep(0.3)\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, probe, raising=False)
+    desk = make_desktop(vault_copy)
+    win = desk.window
+    win.lazy.add("probe", "Probe", lambda: QLabel("probe"), probe)
+
+    async def scenario() -> None:
+        await wait_for(lambda: win.vault_view.model.rowCount() == 61, what="61 entries")
+        win.lazy.show("probe")
+        win.tabs.setCurrentWidget(win.vault_view)  # the user went back before it loaded
+        await wait_for(lambda: win.lazy.made_view("probe") is not None, what="the view made", timeout=30)
+        assert win.tabs.currentWidget() is win.vault_view
 
     qloop.run_until_complete(scenario())
