@@ -58,17 +58,13 @@ class Runtime:
         self.settings_follower = SettingsFileFollower(ctx.store, self._take_followed_settings)
         self._following: concurrent.futures.Future[None] | None = None
 
-    def start(self, window_showing: bool = False) -> Runtime:
-        """The engine (its cached index published), then the HTTP server. `window_showing`: a
-        window shows that index now, and the user's first moments with it come before the
-        server's imports (`core.user_activity`)."""
+    def start(self) -> Runtime:
         self.thread.start()
         self.thread.call(self.engine.start(), timeout=60)
         self._following = self.thread.submit(self.settings_follower.follow())
         if self._serve:
-            # Its imports hold the interpreter lock ~0.6 s: not while the window's user acts.
-            if window_showing:
-                self.engine.activity.user_acted()
+            # Its imports hold the interpreter lock ~0.6 s: not while a window shows the cached
+            # index and its user acts (`core.user_activity`; with no window nothing waits).
             self.engine.activity.give_way()
             self.server = self._server_runner()
             try:

@@ -90,6 +90,10 @@ class EngineBridge(QObject):
     def _on_event(self, event: EngineEvent) -> None:
         d = event.data
         if event.kind == "index":
+            # The window shows this index next (its rows are made on a thread, then the table):
+            # the work the engine starts after an index gives way to that, and to the user's
+            # first moments with it. Said here, on the engine thread, before that work begins.
+            self.engine.activity.user_acted()
             self.indexChanged.emit(d["snapshot"], d.get("changes"), d.get("source", ""))
         elif event.kind == "index_partial":
             self.indexPartial.emit(d["entries"])

@@ -143,7 +143,7 @@ class DesktopApp:
         a moment, and the window answers meanwhile), then the rest of `start`; until quit."""
         if not self._start_hidden:
             self.window.show()
-        await asyncio.to_thread(self.runtime.start, not self._start_hidden)
+        await asyncio.to_thread(self.runtime.start)
         if self.done.is_set():  # quit while starting: stop what the start began
             self.runtime.stop()
             return

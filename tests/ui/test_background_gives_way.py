@@ -65,9 +65,19 @@ def test_the_graph_view_at_work_counts_as_the_user_waiting(make_desktop, vault_c
     qloop.run_until_complete(scenario())
 
 
-def test_a_window_showing_the_cached_index_holds_the_servers_imports_back(tmp_path, make_vault, lore):
-    """`Runtime.start(window_showing=True)`: the user's first moments with the entries come
-    before the server's imports; without a window (`dle-desktop serve`) nothing waits."""
+def test_an_index_on_its_way_to_the_window_holds_the_engines_work_after_it_back(make_desktop, vault_copy, qloop):
+    """The bridge says so on the engine thread as the index leaves the engine: the work that
+    follows (backlinks, the keyword automaton, the cache; the server's imports after the cached
+    index) starts after the window has shown it."""
+    desk = make_desktop(vault_copy)
+    qloop.run_until_complete(wait_for(lambda: desk.window.vault_view.model.rowCount() == 61, what="61 entries"))
+    assert math.isfinite(acted_at(desk)), "the first index went to the window"
+    before = acted_at(desk)
+    qloop.run_until_complete(desk.bridge.call(desk.bridge.engine.sync_now(force=True)))
+    assert acted_at(desk) > before
+
+
+def test_the_server_gives_way_before_its_imports_and_nothing_waits_without_a_window(tmp_path, make_vault, lore):
     from dle_desktop.app.context import AppContext
     from dle_desktop.app.runtime import Runtime
     from dle_desktop.core.user_activity import UserActivity
@@ -79,16 +89,18 @@ def test_a_window_showing_the_cached_index_holds_the_servers_imports_back(tmp_pa
 
     root = make_vault({"A.md": lore("A", keys=["a"])})
     waits = []
-    for window_showing in (False, True):
-        paths = resolve_paths(tmp_path / f"data-{window_showing}").ensure()
+    for window_acted in (False, True):
+        paths = resolve_paths(tmp_path / f"data-{window_acted}").ensure()
         ctx = AppContext(paths, SettingsStore(paths.settings_file), Settings(), SecretStore(use_keyring=False))
         engine = Engine(paths, ctx.settings, ctx.secrets, vault_override=[FolderSource("v", root)])
         engine.activity = engine.indexer.activity = UserActivity(quiet_s=0.2)
+        if window_acted:  # what the window's bridge does as the cached index leaves the engine
+            engine.activity.user_acted()
         runtime = Runtime(ctx, engine, port=0)
         try:
-            runtime.start(window_showing=window_showing)
+            runtime.start()
             assert runtime.server is not None and runtime.server_error is None
             waits.append(engine.activity.waited_s)
         finally:
             runtime.stop()
-    assert waits[0] == 0 and waits[1] > 0 and math.isfinite(waits[1])
+    assert waits[0] == 0 and waits[1] > 0
