@@ -131,3 +131,26 @@ def test_a_user_acting_holds_a_sync_back_and_it_finishes_once_they_stop(paths, m
     result = asyncio.run(engine.indexer.sync_all())
     assert len(result.snapshot.entries) == 4
     assert activity.waited_s > 0
+
+
+def test_the_watcher_and_the_reconcile_after_a_start_wait_for_a_quiet_moment(paths, make_vault, lore):
+    """Watching walks every folder (Python on the engine loop): it starts once the window's user
+    is still, before the reconcile lists the notes, so no change falls between the two."""
+    root = big_vault(make_vault, lore, folders=2, per_folder=2)
+    seen: list[tuple[bool, bool]] = []
+
+    class Watching(RecordingActivity):
+        async def give_way_async(self) -> float:
+            seen.append((engine.watcher is None, engine.indexer.snapshot is None))
+            return await super().give_way_async()
+
+    engine = engine_with(paths, root, Watching())
+
+    async def scenario() -> None:
+        await engine.start(watch=True)
+        await engine.wait_ready()
+        assert engine.watcher is not None
+        await engine.stop()
+
+    asyncio.run(scenario())
+    assert seen[0] == (True, True), "it gave way before watching and before the reconcile"
