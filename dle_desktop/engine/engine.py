@@ -391,7 +391,12 @@ class Engine:
         await self.activity.give_way_async()
         if watching:
             self._start_watcher()
-        return await self._run_sync(force=False, reason="start") if reconcile else None
+        result = await self._run_sync(force=False, reason="start") if reconcile else None
+        # The window's first chosen entry asks for its write history: the writer's code (~0.1 s of
+        # imports) and its database are opened now, in a quiet moment, not at that click.
+        await self.activity.give_way_async()
+        self.writer  # noqa: B018 - made on first use and kept
+        return result
 
     def _start_watcher(self) -> None:
         folders = [s for s in self._sources if isinstance(s, FolderSource) and s.root.is_dir()]

@@ -6,6 +6,7 @@ activity that records where it was asked to give way."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import traceback
 
@@ -135,13 +136,15 @@ def test_a_user_acting_holds_a_sync_back_and_it_finishes_once_they_stop(paths, m
 
 def test_the_watcher_and_the_reconcile_after_a_start_wait_for_a_quiet_moment(paths, make_vault, lore):
     """Watching walks every folder (Python on the engine loop): it starts once the window's user
-    is still, before the reconcile lists the notes, so no change falls between the two."""
+    is still, before the reconcile lists the notes, so no change falls between the two; the
+    writer the first chosen entry needs is made in a quiet moment after."""
     root = big_vault(make_vault, lore, folders=2, per_folder=2)
-    seen: list[tuple[bool, bool]] = []
+    seen: list[tuple[str, bool, bool]] = []
 
-    class Watching(RecordingActivity):
+    class Watching(UserActivity):
         async def give_way_async(self) -> float:
-            seen.append((engine.watcher is None, engine.indexer.snapshot is None))
+            caller = sys._getframe(1).f_code.co_name
+            seen.append((caller, engine.watcher is None, engine._writer is None))
             return await super().give_way_async()
 
     engine = engine_with(paths, root, Watching())
@@ -149,8 +152,13 @@ def test_the_watcher_and_the_reconcile_after_a_start_wait_for_a_quiet_moment(pat
     async def scenario() -> None:
         await engine.start(watch=True)
         await engine.wait_ready()
-        assert engine.watcher is not None
+        assert engine.watcher is not None and engine._writer is not None
         await engine.stop()
 
     asyncio.run(scenario())
-    assert seen[0] == (True, True), "it gave way before watching and before the reconcile"
+    ours = [
+        (watcher_missing, writer_missing)
+        for caller, watcher_missing, writer_missing in seen
+        if caller == "_watch_and_reconcile"
+    ]
+    assert ours == [(True, True), (False, True)], "before watching, then before making the writer"
