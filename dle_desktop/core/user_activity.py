@@ -26,6 +26,7 @@ GiveWay = Callable[[], float]
 QUIET_S = 0.5
 LONGEST_WAIT_S = 2.0
 GRACE_S = 0.3
+SLEEP_STEP_S = 0.1
 
 
 class UserActivity:
@@ -47,6 +48,7 @@ class UserActivity:
         self._sleep = sleep
         self._acted_at = float("-inf")
         self._unhindered_until = float("-inf")
+        self._released = False
         #: seconds background work has spent giving way (shown by the benchmark, kept for tests)
         self.waited_s = 0.0
 
@@ -54,10 +56,14 @@ class UserActivity:
         """The user did something in the window (a key, a click, a scroll, a view opened)."""
         self._acted_at = self._clock()
 
+    def release(self) -> None:
+        """Nothing waits from now on (the app is stopping: its work must end, not wait)."""
+        self._released = True
+
     def _next_wait(self, waited: float) -> float:
         """How long to sleep now, 0 when the work may go on."""
         now = self._clock()
-        if now < self._unhindered_until:
+        if self._released or now < self._unhindered_until:
             return 0.0
         still_for = now - self._acted_at
         if still_for >= self.quiet_s:
@@ -72,8 +78,8 @@ class UserActivity:
         Returns the seconds it waited."""
         waited = 0.0
         while (pause := self._next_wait(waited)) > 0:
-            self._sleep(pause)
-            waited += pause
+            self._sleep(min(pause, SLEEP_STEP_S))  # in steps: a release ends the wait soon
+            waited += min(pause, SLEEP_STEP_S)
         self.waited_s += waited
         return waited
 
@@ -81,8 +87,8 @@ class UserActivity:
         """`give_way` for a coroutine on the engine loop: the loop goes on serving meanwhile."""
         waited = 0.0
         while (pause := self._next_wait(waited)) > 0:
-            await asyncio.sleep(pause)
-            waited += pause
+            await asyncio.sleep(min(pause, SLEEP_STEP_S))
+            waited += min(pause, SLEEP_STEP_S)
         self.waited_s += waited
         return waited
 

@@ -414,6 +414,7 @@ class Engine:
 
     async def stop(self) -> None:
         self._stopping = True
+        self.activity.release()  # work that gives way to the user ends now, it does not wait
         if self.watcher:
             self.watcher.stop()
         if self._wi_sync is not None:

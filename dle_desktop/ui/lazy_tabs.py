@@ -34,6 +34,8 @@ def _import_all(modules: list[str], give_way: Callable[[], object]) -> None:
 class LazyTabs(QObject):
     #: (key, view): a view was made (to wire it, or give it what it missed)
     made = Signal(str, QWidget)
+    #: a clicked tab's view code started loading on a thread (key): its view is made after
+    loading = Signal(str)
     #: a view's code was imported on a thread (key); delivered on the GUI thread
     _imported = Signal(str)
 
@@ -137,6 +139,7 @@ class LazyTabs(QObject):
             self._imported.emit(key)
 
         threading.Thread(target=load, name=f"dle-load-{key}", daemon=True).start()
+        self.loading.emit(key)
 
     def _code_loaded(self, key: str) -> None:
         self._importing.discard(key)

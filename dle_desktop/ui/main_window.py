@@ -110,6 +110,7 @@ class MainWindow(QMainWindow):
         self.lazy.add("graph", "Graph", self._make_graph, "dle_desktop.ui.graph.view")
         self.lazy.add("librarian", "Librarian", self._make_librarian, "dle_desktop.ui.librarian.view")
         self.lazy.add("sillytavern", "SillyTavern", self._make_sillytavern, "dle_desktop.ui.sillytavern.view")
+        self.lazy.loading.connect(self._view_loading)
         self._snapshot = None  # the last index, for a view made after it came
         self._indexes_seen = 0  # indexes received: a large one shown after its rows are made, if still the last
         self._graph_prestarted = False  # the Graph view's process, started ahead once (`_load_ahead`)
@@ -446,16 +447,24 @@ class MainWindow(QMainWindow):
         in a process of its own, that process: started now, the Graph view's first opening does
         not wait about a second for it."""
         self.lazy.preload(self.bridge.give_way)
+        self._prestart_graph(self.bridge.give_way)
+
+    def _prestart_graph(self, give_way: Callable[[], float]) -> None:
         snapshot = self._snapshot
         if snapshot is None or self._graph_prestarted or self.lazy.made_view("graph") is not None:
             return
         self._graph_prestarted = True
         threading.Thread(
             target=_prestart_graph_process,
-            args=(len(snapshot.entries), self.bridge.give_way),
+            args=(len(snapshot.entries), give_way),
             name="dle-graph-prestart",
             daemon=True,
         ).start()
+
+    def _view_loading(self, key: str) -> None:
+        """A click on the Graph tab loads its code first: its process starts beside that, now."""
+        if key == "graph":
+            self._prestart_graph(lambda: 0.0)
 
     async def refresh_health(self) -> None:
         try:

@@ -81,3 +81,18 @@ def test_the_coroutine_form_waits_on_the_loop_without_blocking_it():
 
     waited = asyncio.run(scenario())
     assert waited > 0 and ticks == [0, 1, 2]
+
+
+def test_a_released_activity_ends_every_wait_at_once():
+    """The app stopping: work that was giving way must end, not sleep out the user's moment."""
+    import threading
+
+    act = UserActivity(quiet_s=600.0, longest_wait_s=600.0)
+    act.user_acted()
+    waited: list[float] = []
+    waiting = threading.Thread(target=lambda: waited.append(act.give_way()))
+    waiting.start()
+    act.release()
+    waiting.join(30)
+    assert not waiting.is_alive() and waited and waited[0] < 600
+    assert act.give_way() == 0

@@ -236,3 +236,29 @@ def test_the_window_starts_the_graph_process_ahead_on_a_large_vault(
         assert graph.worker.ran_in == "process" and graph.worker._process.pid == pid
 
     qloop.run_until_complete(scenario())
+
+
+def test_a_click_on_the_graph_tab_starts_its_process_while_its_code_loads(
+    make_desktop, vault_copy, qloop, monkeypatch, no_spare
+):
+    """Before the code loaded ahead: the click that loads the Graph view's code (`LazyTabs.loading`)
+    starts its process at once, beside that load, without waiting for a quiet moment."""
+    from dle_desktop.ui import main_window
+    from tests.ui.conftest import wait_for
+
+    monkeypatch.setattr(main_window, "PRELOAD_AFTER_MS", 600_000)  # nothing loads ahead in this test
+    monkeypatch.setattr(no_spare, "PROCESS_MIN_ENTRIES", 50)
+    desk = make_desktop(vault_copy)
+    win = desk.window
+
+    async def scenario() -> None:
+        await wait_for(lambda: win.vault_view.model.rowCount() == 61, what="61 entries")
+        assert no_spare._spare is None
+        activity = win.bridge.engine.activity
+        activity.quiet_s = activity.longest_wait_s = 600.0  # a user busy for ten minutes
+        win.bridge.user_acted()  # a process started ahead would wait for them; this one does not
+        win.lazy.loading.emit("channels")
+        win.lazy.loading.emit("graph")
+        await wait_for(lambda: no_spare._spare is not None and no_spare._spare.alive, what="the process", timeout=30)
+
+    qloop.run_until_complete(scenario())

@@ -117,10 +117,13 @@ def test_a_tab_whose_code_is_not_loaded_says_loading_and_loads_it_off_the_gui_th
         return QLabel(sys.modules[probe].IMPORTED_ON)
 
     win.lazy.add("probe", "Probe", make_probe, probe)
+    loading: list[str] = []
+    win.lazy.loading.connect(loading.append)
 
     async def scenario() -> None:
         await wait_for(lambda: win.vault_view.model.rowCount() == 61, what="61 entries")
         win.lazy.show("probe")
+        assert loading == ["probe"]
         holder = win.tabs.currentWidget()
         assert win.lazy.made_view("probe") is None and made_on == [], "nothing made while its code loads"
         assert "Loading the Probe view" in " ".join(label.text() for label in holder.findChildren(QLabel))
