@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import importlib
 import logging
 import signal
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dle_desktop.app.context import AppContext, session_engine
+from dle_desktop.core.user_activity import GiveWay
 from dle_desktop.engine.engine import Engine
 from dle_desktop.engine.settings_apply import ACCESS_FIELDS, WRITER_SWITCH_FIELDS, followed_change
 from dle_desktop.engine.settings_follow import SettingsFileFollower
@@ -29,6 +31,31 @@ if TYPE_CHECKING:
 # module: the window shows first (a second or so of imports later), and `index` never needs them.
 
 log = logging.getLogger(__name__)
+
+
+#: The server's imports, a piece at a time, in the order they load: together they hold the
+#: interpreter lock 0.4-0.6 s, each of these 20-150 ms.
+SERVER_IMPORT_STEPS = (
+    "uvicorn",
+    "starlette.applications",
+    "pydantic",
+    "numpy",
+    "httpx",
+    "dle_desktop.server.schemas",
+    "dle_desktop.server.routes_ai",
+    "dle_desktop.server.routes_vector",
+    "dle_desktop.server.routes_embeddings",
+    "dle_desktop.server.app",
+)
+
+
+def import_server_in_steps(give_way: GiveWay) -> None:
+    """Import the HTTP server piece by piece, giving way to a window's user before each piece
+    (`core.user_activity`): in one go, its imports met the first clicks after a restart. With no
+    window nothing waits."""
+    for name in SERVER_IMPORT_STEPS:
+        give_way()
+        importlib.import_module(name)
 
 
 class Runtime:
@@ -63,9 +90,7 @@ class Runtime:
         self.thread.call(self.engine.start(), timeout=60)
         self._following = self.thread.submit(self.settings_follower.follow())
         if self._serve:
-            # Its imports hold the interpreter lock ~0.6 s: not while a window shows the cached
-            # index and its user acts (`core.user_activity`; with no window nothing waits).
-            self.engine.activity.give_way()
+            import_server_in_steps(self.engine.activity.give_way)
             self.server = self._server_runner()
             try:
                 self.thread.call(self.server.start(), timeout=30)

@@ -104,3 +104,17 @@ def test_the_server_gives_way_before_its_imports_and_nothing_waits_without_a_win
         finally:
             runtime.stop()
     assert waits[0] == 0 and waits[1] > 0
+
+
+def test_the_servers_imports_are_taken_a_piece_at_a_time_each_after_giving_way():
+    """Every step names a module that exists (a renamed module fails here, not in a user's start),
+    the server's own module comes last, and each step gives way first."""
+    import importlib.util
+
+    from dle_desktop.app.runtime import SERVER_IMPORT_STEPS, import_server_in_steps
+
+    assert all(importlib.util.find_spec(name) is not None for name in SERVER_IMPORT_STEPS)
+    assert SERVER_IMPORT_STEPS[-1] == "dle_desktop.server.app"
+    calls: list[int] = []
+    import_server_in_steps(lambda: calls.append(1) or 0.0)
+    assert len(calls) == len(SERVER_IMPORT_STEPS)
