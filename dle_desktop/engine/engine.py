@@ -8,6 +8,7 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import logging
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -395,7 +396,10 @@ class Engine:
         # The window's first chosen entry asks for its write history: the writer's code (~0.1 s of
         # imports) and its database are opened now, in a quiet moment, not at that click.
         await self.activity.give_way_async()
-        self.writer  # noqa: B018 - made on first use and kept
+        try:
+            self.writer  # noqa: B018 - made on first use and kept
+        except (OSError, sqlite3.Error, DleError) as exc:  # its first real use tries again and reports it
+            log.warning("the note writer could not be made ahead: %s", exc)
         return result
 
     def _start_watcher(self) -> None:

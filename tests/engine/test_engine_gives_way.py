@@ -162,3 +162,26 @@ def test_the_watcher_and_the_reconcile_after_a_start_wait_for_a_quiet_moment(pat
         if caller == "_watch_and_reconcile"
     ]
     assert ours == [(True, True), (False, True)], "before watching, then before making the writer"
+
+
+def test_a_writer_that_cannot_be_made_ahead_does_not_fail_the_start(paths, make_vault, lore, monkeypatch):
+    """Made ahead only to spare the first click: if its history cannot be opened, the start
+    goes on and the first real use reports it."""
+    from dle_desktop.vault.write_history import WriteHistory
+
+    def refuse(_data_dir):
+        raise OSError("the write history cannot be opened (a test)")
+
+    monkeypatch.setattr(WriteHistory, "in_data_dir", staticmethod(refuse))
+    root = big_vault(make_vault, lore, folders=1, per_folder=2)
+    engine = engine_with(paths, root, UserActivity())
+
+    async def scenario() -> None:
+        await engine.start(watch=False)
+        snapshot = await engine.wait_ready()
+        assert len(snapshot.entries) == 2 and engine._writer is None
+        with pytest.raises(OSError, match="cannot be opened"):
+            engine.writer  # noqa: B018 - the first real use
+        await engine.stop()
+
+    asyncio.run(scenario())
