@@ -213,11 +213,16 @@ def test_the_key_never_appears_in_errors_or_logs(ai_fake, caplog):
             lambda: ai_fake.slow(3.0),
             lambda: ai_fake.reply(raw={"error": {"message": f"bad key {FAKE_KEY}", "code": 401}}),
         ):
+            # 0.3 s lets `slow` time out; on a loaded machine another request can time out before
+            # it arrives, and its answer must not be left for the next one.
+            ai_fake.clear()
             script()
             err = failure(p)
             messages += [str(err), repr(err), str(err.args)]
+        ai_fake.clear()
         ai_fake.reply(text=f"the model repeats {FAKE_KEY}")
-        run(complete(p))  # answer text is the caller's business, but it must not reach the logs
+        patient = ai_fake.profile(provider, flavor, timeout_s=30)
+        run(complete(patient))  # answer text is the caller's business, but it must not reach the logs
         messages.append(str(p.to_json()) + repr(p))
     assert all(
         r.headers.get("authorization", "").endswith(FAKE_KEY)

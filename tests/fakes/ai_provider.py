@@ -558,6 +558,12 @@ class FakeAiProvider:
     def truncated(self) -> None:
         self._push(Truncated())
 
+    def clear(self) -> None:
+        """Forget the scripted answers no request has taken yet (a client that gave up before its
+        request arrived leaves its answer for the next one)."""
+        with self._lock:
+            self._state.queue.clear()
+
     def default(self, fn: Callable[[SeenAiRequest], Any] | None) -> None:
         """Answer unscripted requests with `fn(request)`: str → text, dict/list → structured,
         or an action (Reply, Failure, Hang, BrokenJson, Truncated)."""
