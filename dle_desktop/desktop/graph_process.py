@@ -8,7 +8,8 @@ the window only has to put them on screen.
 
 Protocol, over one `multiprocessing` pipe (the parent's side is used by one thread only):
   parent → child: ("entries", [(uid, Entry | None), …]) chunks, then ("job", GraphJobSpec);
-                  ("cancel", job id) while it runs; ("stop",) to end.
+                  ("cancel", job id) while it runs; ("stop",) to end; ("remember", [(uid, Entry), …])
+                  any time between jobs: entries sent ahead, so the next job sends their uids only.
   child → parent: ("progress", job, done, total, what), ("graph", job, GraphArrays),
                   ("edges", job, edges, rank), ("positions", job, array, phase),
                   ("analysis", job, Analysis), then ("done", job, JobSummary) or ("failed", job, text),
@@ -334,6 +335,8 @@ def child_main(conn: Any) -> None:
             return
         if kind == "entries":
             incoming.extend(msg[1])
+        elif kind == "remember":
+            memo.entries.update(msg[1])
         elif kind == "job":
             spec: GraphJobSpec = msg[1]
             entries = _entries_from(incoming, memo)
@@ -402,6 +405,17 @@ class GraphProcess:
         process.start()
         child_conn.close()
         self._process, self._conn, self._sent = process, parent_conn, {}
+
+    def send_ahead(self, entries: Sequence[Entry], chunk: int = CHUNK) -> int:
+        """Send up to `chunk` of `entries` the child does not hold yet, before any job wants them
+        (a process started ahead, in a quiet moment): the first job then sends their uids only.
+        Returns how many it sent; 0 when the child holds them all."""
+        self.start()
+        items = [(e.uid, e) for e in entries if self._sent.get(e.uid) is not e][:chunk]
+        if items:
+            self._conn.send(("remember", items))
+            self._sent.update(items)
+        return len(items)
 
     def run(self, spec: GraphJobSpec, entries: Sequence[Entry], cancel: threading.Event, deliver: Send) -> None:
         self.start()

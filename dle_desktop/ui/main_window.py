@@ -68,12 +68,12 @@ def _prepare_partial(entries) -> tuple[IndexSnapshot, PreparedRows]:
     return snapshot, _prepare_rows(snapshot)
 
 
-def _prestart_graph_process(entries: int, give_way: Callable[[], float]) -> None:
+def _prestart_graph_process(entries, give_way: Callable[[], float]) -> None:
     from dle_desktop.ui.graph.worker import PROCESS_MIN_ENTRIES, prestart_process
 
-    if entries >= PROCESS_MIN_ENTRIES:
+    if len(entries) >= PROCESS_MIN_ENTRIES:
         give_way()
-        prestart_process()
+        prestart_process(entries, give_way)
 
 
 class MainWindow(QMainWindow):
@@ -456,7 +456,7 @@ class MainWindow(QMainWindow):
         self._graph_prestarted = True
         threading.Thread(
             target=_prestart_graph_process,
-            args=(len(snapshot.entries), give_way),
+            args=(snapshot.entries, give_way),
             name="dle-graph-prestart",
             daemon=True,
         ).start()

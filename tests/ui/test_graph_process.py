@@ -213,6 +213,28 @@ def test_a_process_started_ahead_is_the_one_the_first_large_job_uses(make, qtbot
     assert no_spare._spare is None  # taken
 
 
+def test_entries_sent_ahead_do_not_cross_again_and_a_changed_one_does(make, qtbot, sample_snapshot, no_spare):
+    """A process started ahead is sent the vault's entries in a quiet moment (giving way between
+    chunks): the first job sends their uids only, and an entry changed since crosses whole."""
+    import copy
+
+    from dle_desktop.core.index import VaultSlice, build_snapshot
+
+    asked: list[int] = []
+    assert no_spare.prestart_process(sample_snapshot.entries, lambda: asked.append(1) or 0.0)
+    assert asked, "it gave way before sending"
+    assert set(no_spare._spare._sent) == {e.uid for e in sample_snapshot.entries}
+    entries = list(sample_snapshot.entries)
+    entries[5] = copy.copy(entries[5])  # the same note, a new object: what a sync makes of an edit
+    changed = build_snapshot([VaultSlice("vault", tuple(entries))])
+    view = make(True)
+    result = shown(qtbot, view, changed)
+    assert view.worker.ran_in == "process" and result.mode == "full"
+    assert view.worker._process.sent_in_full == 1
+    assert result.graph.n == len(changed.entries) - 1  # all but the sample's graph: false note
+    assert any(e is entries[5] for e in result.graph.entries), "the graph holds the changed entry"
+
+
 def test_the_window_starts_the_graph_process_ahead_on_a_large_vault(
     make_desktop, vault_copy, qloop, monkeypatch, no_spare
 ):

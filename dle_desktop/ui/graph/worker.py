@@ -15,7 +15,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,11 +58,13 @@ _spare: GraphProcess | None = None
 _spare_lock = threading.Lock()
 
 
-def prestart_process() -> bool:
+def prestart_process(entries: Sequence[Entry] = (), give_way: Callable[[], object] = lambda: None) -> bool:
     """Start a graph child before any Graph view wants one (call it off the GUI thread): the
     first opening of the Graph view on a large vault then does not wait for an interpreter to
-    start and import the graph code (about a second). The first worker to need a child takes it;
-    True if one is (now) waiting."""
+    start and import the graph code (about a second). `entries` are sent to it ahead, a chunk
+    at a time with `give_way` between chunks (pickling 10,000 entries holds the interpreter lock
+    ~0.5 s), so the first job sends their uids only. The first worker to need a child takes it,
+    also half-way through the sending: the job sends the rest. True if one is (now) waiting."""
     global _spare
     with _spare_lock:
         if _spare is not None and _spare.alive:
@@ -74,7 +76,18 @@ def prestart_process() -> bool:
             log.info("no graph process started ahead (%s); the Graph view starts one when opened", exc)
             return False
         _spare = process
-        return True
+    while entries:
+        give_way()
+        with _spare_lock:  # a worker takes the spare under this lock: never while a chunk is on its way
+            if _spare is not process:
+                break
+            try:
+                if not process.send_ahead(entries):
+                    break
+            except (OSError, ValueError) as exc:  # the child went away: the first job starts a new one
+                log.info("the graph process started ahead stopped (%s)", exc)
+                break
+    return True
 
 
 def _take_spare() -> GraphProcess | None:
