@@ -68,12 +68,12 @@ def _prepare_partial(entries) -> tuple[IndexSnapshot, PreparedRows]:
     return snapshot, _prepare_rows(snapshot)
 
 
-def _prestart_graph_process(entries, give_way: Callable[[], float]) -> None:
+def _prestart_graph_process(entries, give_way: Callable[[], float], send_entries: bool) -> None:
     from dle_desktop.ui.graph.worker import PROCESS_MIN_ENTRIES, prestart_process
 
     if len(entries) >= PROCESS_MIN_ENTRIES:
         give_way()
-        prestart_process(entries, give_way)
+        prestart_process(entries if send_entries else (), give_way)
 
 
 class MainWindow(QMainWindow):
@@ -449,22 +449,24 @@ class MainWindow(QMainWindow):
         self.lazy.preload(self.bridge.give_way)
         self._prestart_graph(self.bridge.give_way)
 
-    def _prestart_graph(self, give_way: Callable[[], float]) -> None:
+    def _prestart_graph(self, give_way: Callable[[], float], send_entries: bool = True) -> None:
         snapshot = self._snapshot
         if snapshot is None or self._graph_prestarted or self.lazy.made_view("graph") is not None:
             return
         self._graph_prestarted = True
         threading.Thread(
             target=_prestart_graph_process,
-            args=(snapshot.entries, give_way),
+            args=(snapshot.entries, give_way, send_entries),
             name="dle-graph-prestart",
             daemon=True,
         ).start()
 
     def _view_loading(self, key: str) -> None:
-        """A click on the Graph tab loads its code first: its process starts beside that, now."""
+        """A click on the Graph tab loads its code first: its process starts beside that, now.
+        The entries are not sent ahead then: that pickling would slow the code load the picture
+        waits for, and the job sends them anyway."""
         if key == "graph":
-            self._prestart_graph(lambda: 0.0)
+            self._prestart_graph(lambda: 0.0, send_entries=False)
 
     async def refresh_health(self) -> None:
         try:
