@@ -7,6 +7,16 @@ from __future__ import annotations
 from tests.ui.conftest import wait_for
 
 
+def probe_module(tmp_path, monkeypatch, name: str, source: str) -> str:
+    """A module of `source` that is importable and not imported yet (a view's code not loaded)."""
+    import sys
+
+    (tmp_path / f"{name}.py").write_text(source, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    return name
+
+
 def test_only_the_view_in_front_is_made_and_the_others_when_shown(make_desktop, vault_copy, qloop):
     desk = make_desktop(vault_copy)
     win = desk.window
@@ -62,12 +72,12 @@ def test_the_views_modules_are_loaded_in_the_background_once_the_entries_are_sho
 
     from PySide6.QtWidgets import QLabel
 
-    probe = "dle_preload_probe_module"
-    (tmp_path / f"{probe}.py").write_text(
-        "import threading\nIMPORTED_ON = threading.current_thread().name\n", encoding="utf-8"
+    probe = probe_module(
+        tmp_path,
+        monkeypatch,
+        "dle_preload_probe_module",
+        "import threading\nIMPORTED_ON = threading.current_thread().name\n",
     )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, probe, raising=False)
     desk = make_desktop(vault_copy)
     win = desk.window
     made_on: list[str] = []
@@ -102,12 +112,12 @@ def test_a_tab_whose_code_is_not_loaded_says_loading_and_loads_it_off_the_gui_th
 
     from PySide6.QtWidgets import QLabel
 
-    probe = "dle_lazy_tab_probe_module"
-    (tmp_path / f"{probe}.py").write_text(
-        "import threading, time\ntime.sleep(0.3)\nIMPORTED_ON = threading.current_thread().name\n", encoding="utf-8"
+    probe = probe_module(
+        tmp_path,
+        monkeypatch,
+        "dle_lazy_tab_probe_module",
+        "import threading, time\ntime.sleep(0.3)\nIMPORTED_ON = threading.current_thread().name\n",
     )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, probe, raising=False)
     desk = make_desktop(vault_copy)
     win = desk.window
     made_on: list[str] = []
@@ -140,14 +150,10 @@ def test_a_tab_whose_code_is_not_loaded_says_loading_and_loads_it_off_the_gui_th
 def test_a_view_whose_code_loads_while_the_user_moves_on_is_made_without_taking_the_front(
     make_desktop, vault_copy, tmp_path, monkeypatch, qloop
 ):
-    import sys
 
     from PySide6.QtWidgets import QLabel
 
-    probe = "dle_lazy_tab_probe_module_two"
-    (tmp_path / f"{probe}.py").write_text("import time\ntime.sleep(0.3)\n", encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, probe, raising=False)
+    probe = probe_module(tmp_path, monkeypatch, "dle_lazy_tab_probe_module_two", "import time\ntime.sleep(0.3)\n")
     desk = make_desktop(vault_copy)
     win = desk.window
     win.lazy.add("probe", "Probe", lambda: QLabel("probe"), probe)
