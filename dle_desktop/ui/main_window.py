@@ -68,12 +68,17 @@ def _prepare_partial(entries) -> tuple[IndexSnapshot, PreparedRows]:
     return snapshot, _prepare_rows(snapshot)
 
 
-def _prestart_graph_process(entries, give_way: Callable[[], float], send_entries: bool) -> None:
+def _prestart_graph_process(
+    entries, give_way: Callable[[], float], send_entries: bool, still_wanted: Callable[[], bool]
+) -> None:
     from dle_desktop.ui.graph.worker import PROCESS_MIN_ENTRIES, prestart_process
 
     if len(entries) >= PROCESS_MIN_ENTRIES:
         give_way()
-        prestart_process(entries if send_entries else (), give_way)
+        # The Graph view opened while this gave way: its worker started its own process, and a
+        # second one would only idle.
+        if still_wanted():
+            prestart_process(entries if send_entries else (), give_way)
 
 
 class MainWindow(QMainWindow):
@@ -449,14 +454,16 @@ class MainWindow(QMainWindow):
         self.lazy.preload(self.bridge.give_way)
         self._prestart_graph(self.bridge.give_way)
 
-    def _prestart_graph(self, give_way: Callable[[], float], send_entries: bool = True) -> None:
+    def _prestart_graph(self, give_way: Callable[[], float], ahead: bool = True) -> None:
+        """`ahead`: the quiet-moment start (once per window; the entries are sent too). Else the
+        Graph tab was clicked: started now, whatever an earlier start still waits for."""
         snapshot = self._snapshot
-        if snapshot is None or self._graph_prestarted or self.lazy.made_view("graph") is not None:
+        if snapshot is None or self.lazy.made_view("graph") is not None or (ahead and self._graph_prestarted):
             return
         self._graph_prestarted = True
         threading.Thread(
             target=_prestart_graph_process,
-            args=(snapshot.entries, give_way, send_entries),
+            args=(snapshot.entries, give_way, ahead, lambda: self.lazy.made_view("graph") is None),
             name="dle-graph-prestart",
             daemon=True,
         ).start()
@@ -466,7 +473,7 @@ class MainWindow(QMainWindow):
         The entries are not sent ahead then: that pickling would slow the code load the picture
         waits for, and the job sends them anyway."""
         if key == "graph":
-            self._prestart_graph(lambda: 0.0, send_entries=False)
+            self._prestart_graph(lambda: 0.0, ahead=False)
 
     async def refresh_health(self) -> None:
         try:

@@ -284,3 +284,18 @@ def test_a_click_on_the_graph_tab_starts_its_process_while_its_code_loads(
         await wait_for(lambda: no_spare._spare is not None and no_spare._spare.alive, what="the process", timeout=30)
 
     qloop.run_until_complete(scenario())
+
+
+def test_a_start_ahead_that_waited_while_the_graph_opened_starts_no_second_process(
+    sample_snapshot, monkeypatch, no_spare
+):
+    """The quiet-moment start gives way while the user acts; if the Graph view opened meanwhile,
+    its worker has its own process, and one more would only idle."""
+    from dle_desktop.ui import main_window
+
+    monkeypatch.setattr(no_spare, "PROCESS_MIN_ENTRIES", 50)
+    asked: list[int] = []
+    main_window._prestart_graph_process(sample_snapshot.entries, lambda: asked.append(1) or 0.0, True, lambda: False)
+    assert asked and no_spare._spare is None
+    main_window._prestart_graph_process(sample_snapshot.entries, lambda: 0.0, True, lambda: True)
+    assert no_spare._spare is not None and no_spare._spare.alive
