@@ -17,6 +17,24 @@ def probe_module(tmp_path, monkeypatch, name: str, source: str) -> str:
     return name
 
 
+def add_probe_tab(win, probe: str) -> list[str]:
+    """A "Probe" tab whose view shows the thread its module was imported on; returns the list of
+    threads the view was made on."""
+    import sys
+    import threading
+
+    from PySide6.QtWidgets import QLabel
+
+    made_on: list[str] = []
+
+    def make_probe():
+        made_on.append(threading.current_thread().name)
+        return QLabel(sys.modules[probe].IMPORTED_ON)
+
+    win.lazy.add("probe", "Probe", make_probe, probe)
+    return made_on
+
+
 def test_only_the_view_in_front_is_made_and_the_others_when_shown(make_desktop, vault_copy, qloop):
     desk = make_desktop(vault_copy)
     win = desk.window
@@ -70,8 +88,6 @@ def test_the_views_modules_are_loaded_in_the_background_once_the_entries_are_sho
     import sys
     import threading
 
-    from PySide6.QtWidgets import QLabel
-
     probe = probe_module(
         tmp_path,
         monkeypatch,
@@ -80,13 +96,7 @@ def test_the_views_modules_are_loaded_in_the_background_once_the_entries_are_sho
     )
     desk = make_desktop(vault_copy)
     win = desk.window
-    made_on: list[str] = []
-
-    def make_probe():
-        made_on.append(threading.current_thread().name)
-        return QLabel(sys.modules[probe].IMPORTED_ON)
-
-    win.lazy.add("probe", "Probe", make_probe, probe)
+    made_on = add_probe_tab(win, probe)
 
     async def scenario() -> None:
         await wait_for(lambda: win.vault_view.model.rowCount() == 61, what="61 entries")
@@ -107,7 +117,6 @@ def test_a_tab_whose_code_is_not_loaded_says_loading_and_loads_it_off_the_gui_th
     """A click on a tab whose view's code is not in yet: the tab says "Loading…", the code is
     imported on a thread while the window goes on answering, then the view is made on the GUI
     thread and shown in the tab's place."""
-    import sys
     import threading
 
     from PySide6.QtWidgets import QLabel
@@ -120,13 +129,7 @@ def test_a_tab_whose_code_is_not_loaded_says_loading_and_loads_it_off_the_gui_th
     )
     desk = make_desktop(vault_copy)
     win = desk.window
-    made_on: list[str] = []
-
-    def make_probe():
-        made_on.append(threading.current_thread().name)
-        return QLabel(sys.modules[probe].IMPORTED_ON)
-
-    win.lazy.add("probe", "Probe", make_probe, probe)
+    made_on = add_probe_tab(win, probe)
     loading: list[str] = []
     win.lazy.loading.connect(loading.append)
 
