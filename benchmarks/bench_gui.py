@@ -57,6 +57,74 @@ TARGETS = {
 # ---------------------------------------------------------------------------------------- child
 
 
+def trace_graph(spawned: float) -> None:
+    """--trace: when each step towards the Graph view's first picture happens (stderr), so the
+    time from Ctrl+3 to the picture can be taken apart."""
+    import importlib.abc
+    import importlib.util
+    import threading
+
+    def say(what: str) -> None:
+        print(f"{time.time() - spawned:7.2f} s  graph: {what} [{threading.current_thread().name}]", file=sys.stderr)
+
+    def wrap(owner, name: str, label) -> None:
+        original = getattr(owner, name)
+
+        def call(*a, **k):
+            say(f"{label(*a, **k)} begins")
+            try:
+                return original(*a, **k)
+            finally:
+                say(f"{label(*a, **k)} ends")
+
+        setattr(owner, name, call)
+
+    def graph_process(m) -> None:
+        wrap(m.GraphProcess, "run", lambda *a: "job sent and run")
+        wrap(m, "prestart_process", lambda *a, **k: f"process started ahead ({len(a[0]) if a else 0} entries)")
+        wrap(m, "take_spare", lambda: "the spare taken")
+
+    def worker(m) -> None:
+        wrap(m._Assembly, "deliver", lambda _self, msg: f"message {msg[0]}")
+
+    def view(m) -> None:
+        wrap(m.GraphView, "_on_sketch", lambda *a: "a sketch shown")
+
+    patches = {
+        "dle_desktop.desktop.graph_process": graph_process,
+        "dle_desktop.ui.graph.worker": worker,
+        "dle_desktop.ui.graph.view": view,
+    }
+
+    class Patcher(importlib.abc.MetaPathFinder):
+        """Wraps the graph's modules as they are imported: importing them here would take the
+        code load out of the measurement."""
+
+        def find_spec(self, name, path, target=None):
+            if name not in patches:
+                return None
+            sys.meta_path.remove(self)
+            try:
+                spec = importlib.util.find_spec(name)
+            finally:
+                sys.meta_path.insert(0, self)
+            say(f"import {name} begins")
+            load = spec.loader.exec_module
+
+            def exec_module(module, load=load, name=name):
+                load(module)
+                patches[name](module)
+                say(f"import {name} ends")
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, Patcher())
+    from dle_desktop.ui import lazy_tabs
+
+    wrap(lazy_tabs.LazyTabs, "_code_loaded", lambda _self, key: f"{key} code loaded, view made")
+
+
 def rss_mb(pid: int | None = None) -> float:
     status = Path(f"/proc/{pid or 'self'}/status").read_text(encoding="ascii")
     rss = next(line for line in status.splitlines() if line.startswith("VmRSS:"))
@@ -240,6 +308,7 @@ def child(args) -> int:
                 else None
             )
         )
+        trace_graph(spawned)
     out: dict[str, float] = {}
 
     async def until(check, timeout: float) -> bool:
@@ -297,6 +366,8 @@ def child(args) -> int:
 
         window.lazy.made.connect(graph_made)
         started = time.perf_counter()
+        if args.trace:
+            print(f"{time.time() - spawned:7.2f} s  graph: Ctrl+3", file=sys.stderr)
         window.graph_view_action.trigger()  # Ctrl+3, as a user opens it: its code may load first
         if await until(lambda: bool(shown or pictured), 300):
             out["graph_s"] = min(pictured + shown) - started  # a preview, or the whole result

@@ -71,13 +71,16 @@ def _prepare_partial(entries) -> tuple[IndexSnapshot, PreparedRows]:
 def _prestart_graph_process(
     entries, give_way: Callable[[], float], send_entries: bool, still_wanted: Callable[[], bool]
 ) -> None:
-    from dle_desktop.ui.graph.worker import PROCESS_MIN_ENTRIES, prestart_process
+    # Its code's import and the process's start wait for a quiet moment too: done at once, they
+    # slowed the first keystrokes after a restart (the slowest 30 -> 65 ms in an A/B).
+    give_way()
+    # The Graph view may have opened meanwhile: its worker has a process of its own then, and a
+    # second one would only idle.
+    if still_wanted():
+        # the process's own module: no Qt, no view code (those load later, giving way too)
+        from dle_desktop.desktop.graph_process import PROCESS_MIN_ENTRIES, prestart_process
 
-    if len(entries) >= PROCESS_MIN_ENTRIES:
-        give_way()
-        # The Graph view opened while this gave way: its worker started its own process, and a
-        # second one would only idle.
-        if still_wanted():
+        if len(entries) >= PROCESS_MIN_ENTRIES:
             prestart_process(entries if send_entries else (), give_way)
 
 
@@ -118,7 +121,7 @@ class MainWindow(QMainWindow):
         self.lazy.loading.connect(self._view_loading)
         self._snapshot = None  # the last index, for a view made after it came
         self._indexes_seen = 0  # indexes received: a large one shown after its rows are made, if still the last
-        self._graph_prestarted = False  # the Graph view's process, started ahead once (`_load_ahead`)
+        self._graph_prestarted = False  # the Graph view's process, started ahead once (`_show_index`)
         self.vault_view.entryActionRequested.connect(self._propose_in_librarian)
         self.vault_view.channelsRequested.connect(self._open_channels)
         self.vault_view.userActed.connect(bridge.user_acted)
@@ -446,17 +449,19 @@ class MainWindow(QMainWindow):
         soon(self.refresh_health)
         # once the entries are up, the other views' code is loaded while the user reads them
         QTimer.singleShot(PRELOAD_AFTER_MS, self._load_ahead)
-
-    def _load_ahead(self) -> None:
-        """The other views' modules (`LazyTabs.preload`), and on a vault whose graph is worked out
-        in a process of its own, that process: started now, the Graph view's first opening does
-        not wait about a second for it."""
-        self.lazy.preload(self.bridge.give_way)
+        # and the Graph's process is started and handed the entries in the first quiet moments:
+        # the Graph, opened a second later, then has its first picture without waiting for a
+        # process to start, the entries to cross and their links to be found (~1 s at 10,000)
         self._prestart_graph(self.bridge.give_way)
 
+    def _load_ahead(self) -> None:
+        """The other views' modules (`LazyTabs.preload`), in quiet moments."""
+        self.lazy.preload(self.bridge.give_way)
+
     def _prestart_graph(self, give_way: Callable[[], float], ahead: bool = True) -> None:
-        """`ahead`: the quiet-moment start (once per window; the entries are sent too). Else the
-        Graph tab was clicked: started now, whatever an earlier start still waits for."""
+        """`ahead`: the start once the entries are shown (once per window, in quiet moments; the
+        entries are sent too). Else the Graph tab was clicked: a process is started now,
+        whatever an earlier start still waits for."""
         snapshot = self._snapshot
         if snapshot is None or self.lazy.made_view("graph") is not None or (ahead and self._graph_prestarted):
             return

@@ -9,7 +9,7 @@ import gc
 import numpy as np
 
 from dle_desktop.ui.graph.canvas import GraphCanvas
-from dle_desktop.ui.graph.render import SYNC_LIMIT, StaticRender
+from dle_desktop.ui.graph.render import SYNC_LIMIT, StaticRender, polygon_of
 
 
 def test_a_render_dropped_half_way_ends_its_painter_first(qapp):
@@ -47,3 +47,13 @@ def test_a_hidden_canvas_drops_the_image_under_way_and_paints_afresh_when_shown(
     canvas.show()
     canvas.repaint()
     qtbot.waitUntil(lambda: canvas._static is not None and canvas._static.version == canvas._version, timeout=30000)
+
+
+def test_a_polygon_made_from_an_array_holds_its_points_in_order(qapp):
+    rng = np.random.default_rng(1)
+    points = rng.uniform(-1e4, 1e4, (5000, 2)).astype(np.float32)[::2]  # a strided view, not float64
+    polygon = polygon_of(points)
+    assert polygon.size() == len(points)
+    got = np.array([(polygon.at(i).x(), polygon.at(i).y()) for i in range(polygon.size())])
+    np.testing.assert_array_equal(got, points.astype(np.float64))
+    assert polygon_of(np.zeros((0, 2))).isEmpty()

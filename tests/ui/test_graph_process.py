@@ -6,6 +6,7 @@ the whole result."""
 from __future__ import annotations
 
 import shutil
+import threading
 
 import numpy as np
 import pytest
@@ -195,10 +196,10 @@ def test_cancel_while_weighing_stops_the_job_and_keeps_the_picture(make, qtbot, 
 @pytest.fixture
 def no_spare():
     """No graph process started ahead is left for another test."""
-    from dle_desktop.ui.graph import worker as worker_module
+    from dle_desktop.desktop import graph_process as process_module
 
-    yield worker_module
-    spare = worker_module._take_spare()
+    yield process_module
+    spare = process_module.take_spare()
     if spare is not None:
         spare.close()
 
@@ -235,13 +236,25 @@ def test_entries_sent_ahead_do_not_cross_again_and_a_changed_one_does(make, qtbo
     assert any(e is entries[5] for e in result.graph.entries), "the graph holds the changed entry"
 
 
+def test_the_first_job_over_entries_sent_ahead_gives_the_whole_graph(make, qtbot, sample_snapshot, no_spare):
+    """Sent ahead, the entries' links are found before the job asks (`ChildMemo.prepare`): the
+    job's graph is the one built from scratch."""
+    from dle_desktop.core.graph import build_graph
+
+    assert no_spare.prestart_process(sample_snapshot.entries)
+    view = make(True)
+    result = shown(qtbot, view, sample_snapshot)
+    assert view.worker.ran_in == "process" and view.worker._process.sent_in_full == 0
+    expected = build_graph(sample_snapshot)
+    assert result.graph.uids == expected.uids
+    assert result.graph.edges == expected.edges and result.graph.requires == expected.requires
+
+
 def test_the_window_starts_the_graph_process_ahead_on_a_large_vault(
     make_desktop, vault_copy, qloop, monkeypatch, no_spare
 ):
-    from dle_desktop.ui import main_window
     from tests.ui.conftest import wait_for
 
-    monkeypatch.setattr(main_window, "PRELOAD_AFTER_MS", 0)
     monkeypatch.setattr(no_spare, "PROCESS_MIN_ENTRIES", 50)  # the sample vault's 61 count as large here
     desk = make_desktop(vault_copy)
     win = desk.window
@@ -269,13 +282,17 @@ def test_a_click_on_the_graph_tab_starts_its_process_while_its_code_loads(
     from tests.ui.conftest import wait_for
 
     monkeypatch.setattr(main_window, "PRELOAD_AFTER_MS", 600_000)  # nothing loads ahead in this test
-    monkeypatch.setattr(no_spare, "PROCESS_MIN_ENTRIES", 50)
     desk = make_desktop(vault_copy)
     win = desk.window
 
     async def scenario() -> None:
         await wait_for(lambda: win.vault_view.model.rowCount() == 61, what="61 entries")
+        # the start once the entries were shown found the vault small and started nothing
+        await wait_for(
+            lambda: not any(t.name == "dle-graph-prestart" for t in threading.enumerate()), what="that start"
+        )
         assert no_spare._spare is None
+        monkeypatch.setattr(no_spare, "PROCESS_MIN_ENTRIES", 50)  # from now on the sample's 61 count as large
         activity = win.bridge.engine.activity
         activity.quiet_s = activity.longest_wait_s = 600.0  # a user busy for ten minutes
         win.bridge.user_acted()  # a process started ahead would wait for them; this one does not
@@ -289,8 +306,8 @@ def test_a_click_on_the_graph_tab_starts_its_process_while_its_code_loads(
 def test_a_start_ahead_that_waited_while_the_graph_opened_starts_no_second_process(
     sample_snapshot, monkeypatch, no_spare
 ):
-    """The quiet-moment start gives way while the user acts; if the Graph view opened meanwhile,
-    its worker has its own process, and one more would only idle."""
+    """The start once the entries are shown gives way while the user acts; if the Graph view
+    opened meanwhile, its worker has its own process, and one more would only idle."""
     from dle_desktop.ui import main_window
 
     monkeypatch.setattr(no_spare, "PROCESS_MIN_ENTRIES", 50)
@@ -299,3 +316,27 @@ def test_a_start_ahead_that_waited_while_the_graph_opened_starts_no_second_proce
     assert asked and no_spare._spare is None
     main_window._prestart_graph_process(sample_snapshot.entries, lambda: 0.0, True, lambda: True)
     assert no_spare._spare is not None and no_spare._spare.alive
+
+
+def test_links_found_ahead_serve_only_a_job_over_the_very_same_entries(sample_snapshot):
+    """The child finds the links of the entries sent ahead before any job asks; a job over
+    other objects (a sync changed a note since) finds them afresh."""
+    import copy
+
+    from dle_desktop.core.graph import graph_structure
+    from dle_desktop.desktop.graph_process import ChildMemo
+
+    entries = list(sample_snapshot.entries)
+    memo = ChildMemo(entries={e.uid: e for e in entries})
+    memo.prepare()
+    assert memo.prepared is not None
+    ahead = memo.prepared[1]
+    assert memo.structure_of(entries) is ahead
+    assert memo.prepared is None  # used once: a later job finds its own
+    fresh = graph_structure(entries)
+    assert ahead.edges == fresh.edges and ahead.uids == fresh.uids and ahead.requires == fresh.requires
+
+    memo.prepare()
+    changed = [*entries[:5], copy.copy(entries[5]), *entries[6:]]
+    rebuilt = memo.structure_of(changed)
+    assert rebuilt is not ahead and any(e is changed[5] for e in rebuilt.entries)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,12 +26,15 @@ from dle_desktop.core.entry import Entry
 from dle_desktop.core.graph import Analysis, LoreGraph
 from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.desktop.graph_process import (
+    PROCESS_MIN_ENTRIES,
     GraphArrays,
     GraphJobSpec,
     GraphProcess,
     JobSummary,
     ThreadRunner,
     edge_arrays,
+    prestart_process,
+    take_spare,
 )
 from dle_desktop.state.graph_layout import LayoutStore
 from dle_desktop.ui.graph.index import Adjacency
@@ -39,10 +42,6 @@ from dle_desktop.ui.graph.panel import filter_choices
 from dle_desktop.ui.graph.style import custom_fields
 
 log = logging.getLogger(__name__)
-
-#: from this many entries the work runs in a child process (below it a thread is quicker to start
-#: and the interpreter lock is held only briefly)
-PROCESS_MIN_ENTRIES = 1500
 
 __all__ = [
     "PROCESS_MIN_ENTRIES",
@@ -53,48 +52,6 @@ __all__ = [
     "edge_arrays",
     "prestart_process",
 ]
-
-_spare: GraphProcess | None = None
-_spare_lock = threading.Lock()
-
-
-def prestart_process(entries: Sequence[Entry] = (), give_way: Callable[[], object] = lambda: None) -> bool:
-    """Start a graph child before any Graph view wants one (call it off the GUI thread): the
-    first opening of the Graph view on a large vault then does not wait for an interpreter to
-    start and import the graph code (about a second). `entries` are sent to it ahead, a chunk
-    at a time with `give_way` between chunks (pickling 10,000 entries holds the interpreter lock
-    ~0.5 s), so the first job sends their uids only. The first worker to need a child takes it,
-    also half-way through the sending: the job sends the rest. True if one is (now) waiting."""
-    global _spare
-    with _spare_lock:
-        if _spare is not None and _spare.alive:
-            return True
-        process = GraphProcess()
-        try:
-            process.start()
-        except (OSError, RuntimeError, ValueError) as exc:
-            log.info("no graph process started ahead (%s); the Graph view starts one when opened", exc)
-            return False
-        _spare = process
-    while entries:
-        give_way()
-        with _spare_lock:  # a worker takes the spare under this lock: never while a chunk is on its way
-            if _spare is not process:
-                break
-            try:
-                if not process.send_ahead(entries):
-                    break
-            except (OSError, ValueError) as exc:  # the child went away: the first job starts a new one
-                log.info("the graph process started ahead stopped (%s)", exc)
-                break
-    return True
-
-
-def _take_spare() -> GraphProcess | None:
-    global _spare
-    with _spare_lock:
-        process, _spare = _spare, None
-    return process if process is not None and process.alive else None
 
 
 @dataclass
@@ -293,7 +250,7 @@ class GraphWorker(QObject):
     # -- on the worker thread -------------------------------------------------------------------
     def _start_process(self) -> GraphProcess | None:
         if self._process is None:
-            self._process = _take_spare() or GraphProcess()
+            self._process = take_spare() or GraphProcess()
         try:
             self._process.start()
         except (OSError, RuntimeError, ValueError) as exc:  # no child possible here: stay in a thread
