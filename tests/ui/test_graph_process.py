@@ -114,11 +114,34 @@ def test_a_restart_shows_the_saved_layout_before_the_analysis(make, qtbot, sampl
     want = shown(qtbot, first, sample_snapshot).positions
     first.stop()
     again = make(True, tmp_path / "same")
-    seen: list[tuple[str, bool]] = []
-    again.pictureShown.connect(lambda r: seen.append((r.mode, r.analysis is None)))
+    seen: list[tuple[str, bool, int]] = []
+    pictures: list = []
+    again.pictureShown.connect(lambda r: seen.append((r.mode, r.analysis is None, len(r.graph.edges))))
+    again.pictureShown.connect(pictures.append)
+    summaries: list[str] = []
+    again.pictureShown.connect(lambda _r: summaries.append(again.panel.summary.text()))
     final = shown(qtbot, again, sample_snapshot)
-    assert seen == [("saved", True)]  # the picture came before the clusters were worked out
+    # the nodes at their saved places at once, then with their links, both before the clusters
+    assert seen == [("nodes", True, 0), ("saved", True, len(final.graph.edges))]
+    assert np.array_equal(pictures[0].positions, want) and pictures[0].graph.uids == final.graph.uids
+    assert all("once the graph is analysed" in t for t in summaries)  # not "no problems" before the analysis
+    assert "analysed" not in again.panel.summary.text()  # the findings came with the whole result
     assert final.mode == "saved" and np.array_equal(final.positions, want)
+
+
+def test_a_saved_layout_missing_a_note_shows_no_picture_before_the_links(make, qtbot, sample_snapshot, tmp_path):
+    """A note added since the layout was saved has no place yet: the first picture waits for
+    the child, which puts it beside its neighbours."""
+    from dle_desktop.core.index import VaultSlice, build_snapshot
+
+    first = make(True, tmp_path / "same")
+    shown(qtbot, first, build_snapshot([VaultSlice("vault", tuple(sample_snapshot.entries[1:]))]))
+    first.stop()
+    again = make(True, tmp_path / "same")
+    seen: list[str] = []
+    again.pictureShown.connect(lambda r: seen.append(r.mode))
+    final = shown(qtbot, again, sample_snapshot)
+    assert "nodes" not in seen and final.graph.n == first.graph.n + 1
 
 
 def test_a_first_start_sketches_then_shows_the_communities(make, qtbot, sample_snapshot, monkeypatch):
@@ -155,7 +178,7 @@ def test_the_same_notes_again_keep_the_job_under_way_and_its_saved_picture(make,
         again.set_snapshot(sample_snapshot)  # the cached index
         again.set_snapshot(synced)  # the sync's, while the job for the cached one runs
     assert again.worker._job_id == 1 and got.args[0].job_id == 1
-    assert seen == [(1, "saved")]
+    assert seen == [(1, "nodes"), (1, "saved")]
     assert got.args[0].mode == "saved" and np.array_equal(got.args[0].positions, want)
     assert again.snapshot is synced
 

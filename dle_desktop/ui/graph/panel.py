@@ -159,6 +159,12 @@ class GraphPanel(QWidget):
             text += f" · {communities} communit{'ies' if communities != 1 else 'y'}"
         self.summary.setText(text + (". Click one to see it in the graph." if total else "."))
 
+    def findings_pending(self) -> None:
+        """A first picture is up and the analysis is still under way: no findings yet, and
+        not "no problems" either."""
+        self.findings.clear()
+        self.summary.setText("The findings follow once the graph is analysed…")
+
     def _severity_icon(self, severity: str) -> QIcon:
         return self.style().standardIcon(SEVERITY_ICONS[severity])
 

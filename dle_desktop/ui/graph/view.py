@@ -334,10 +334,13 @@ class GraphView(QWidget):
         self.field.setCurrentIndex(max(0, self.field.findText(keep_field)))
         self.field.blockSignals(False)
         self.panel.set_choices(g, prepared.choices if prepared else None)
-        self.panel.set_findings(
-            res.analysis.findings if res.analysis else (),
-            len(res.analysis.communities.groups) if res.analysis else None,
-        )
+        if res.preview and res.analysis is None:
+            self.panel.findings_pending()
+        else:
+            self.panel.set_findings(
+                res.analysis.findings if res.analysis else (),
+                len(res.analysis.communities.groups) if res.analysis else None,
+            )
         self._restyle()
         if keep_selected is not None and keep_selected in g.index:
             self.canvas.set_selected(g.index[keep_selected])
@@ -349,7 +352,10 @@ class GraphView(QWidget):
         self._following = res.preview and res.mode in ("sketch", "layout")
         if res.preview:
             self.pictureShown.emit(res)
-            self.status.setText(f"{g.n} entries · a first picture; the layout is still being worked out")
+            if res.mode == "nodes":
+                self.status.setText(f"{g.n} entries at their saved places · finding the links…")
+            else:
+                self.status.setText(f"{g.n} entries · a first picture; the layout is still being worked out")
             return
         pairs = len(g.simple_edges()[0])
         what = {"saved": "saved layout", "incremental": "new entries placed near their neighbours", "full": "laid out"}[

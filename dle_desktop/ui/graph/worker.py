@@ -77,7 +77,7 @@ class GraphResult:
     analysis: Analysis | None
     frequency: dict[str, int]
     frequency_chats: int
-    mode: str  # "saved" (no layout run), "incremental", "full"; a preview: "sketch" or "layout"
+    mode: str  # "saved" (no layout run), "incremental", "full"; a preview: "nodes", "sketch" or "layout"
     cancelled: bool = False
     iterations: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
@@ -125,7 +125,7 @@ class _Assembly:
         self.analysis: Analysis | None = None
         self.edges: tuple[dict, dict] | None = None
         self.positions: np.ndarray | None = None
-        self.shown: str | None = None  # what the last preview showed: None, "sketch", "layout"
+        self.shown: str | None = None  # what the last preview showed: None, "nodes", "sketch", "layout"
         self._prepared: tuple[int, int, ViewData] | None = None  # (id(graph), id(edges), …)
 
     def deliver(self, msg: tuple) -> None:
@@ -156,11 +156,41 @@ class _Assembly:
             return
         # a new picture when there is something new to see (the first one, or the communities'
         # colours with the real layout's start); otherwise only the positions move
-        if self.shown is None or (phase == "layout" and self.shown != "layout" and self.analysis is not None):
+        if self.shown in (None, "nodes") or (
+            phase == "layout" and self.shown != "layout" and self.analysis is not None
+        ):
             self.shown = phase
             self.worker.sketch.emit(self._result(pos, phase, preview=True))
         else:
             self.worker.frame.emit(self.job_id, pos)
+
+    def show_saved_nodes(self, store: LayoutStore, vaults: tuple[str, ...]) -> None:
+        """Nothing on screen yet and a saved layout places every node: the nodes at their saved
+        places at once, before the child has found the links (on a restart at 10,000 entries
+        they follow about a second later and are drawn in then)."""
+        saved = store.load(vaults)
+        nodes = tuple(e for e in self.entries if e.graph)
+        if saved is None or not nodes or any(e.uid not in saved.positions for e in nodes):
+            return
+        graph = LoreGraph(entries=nodes, edges=(), index={e.uid: i for i, e in enumerate(nodes)})
+        positions = np.array([saved.positions[e.uid] for e in nodes], dtype=np.float64)
+        edges: tuple[dict, dict] = ({}, {})
+        self.shown = "nodes"
+        self.worker.sketch.emit(
+            GraphResult(
+                self.job_id,
+                graph,
+                positions,
+                frozenset(saved.pinned),
+                None,
+                {},
+                0,
+                "nodes",
+                edges=edges,
+                preview=True,
+                prepared=ViewData.of(graph, edges[0]),
+            )
+        )
 
     def _done(self, summary: JobSummary) -> None:
         assert self.graph is not None and self.positions is not None  # sent before "done"
@@ -292,6 +322,8 @@ class GraphWorker(QObject):
             process = self._start_process() if len(entries) >= self.process_min_entries else None
             if process is not None:
                 self.ran_in = "process"
+                if spec.sketch and spec.positions is None and not spec.relayout and self.store is not None:
+                    assembly.show_saved_nodes(self.store, spec.vaults)
                 process.run(spec, entries, cancel, assembly.deliver)
             else:
                 self.ran_in = "thread"
