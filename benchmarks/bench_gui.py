@@ -355,6 +355,8 @@ def child(args) -> int:
         rows = vault.proxy.rowCount()
         picks = [await timed(lambda r=r: vault.table.selectRow(r)) for r in (0, rows // 3, rows // 2, rows - 1, 1)]
         out["select_ms"] = max(picks)
+        if args.trace:
+            print(f"{time.time() - spawned:7.2f} s  selections: {[round(p, 1) for p in picks]} ms", file=sys.stderr)
         out["stall_vault_ms"], dog.phase_worst = dog.phase_worst, 0.0
         shown: list[float] = []
         pictured: list[float] = []

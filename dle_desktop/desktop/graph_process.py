@@ -54,9 +54,6 @@ from dle_desktop.state.injection_stats import injection_totals
 
 log = logging.getLogger(__name__)
 
-#: from this many entries the work runs in a child process (below it a thread is quicker to start
-#: and the interpreter lock is held only briefly)
-PROCESS_MIN_ENTRIES = 1500
 #: entries per message: one message's pickling holds the interpreter lock for a few ms only
 CHUNK = 250
 #: below this many entries a first sketch is not worth it: the real layout is there within a second
@@ -528,15 +525,16 @@ def prestart_process(entries: Sequence[Entry] = (), give_way: Callable[[], objec
     the rest. True if one is (now) waiting."""
     global _spare
     with _spare_lock:
-        if _spare is not None and _spare.alive:
-            return True
-        process = GraphProcess()
-        try:
-            process.start()
-        except (OSError, RuntimeError, ValueError) as exc:
-            log.info("no graph process started ahead (%s); the Graph view starts one when opened", exc)
-            return False
-        _spare = process
+        if _spare is not None and _spare.alive:  # started earlier (during a first index): hand it the entries
+            process = _spare
+        else:
+            process = GraphProcess()
+            try:
+                process.start()
+            except (OSError, RuntimeError, ValueError) as exc:
+                log.info("no graph process started ahead (%s); the Graph view starts one when opened", exc)
+                return False
+            _spare = process
     while entries:
         give_way()
         with _spare_lock:  # a worker takes the spare under this lock: never while a chunk is on its way

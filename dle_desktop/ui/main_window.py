@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from dle_desktop import __version__
 from dle_desktop.core.index import IndexSnapshot, VaultSlice, build_snapshot
+from dle_desktop.desktop import graph_size
 from dle_desktop.ui.bridge import EngineBridge
 from dle_desktop.ui.lazy_tabs import LazyTabs
 from dle_desktop.ui.server_notice import ServerNotice
@@ -78,10 +79,9 @@ def _prestart_graph_process(
     # second one would only idle.
     if still_wanted():
         # the process's own module: no Qt, no view code (those load later, giving way too)
-        from dle_desktop.desktop.graph_process import PROCESS_MIN_ENTRIES, prestart_process
+        from dle_desktop.desktop.graph_process import prestart_process
 
-        if len(entries) >= PROCESS_MIN_ENTRIES:
-            prestart_process(entries if send_entries else (), give_way)
+        prestart_process(entries if send_entries else (), give_way)
 
 
 class MainWindow(QMainWindow):
@@ -122,6 +122,7 @@ class MainWindow(QMainWindow):
         self._snapshot = None  # the last index, for a view made after it came
         self._indexes_seen = 0  # indexes received: a large one shown after its rows are made, if still the last
         self._graph_prestarted = False  # the Graph view's process, started ahead once (`_show_index`)
+        self._graph_process_started_early = False  # during a first index (`_start_graph_process_early`)
         self.vault_view.entryActionRequested.connect(self._propose_in_librarian)
         self.vault_view.channelsRequested.connect(self._open_channels)
         self.vault_view.userActed.connect(bridge.user_acted)
@@ -413,6 +414,26 @@ class MainWindow(QMainWindow):
         if seen == self._indexes_seen and self._snapshot is None:
             self.vault_view.set_snapshot(snapshot, prepared)
             self.index_label.setText(f"Indexing… {len(snapshot)} entries read so far")
+            self._start_graph_process_early(len(snapshot))
+
+    def _start_graph_process_early(self, entries_so_far: int) -> None:
+        """A first index that has already read enough notes for the Graph to want a process of
+        its own: the process starts now, while the notes are read in worker processes and the
+        window's interpreter is mostly idle (its start took ~0.3 s of a first Graph opening).
+        The entries are handed to it once the index is done (`_show_index`)."""
+        if (
+            self._graph_process_started_early
+            or entries_so_far < graph_size.PROCESS_MIN_ENTRIES
+            or self.lazy.made_view("graph") is not None
+        ):
+            return
+        threading.Thread(
+            target=_prestart_graph_process,
+            args=((), self.bridge.give_way, False, lambda: self.lazy.made_view("graph") is None),
+            name="dle-graph-early",
+            daemon=True,
+        ).start()
+        self._graph_process_started_early = True
 
     async def _show_index_prepared(self, snapshot, source: str, seen: int) -> None:
         # The sorted column's keys only: making all seven held the entries of a restart back
@@ -463,7 +484,12 @@ class MainWindow(QMainWindow):
         entries are sent too). Else the Graph tab was clicked: a process is started now,
         whatever an earlier start still waits for."""
         snapshot = self._snapshot
-        if snapshot is None or self.lazy.made_view("graph") is not None or (ahead and self._graph_prestarted):
+        if (
+            snapshot is None
+            or len(snapshot.entries) < graph_size.PROCESS_MIN_ENTRIES  # the Graph works in a thread then
+            or self.lazy.made_view("graph") is not None
+            or (ahead and self._graph_prestarted)
+        ):
             return
         self._graph_prestarted = True
         threading.Thread(

@@ -8,7 +8,7 @@ from PySide6.QtCore import QModelRoleData, QModelRoleDataSpan, Qt
 from PySide6.QtWidgets import QTableView
 
 from dle_desktop.core.entry import Entry
-from dle_desktop.ui.vault.entries_model import EntriesModel
+from dle_desktop.ui.vault.entries_model import UID_ROLE, EntriesModel
 from dle_desktop.ui.vault.entries_proxy import EntriesFilter
 
 ROLES = (
@@ -17,6 +17,8 @@ ROLES = (
     Qt.ItemDataRole.ForegroundRole,
     Qt.ItemDataRole.TextAlignmentRole,
     Qt.ItemDataRole.FontRole,
+    Qt.ItemDataRole.DecorationRole,
+    UID_ROLE,
 )
 
 

@@ -5,13 +5,14 @@ the whole result."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import threading
 
 import numpy as np
 import pytest
 
-from dle_desktop.desktop import graph_process
+from dle_desktop.desktop import graph_process, graph_size
 from dle_desktop.state.graph_layout import LayoutStore
 from dle_desktop.ui.graph.view import GraphView
 from tests.ui.conftest import SAMPLE
@@ -259,6 +260,39 @@ def test_entries_sent_ahead_do_not_cross_again_and_a_changed_one_does(make, qtbo
     assert any(e is entries[5] for e in result.graph.entries), "the graph holds the changed entry"
 
 
+def test_a_process_started_without_entries_is_handed_them_later(sample_snapshot, no_spare):
+    """Started early (during a first index, before there are entries), the same process is
+    handed the entries once the index is done: no second process."""
+    assert no_spare.prestart_process()
+    pid = no_spare._spare.pid
+    assert no_spare.prestart_process(sample_snapshot.entries)
+    assert no_spare._spare.pid == pid
+    assert set(no_spare._spare._sent) == {e.uid for e in sample_snapshot.entries}
+
+
+def test_a_first_index_past_the_graph_process_size_starts_the_process_early(
+    make_desktop, vault_copy, qloop, monkeypatch, no_spare
+):
+    from tests.ui.conftest import wait_for
+
+    desk = make_desktop(vault_copy)
+    win = desk.window
+
+    async def scenario() -> None:
+        await wait_for(lambda: win.vault_view.model.rowCount() == 61, what="61 entries")
+        monkeypatch.setattr(graph_size, "PROCESS_MIN_ENTRIES", 50)
+        win._start_graph_process_early(40)  # not yet: a small vault's graph works in a thread
+        assert not win._graph_process_started_early
+        win._start_graph_process_early(55)
+        await wait_for(lambda: no_spare._spare is not None and no_spare._spare.alive, what="the process", timeout=30)
+        pid = no_spare._spare.pid
+        win._start_graph_process_early(60)  # once per window
+        await asyncio.sleep(0.3)
+        assert no_spare._spare.pid == pid
+
+    qloop.run_until_complete(scenario())
+
+
 def test_the_first_job_over_entries_sent_ahead_gives_the_whole_graph(make, qtbot, sample_snapshot, no_spare):
     """Sent ahead, the entries' links are found before the job asks (`ChildMemo.prepare`): the
     job's graph is the one built from scratch."""
@@ -278,7 +312,7 @@ def test_the_window_starts_the_graph_process_ahead_on_a_large_vault(
 ):
     from tests.ui.conftest import wait_for
 
-    monkeypatch.setattr(no_spare, "PROCESS_MIN_ENTRIES", 50)  # the sample vault's 61 count as large here
+    monkeypatch.setattr(graph_size, "PROCESS_MIN_ENTRIES", 50)  # the sample vault's 61 count as large here
     desk = make_desktop(vault_copy)
     win = desk.window
 
@@ -315,7 +349,7 @@ def test_a_click_on_the_graph_tab_starts_its_process_while_its_code_loads(
             lambda: not any(t.name == "dle-graph-prestart" for t in threading.enumerate()), what="that start"
         )
         assert no_spare._spare is None
-        monkeypatch.setattr(no_spare, "PROCESS_MIN_ENTRIES", 50)  # from now on the sample's 61 count as large
+        monkeypatch.setattr(graph_size, "PROCESS_MIN_ENTRIES", 50)  # from now on the sample's 61 count as large
         activity = win.bridge.engine.activity
         activity.quiet_s = activity.longest_wait_s = 600.0  # a user busy for ten minutes
         win.bridge.user_acted()  # a process started ahead would wait for them; this one does not
@@ -333,7 +367,6 @@ def test_a_start_ahead_that_waited_while_the_graph_opened_starts_no_second_proce
     opened meanwhile, its worker has its own process, and one more would only idle."""
     from dle_desktop.ui import main_window
 
-    monkeypatch.setattr(no_spare, "PROCESS_MIN_ENTRIES", 50)
     asked: list[int] = []
     main_window._prestart_graph_process(sample_snapshot.entries, lambda: asked.append(1) or 0.0, True, lambda: False)
     assert asked and no_spare._spare is None

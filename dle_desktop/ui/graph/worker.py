@@ -26,7 +26,6 @@ from dle_desktop.core.entry import Entry
 from dle_desktop.core.graph import Analysis, LoreGraph
 from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.desktop.graph_process import (
-    PROCESS_MIN_ENTRIES,
     GraphArrays,
     GraphJobSpec,
     GraphProcess,
@@ -36,6 +35,7 @@ from dle_desktop.desktop.graph_process import (
     prestart_process,
     take_spare,
 )
+from dle_desktop.desktop.graph_size import PROCESS_MIN_ENTRIES
 from dle_desktop.state.graph_layout import LayoutStore
 from dle_desktop.ui.graph.index import Adjacency
 from dle_desktop.ui.graph.panel import filter_choices
