@@ -448,6 +448,8 @@ class MainWindow(QMainWindow):
     ) -> None:
         if not rows_unchanged:
             self.vault_view.set_snapshot(snapshot, prepared)
+            if len(snapshot.entries) >= ROWS_OFF_THREAD:  # below it a sort on the spot is quick
+                self.vault_view.sort_ahead.start(self.bridge.give_way)
             for key in ("graph", "librarian"):
                 made = self.lazy.made_view(key)
                 if made is not None:

@@ -4,14 +4,16 @@ times injected, when last injected). `entries_proxy` filters and sorts it."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QBrush
 
 from dle_desktop.core.entry import Entry
+from dle_desktop.ui.vault.sort_orders import stable_orders
 
 COLUMNS = ("Title", "Folder", "Keys", "Priority", "Tokens", "Flags", "Vault", "Matched", "Injected", "Last injected")
 MATCHED, INJECTED, LAST_INJECTED = 7, 8, 9
@@ -120,6 +122,8 @@ class EntriesModel(QAbstractTableModel):
         self._now = time.time()
         #: column -> each row's sort key, read once per column (the usage columns' per count)
         self._sort_keys: dict[int, list[Any]] = {}
+        #: column -> (ascending, descending) row orders worked out ahead (`sort_order_job`)
+        self._orders: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def set_usage(self, usage: dict[str, tuple[int, int, float | None]]) -> None:
         """New counts: only the three columns change (the selection and the sort stay)."""
@@ -141,7 +145,47 @@ class EntriesModel(QAbstractTableModel):
         self.beginResetModel()
         self._entries, self._search, self._rows = rows.entries, rows.search, rows.rows
         self._sort_keys = dict(rows.sort_keys)
+        self._orders = {}
         self.endResetModel()
+
+    # -- sort orders made ahead (`sort_orders.py`) -------------------------------------------------
+    def sort_order_job(self) -> Callable[[Callable[[], object]], tuple[list[Entry], dict]]:
+        """What a background thread runs, with its `give_way`, to work out the orders of every
+        column the entries alone decide, for the rows shown now. Hand its result to
+        `install_sort_orders` on the GUI thread."""
+        entries, known = self._entries, dict(self._sort_keys)
+
+        def run(give_way: Callable[[], object]) -> tuple[list[Entry], dict]:
+            made = {}
+            for column in KEYED_COLUMNS:
+                give_way()
+                keys = known.get(column) or [entry_sort_key(e, column) for e in entries]
+                orders = stable_orders(keys)
+                if orders is not None:
+                    made[column] = (keys, *orders)
+            return entries, made
+
+        return run
+
+    def install_sort_orders(self, made: tuple[list[Entry], dict]) -> None:
+        entries, by_column = made
+        if entries is not self._entries:  # a newer index arrived meanwhile: these are its predecessor's
+            return
+        for column, (keys, ascending, descending) in by_column.items():
+            self._sort_keys.setdefault(column, keys)
+            self._orders[column] = (ascending, descending)
+
+    def make_sort_orders(self) -> None:
+        """All at once, on this thread (tests)."""
+        self.install_sort_orders(self.sort_order_job()(lambda: None))
+
+    def has_sort_orders(self) -> bool:
+        return bool(self._orders)
+
+    def sort_order(self, column: int, descending: bool) -> list[int] | None:
+        """The rows in `column`'s order, if it was worked out ahead."""
+        orders = self._orders.get(column)
+        return None if orders is None else orders[descending].tolist()
 
     def entry(self, row: int) -> Entry | None:
         return self._entries[row] if 0 <= row < len(self._entries) else None

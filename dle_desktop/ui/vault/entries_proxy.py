@@ -170,9 +170,13 @@ class EntriesFilter(QAbstractProxyModel):
         if source is None or not (0 <= self._sort_column < source.columnCount()):
             self._sorted = list(range(count))
         else:
-            keys = source.sort_keys(self._sort_column)
             descending = self._order == Qt.SortOrder.DescendingOrder
-            self._sorted = sorted(range(count), key=keys.__getitem__, reverse=descending)
+            ahead = source.sort_order(self._sort_column, descending)
+            if ahead is not None:
+                self._sorted = ahead
+            else:
+                keys = source.sort_keys(self._sort_column)
+                self._sorted = sorted(range(count), key=keys.__getitem__, reverse=descending)
         self._filter_rows()
 
     def _filter_rows(self, candidates: list[int] | None = None) -> None:

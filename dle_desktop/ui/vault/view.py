@@ -34,6 +34,7 @@ from dle_desktop.ui.vault.entries_model import COLUMNS, UID_ROLE, USAGE_COLUMNS,
 from dle_desktop.ui.vault.entries_proxy import EntriesFilter
 from dle_desktop.ui.vault.entry_detail import EntryHistory, render_entry
 from dle_desktop.ui.vault.health_panel import HealthPanel
+from dle_desktop.ui.vault.sort_ahead import SortOrdersAhead
 from dle_desktop.ui.vault.usage_columns import ColumnMenu, UsageReader, UsageRefresher, UsageRoom, set_up_columns
 from dle_desktop.ui.widgets.cut_text import CutTextTips
 from dle_desktop.ui.widgets.prompt_table import PromptPaintTable
@@ -82,6 +83,7 @@ class VaultView(QWidget):
         self.model = EntriesModel(self)
         self.proxy = EntriesFilter(self)
         self.proxy.setSourceModel(self.model)
+        self.sort_ahead = SortOrdersAhead(self.model, self)
 
         self.filter = QLineEdit(placeholderText="Filter by title, key, folder or tag  (Ctrl+F)")
         self.filter.setClearButtonEnabled(True)
