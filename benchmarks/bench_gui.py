@@ -125,6 +125,36 @@ def trace_graph(spawned: float) -> None:
     wrap(lazy_tabs.LazyTabs, "_code_loaded", lambda _self, key: f"{key} code loaded, view made")
 
 
+def start_app(qapp, vault: Path, data: Path):
+    """The app as `dle-desktop` builds it (engine thread, watcher, the HTTP server on a free
+    port, the window first, as `run_gui` does), on `vault` with its state in `data`; call with
+    the qasync loop set. Returns (the DesktopApp, its GuiInterpreter, the task running it)."""
+    import asyncio
+
+    from PySide6.QtCore import QSettings
+
+    from dle_desktop.app.context import AppContext
+    from dle_desktop.app.runtime import Runtime
+    from dle_desktop.engine.engine import Engine
+    from dle_desktop.state.paths import resolve_paths
+    from dle_desktop.state.secrets import SecretStore
+    from dle_desktop.state.settings import Settings, SettingsStore
+    from dle_desktop.ui.interpreter import GuiInterpreter
+    from dle_desktop.ui.launch import DesktopApp
+    from dle_desktop.vault.sources import FolderSource
+
+    paths = resolve_paths(data).ensure()
+    settings = Settings()
+    ctx = AppContext(paths, SettingsStore(paths.settings_file), settings, SecretStore(use_keyring=False))
+    engine = Engine(paths, settings, ctx.secrets, vault_override=[FolderSource("vault", vault)])
+    runtime = Runtime(ctx, engine, port=0)  # the HTTP server on a free port, as the app runs it
+    ui_state = QSettings(str(paths.config_dir / "ui-state.ini"), QSettings.Format.IniFormat)
+    interpreter = GuiInterpreter(qapp).start()  # as run_gui does
+    desktop = DesktopApp(qapp, runtime, ui_state, tray_available=False)
+    running = asyncio.ensure_future(desktop.run())  # as `dle-desktop` starts: the window first
+    return desktop, interpreter, running
+
+
 def rss_mb(pid: int | None = None) -> float:
     status = Path(f"/proc/{pid or 'self'}/status").read_text(encoding="ascii")
     rss = next(line for line in status.splitlines() if line.startswith("VmRSS:"))
@@ -238,28 +268,7 @@ def child(args) -> int:
                 print("\n".join(lines), file=sys.stderr, flush=True)
 
         threading.Thread(target=sampler, name="stall-sampler", daemon=True).start()
-    from PySide6.QtCore import QSettings
-
-    from dle_desktop.app.context import AppContext
-    from dle_desktop.app.runtime import Runtime
-    from dle_desktop.engine.engine import Engine
-    from dle_desktop.state.paths import resolve_paths
-    from dle_desktop.state.secrets import SecretStore
-    from dle_desktop.state.settings import Settings, SettingsStore
-    from dle_desktop.ui.launch import DesktopApp
-    from dle_desktop.vault.sources import FolderSource
-
-    paths = resolve_paths(args.data).ensure()
-    settings = Settings()
-    ctx = AppContext(paths, SettingsStore(paths.settings_file), settings, SecretStore(use_keyring=False))
-    engine = Engine(paths, settings, ctx.secrets, vault_override=[FolderSource("vault", Path(args.vault))])
-    runtime = Runtime(ctx, engine, port=0)  # the HTTP server on a free port, as the app runs it
-    ui_state = QSettings(str(paths.config_dir / "ui-state.ini"), QSettings.Format.IniFormat)
-    from dle_desktop.ui.interpreter import GuiInterpreter
-
-    interpreter = GuiInterpreter(qapp).start()  # as run_gui does
-    desktop = DesktopApp(qapp, runtime, ui_state, tray_available=False)
-    running = asyncio.ensure_future(desktop.run())  # as `dle-desktop` starts: the window first
+    desktop, interpreter, running = start_app(qapp, Path(args.vault), Path(args.data))
     window = desktop.window
     vault = window.vault_view
     if args.trace:  # what the window does with each index, when it takes long

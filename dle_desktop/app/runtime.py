@@ -84,6 +84,8 @@ class Runtime:
         #: settings.json apply at once; nothing else of the file is taken while running.
         self.settings_follower = SettingsFileFollower(ctx.store, self._take_followed_settings)
         self._following: concurrent.futures.Future[None] | None = None
+        #: set by `stop`: a start still under way (its server imports give way to the user) ends there
+        self._stopped = threading.Event()
 
     def start(self) -> Runtime:
         self.thread.start()
@@ -91,6 +93,8 @@ class Runtime:
         self._following = self.thread.submit(self.settings_follower.follow())
         if self._serve:
             import_server_in_steps(self.engine.activity.give_way)
+            if self._stopped.is_set():  # quit while the imports gave way to the user: start nothing more
+                return self
             self.server = self._server_runner()
             try:
                 self.thread.call(self.server.start(), timeout=30)
@@ -98,7 +102,12 @@ class Runtime:
                 self.server_error = str(exc)
                 self.server = None
                 log.error("%s", exc)
-        self.restart_olra()
+            except (RuntimeError, concurrent.futures.TimeoutError):
+                if not self._stopped.is_set():
+                    raise
+                return self  # stopped under the server's start: its loop is gone
+        if not self._stopped.is_set():
+            self.restart_olra()
         return self
 
     def new_session_engine(self, settings: Settings) -> Engine:
@@ -287,6 +296,7 @@ class Runtime:
         return self.thread.call(rotate(), timeout=15)
 
     def stop(self) -> None:
+        self._stopped.set()
         if not self.thread.alive:
             return
         if self._following is not None:
