@@ -13,7 +13,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QBrush
 
 from dle_desktop.core.entry import Entry
-from dle_desktop.ui.vault.sort_orders import stable_orders
+from dle_desktop.ui.vault.sort_orders import PIECE, stable_orders
 
 COLUMNS = ("Title", "Folder", "Keys", "Priority", "Tokens", "Flags", "Vault", "Matched", "Injected", "Last injected")
 MATCHED, INJECTED, LAST_INJECTED = 7, 8, 9
@@ -158,8 +158,13 @@ class EntriesModel(QAbstractTableModel):
         def run(give_way: Callable[[], object]) -> tuple[list[Entry], dict]:
             made = {}
             for column in KEYED_COLUMNS:
+                keys = known.get(column)
+                if keys is None:  # a piece at a time: 100,000 keys are ~0.1 s of Python
+                    keys = []
+                    for start in range(0, len(entries), PIECE):
+                        give_way()
+                        keys.extend([entry_sort_key(e, column) for e in entries[start : start + PIECE]])
                 give_way()
-                keys = known.get(column) or [entry_sort_key(e, column) for e in entries]
                 orders = stable_orders(keys)
                 if orders is not None:
                     made[column] = (keys, *orders)
