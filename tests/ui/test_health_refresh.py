@@ -21,9 +21,13 @@ def test_checks_asked_during_a_check_run_once_after_it(make_desktop, vault_copy,
             await release.wait()  # the first check is still running when the next syncs ask
         return await real()
 
+    shown: list[object] = []
+    set_health = win.vault_view.set_health
+    win.vault_view.set_health = lambda report: (shown.append(report), set_health(report))
+
     async def scenario() -> None:
         await wait_for(lambda: win.vault_view.model.rowCount() == 61, what="61 entries")
-        await wait_for(lambda: not win._health_running, what="the start's own check")
+        await wait_for(lambda: bool(shown) and not win._health_running, what="the start's own check")
         win.bridge.health = held_health
         first = asyncio.ensure_future(win.refresh_health())
         await wait_for(lambda: len(calls) == 1, what="the first check")
@@ -33,6 +37,7 @@ def test_checks_asked_during_a_check_run_once_after_it(make_desktop, vault_copy,
         release.set()
         await asyncio.wait_for(first, 30)
         assert len(calls) == 2  # the three asks made one more check, after the first
+        assert len(shown) == 2  # and only its report was shown
         assert not win._health_running
         await win.refresh_health()
         assert len(calls) == 3
