@@ -20,7 +20,6 @@ from dle_desktop.core.changes import ChangeSet
 from dle_desktop.core.entry import TagConfig
 from dle_desktop.core.health import HealthChecker, HealthContext, HealthReport
 from dle_desktop.core.index import IndexSnapshot
-from dle_desktop.core.memory import release_free_memory
 from dle_desktop.core.pipeline.config import MatchConfig
 from dle_desktop.core.user_activity import GiveWay, UserActivity, no_wait
 from dle_desktop.engine.retrieval import RetrievalService
@@ -645,9 +644,6 @@ class Engine:
         if save_cache:
             await give_way()
             await asyncio.to_thread(self.indexer.save_cache)
-        # What the previous index held is free now: hand it back, or each sync grows the process
-        await give_way()
-        await asyncio.to_thread(release_free_memory)
 
     def _report_error(self, message: str) -> None:
         self.last_error = message

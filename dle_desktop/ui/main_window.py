@@ -47,6 +47,10 @@ log = logging.getLogger(__name__)
 
 #: from this many entries a new index's table rows are made off the GUI thread before it shows
 ROWS_OFF_THREAD = 2000
+#: from this many entries the table's sort orders are made ahead (`SortOrdersAhead`). Below it a
+#: sort on the spot takes under 100 ms, and at 10,000 the extra thread, beside the start's other
+#: background work, lengthened the window's stalls while the Graph first drew (UI watchdog test)
+SORT_AHEAD_MIN = 20_000
 #: how long after the entries are shown the other views' modules start loading (`LazyTabs.preload`)
 PRELOAD_AFTER_MS = 3000
 
@@ -121,9 +125,8 @@ class MainWindow(QMainWindow):
         self.lazy.loading.connect(self._view_loading)
         self._snapshot = None  # the last index, for a view made after it came
         self._indexes_seen = 0  # indexes received: a large one shown after its rows are made, if still the last
-        self._graph_prestarted = False  # the Graph view's process, started ahead once (`_show_index`)
+        self._graph_prestarted = False  # the Graph view's process, started ahead once (`_load_ahead`)
         self._health_running = self._health_again = False  # `refresh_health`: one check at a time
-        self._graph_process_started_early = False  # during a first index (`_start_graph_process_early`)
         self.vault_view.entryActionRequested.connect(self._propose_in_librarian)
         self.vault_view.channelsRequested.connect(self._open_channels)
         self.vault_view.userActed.connect(bridge.user_acted)
@@ -415,26 +418,6 @@ class MainWindow(QMainWindow):
         if seen == self._indexes_seen and self._snapshot is None:
             self.vault_view.set_snapshot(snapshot, prepared)
             self.index_label.setText(f"Indexing… {len(snapshot)} entries read so far")
-            self._start_graph_process_early(len(snapshot))
-
-    def _start_graph_process_early(self, entries_so_far: int) -> None:
-        """A first index that has already read enough notes for the Graph to want a process of
-        its own: the process starts now, while the notes are read in worker processes and the
-        window's interpreter is mostly idle (its start took ~0.3 s of a first Graph opening).
-        The entries are handed to it once the index is done (`_show_index`)."""
-        if (
-            self._graph_process_started_early
-            or entries_so_far < graph_size.PROCESS_MIN_ENTRIES
-            or self.lazy.made_view("graph") is not None
-        ):
-            return
-        threading.Thread(
-            target=_prestart_graph_process,
-            args=((), self.bridge.give_way, False, lambda: self.lazy.made_view("graph") is None),
-            name="dle-graph-early",
-            daemon=True,
-        ).start()
-        self._graph_process_started_early = True
 
     async def _show_index_prepared(self, snapshot, source: str, seen: int) -> None:
         # The sorted column's keys only: making all seven held the entries of a restart back
@@ -449,7 +432,7 @@ class MainWindow(QMainWindow):
     ) -> None:
         if not rows_unchanged:
             self.vault_view.set_snapshot(snapshot, prepared)
-            if len(snapshot.entries) >= ROWS_OFF_THREAD:  # below it a sort on the spot is quick
+            if len(snapshot.entries) >= SORT_AHEAD_MIN:
                 self.vault_view.sort_ahead.start(self.bridge.give_way)
             for key in ("graph", "librarian"):
                 made = self.lazy.made_view(key)
@@ -473,14 +456,15 @@ class MainWindow(QMainWindow):
         soon(self.refresh_health)
         # once the entries are up, the other views' code is loaded while the user reads them
         QTimer.singleShot(PRELOAD_AFTER_MS, self._load_ahead)
-        # and the Graph's process is started and handed the entries in the first quiet moments:
-        # the Graph, opened a second later, then has its first picture without waiting for a
-        # process to start, the entries to cross and their links to be found (~1 s at 10,000)
-        self._prestart_graph(self.bridge.give_way)
 
     def _load_ahead(self) -> None:
-        """The other views' modules (`LazyTabs.preload`), in quiet moments."""
+        """The other views' modules (`LazyTabs.preload`), and the Graph's process, handed the
+        entries (it then finds their links before a job asks): in quiet moments. Started as
+        soon as the entries were shown, the Graph drew its first picture sooner but beside the
+        start's other background work, and a first start's stalls while it drew grew longer
+        (the UI watchdog test)."""
         self.lazy.preload(self.bridge.give_way)
+        self._prestart_graph(self.bridge.give_way)
 
     def _prestart_graph(self, give_way: Callable[[], float], ahead: bool = True) -> None:
         """`ahead`: the start once the entries are shown (once per window, in quiet moments; the

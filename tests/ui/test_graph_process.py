@@ -5,7 +5,6 @@ the whole result."""
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import threading
 
@@ -261,36 +260,13 @@ def test_entries_sent_ahead_do_not_cross_again_and_a_changed_one_does(make, qtbo
 
 
 def test_a_process_started_without_entries_is_handed_them_later(sample_snapshot, no_spare):
-    """Started early (during a first index, before there are entries), the same process is
-    handed the entries once the index is done: no second process."""
+    """Started without entries (a click on the Graph tab while its code loads), the same process
+    is handed the entries by the start ahead that follows: no second process."""
     assert no_spare.prestart_process()
     pid = no_spare._spare.pid
     assert no_spare.prestart_process(sample_snapshot.entries)
     assert no_spare._spare.pid == pid
     assert set(no_spare._spare._sent) == {e.uid for e in sample_snapshot.entries}
-
-
-def test_a_first_index_past_the_graph_process_size_starts_the_process_early(
-    make_desktop, vault_copy, qloop, monkeypatch, no_spare
-):
-    from tests.ui.conftest import wait_for
-
-    desk = make_desktop(vault_copy)
-    win = desk.window
-
-    async def scenario() -> None:
-        await wait_for(lambda: win.vault_view.model.rowCount() == 61, what="61 entries")
-        monkeypatch.setattr(graph_size, "PROCESS_MIN_ENTRIES", 50)
-        win._start_graph_process_early(40)  # not yet: a small vault's graph works in a thread
-        assert not win._graph_process_started_early
-        win._start_graph_process_early(55)
-        await wait_for(lambda: no_spare._spare is not None and no_spare._spare.alive, what="the process", timeout=30)
-        pid = no_spare._spare.pid
-        win._start_graph_process_early(60)  # once per window
-        await asyncio.sleep(0.3)
-        assert no_spare._spare.pid == pid
-
-    qloop.run_until_complete(scenario())
 
 
 def test_the_first_job_over_entries_sent_ahead_gives_the_whole_graph(make, qtbot, sample_snapshot, no_spare):
@@ -310,8 +286,10 @@ def test_the_first_job_over_entries_sent_ahead_gives_the_whole_graph(make, qtbot
 def test_the_window_starts_the_graph_process_ahead_on_a_large_vault(
     make_desktop, vault_copy, qloop, monkeypatch, no_spare
 ):
+    from dle_desktop.ui import main_window
     from tests.ui.conftest import wait_for
 
+    monkeypatch.setattr(main_window, "PRELOAD_AFTER_MS", 0)
     monkeypatch.setattr(graph_size, "PROCESS_MIN_ENTRIES", 50)  # the sample vault's 61 count as large here
     desk = make_desktop(vault_copy)
     win = desk.window
