@@ -6,14 +6,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QBrush
 
 from dle_desktop.core.entry import Entry
-from dle_desktop.ui.vault.sort_orders import PIECE, stable_orders
+
+if TYPE_CHECKING:  # numpy itself loads with the sort orders, on their thread: not at the window's start
+    import numpy as np
 
 COLUMNS = ("Title", "Folder", "Keys", "Priority", "Tokens", "Flags", "Vault", "Matched", "Injected", "Last injected")
 MATCHED, INJECTED, LAST_INJECTED = 7, 8, 9
@@ -156,6 +157,8 @@ class EntriesModel(QAbstractTableModel):
         entries, known = self._entries, dict(self._sort_keys)
 
         def run(give_way: Callable[[], object]) -> tuple[list[Entry], dict]:
+            from dle_desktop.ui.vault.sort_orders import PIECE, stable_orders
+
             made = {}
             for column in KEYED_COLUMNS:
                 keys = known.get(column)
