@@ -525,7 +525,7 @@ def prestart_process(entries: Sequence[Entry] = (), give_way: Callable[[], objec
     the rest. True if one is (now) waiting."""
     global _spare
     with _spare_lock:
-        if _spare is not None and _spare.alive:  # started earlier (during a first index): hand it the entries
+        if _spare is not None and _spare.alive:  # started earlier (a click on the Graph tab): hand it the entries
             process = _spare
         else:
             process = GraphProcess()
