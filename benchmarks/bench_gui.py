@@ -155,6 +155,18 @@ def start_app(qapp, vault: Path, data: Path):
     return desktop, interpreter, running
 
 
+async def until(check, timeout: float, step: float = 0.002) -> bool:
+    """Wait on the running loop until `check()` holds (True) or `timeout` seconds pass (False)."""
+    import asyncio
+
+    deadline = time.perf_counter() + timeout
+    while not check():
+        if time.perf_counter() > deadline:
+            return False
+        await asyncio.sleep(step)
+    return True
+
+
 def rss_mb(pid: int | None = None) -> float:
     status = Path(f"/proc/{pid or 'self'}/status").read_text(encoding="ascii")
     rss = next(line for line in status.splitlines() if line.startswith("VmRSS:"))
@@ -319,14 +331,6 @@ def child(args) -> int:
         )
         trace_graph(spawned)
     out: dict[str, float] = {}
-
-    async def until(check, timeout: float) -> bool:
-        deadline = time.perf_counter() + timeout
-        while not check():
-            if time.perf_counter() > deadline:
-                return False
-            await asyncio.sleep(0.002)
-        return True
 
     async def timed(action) -> float:
         """The action and the loop's next turn (the repaint it asked for), in ms."""

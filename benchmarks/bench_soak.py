@@ -40,7 +40,7 @@ TICK_MS = 5
 def soak(vault: Path, data: Path, minutes: float, expect: int, seed: int = 1) -> dict:
     import asyncio
 
-    from bench_gui import rss_mb, start_app
+    from bench_gui import rss_mb, start_app, until
     from PySide6.QtCore import QPoint, Qt, QTimer
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication
@@ -83,14 +83,6 @@ def soak(vault: Path, data: Path, minutes: float, expect: int, seed: int = 1) ->
             made.resultShown.connect(lambda _r: pictures.append(time.perf_counter()))
 
     window.lazy.made.connect(graph_made)
-
-    async def until(check, timeout: float) -> bool:
-        deadline = time.perf_counter() + timeout
-        while not check():
-            if time.perf_counter() > deadline:
-                return False
-            await asyncio.sleep(0.01)
-        return True
 
     def change_notes(cycle: int) -> None:
         note = rng.choice(notes)
