@@ -103,6 +103,20 @@ class SteeringService:
 
     # -- analytics ---------------------------------------------------------------------------------
 
+    async def used_entries(self) -> list[dict[str, Any]]:
+        """The entries used at least once over all chats, as `analytics` lists them (the Vault
+        view's use columns, read after every sync): a row for each of 10,000 entries held the
+        interpreter lock 50-100 ms on the engine's loop, beside the window's work."""
+        snap = self._snapshot()
+        overall, _chats = await asyncio.to_thread(entry_usage, self.state_db)
+        if not overall:
+            return []
+        return [
+            {"title": entry.title, "vault": entry.vault, "path": entry.path, **use.to_json()}
+            for entry in snap.entries
+            if (use := overall.get(entry.tracker_key)) is not None and (use.matched or use.injected)
+        ]
+
     async def analytics(self, chat_id: str | None = None) -> dict[str, Any]:
         """Every entry of the vault (so the never-injected ones are listed too) with its use over
         all chats and, when a chat is named, in that chat."""

@@ -302,6 +302,10 @@ class EngineBridge(QObject):
     async def set_pins_blocks(self, chat_id: str, pins: Sequence[EntryRef], blocks: Sequence[EntryRef]) -> ChatState:
         return await self.call(self.engine.retrieval.update(chat_id, pins=tuple(pins), blocks=tuple(blocks)))
 
+    async def entry_usage(self) -> dict[str, Any]:
+        """The entries used at least once, over all chats (`entries`, rows as `entry_analytics` gives them)."""
+        return {"entries": await self.call(self.engine.steering.used_entries())}
+
     async def entry_analytics(self, chat_id: str | None = None) -> dict[str, Any]:
         """Per entry, over all chats (and in `chat_id`): matched, injected, last injected."""
         return await self.call(self.engine.steering.analytics(chat_id))

@@ -113,7 +113,7 @@ class MainWindow(QMainWindow):
         self.tabs = QTabWidget()
         self.vault_view = VaultView(test_runner=self._run_test_chat)
         self.vault_view.set_write_access(EngineWriteAccess(bridge))
-        self.vault_view.set_usage_reader(bridge.entry_analytics)
+        self.vault_view.set_usage_reader(bridge.entry_usage)
         self.tabs.addTab(self.vault_view, "Vault")
         # The other views are made when first shown or asked for (`lazy_tabs`): the window
         # comes up with its first view only.

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from dle_desktop.core.entry import Entry, Skip
+from dle_desktop.core.user_activity import GiveWay, no_wait
 from dle_desktop.fileio import atomic_file
 from dle_desktop.vault.collector import collector_paused
 
@@ -40,12 +41,16 @@ class FileRecord:
     result: Entry | Skip
 
 
-def _chunked(mapping: dict[Any, Any]) -> list[bytes]:
-    """`mapping` pickled CHUNK items at a time: the window gets the interpreter between two."""
+def _chunked(mapping: dict[Any, Any], give_way: GiveWay = no_wait) -> list[bytes]:
+    """`mapping` pickled CHUNK items at a time: the window gets the interpreter between two, and
+    while the user acts (or waits for a picture) the save waits there (`give_way`)."""
     items = list(mapping.items())
-    return [
-        pickle.dumps(dict(items[i : i + CHUNK]), protocol=pickle.HIGHEST_PROTOCOL) for i in range(0, len(items), CHUNK)
-    ]
+    chunks = []
+    for i in range(0, len(items), CHUNK):
+        if i:
+            give_way()
+        chunks.append(pickle.dumps(dict(items[i : i + CHUNK]), protocol=pickle.HIGHEST_PROTOCOL))
+    return chunks
 
 
 def _joined(meta_chunks: Any) -> dict[str, dict[Any, Any]]:
@@ -105,15 +110,18 @@ class IndexCache:
                 meta.pop(name, None)
         return records, meta
 
-    def save(self, key: str, records: dict[str, FileRecord], meta: dict[str, Any] | None = None) -> None:
+    def save(
+        self, key: str, records: dict[str, FileRecord], meta: dict[str, Any] | None = None, give_way: GiveWay = no_wait
+    ) -> None:
+        """`give_way`: called between pieces of the pickling (a save runs in the background)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self._file(key)
-        chunks = _chunked(records)
+        chunks = _chunked(records, give_way)
         small = {k: v for k, v in (meta or {}).items() if not (isinstance(v, dict) and len(v) > CHUNK)}
         # A large mapping of the meta (saved links per entry, the title table) is pickled in chunks
         # like the records: pickling it whole held the interpreter lock ~0.1-0.3 s at 10,000 entries,
         # while the window was filling its table.
-        meta_chunks = {k: _chunked(v) for k, v in (meta or {}).items() if k not in small}
+        meta_chunks = {k: _chunked(v, give_way) for k, v in (meta or {}).items() if k not in small}
         payload = {"format": CACHE_FORMAT, "key": key, "chunks": chunks, "meta": small, "meta_chunks": meta_chunks}
         with atomic_file(path, private=True) as fh:
             pickle.dump(payload, fh, protocol=pickle.HIGHEST_PROTOCOL)

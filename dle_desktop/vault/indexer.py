@@ -296,7 +296,7 @@ class VaultIndexer:
                     if s is self.primary:
                         meta["titles"] = snap._titles
                 try:
-                    self.cache.save(self._cache_key(s), self._records[s.name], meta)
+                    self.cache.save(self._cache_key(s), self._records[s.name], meta, self.activity.give_way)
                 except OSError as exc:
                     log.warning("could not save the index cache for %s: %s", s.name, exc)
 

@@ -328,3 +328,28 @@ def test_main_window_graph_tab_ctrl3_and_double_click_to_vault(make_desktop, vau
         assert "Brother Wick" in win.vault_view.detail.toHtml()
 
     qloop.run_until_complete(scenario())
+
+
+def test_while_the_user_waits_for_a_first_picture_background_work_is_asked_to_wait(qtbot, tmp_path, sample_snapshot):
+    import threading
+
+    view = GraphView(LayoutStore(tmp_path / "graph-layouts"), tmp_path / "state.sqlite")
+    qtbot.addWidget(view)
+    view.show()
+    qtbot.waitExposed(view)
+    asked: list[int] = []
+    view.busy.connect(lambda: asked.append(1))
+    held = threading.Event()
+    view.worker._pool.submit(held.wait, 30)  # the job waits behind this: no progress, no picture yet
+    try:
+        view.set_snapshot(sample_snapshot)
+        qtbot.wait(900)
+        assert len(asked) >= 3  # the job's start, then the timer: nothing else was said meanwhile
+    finally:
+        held.set()
+    qtbot.waitUntil(lambda: view.result is not None and not view.result.preview, timeout=30000)
+    settled = len(asked)
+    qtbot.wait(700)
+    assert len(asked) == settled  # a picture is up: nobody is waiting any more
+    view.hide()
+    view.stop()

@@ -36,6 +36,10 @@ def _row(view, title: str) -> int:
     return next(r for r in range(view.proxy.rowCount()) if view.proxy.index(r, 0).data() == title)
 
 
+def _place(row: dict) -> tuple[str, str]:
+    return row["vault"], row["path"]
+
+
 def _cell(view, title: str, column: int) -> str:
     return view.proxy.index(_row(view, title), column).data()
 
@@ -61,6 +65,10 @@ def test_the_counts_follow_the_generations_and_match_analytics_and_the_graph(mak
             r = view.model.row_of(f"{row['vault']}\x00{row['path']}")
             shown = [view.model.index(r, c).data(Qt.ItemDataRole.DisplayRole) for c in (MATCHED, INJECTED)]
             assert shown == [row["matched"], row["injected"]], row["title"]
+        # what the view reads: the rows of the entries used at all, no row for the others
+        used = (await win.bridge.entry_usage())["entries"]
+        expected = [r for r in table if r["matched"] or r["injected"]]
+        assert sorted(used, key=_place) == sorted(expected, key=_place) and len(used) < len(table)
         quay = next(r for r in table if r["title"] == "Lantern Quay")
         assert quay["injected"] >= 2 and _cell(view, "Lantern Quay", LAST_INJECTED).startswith("today ")
 

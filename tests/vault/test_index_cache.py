@@ -121,10 +121,12 @@ def test_many_records_round_trip_in_chunks_the_window_can_run_between(tmp_path, 
     (one,) = [r for r in make_records(lore).values() if isinstance(r.result, Entry)]
     records = {f"N{i:05d}.md": FileRecord(f"{i}:1", f"h{i}", one.result) for i in range(10_000)}
     cache = IndexCache(tmp_path / "cache")
-    cache.save("key-1", records)
+    pauses: list[int] = []
+    cache.save("key-1", records, give_way=lambda: pauses.append(1) or 0.0)
     [path] = list((tmp_path / "cache").glob("*.idx"))
     saved = pickle.loads(path.read_bytes())
     assert len(saved["chunks"]) == -(-10_000 // CHUNK)
+    assert len(pauses) == len(saved["chunks"]) - 1  # a save in the background gives way between chunks
     loaded = cache.load("key-1")
     assert loaded is not None and list(loaded[0]) == list(records) and loaded[0]["N09999.md"].stamp == "9999:1"
 

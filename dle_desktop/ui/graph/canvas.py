@@ -39,6 +39,10 @@ class GraphCanvas(QWidget):
     nodeActivated = Signal(int)  # double-click
     nodePinned = Signal(int)  # dragged to a new place (and pinned there)
     userMoved = Signal()  # the user pressed on the canvas or zoomed: the view is theirs now
+    #: a slice of the sharp picture is about to be painted: the window's background work should
+    #: give way (numpy on this thread waits for the interpreter lock at every large array while a
+    #: background thread runs Python: a 20 ms slice took 50-120 ms beside a health check)
+    rendering = Signal()
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -56,7 +60,7 @@ class GraphCanvas(QWidget):
         self.importance = np.zeros(0)
         self.pinned = np.zeros(0, dtype=bool)
         self.adj = Adjacency.empty()
-        self.grid = PointGrid(np.zeros((0, 2)))
+        self._grid: PointGrid | None = PointGrid(np.zeros((0, 2)))
         self._adjacency_all: Adjacency | None = None
         self._adjacency_kinds: frozenset[str] | None = None
         self.hovered = -1
@@ -132,8 +136,16 @@ class GraphCanvas(QWidget):
         self.visible = np.asarray(mask, dtype=bool)
         if self.hovered >= 0 and not self.visible[self.hovered]:
             self.hovered = -1
-        self.grid = PointGrid(self.xy, self.visible)
+        self._grid = None
         self._content_changed()
+
+    @property
+    def grid(self) -> PointGrid:
+        """Where the nodes are, for picking: made when a pick first needs it, not at each frame
+        of a layout that settles."""
+        if self._grid is None:
+            self._grid = PointGrid(self.xy, self.visible)
+        return self._grid
 
     def _rebuild_adjacency(self) -> None:
         kinds = frozenset(k for k in self.kinds_on if k in self.edges)
@@ -149,7 +161,7 @@ class GraphCanvas(QWidget):
         self.adj = Adjacency(len(self.titles), a, b)
 
     def _positions_changed(self) -> None:
-        self.grid = PointGrid(self.xy, self.visible)
+        self._grid = None
         self._content_changed()
 
     def _content_changed(self) -> None:
@@ -307,8 +319,17 @@ class GraphCanvas(QWidget):
             )
         return self._geo
 
+    def _small(self) -> bool:
+        """Few enough edges and nodes to paint the sharp picture at once (the sample vault)."""
+        if len(self.xy) + sum(len(a) for a, _b in self.edges.values()) <= SYNC_LIMIT:
+            return True
+        if self._geo is None and self.visible.all():  # everything shows: too many, known without the geometry
+            return False
+        return self.geometry_now().count <= SYNC_LIMIT
+
     def _steps_for(self, w: float, h: float, vector: bool = False, everything: bool = False):
-        geo, tf, px = self.geometry_now(), self._transform(), self.node_px()
+        # the geometry is made in the render's first slice (a few ms at 10,000 nodes, more beside busy threads)
+        geo, tf, px = self.geometry_now, self._transform(), self.node_px()
         kinds, xy, size = set(self.kinds_on), self.xy, self.node_size
         budget = None if everything else EDGE_PIXEL_BUDGET
         return lambda p: steps(p, geo, kinds, tf, px, xy, size, w, h, vector, budget)
@@ -336,6 +357,7 @@ class GraphCanvas(QWidget):
             self._slicer.stop()
             self._settle.start()
             return
+        self.rendering.emit()
         if job.run(SLICE_S):
             self._static, self._job = job, None
             self._slicer.stop()
@@ -413,7 +435,7 @@ class GraphCanvas(QWidget):
         if last is not None and last.key == key and last.version == self._version:
             p.drawImage(0, 0, last.img)
             return
-        if self.geometry_now().count <= SYNC_LIMIT:  # small: paint it sharp right away
+        if self._small():  # paint it sharp right away
             p.drawImage(0, 0, self.render_now().img)
             return
         p.fillRect(QRectF(0, 0, w, h), BACKGROUND)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import cast
 
 import numpy as np
-from PySide6.QtCore import QRectF, QSize, QStringListModel, Qt, Signal
+from PySide6.QtCore import QRectF, QSize, QStringListModel, Qt, QTimer, Signal
 from PySide6.QtGui import QImage, QKeySequence, QPainter, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
@@ -46,6 +46,10 @@ log = logging.getLogger(__name__)
 PRESET_NAMES = {"compact": "Compact", "balanced": "Balanced", "spacious": "Spacious"}
 
 
+#: how often the view, waiting for a first picture, tells the window's background work to wait
+WAITING_BUSY_MS = 250
+
+
 def vault_names(snapshot) -> tuple[str, ...]:
     names = tuple(s.name for s in getattr(snapshot, "slices", ()))
     return names or tuple(sorted({e.vault for e in snapshot.entries}))
@@ -76,12 +80,20 @@ class GraphView(QWidget):
         self.worker.finished.connect(self._on_result)
         self.worker.failed.connect(self._on_failed)
         self.worker.abandoned.connect(self._on_abandoned)
+        # While the user waits for a first picture, the window's background work (health check,
+        # cache save, code loading) gives way: beside it, the picture's own work on this thread
+        # (taking the results in, the first sharp image) took turns at the interpreter lock with
+        # three other threads, and a 30 ms step stalled the window for 150 ms.
+        self._waiting = QTimer(self)
+        self._waiting.setInterval(WAITING_BUSY_MS)
+        self._waiting.timeout.connect(self.busy)
 
         self.canvas = GraphCanvas()
         self.canvas.nodeActivated.connect(self._activated)
         self.canvas.nodePinned.connect(self._pinned)
         self.canvas.userMoved.connect(self._stop_following)
         self.canvas.userMoved.connect(self.busy)
+        self.canvas.rendering.connect(self.busy)
         self.canvas.selectedChanged.connect(self._selected)
         self.canvas.hoveredChanged.connect(self._hovered)
         self.panel = GraphPanel()
@@ -211,6 +223,10 @@ class GraphView(QWidget):
         if self._pending:
             self._start()
 
+    def hideEvent(self, ev) -> None:
+        super().hideEvent(ev)
+        self._waiting.stop()  # nobody waits for a picture they cannot see
+
     def _job_for(self, relayout: bool = False, iterations: int | None = None) -> GraphJob:
         assert self.snapshot is not None  # _start() checks
         known: dict[str, tuple[float, float]] | None = None
@@ -242,6 +258,8 @@ class GraphView(QWidget):
         self._running = (tuple(self.snapshot.entries), vault_names(self.snapshot))
         self._job = self.worker.start(self._job_for(relayout, iterations))
         self.busy.emit()
+        if self.graph is None:
+            self._waiting.start()
         self._show_progress("Building the graph", 0, 0)
         self.cancel_button.show()
 
@@ -253,6 +271,7 @@ class GraphView(QWidget):
         self.worker.cancel()
 
     def stop(self) -> None:
+        self._waiting.stop()
         self.worker.stop()
 
     def _on_progress(self, job: int, done: int, total: int, what: str) -> None:
@@ -275,6 +294,7 @@ class GraphView(QWidget):
     def _on_failed(self, job: int, message: str) -> None:
         if job == self._job:
             self._running = None
+            self._waiting.stop()
             self._hide_progress()
             self.status.setText(f"The graph could not be built: {message}")
 
@@ -282,6 +302,7 @@ class GraphView(QWidget):
         """Cancelled before its layout: what is on screen stays (a first picture, or the last graph)."""
         if job == self._job:
             self._running = None
+            self._waiting.stop()
             self._hide_progress()
             self._following = False
             self.status.setText("Cancelled before the layout; the picture stays as it was")
@@ -310,6 +331,7 @@ class GraphView(QWidget):
     def show_result(self, res: GraphResult) -> None:
         """Put a worker's result on screen (the benchmark also hands in graphs built by hand). A
         preview (`res.preview`) is shown the same way, with the work still going on below it."""
+        self._waiting.stop()  # a picture is up
         if not res.preview:
             self._hide_progress()
         first = self.graph is None or self._following
