@@ -109,8 +109,11 @@ def soak(vault: Path, data: Path, minutes: float, expect: int, seed: int = 1) ->
         out["rss_start_mb"] = rss_mb()
         header = view.table.horizontalHeader()
         cycle = 0
+        rss_per_minute: list[float] = []  # at the end of each minute: does memory level off?
         while time.perf_counter() - started < minutes * 60:
             cycle += 1
+            if time.perf_counter() - started >= 60 * (len(rss_per_minute) + 1):
+                rss_per_minute.append(round(rss_mb()))
             window.tabs.setCurrentWidget(view)
             view.filter.setFocus()
             for ch in rng.choice(words)[: rng.randint(3, 6)]:
@@ -145,6 +148,7 @@ def soak(vault: Path, data: Path, minutes: float, expect: int, seed: int = 1) ->
         out["cycles"] = cycle
         out["seconds"] = time.perf_counter() - started
         out["rss_end_mb"] = rss_mb()
+        out["rss_per_minute_mb"] = rss_per_minute
         import gc
 
         # how much of the growth is garbage the collector can still free (frozen cycles)
@@ -191,6 +195,7 @@ def report(res: dict, entries: int, minutes: float) -> str:
         + (f"; the Graph's process {res['graph_child_rss_mb']:.0f} MB" if "graph_child_rss_mb" in res else "")
         + f"; {res['rss_after_full_collection_mb']:.0f} MB after a full collection of the"
         f" {res['frozen_objects']:,} frozen objects",
+        f"  memory (RSS) at the end of each minute (MB): {res['rss_per_minute_mb']}",
     ]
     return "\n".join(lines)
 

@@ -72,3 +72,47 @@ def test_the_vault_table_paints_with_a_prompt_lock_handoff_and_restores_the_inte
     finally:
         interpreter.stop()
         table.close()
+
+
+_COUNT_HEAPS = """
+import ctypes, sys, tempfile, threading
+from dle_desktop.ui.interpreter import limit_malloc_arenas
+limited = limit_malloc_arenas() if sys.argv[1] == "limit" else False
+def work():
+    keep = [bytearray(200_000) for _ in range(20)]  # malloc'd, not Python's small-object pool
+    barrier.wait()
+barrier = threading.Barrier(8)
+threads = [threading.Thread(target=work) for _ in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+libc = ctypes.CDLL("libc.so.6")
+libc.fopen.restype = ctypes.c_void_p
+libc.fopen.argtypes = (ctypes.c_char_p, ctypes.c_char_p)
+libc.malloc_info.argtypes = (ctypes.c_int, ctypes.c_void_p)
+libc.fclose.argtypes = (ctypes.c_void_p,)
+with tempfile.NamedTemporaryFile(suffix=".xml") as out:
+    fp = libc.fopen(out.name.encode(), b"w")
+    libc.malloc_info(0, fp)
+    libc.fclose(fp)
+    print(limited, open(out.name).read().count("<heap nr="))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator only")
+def test_the_window_process_keeps_at_most_two_malloc_heaps():
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+
+    def heaps(mode: str, **extra: str) -> tuple[str, int]:
+        run = subprocess.run(
+            [sys.executable, "-c", _COUNT_HEAPS, mode], env={**env, **extra}, capture_output=True, text=True, check=True
+        )
+        limited, count = run.stdout.split()
+        return limited, int(count)
+
+    assert heaps("limit") == ("True", 2)  # eight threads that allocate, two heaps
+    plain = heaps("plain")
+    assert plain[0] == "False" and plain[1] > 2  # without it: a heap per thread
+    assert heaps("limit", MALLOC_ARENA_MAX="4")[0] == "False"  # the user's own setting wins
