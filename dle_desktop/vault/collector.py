@@ -16,11 +16,12 @@ from contextlib import contextmanager
 _lock = threading.Lock()
 _depth = 0
 _resume = False
+_ended = 0  # how many times the last pause ended
 
 
 @contextmanager
 def collector_paused() -> Iterator[None]:
-    global _depth, _resume
+    global _depth, _resume, _ended
     with _lock:
         if _depth == 0:
             _resume = gc.isenabled()
@@ -31,6 +32,8 @@ def collector_paused() -> Iterator[None]:
     finally:
         with _lock:
             _depth -= 1
+            if _depth == 0:
+                _ended += 1
             if _depth == 0 and _resume:
                 if gc.get_freeze_count() == 0:
                     # What was made meanwhile lives long: straight into the oldest generation
@@ -45,3 +48,9 @@ def collector_paused() -> Iterator[None]:
 def collector_is_paused() -> bool:
     """An index is being built or loaded somewhere: a collection now would walk it for nothing."""
     return _depth > 0
+
+
+def pauses_ended() -> int:
+    """How many times a pause (the last of overlapping ones) has ended: a window's collector that
+    sees it change knows an index was made meanwhile, and freezes it rather than walk it."""
+    return _ended

@@ -119,6 +119,38 @@ def test_no_collection_while_an_index_loads(qapp):
         collector.stop()
 
 
+def test_what_an_index_load_made_is_frozen_not_walked_by_the_next_collection(qapp):
+    """A first start at 10,000 entries: the index was built (collector paused) and a full
+    collection came due before the window took it, and walked it for 320 ms."""
+    from dle_desktop.vault.collector import collector_paused
+
+    gc.collect()
+    gc.unfreeze()
+    collector = GuiThreadCollector(freeze_survivors=True).start()
+    try:
+        with collector_paused():
+            index = [Cycle() for _ in range(2000)]
+        for _ in range(gc.get_threshold()[0] * 2):
+            Cycle()  # garbage enough for a collection to be due
+        assert collector.collect_if_due() == -1  # frozen instead
+        assert gc.get_freeze_count() >= len(index)
+        assert not any(o is index[0] for o in gc.get_objects())  # out of every later collection
+        for _ in range(gc.get_threshold()[0] * 2):
+            Cycle()
+        assert collector.collect_if_due() >= 0  # once: the collections go on as before
+    finally:
+        collector.stop()
+    plain = GuiThreadCollector().start()  # tests and embedders: nothing is frozen behind their back
+    try:
+        with collector_paused():
+            Cycle()
+        for _ in range(gc.get_threshold()[0] * 2):
+            Cycle()
+        assert plain.collect_if_due() >= 0 and gc.get_freeze_count() == 0
+    finally:
+        plain.stop()
+
+
 def test_the_deep_clean_waits_for_the_interval_and_for_the_app_to_be_in_the_background(qapp):
     collector = GuiThreadCollector(freeze_survivors=True).start()
     try:

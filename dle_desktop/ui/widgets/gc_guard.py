@@ -22,7 +22,7 @@ import time
 from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 
-from dle_desktop.vault.collector import collector_is_paused
+from dle_desktop.vault.collector import collector_is_paused, pauses_ended
 
 _freezing: GuiThreadCollector | None = None
 
@@ -44,6 +44,7 @@ class GuiThreadCollector(QObject):
         self.freeze_survivors = freeze_survivors
         self._was_enabled = gc.isenabled()
         self._last_deep_clean = time.monotonic()
+        self._pauses_seen = pauses_ended()
         self._timer = QTimer(self)
         self._timer.setInterval(self.INTERVAL_MS)
         self._timer.timeout.connect(self._tick)
@@ -75,6 +76,13 @@ class GuiThreadCollector(QObject):
         collector would have done); returns the generation collected, or -1. Not while an index
         is being loaded: every object it makes stays alive."""
         if collector_is_paused():
+            return -1
+        if self.freeze_survivors and pauses_ended() != self._pauses_seen:
+            # An index was built or loaded since the last look: its objects live as long as it,
+            # and the window freezes them anyway when it takes the index (`freeze_long_lived`).
+            # A full collection that came first walked all of them: 320 ms on a 10k first start.
+            self._pauses_seen = pauses_ended()
+            gc.freeze()
             return -1
         counts = gc.get_count()
         thresholds = gc.get_threshold()
