@@ -173,6 +173,89 @@ def rss_mb(pid: int | None = None) -> float:
     return int(rss.split()[1]) / 1024
 
 
+class StallTracer:
+    """--trace: where the GUI loop's stalls come from. A sampler thread wakes every 5 ms and keeps
+    the GUI thread's stack and the other running threads'; `stall` prints what they were doing
+    during a stall; a wake-up late by over 40 ms (the interpreter lock held in one go) and a
+    collection over 20 ms are printed as they happen (stderr)."""
+
+    def __init__(self, spawned: float, lock_ms: float = 40.0) -> None:
+        from collections import deque
+
+        self.spawned, self.lock_ms = spawned, lock_ms
+        self.main_stacks: deque[tuple[float, str]] = deque(maxlen=400)  # (when, the GUI thread's stack)
+        self.other_stacks: deque[tuple[float, str]] = deque(maxlen=2000)  # (when, another running thread's stack)
+
+    def say(self, text: str) -> None:
+        print(f"{time.time() - self.spawned:7.2f} s  {text}", file=sys.stderr, flush=True)
+
+    def stall(self, now: float, late: float) -> None:
+        from collections import Counter
+
+        self.say(f"GUI loop {late:.0f} ms late")
+        seen = Counter(stack for at, stack in list(self.main_stacks) if at >= now - late / 1000)
+        for stack, count in seen.most_common(3):
+            print(f"           {count} × GUI thread in {stack}", file=sys.stderr, flush=True)
+        busy = Counter(stack for at, stack in list(self.other_stacks) if at >= now - late / 1000)
+        for stack, count in busy.most_common(3):
+            print(f"           {count} × meanwhile {stack}", file=sys.stderr, flush=True)
+
+    def start(self) -> StallTracer:
+        import gc
+        import threading
+
+        began: dict[str, float] = {}
+
+        def collection(phase: str, info: dict) -> None:
+            if phase == "start":
+                began["t"] = time.perf_counter()
+            elif (took := time.perf_counter() - began.get("t", time.perf_counter())) > 0.02:
+                who = threading.current_thread().name
+                self.say(f"collection of generation {info['generation']}: {took * 1000:.0f} ms on {who}")
+
+        gc.callbacks.append(collection)
+        threading.Thread(target=self._sample, args=(threading.get_ident(),), name="stall-sampler", daemon=True).start()
+        return self
+
+    def _sample(self, main_ident: int) -> None:
+        """When this thread wakes late, something held the interpreter lock; the other threads'
+        stacks right then show what had it."""
+        import threading
+        import traceback
+
+        me = threading.get_ident()
+        names: dict[int | None, str] = {}
+        last = time.perf_counter()
+        while True:
+            time.sleep(0.005)
+            now = time.perf_counter()
+            late, last = (now - last) * 1000 - 5, now
+            main = sys._current_frames().get(main_ident)
+            if main is not None:
+                stack = traceback.extract_stack(main)[-12:]
+                self.main_stacks.append(
+                    (now, " <- ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(stack)))
+                )
+            names.update({t.ident: t.name for t in threading.enumerate()} if len(names) < 8 else {})
+            for ident, frame in sys._current_frames().items():
+                code = frame.f_code.co_name
+                if ident in (me, main_ident) or code in ("wait", "select", "_wait_for_tstate_lock", "poll"):
+                    continue
+                stack = traceback.extract_stack(frame)[-6:]
+                where = " <- ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(stack))
+                self.other_stacks.append((now, f"{names.get(ident, str(ident))}: {where}"))
+            if late <= self.lock_ms:
+                continue
+            names.update({t.ident: t.name for t in threading.enumerate()})
+            lines = [f"{time.time() - self.spawned:7.2f} s  the interpreter lock was held {late:.0f} ms; then:"]
+            for ident, frame in sys._current_frames().items():
+                if ident != me:
+                    stack = traceback.extract_stack(frame)[-4:]
+                    where = " <- ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(stack))
+                    lines.append(f"           {names.get(ident, str(ident))}: {where}")
+            print("\n".join(lines), file=sys.stderr, flush=True)
+
+
 def child(args) -> int:
     """One measured run of the app; prints one JSON line of figures."""
     spawned = args.spawned
@@ -204,82 +287,13 @@ def child(args) -> int:
             now = time.perf_counter()
             late = (now - self.last) * 1000 - TICK_MS
             self.last = now
-            if args.trace and late > 40:
-                print(f"{time.time() - spawned:7.2f} s  GUI loop {late:.0f} ms late", file=sys.stderr, flush=True)
-                seen = Counter(stack for at, stack in list(main_stacks) if at >= now - late / 1000)
-                for stack, count in seen.most_common(3):
-                    print(f"           {count} × GUI thread in {stack}", file=sys.stderr, flush=True)
-                busy = Counter(stack for at, stack in list(other_stacks) if at >= now - late / 1000)
-                for stack, count in busy.most_common(3):
-                    print(f"           {count} × meanwhile {stack}", file=sys.stderr, flush=True)
+            if tracer is not None and late > 40:
+                tracer.stall(now, late)
             self.worst = max(self.worst, late)
             self.phase_worst = max(self.phase_worst, late)
 
-    from collections import Counter, deque
-
-    main_stacks: deque[tuple[float, str]] = deque(maxlen=400)  # (when, the GUI thread's stack), --trace
-    other_stacks: deque[tuple[float, str]] = deque(maxlen=2000)  # (when, another running thread's stack)
+    tracer = StallTracer(spawned).start() if args.trace else None
     dog = Watchdog()
-    if args.trace:  # where the stalls come from: collections long enough to be seen, and by whom
-        import gc
-        import threading
-
-        began: dict[str, float] = {}
-
-        def collection(phase: str, info: dict) -> None:
-            if phase == "start":
-                began["t"] = time.perf_counter()
-            elif (took := time.perf_counter() - began.get("t", time.perf_counter())) > 0.02:
-                who = threading.current_thread().name
-                print(
-                    f"{time.time() - spawned:7.2f} s  collection of generation {info['generation']}: "
-                    f"{took * 1000:.0f} ms on {who}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-
-        gc.callbacks.append(collection)
-
-        main_ident = threading.get_ident()
-
-        def sampler() -> None:
-            """A thread that wakes every 5 ms: when it wakes late, something held the interpreter
-            lock; the other threads' stacks right then show what had it."""
-            import traceback
-
-            me = threading.get_ident()
-            names = {}
-            last = time.perf_counter()
-            while True:
-                time.sleep(0.005)
-                now = time.perf_counter()
-                late, last = (now - last) * 1000 - 5, now
-                main = sys._current_frames().get(main_ident)
-                if main is not None:
-                    stack = traceback.extract_stack(main)[-12:]
-                    main_stacks.append(
-                        (now, " <- ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(stack)))
-                    )
-                names.update({t.ident: t.name for t in threading.enumerate()} if len(names) < 8 else {})
-                for ident, frame in sys._current_frames().items():
-                    code = frame.f_code.co_name
-                    if ident in (me, main_ident) or code in ("wait", "select", "_wait_for_tstate_lock", "poll"):
-                        continue
-                    stack = traceback.extract_stack(frame)[-6:]
-                    where = " <- ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(stack))
-                    other_stacks.append((now, f"{names.get(ident, ident)}: {where}"))
-                if late <= 40:
-                    continue
-                names.update({t.ident: t.name for t in threading.enumerate()})
-                lines = [f"{time.time() - spawned:7.2f} s  the interpreter lock was held {late:.0f} ms; then:"]
-                for ident, frame in sys._current_frames().items():
-                    if ident != me:
-                        stack = traceback.extract_stack(frame)[-4:]
-                        where = " <- ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(stack))
-                        lines.append(f"           {names.get(ident, ident)}: {where}")
-                print("\n".join(lines), file=sys.stderr, flush=True)
-
-        threading.Thread(target=sampler, name="stall-sampler", daemon=True).start()
     desktop, interpreter, running = start_app(qapp, Path(args.vault), Path(args.data))
     window = desktop.window
     vault = window.vault_view

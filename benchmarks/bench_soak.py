@@ -15,7 +15,7 @@ overall and per minute, how many stalls passed 100 ms, 250 ms (the UI suite's li
 frozen window), the indexes published, the Graph openings, and memory at the start and end of
 the session (RSS of the window's process and of the Graph's).
 
-    python benchmarks/bench_soak.py [--minutes 10] [--entries 10000] [--out FILE]
+    python benchmarks/bench_soak.py [--minutes 10] [--entries 10000] [--out FILE] [--trace]
 """
 
 from __future__ import annotations
@@ -35,12 +35,13 @@ for p in (REPO, REPO / "benchmarks"):
         sys.path.insert(0, str(p))
 
 TICK_MS = 5
+TRACE_MS = 150  # --trace: stalls (and the interpreter lock held in one go) longer than this are explained
 
 
-def soak(vault: Path, data: Path, minutes: float, expect: int, seed: int = 1) -> dict:
+def soak(vault: Path, data: Path, minutes: float, expect: int, seed: int = 1, trace: bool = False) -> dict:
     import asyncio
 
-    from bench_gui import rss_mb, start_app, until
+    from bench_gui import StallTracer, rss_mb, start_app, until
     from PySide6.QtCore import QPoint, Qt, QTimer
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication
@@ -55,12 +56,16 @@ def soak(vault: Path, data: Path, minutes: float, expect: int, seed: int = 1) ->
     stalls: list[tuple[float, float]] = []  # (seconds into the session, ms late)
     last = [time.perf_counter()]
 
+    tracer = StallTracer(time.time(), lock_ms=TRACE_MS).start() if trace else None
+
     def tick() -> None:
         now = time.perf_counter()
         late = (now - last[0]) * 1000 - TICK_MS
         last[0] = now
         if late > 20:
             stalls.append((now, late))
+        if tracer is not None and late > TRACE_MS:
+            tracer.stall(now, late)
 
     dog = QTimer()
     dog.setInterval(TICK_MS)
@@ -205,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--entries", type=int, default=10_000)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--trace", action="store_true", help=f"explain each stall over {TRACE_MS} ms (stderr)")
     ap.add_argument("--out", help="also write the report here (e.g. benchmarks/results/soak.txt)")
     args = ap.parse_args(argv)
     import os
@@ -218,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         vault = work / "vault"
         generate_vault(vault, args.entries)
         expect = sum(1 for _ in vault.rglob("*.md")) * 98 // 100  # about 1% of generated notes are malformed
-        res = soak(vault, work / "data", args.minutes, expect)
+        res = soak(vault, work / "data", args.minutes, expect, trace=args.trace)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     text = report(res, args.entries, args.minutes)
