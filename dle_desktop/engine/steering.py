@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dle_desktop.core.entry import Entry
 from dle_desktop.core.index import IndexSnapshot
 from dle_desktop.core.pipeline.chat_input import ChatDocument
 from dle_desktop.core.steering import (
@@ -24,6 +25,12 @@ from dle_desktop.core.steering import (
 from dle_desktop.engine.retrieval import NotReady, RetrievalService
 from dle_desktop.errors import InputError, NotFound
 from dle_desktop.state.injection_stats import EntryUsage, entry_usage
+
+
+def _usage_row(entry: Entry, use: EntryUsage) -> dict[str, Any]:
+    """One entry's line of the analytics: who it is and its use over all chats."""
+    return {"title": entry.title, "vault": entry.vault, "path": entry.path, **use.to_json()}
+
 
 #: A replay runs the newest this many messages (each one a generation).
 MAX_SIMULATED = 300
@@ -112,7 +119,7 @@ class SteeringService:
         if not overall:
             return []
         return [
-            {"title": entry.title, "vault": entry.vault, "path": entry.path, **use.to_json()}
+            _usage_row(entry, use)
             for entry in snap.entries
             if (use := overall.get(entry.tracker_key)) is not None and (use.matched or use.injected)
         ]
@@ -128,7 +135,7 @@ class SteeringService:
         rows = []
         for entry in snap.entries:
             use = overall.get(entry.tracker_key, EntryUsage())
-            row: dict[str, Any] = {"title": entry.title, "vault": entry.vault, "path": entry.path, **use.to_json()}
+            row = _usage_row(entry, use)
             if chat_id is not None:
                 row["chat"] = EntryUsage().add(mine.get(entry.tracker_key) or {}).to_json()
             rows.append(row)
