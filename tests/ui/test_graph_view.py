@@ -345,6 +345,13 @@ def test_while_the_user_waits_for_a_first_picture_background_work_is_asked_to_wa
         view.set_snapshot(sample_snapshot)
         qtbot.wait(900)
         assert len(asked) >= 3  # the job's start, then the timer: nothing else was said meanwhile
+        view.hide()
+        hidden = len(asked)
+        qtbot.wait(600)
+        assert len(asked) == hidden  # nobody waits for a picture they cannot see
+        view.show()
+        qtbot.wait(600)
+        assert len(asked) >= hidden + 2  # back to the view: the wait goes on
     finally:
         held.set()
     qtbot.waitUntil(lambda: view.result is not None and not view.result.preview, timeout=30000)

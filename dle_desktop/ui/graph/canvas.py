@@ -60,7 +60,7 @@ class GraphCanvas(QWidget):
         self.importance = np.zeros(0)
         self.pinned = np.zeros(0, dtype=bool)
         self.adj = Adjacency.empty()
-        self._grid: PointGrid | None = PointGrid(np.zeros((0, 2)))
+        self._grid: PointGrid | None = None
         self._adjacency_all: Adjacency | None = None
         self._adjacency_kinds: frozenset[str] | None = None
         self.hovered = -1

@@ -222,6 +222,8 @@ class GraphView(QWidget):
         super().showEvent(ev)
         if self._pending:
             self._start()
+        elif self._running is not None and self.graph is None:
+            self._waiting.start()  # back to a first picture still being worked out
 
     def hideEvent(self, ev) -> None:
         super().hideEvent(ev)
